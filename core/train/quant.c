@@ -1,0 +1,64 @@
+/* core/train/quant.c — ternary quantiser (absmean, BitNet b1.58 style) and
+ * parameter initialisation. See model.h for the contract. */
+#include "model.h"
+#include <math.h>
+#include <string.h>
+
+float atm_ternary_alpha(const float *w, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += fabs((double)w[i]);
+    float a = n ? (float)(s / (double)n) : 0.0f;
+    return a > 1e-5f ? a : 1e-5f;
+}
+
+int atm_ternary_trit(float w, float alpha) {
+    /* Division, not multiplication by 1/alpha: the imported reference model
+     * must re-quantise to exactly its stored trits (torch divides). rintf
+     * rounds half to even in the default rounding mode, like torch.round. */
+    float r = rintf(w / alpha);
+    return r > 0.0f ? 1 : (r < 0.0f ? -1 : 0);
+}
+
+float atm_ternary_quantize(const float *w, size_t n, float *wq) {
+    float a = atm_ternary_alpha(w, n);
+    for (size_t i = 0; i < n; i++) wq[i] = (float)atm_ternary_trit(w[i], a) * a;
+    return a;
+}
+
+void atm_quantize_layout(const atm_layout *L, int quant, const float *w, float *weff) {
+    if (weff != w) memcpy(weff, w, sizeof(float) * L->n_params);
+    if (quant != ATM_QUANT_TERNARY) return;
+    for (int i = 0; i < L->n_tensors; i++) {
+        const atm_tensor *t = &L->t[i];
+        if (t->kind != ATM_TK_QUANT) continue;
+        atm_ternary_quantize(w + t->off, (size_t)t->rows * (size_t)t->cols, weff + t->off);
+    }
+}
+
+static float uniform01(atm_rng *r) {            /* (0,1]: never 0, safe for log */
+    return ((float)(atm_rng_u32(r) >> 8) + 1.0f) * (1.0f / 16777216.0f);
+}
+
+void atm_init_params(const atm_layout *L, float *w, atm_rng *rng) {
+    for (int i = 0; i < L->n_tensors; i++) {
+        const atm_tensor *t = &L->t[i];
+        size_t n = (size_t)t->rows * (size_t)t->cols;
+        float *p = w + t->off;
+        switch (t->init) {
+        case ATM_INIT_CONST:
+            for (size_t j = 0; j < n; j++) p[j] = t->init_a;
+            break;
+        case ATM_INIT_UNIFORM:
+            for (size_t j = 0; j < n; j++) p[j] = (2.0f * uniform01(rng) - 1.0f) * t->init_a;
+            break;
+        default: /* Box-Muller, two normals per pair of uniforms */
+            for (size_t j = 0; j < n; j += 2) {
+                float u1 = uniform01(rng), u2 = uniform01(rng);
+                float rad = sqrtf(-2.0f * logf(u1));
+                float th = 6.28318530717958647692f * u2;
+                p[j] = rad * cosf(th) * t->init_a;
+                if (j + 1 < n) p[j + 1] = rad * sinf(th) * t->init_a;
+            }
+        }
+    }
+}
