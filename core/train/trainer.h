@@ -119,8 +119,8 @@ int atm_eval_chunks(const atm_layout *L, const float *w, int quant, const atm_ch
 /* Next byte from logits[V]: temperature <= 0 -> argmax (lowest index on ties);
  * else softmax(logits/temperature) in double, keep the top_k most likely
  * (top_k <= 0 or >= V: all; ties keep the lower index), then the smallest
- * prefix (in descending probability) whose mass reaches top_p (top_p >= 1:
- * all), renormalise, and draw u = (atm_rng_u32 >> 8) * 2^-24 against the
+ * prefix (in descending probability) whose mass reaches top_p of the kept
+ * mass (top_p >= 1: all; at least one byte is kept), renormalise, and draw u = (atm_rng_u32 >> 8) * 2^-24 against the
  * cumulative in that order. V <= 256 (uses stack scratch). */
 int atm_sample_logits(const float *logits, int V, float temperature, int top_k, float top_p,
                       atm_rng *rng);

@@ -1,0 +1,468 @@
+/* core/train/ckpt.c — checkpoint serialisation, validation and atomic writes.
+ * See ckpt.h for the contract and docs/checkpoint.md for the byte layout.
+ * All multi-byte values are encoded/decoded byte by byte, so the format is
+ * little-endian whatever the host. */
+#define _POSIX_C_SOURCE 200809L
+#include "ckpt.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const uint8_t MAGIC[8] = { 'A', 'T', 'O', 'M', 'E', 'C', 'K', 'P' };
+#define HEADER_BYTES 24        /* magic 8 + version 4 + n_sections 4 + file_size 8 */
+#define SECTION_HEAD 16        /* tag 4 + flags 4 + length 8 */
+#define CRC_BYTES 4
+#define FLAG_REQUIRED 1u
+#define MAX_SECTIONS 4096      /* far above what any writer emits; bounds the walk */
+
+#define CONF_BYTES 48          /* 12 x i32 */
+#define TOPT_BYTES 72
+#define STAT_BYTES 44
+
+/* ---- CRC-32 ---- */
+static uint32_t crc_table[256];
+static int crc_ready = 0;
+
+uint32_t atm_crc32(const uint8_t *p, size_t n) {
+    if (!crc_ready) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            crc_table[i] = c;
+        }
+        crc_ready = 1;
+    }
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFFu] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---- little-endian writer ---- */
+typedef struct { uint8_t *p; size_t n; } wbuf;
+
+static void put_u32(wbuf *b, uint32_t x) {
+    for (int i = 0; i < 4; i++) b->p[b->n++] = (uint8_t)(x >> (8 * i));
+}
+static void put_u64(wbuf *b, uint64_t x) {
+    for (int i = 0; i < 8; i++) b->p[b->n++] = (uint8_t)(x >> (8 * i));
+}
+static void put_i32(wbuf *b, int32_t x) { put_u32(b, (uint32_t)x); }
+static void put_i64(wbuf *b, int64_t x) { put_u64(b, (uint64_t)x); }
+static void put_f32(wbuf *b, float f) { uint32_t u; memcpy(&u, &f, 4); put_u32(b, u); }
+static void put_f64(wbuf *b, double f) { uint64_t u; memcpy(&u, &f, 8); put_u64(b, u); }
+static void put_bytes(wbuf *b, const void *s, size_t n) { if (n) memcpy(b->p + b->n, s, n); b->n += n; }
+static void put_f32s(wbuf *b, const float *f, size_t n) { for (size_t i = 0; i < n; i++) put_f32(b, f[i]); }
+static void put_section(wbuf *b, const char tag[4], uint32_t flags, uint64_t len) {
+    put_bytes(b, tag, 4);
+    put_u32(b, flags);
+    put_u64(b, len);
+}
+
+/* ---- little-endian reader (callers check bounds before reading) ---- */
+static uint32_t get_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static uint64_t get_u64(const uint8_t *p) { return (uint64_t)get_u32(p) | ((uint64_t)get_u32(p + 4) << 32); }
+static int32_t get_i32(const uint8_t *p) { return (int32_t)get_u32(p); }
+static int64_t get_i64(const uint8_t *p) { return (int64_t)get_u64(p); }
+static float get_f32(const uint8_t *p) { uint32_t u = get_u32(p); float f; memcpy(&f, &u, 4); return f; }
+static double get_f64(const uint8_t *p) { uint64_t u = get_u64(p); double f; memcpy(&f, &u, 8); return f; }
+
+void atm_ckpt_init(atm_ckpt *ck) {
+    memset(ck, 0, sizeof *ck);
+    atm_train_opts_default(&ck->opt);
+    ck->split = 0.9;
+}
+
+void atm_ckpt_free(atm_ckpt *ck) {
+    if (ck->owns) { free(ck->w); free(ck->m); free(ck->v); }
+    ck->w = ck->m = ck->v = NULL;
+    ck->owns = 0;
+}
+
+/* ---- serialisation ---- */
+static size_t str_len(const char *s, size_t cap) {
+    size_t n = 0;
+    while (n < cap - 1 && s[n]) n++;
+    return n;
+}
+
+int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
+    size_t np = ck->n_params;
+    size_t name_len = str_len(ck->name, sizeof ck->name);
+    size_t dp = str_len(ck->data_path, sizeof ck->data_path);
+    size_t vp = str_len(ck->valid_path, sizeof ck->valid_path);
+    int has_adam = ck->m && ck->v;
+    uint32_t nsec = 4 + (name_len > 0) + (ck->has_data ? 1 : 0) + (has_adam ? 1 : 0);
+    uint64_t total = HEADER_BYTES;
+    total += SECTION_HEAD + CONF_BYTES;
+    if (name_len) total += SECTION_HEAD + name_len;
+    total += SECTION_HEAD + TOPT_BYTES;
+    total += SECTION_HEAD + STAT_BYTES;
+    if (ck->has_data) total += SECTION_HEAD + 8 + 8 + 4 + dp + 4 + vp;
+    total += SECTION_HEAD + 8 + 4 * (uint64_t)np;
+    if (has_adam) total += SECTION_HEAD + 8 + 8 * (uint64_t)np;
+    total += CRC_BYTES;
+    if (total > (uint64_t)(size_t)-1) return ATM_CKPT_ENOMEM;
+    wbuf b = { (uint8_t *)malloc((size_t)total), 0 };
+    if (!b.p) return ATM_CKPT_ENOMEM;
+
+    put_bytes(&b, MAGIC, 8);
+    put_u32(&b, ATM_CKPT_VERSION);
+    put_u32(&b, nsec);
+    put_u64(&b, total);
+
+    const atm_config *c = &ck->cfg;
+    put_section(&b, "CONF", FLAG_REQUIRED, CONF_BYTES);
+    put_i32(&b, c->family); put_i32(&b, c->vocab); put_i32(&b, c->d_model); put_i32(&b, c->n_layers);
+    put_i32(&b, c->d_head); put_i32(&b, c->n_heads); put_i32(&b, c->kernel); put_i32(&b, c->top_k);
+    put_i32(&b, c->pathways); put_i32(&b, c->d_ff); put_i32(&b, c->d_inner); put_i32(&b, c->max_seq);
+
+    if (name_len) { put_section(&b, "NAME", 0, name_len); put_bytes(&b, ck->name, name_len); }
+
+    const atm_train_opts *o = &ck->opt;
+    put_section(&b, "TOPT", FLAG_REQUIRED, TOPT_BYTES);
+    put_i32(&b, o->quant);
+    put_f32(&b, o->lr); put_f32(&b, o->lr2); put_f32(&b, o->beta1); put_f32(&b, o->beta2);
+    put_f32(&b, o->eps); put_f32(&b, o->wd); put_f32(&b, o->clip); put_f32(&b, o->lr_min);
+    put_i64(&b, o->warmup);
+    put_i32(&b, o->cosine);
+    put_f32(&b, o->fp_fraction);
+    put_i64(&b, o->steps);
+    put_i32(&b, o->batch);
+    put_i32(&b, o->seq);
+    put_u32(&b, o->seed);
+
+    put_section(&b, "STAT", 0, STAT_BYTES);
+    put_i64(&b, ck->step);
+    put_i64(&b, ck->adam_t);
+    put_i32(&b, ck->stage);
+    for (int i = 0; i < 4; i++) put_u32(&b, ck->rng.s[i]);
+    put_f64(&b, ck->elapsed_s);
+
+    if (ck->has_data) {
+        put_section(&b, "DATA", 0, 8 + 8 + 4 + dp + 4 + vp);
+        put_u64(&b, ck->max_bytes);
+        put_f64(&b, ck->split);
+        put_u32(&b, (uint32_t)dp); put_bytes(&b, ck->data_path, dp);
+        put_u32(&b, (uint32_t)vp); put_bytes(&b, ck->valid_path, vp);
+    }
+
+    put_section(&b, "WGHT", FLAG_REQUIRED, 8 + 4 * (uint64_t)np);
+    put_u64(&b, np);
+    put_f32s(&b, ck->w, np);
+
+    if (has_adam) {
+        put_section(&b, "ADAM", 0, 8 + 8 * (uint64_t)np);
+        put_u64(&b, np);
+        put_f32s(&b, ck->m, np);
+        put_f32s(&b, ck->v, np);
+    }
+    put_u32(&b, atm_crc32(b.p, b.n));
+    *out = b.p;
+    *out_len = b.n;
+    return ATM_CKPT_OK;
+}
+
+/* ---- parsing ---- */
+#define PFAIL(code, ...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); rc = (code); goto fail; } while (0)
+
+static int tag_is(const uint8_t *t, const char *s) { return memcmp(t, s, 4) == 0; }
+
+static void tag_text(const uint8_t *t, char out[16]) {
+    int printable = 1;
+    for (int i = 0; i < 4; i++) if (t[i] < 0x20 || t[i] > 0x7E) printable = 0;
+    if (printable) snprintf(out, 16, "'%c%c%c%c'", t[0], t[1], t[2], t[3]);
+    else snprintf(out, 16, "0x%02X%02X%02X%02X", t[0], t[1], t[2], t[3]);
+}
+
+static int read_string(const uint8_t **pp, const uint8_t *end, char *dst, size_t cap) {
+    if (end - *pp < 4) return -1;
+    uint32_t n = get_u32(*pp);
+    *pp += 4;
+    if ((uint64_t)n >= cap || (uint64_t)(end - *pp) < n) return -1;
+    memcpy(dst, *pp, n);
+    dst[n] = 0;
+    if (memchr(dst, 0, n)) return -1;
+    *pp += n;
+    return 0;
+}
+
+int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size_t errlen) {
+    int rc = ATM_CKPT_OK;
+    atm_ckpt_init(ck);
+    if (len == 0 || !buf) PFAIL(ATM_CKPT_ETRUNC, "truncated: the file is empty");
+    if (len < HEADER_BYTES) {
+        size_t k = len < 8 ? len : 8;
+        if (memcmp(buf, MAGIC, k) != 0) PFAIL(ATM_CKPT_EMAGIC, "not an atome checkpoint (bad magic)");
+        PFAIL(ATM_CKPT_ETRUNC, "truncated: %zu bytes, shorter than the %d-byte header", len, HEADER_BYTES);
+    }
+    if (memcmp(buf, MAGIC, 8) != 0) PFAIL(ATM_CKPT_EMAGIC, "not an atome checkpoint (bad magic)");
+    uint32_t version = get_u32(buf + 8);
+    if (version != ATM_CKPT_VERSION)
+        PFAIL(ATM_CKPT_EVERSION, "format version %u; this build reads version %d", version, ATM_CKPT_VERSION);
+    uint32_t nsec = get_u32(buf + 12);
+    uint64_t fsize = get_u64(buf + 16);
+    if ((uint64_t)len < fsize) PFAIL(ATM_CKPT_ETRUNC, "truncated: %zu of %llu bytes", len, (unsigned long long)fsize);
+    if (fsize < HEADER_BYTES + CRC_BYTES) PFAIL(ATM_CKPT_EFORMAT, "malformed: declared size %llu is too small", (unsigned long long)fsize);
+    if ((uint64_t)len > fsize) PFAIL(ATM_CKPT_EFORMAT, "malformed: %llu bytes after the declared end", (unsigned long long)((uint64_t)len - fsize));
+    {
+        uint32_t stored = get_u32(buf + len - CRC_BYTES);
+        uint32_t actual = atm_crc32(buf, len - CRC_BYTES);
+        if (stored != actual) PFAIL(ATM_CKPT_ECRC, "corrupt: CRC-32 mismatch (stored 0x%08X, computed 0x%08X)", stored, actual);
+    }
+    if (nsec > MAX_SECTIONS) PFAIL(ATM_CKPT_EFORMAT, "malformed: %u sections", nsec);
+
+    const uint8_t *p = buf + HEADER_BYTES, *end = buf + len - CRC_BYTES;
+    const uint8_t *conf = NULL, *topt = NULL, *stat = NULL, *data = NULL, *wght = NULL, *adam = NULL, *name = NULL;
+    uint64_t data_len = 0, wght_len = 0, adam_len = 0, name_len = 0;
+    for (uint32_t s = 0; s < nsec; s++) {
+        if ((size_t)(end - p) < SECTION_HEAD) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %u header runs past the end", s);
+        const uint8_t *tag = p;
+        uint32_t flags = get_u32(p + 4);
+        uint64_t slen = get_u64(p + 8);
+        p += SECTION_HEAD;
+        char tt[16];
+        tag_text(tag, tt);
+        if (slen > (uint64_t)(end - p)) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %s length %llu runs past the end", tt, (unsigned long long)slen);
+        const uint8_t **slot = NULL;
+        uint64_t *lslot = NULL;
+        uint64_t want = 0; /* exact length for fixed sections, 0 = variable */
+        if (tag_is(tag, "CONF")) { slot = &conf; want = CONF_BYTES; }
+        else if (tag_is(tag, "TOPT")) { slot = &topt; want = TOPT_BYTES; }
+        else if (tag_is(tag, "STAT")) { slot = &stat; want = STAT_BYTES; }
+        else if (tag_is(tag, "DATA")) { slot = &data; lslot = &data_len; }
+        else if (tag_is(tag, "WGHT")) { slot = &wght; lslot = &wght_len; }
+        else if (tag_is(tag, "ADAM")) { slot = &adam; lslot = &adam_len; }
+        else if (tag_is(tag, "NAME")) { slot = &name; lslot = &name_len; }
+        else if (flags & FLAG_REQUIRED) PFAIL(ATM_CKPT_EFORMAT, "unsupported required section %s (written by a newer build?)", tt);
+        if (slot) {
+            if (*slot) PFAIL(ATM_CKPT_EFORMAT, "malformed: duplicate section %s", tt);
+            if (want && slen != want) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %s has %llu bytes, expected %llu", tt, (unsigned long long)slen, (unsigned long long)want);
+            *slot = p;
+            if (lslot) *lslot = slen;
+        }
+        p += slen;
+    }
+    if (p != end) PFAIL(ATM_CKPT_EFORMAT, "malformed: %zu unclaimed bytes after the last section", (size_t)(end - p));
+    if (!conf) PFAIL(ATM_CKPT_EFORMAT, "malformed: no CONF section");
+    if (!wght) PFAIL(ATM_CKPT_EFORMAT, "malformed: no WGHT section");
+
+    atm_config *c = &ck->cfg;
+    c->family = get_i32(conf); c->vocab = get_i32(conf + 4); c->d_model = get_i32(conf + 8);
+    c->n_layers = get_i32(conf + 12); c->d_head = get_i32(conf + 16); c->n_heads = get_i32(conf + 20);
+    c->kernel = get_i32(conf + 24); c->top_k = get_i32(conf + 28); c->pathways = get_i32(conf + 32);
+    c->d_ff = get_i32(conf + 36); c->d_inner = get_i32(conf + 40); c->max_seq = get_i32(conf + 44);
+    {
+        char why[200];
+        if (atm_config_validate(c, why, sizeof why)) PFAIL(ATM_CKPT_ECONFIG, "bad config: %s", why);
+    }
+    atm_layout L;
+    if (atm_layout_build(c, &L)) PFAIL(ATM_CKPT_ECONFIG, "bad config: no layout for family %s", atm_family_name(c->family));
+
+    if (name) {
+        if (name_len >= sizeof ck->name || memchr(name, 0, (size_t)name_len))
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: bad NAME section");
+        memcpy(ck->name, name, (size_t)name_len);
+        ck->name[name_len] = 0;
+    }
+    if (topt) {
+        atm_train_opts *o = &ck->opt;
+        o->quant = get_i32(topt);
+        o->lr = get_f32(topt + 4); o->lr2 = get_f32(topt + 8); o->beta1 = get_f32(topt + 12);
+        o->beta2 = get_f32(topt + 16); o->eps = get_f32(topt + 20); o->wd = get_f32(topt + 24);
+        o->clip = get_f32(topt + 28); o->lr_min = get_f32(topt + 32);
+        o->warmup = get_i64(topt + 36);
+        o->cosine = get_i32(topt + 44);
+        o->fp_fraction = get_f32(topt + 48);
+        o->steps = get_i64(topt + 52);
+        o->batch = get_i32(topt + 60);
+        o->seq = get_i32(topt + 64);
+        o->seed = get_u32(topt + 68);
+        char why[200];
+        if (atm_train_opts_validate(o, why, sizeof why)) PFAIL(ATM_CKPT_ECONFIG, "bad training options: %s", why);
+        ck->has_opt = 1;
+    }
+    if (stat) {
+        ck->step = get_i64(stat);
+        ck->adam_t = get_i64(stat + 8);
+        ck->stage = get_i32(stat + 16);
+        for (int i = 0; i < 4; i++) ck->rng.s[i] = get_u32(stat + 20 + 4 * i);
+        ck->elapsed_s = get_f64(stat + 36);
+        if (ck->step < 0 || ck->adam_t < 0 || ck->adam_t > ck->step || (ck->stage != 0 && ck->stage != 1))
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: bad training state (step %lld, adam step %lld, stage %d)",
+                  (long long)ck->step, (long long)ck->adam_t, (int)ck->stage);
+        if ((ck->rng.s[0] | ck->rng.s[1] | ck->rng.s[2] | ck->rng.s[3]) == 0)
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: all-zero generator state");
+        ck->has_state = 1;
+    }
+    if (data) {
+        const uint8_t *q = data, *qe = data + data_len;
+        if (data_len < 16) PFAIL(ATM_CKPT_EFORMAT, "malformed: DATA section too short");
+        ck->max_bytes = get_u64(q);
+        ck->split = get_f64(q + 8);
+        q += 16;
+        if (read_string(&q, qe, ck->data_path, sizeof ck->data_path) ||
+            read_string(&q, qe, ck->valid_path, sizeof ck->valid_path) || q != qe)
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: bad DATA section");
+        if (!ck->valid_path[0] && !(ck->split > 0.0 && ck->split < 1.0))
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: DATA split %g is not in (0, 1)", ck->split);
+        ck->has_data = 1;
+    }
+    size_t np = L.n_params;
+    if (wght_len < 8 || get_u64(wght) != (uint64_t)np || wght_len != 8 + 4 * (uint64_t)np)
+        PFAIL(ATM_CKPT_EFORMAT, "malformed: WGHT holds %llu values, the config has %zu parameters",
+              (unsigned long long)(wght_len >= 8 ? get_u64(wght) : 0), np);
+    if (adam && (adam_len < 8 || get_u64(adam) != (uint64_t)np || adam_len != 8 + 8 * (uint64_t)np))
+        PFAIL(ATM_CKPT_EFORMAT, "malformed: ADAM section does not match the config's %zu parameters", np);
+
+    ck->n_params = np;
+    ck->owns = 1;
+    ck->w = (float *)malloc((np ? np : 1) * sizeof(float));
+    if (adam) {
+        ck->m = (float *)malloc((np ? np : 1) * sizeof(float));
+        ck->v = (float *)malloc((np ? np : 1) * sizeof(float));
+    }
+    if (!ck->w || (adam && (!ck->m || !ck->v))) PFAIL(ATM_CKPT_ENOMEM, "out of memory (%zu parameters)", np);
+    for (size_t i = 0; i < np; i++) ck->w[i] = get_f32(wght + 8 + 4 * i);
+    if (adam) {
+        for (size_t i = 0; i < np; i++) ck->m[i] = get_f32(adam + 8 + 4 * i);
+        for (size_t i = 0; i < np; i++) ck->v[i] = get_f32(adam + 8 + 4 * (np + i));
+    }
+    return ATM_CKPT_OK;
+fail:
+    atm_ckpt_free(ck);
+    return rc;
+}
+
+int atm_ckpt_read(const char *path, atm_ckpt *ck, char *err, size_t errlen) {
+    atm_ckpt_init(ck);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (err && errlen) snprintf(err, errlen, "cannot open checkpoint '%s': %s", path, strerror(errno));
+        return ATM_CKPT_EIO;
+    }
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = (uint8_t *)malloc(cap);
+    int rc = ATM_CKPT_OK;
+    char why[400];
+    for (;;) {
+        if (!buf) { rc = ATM_CKPT_ENOMEM; snprintf(why, sizeof why, "out of memory"); break; }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) {
+            if (ferror(f)) { rc = ATM_CKPT_EIO; snprintf(why, sizeof why, "read error: %s", strerror(errno)); }
+            break;
+        }
+        /* Checkpoints of the largest allowed model stay far below 4 GiB. */
+        if (cap >= ((size_t)1 << 32) || cap * 2 < cap) { rc = ATM_CKPT_EFORMAT; snprintf(why, sizeof why, "file too large"); break; }
+        uint8_t *nb = (uint8_t *)realloc(buf, cap * 2);
+        if (!nb) { free(buf); buf = NULL; continue; }
+        buf = nb;
+        cap *= 2;
+    }
+    fclose(f);
+    if (rc == ATM_CKPT_OK) rc = atm_ckpt_parse(buf, n, ck, why, sizeof why);
+    free(buf);
+    if (rc != ATM_CKPT_OK && err && errlen) snprintf(err, errlen, "checkpoint '%s': %s", path, why);
+    return rc;
+}
+
+/* ---- atomic write ---- */
+int atm_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen) {
+    size_t pl = strlen(path);
+    char *tmp = (char *)malloc(pl + 16);
+    if (!tmp) { if (err && errlen) snprintf(err, errlen, "out of memory"); return ATM_CKPT_ENOMEM; }
+    memcpy(tmp, path, pl);
+    memcpy(tmp + pl, ".tmp-XXXXXX", 12);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        if (err && errlen) snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));
+        free(tmp);
+        return ATM_CKPT_EIO;
+    }
+    /* mkstemp creates 0600; give the file the usual 0666 & ~umask. */
+    mode_t um = umask(0);
+    umask(um);
+    (void)fchmod(fd, (mode_t)(0666 & ~um));
+    const uint8_t *p = (const uint8_t *)data;
+    size_t left = len;
+    int e = 0;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) { if (errno == EINTR) continue; e = errno; break; }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (!e && fsync(fd) != 0) e = errno;
+    if (close(fd) != 0 && !e) e = errno;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) {
+        unlink(tmp);
+        if (err && errlen) snprintf(err, errlen, "cannot write '%s': %s", path, strerror(e));
+        free(tmp);
+        return ATM_CKPT_EIO;
+    }
+    /* Make the rename durable: fsync the directory (best effort). */
+    char *slash = strrchr(tmp, '/');
+    if (slash) { if (slash == tmp) slash[1] = 0; else *slash = 0; }
+    else { tmp[0] = '.'; tmp[1] = 0; }
+    int dfd = open(tmp, O_RDONLY);
+    if (dfd >= 0) { (void)fsync(dfd); close(dfd); }
+    free(tmp);
+    return ATM_CKPT_OK;
+}
+
+int atm_ckpt_write(const char *path, const atm_ckpt *ck, char *err, size_t errlen) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = atm_ckpt_serialize(ck, &buf, &len);
+    if (rc != ATM_CKPT_OK) {
+        if (err && errlen) snprintf(err, errlen, "out of memory serialising checkpoint");
+        return rc;
+    }
+    rc = atm_write_atomic(path, buf, len, err, errlen);
+    free(buf);
+    return rc;
+}
+
+/* ---- trainer glue ---- */
+void atm_ckpt_from_trainer(atm_ckpt *ck, const atm_trainer *tr) {
+    ck->cfg = tr->L.cfg;
+    ck->opt = tr->opt;
+    ck->has_opt = 1;
+    ck->step = tr->step;
+    ck->adam_t = tr->adam_t;
+    ck->stage = tr->stage;
+    ck->rng = tr->rng;
+    ck->has_state = 1;
+    ck->n_params = tr->L.n_params;
+    ck->w = tr->w;
+    ck->m = tr->m;
+    ck->v = tr->v;
+    ck->owns = 0;
+}
+
+int atm_trainer_load_ckpt(atm_trainer *tr, const atm_ckpt *ck) {
+    size_t n = tr->L.n_params;
+    if (ck->n_params != n || !ck->w) return -1;
+    memcpy(tr->w, ck->w, n * sizeof(float));
+    if (ck->m && ck->v) {
+        memcpy(tr->m, ck->m, n * sizeof(float));
+        memcpy(tr->v, ck->v, n * sizeof(float));
+    } else {
+        memset(tr->m, 0, n * sizeof(float));
+        memset(tr->v, 0, n * sizeof(float));
+    }
+    if (ck->has_state) {
+        tr->step = ck->step;
+        tr->adam_t = ck->adam_t;
+        tr->stage = ck->stage;
+        tr->rng = ck->rng;
+    }
+    return 0;
+}

@@ -1,0 +1,179 @@
+/* core/train/trainer.c — AdamW training step, learning-rate schedules and the
+ * fp32-then-ternary two-stage schedule. See trainer.h for the contract; all
+ * memory is allocated in atm_trainer_new, a step allocates nothing. */
+#include "trainer.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+void atm_train_opts_default(atm_train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->quant = ATM_QUANT_FP32;
+    o->lr = 3e-4f;
+    o->lr2 = 3e-4f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.999f;
+    o->eps = 1e-8f;
+    o->wd = 0.01f;
+    o->clip = 0.0f;
+    o->lr_min = 0.0f;
+    o->warmup = 0;
+    o->cosine = 0;
+    o->fp_fraction = 0.0f;
+    o->steps = 1000;
+    o->batch = 16;
+    o->seq = 64;
+    o->seed = 0;
+}
+
+static int finite_f(float x) { return x == x && x - x == 0.0f; }
+
+/* Limits: steps up to 2^40 keeps step counts exact in double; batch*T up to
+ * 2^24 keeps every activation index far from int overflow in the families. */
+int atm_train_opts_validate(const atm_train_opts *o, char *err, size_t errlen) {
+    if (o->quant != ATM_QUANT_FP32 && o->quant != ATM_QUANT_TERNARY) FAIL("unknown quantiser %d", (int)o->quant);
+    if (!finite_f(o->lr) || !(o->lr > 0.0f)) FAIL("lr must be a positive number");
+    if (!finite_f(o->lr2) || !(o->lr2 > 0.0f)) FAIL("lr2 must be a positive number");
+    if (!(o->beta1 >= 0.0f && o->beta1 < 1.0f)) FAIL("beta1 must be in [0, 1)");
+    if (!(o->beta2 >= 0.0f && o->beta2 < 1.0f)) FAIL("beta2 must be in [0, 1)");
+    if (!finite_f(o->eps) || !(o->eps > 0.0f)) FAIL("eps must be a positive number");
+    if (!finite_f(o->wd) || !(o->wd >= 0.0f)) FAIL("wd must be >= 0");
+    if (!finite_f(o->clip) || !(o->clip >= 0.0f)) FAIL("clip must be >= 0 (0 = off)");
+    if (!finite_f(o->lr_min) || !(o->lr_min >= 0.0f)) FAIL("lr-min must be >= 0");
+    if (o->steps < 1 || o->steps > ((int64_t)1 << 40)) FAIL("steps must be 1..2^40");
+    if (o->warmup < 0 || o->warmup > o->steps) FAIL("warmup must be 0..steps");
+    if (o->cosine != 0 && o->cosine != 1) FAIL("cosine must be 0 or 1");
+    if (!(o->fp_fraction >= 0.0f && o->fp_fraction <= 1.0f)) FAIL("fp-fraction must be in [0, 1]");
+    if (o->fp_fraction > 0.0f && o->quant != ATM_QUANT_TERNARY)
+        FAIL("fp-fraction (two-stage fp32 -> ternary) needs quant ternary");
+    if (o->batch < 1 || o->batch > 65536) FAIL("batch must be 1..65536");
+    if (o->seq < 2 || o->seq > 65537) FAIL("seq must be 2..65537");
+    if ((int64_t)o->batch * (int64_t)(o->seq - 1) > ((int64_t)1 << 24)) FAIL("batch * (seq-1) must be at most 2^24");
+    return 0;
+}
+
+int64_t atm_fp_steps(const atm_train_opts *o) {
+    if (!(o->fp_fraction > 0.0f)) return 0;
+    double f = floor((double)o->fp_fraction * (double)o->steps + 0.5);
+    if (f < 0.0) return 0;
+    if (f > (double)o->steps) return o->steps;
+    return (int64_t)f;
+}
+
+float atm_lr_at(const atm_train_opts *o, int64_t s, int stage) {
+    if (stage == 1 && atm_fp_steps(o) > 0) return o->lr2;
+    if (o->warmup > 0 && s < o->warmup)
+        return (float)((double)o->lr * (double)(s + 1) / (double)o->warmup);
+    if (o->cosine) {
+        double span = (double)(o->steps - o->warmup);
+        double p = span > 0.0 ? (double)(s - o->warmup) / span : 1.0;
+        if (p < 0.0) p = 0.0;
+        if (p > 1.0) p = 1.0;
+        return (float)((double)o->lr_min + 0.5 * ((double)o->lr - (double)o->lr_min) * (1.0 + cos(3.14159265358979323846 * p)));
+    }
+    return o->lr;
+}
+
+void atm_trainer_free(atm_trainer *tr) {
+    if (!tr) return;
+    if (tr->acts && tr->fam && tr->fam->acts_free) tr->fam->acts_free(tr->acts);
+    free(tr->w); free(tr->weff); free(tr->dw); free(tr->m); free(tr->v);
+    free(tr->in); free(tr->tgt);
+    free(tr);
+}
+
+atm_trainer *atm_trainer_new(const atm_config *c, const atm_train_opts *o) {
+    if (atm_config_validate(c, NULL, 0) || atm_train_opts_validate(o, NULL, 0)) return NULL;
+    atm_trainer *tr = (atm_trainer *)calloc(1, sizeof *tr);
+    if (!tr) return NULL;
+    if (atm_layout_build(c, &tr->L) != 0) { free(tr); return NULL; }
+    tr->fam = atm_family_get(c->family);
+    if (!tr->fam || !tr->fam->acts_new || !tr->fam->forward || !tr->fam->backward) { free(tr); return NULL; }
+    tr->opt = *o;
+    tr->B = o->batch;
+    tr->T = o->seq - 1;
+    size_t n = tr->L.n_params, bt = (size_t)tr->B * (size_t)tr->T;
+    tr->w = (float *)calloc(n, sizeof(float));
+    tr->weff = (float *)calloc(n, sizeof(float));
+    tr->dw = (float *)calloc(n, sizeof(float));
+    tr->m = (float *)calloc(n, sizeof(float));
+    tr->v = (float *)calloc(n, sizeof(float));
+    tr->in = (uint8_t *)calloc(bt, 1);
+    tr->tgt = (uint8_t *)calloc(bt, 1);
+    tr->acts = tr->fam->acts_new(c, tr->B, tr->T);
+    if (!tr->w || !tr->weff || !tr->dw || !tr->m || !tr->v || !tr->in || !tr->tgt || !tr->acts) {
+        atm_trainer_free(tr);
+        return NULL;
+    }
+    atm_rng_seed(&tr->rng, o->seed);
+    atm_init_params(&tr->L, tr->w, &tr->rng);
+    tr->step = 0;
+    tr->adam_t = 0;
+    tr->stage = atm_fp_steps(o) > 0 ? 0 : 1;
+    return tr;
+}
+
+int atm_trainer_quant(const atm_trainer *tr) {
+    if (tr->stage == 0 && tr->step < atm_fp_steps(&tr->opt)) return ATM_QUANT_FP32;
+    return tr->opt.quant;
+}
+
+double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) {
+    const atm_train_opts *o = &tr->opt;
+    size_t n = tr->L.n_params;
+    if (tr->stage == 0 && tr->step >= atm_fp_steps(o)) {
+        tr->stage = 1;
+        memset(tr->m, 0, n * sizeof(float));
+        memset(tr->v, 0, n * sizeof(float));
+        tr->adam_t = 0;
+    }
+    int quant = tr->stage == 0 ? ATM_QUANT_FP32 : o->quant;
+    atm_quantize_layout(&tr->L, quant, tr->w, tr->weff);
+    memset(tr->dw, 0, n * sizeof(float));
+    double loss = tr->fam->forward(&tr->L, tr->weff, tr->acts, in, tgt, tr->B, tr->T);
+    tr->fam->backward(&tr->L, tr->weff, tr->acts, tr->dw);
+
+    float *g = tr->dw;
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) ss += (double)g[i] * (double)g[i];
+    double gnorm = sqrt(ss);
+    if (o->clip > 0.0f && gnorm > (double)o->clip) {
+        float scale = (float)((double)o->clip / (gnorm + 1e-6));
+        for (size_t i = 0; i < n; i++) g[i] *= scale;
+    }
+
+    float lr = atm_lr_at(o, tr->step, tr->stage);
+    tr->adam_t++;
+    /* Scalars in double then rounded once, as PyTorch computes them in Python
+     * floats; the per-element update is float32 like torch's. */
+    double bc1 = 1.0 - pow((double)o->beta1, (double)tr->adam_t);
+    double bc2 = 1.0 - pow((double)o->beta2, (double)tr->adam_t);
+    float decay = (float)(1.0 - (double)lr * (double)o->wd);
+    float step_size = (float)((double)lr / bc1);
+    float bc2_sqrt = (float)sqrt(bc2);
+    float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
+    float ob1 = 1.0f - b1, ob2 = 1.0f - b2;
+    float *w = tr->w, *m = tr->m, *v = tr->v;
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i];
+        float mi = b1 * m[i] + ob1 * gi;
+        float vi = b2 * v[i] + ob2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        w[i] = w[i] * decay - step_size * (mi / denom);
+    }
+    tr->step++;
+    tr->last_loss = loss;
+    tr->last_lr = lr;
+    tr->last_gnorm = gnorm;
+    return loss;
+}
+
+double atm_trainer_train_batch(atm_trainer *tr, const atm_chunks *ch) {
+    atm_batch_sample(ch, &tr->rng, tr->B, tr->in, tr->tgt);
+    return atm_trainer_step(tr, tr->in, tr->tgt);
+}
