@@ -1,0 +1,98 @@
+/* core/train/atome_layers.h — the pathway primitives of the atome routed block
+ * (float32, forward/backward pairs), exposed so tests/test_atome.c can check
+ * each one by finite differences. Maths and conventions: docs/model-atome.md.
+ *
+ * Conventions (as layers.h): flat row-major arrays; activations are
+ * [B*T][C] with row b*T + t; every sequence starts from zero history (conv
+ * taps before t = 0 read zeros, the SSM state starts at 0, attention sees only
+ * positions 0..t of its own sequence). Forward functions WRITE (=) their
+ * outputs; backward functions ACCUMULATE (+=) into every gradient buffer, and
+ * a NULL gradient pointer means "not needed". */
+#ifndef ATOME_TRAIN_ATOME_LAYERS_H
+#define ATOME_TRAIN_ATOME_LAYERS_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* The router mixes at most three pathways (conv, ssm, attn, in that order). */
+#define ATM_ATOME_MAX_PATHS 3
+/* Largest attention top-k; equals the bound atm_config_validate enforces. */
+#define ATM_ATOME_MAX_TOPK 1024
+
+/* Depthwise causal conv, weights w[C][K], tap j = 0 is the current step:
+ *   out[t][c] = sum_{j=0}^{min(K-1,t)} w[c][j] * u[t-j][c]
+ * Terms are added in j order starting from 0 (gen_step adds in the same order). */
+void atm_atome_conv_forward(float *out, const float *u, const float *w,
+                            int B, int T, int C, int K);
+/* du[B*T][C] += ...; dw[C][K] += ... */
+void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
+                             const float *w, int B, int T, int C, int K);
+
+/* Diagonal linear SSM, a = tanh(a_raw):
+ *   s[t][c] = a[c]*s[t-1][c] + b[c]*u[t][c]  (s[-1] = 0),  out[t][c] = c_out[c]*s[t][c]
+ * s[B*T][C] is kept for backward. scratch: 3*C floats (any content). */
+void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_raw,
+                           const float *b, const float *c_out, float *scratch,
+                           int B, int T, int C);
+/* du[B*T][C], da_raw[C], db[C], dc[C] += ...; scratch: 3*C floats. */
+void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
+                            const float *dout, const float *u, const float *s,
+                            const float *a_raw, const float *b, const float *c_out,
+                            float *scratch, int B, int T, int C);
+
+/* Single-head top-k causal attention, q,k [B*T][DH], v [B*T][C]:
+ *   score[t][j] = (q_t . k_j) / sqrt(DH), j = 0..t, in j order;
+ *   keep k_eff = min(TK, t+1) best (atm_atome_topk_insert: ties keep the
+ *   earlier j); p = softmax over the kept scores; out[t] = sum_i p_i v[idx_i].
+ * idx[B*T][TK] receives the kept positions j (within the sequence) in
+ * descending score order, -1 past k_eff; p[B*T][TK] their weights, 0 past k_eff. */
+void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
+                            const float *k, const float *v,
+                            int B, int T, int DH, int C, int TK);
+/* dq, dk [B*T][DH], dv [B*T][C] += ...; the selection idx is held fixed
+ * (gradient flows only through the kept scores). */
+void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                             const int32_t *idx, const float *p, const float *q,
+                             const float *k, const float *v,
+                             int B, int T, int DH, int C, int TK);
+
+/* Router softmax and residual mixing over P <= 3 pathways:
+ *   r[n][.] = softmax(r[n][.])  (in place: router logits in, weights out)
+ *   hout[n][c] = hin[n][c] + sum_{p=0}^{P-1} r[n][p] * paths[p][n][c]   (p order)
+ * hout may alias hin. */
+void atm_atome_mix_forward(float *hout, float *r, const float *hin,
+                           const float *const *paths, int N, int C, int P);
+/* drl[N][P] += d loss / d router logits; dpaths[p][N][C] += r_p * dhout
+ * (dpaths[p] may be NULL). d loss / d hin is dhout itself (identity); the
+ * caller keeps it. */
+void atm_atome_mix_backward(float *drl, float *const *dpaths, const float *dhout,
+                            const float *r, const float *const *paths,
+                            int N, int C, int P);
+
+/* Top-k selection step, shared by training and generation. sel_s/sel_i hold
+ * *n entries in descending score order (capacity kmax >= 1). The candidate
+ * (s, j) must come after every entry already present (later position). While
+ * *n < kmax it is always inserted; when full it replaces the last entry only
+ * if s is STRICTLY greater. Among equal scores the earlier entry stays ahead,
+ * so on ties the earlier (older) position wins. */
+static inline void atm_atome_topk_insert(float *sel_s, int32_t *sel_i, int *n, int kmax,
+                                         float s, int32_t j) {
+    int pos;
+    if (*n < kmax) pos = (*n)++;
+    else if (s > sel_s[kmax - 1]) pos = kmax - 1;
+    else return;
+    while (pos > 0 && sel_s[pos - 1] < s) {
+        sel_s[pos] = sel_s[pos - 1];
+        sel_i[pos] = sel_i[pos - 1];
+        pos--;
+    }
+    sel_s[pos] = s;
+    sel_i[pos] = j;
+}
+
+/* FNV-1a hash of every attention selection of the last forward, all layers,
+ * each row's kept positions taken as a set (order-free); 0 if the model has
+ * no attention pathway. Tests use it to notice that a finite-difference
+ * perturbation changed a top-k set. */
+uint64_t atm_atome_selection_hash(const void *acts);
+
+#endif
