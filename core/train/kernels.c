@@ -1,15 +1,106 @@
-/* core/train/kernels.c — dispatch of the training matmul kernels.
- * Reference kernels live in layers.c; fast ones are added here behind the same
- * interface and checked against the reference in tests/test_kernels.c. */
-#include "layers.h"
+/* core/train/kernels.c — run-time choice of the training matmul kernels.
+ *
+ * Contract (see kernels.h): atm_matmul_forward/backward call the kernel set
+ * chosen on first use: ATOME_KERNELS if it names an available set, else the
+ * fastest one the CPU supports. The reference kernels (layers.c) are always
+ * available, so every target has a portable fallback. x86 sets are compiled
+ * with target attributes (kernels_x86.c) and used only when
+ * __builtin_cpu_supports() says the CPU and OS handle them. A wasm SIMD set
+ * (kernels_wasm.c, defining atm_matmul_*_wasm) plugs into the same table under
+ * __wasm_simd128__; until that file exists the slot is compiled out by
+ * ATM_HAVE_WASM_KERNELS. No threads: the choice is a plain static written
+ * once (every writer writes the same value). */
+#include "kernels.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ATM_KERNELS_X86 1
+#endif
+
+/* Ordered from the reference to the fastest. */
+static const atm_kernel_set SETS[] = {
+    { "ref", atm_matmul_forward_ref, atm_matmul_backward_ref },
+#ifdef ATM_KERNELS_X86
+    { "avx2", atm_matmul_forward_avx2, atm_matmul_backward_avx2 },
+    { "avx512", atm_matmul_forward_avx512, atm_matmul_backward_avx512 },
+#endif
+#if defined(__wasm_simd128__) && defined(ATM_HAVE_WASM_KERNELS)
+    { "wasm-simd", atm_matmul_forward_wasm, atm_matmul_backward_wasm },
+#endif
+};
+#define N_SETS ((int)(sizeof(SETS) / sizeof(SETS[0])))
+
+static int supported(const atm_kernel_set *s) {
+#ifdef ATM_KERNELS_X86
+    if (strcmp(s->name, "avx2") == 0) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    if (strcmp(s->name, "avx512") == 0) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f");
+    }
+#endif
+    (void)s;
+    return 1;
+}
+
+static const atm_kernel_set *g_avail[N_SETS];
+static int g_navail = -1;
+static const atm_kernel_set *g_cur = NULL;
+
+static void probe(void) {
+    if (g_navail >= 0) return;
+    int n = 0;
+    for (int i = 0; i < N_SETS; i++)
+        if (supported(&SETS[i])) g_avail[n++] = &SETS[i];
+    g_navail = n;
+}
+
+static const atm_kernel_set *find(const char *name) {
+    probe();
+    if (strcmp(name, "auto") == 0) return g_avail[g_navail - 1];
+    for (int i = 0; i < g_navail; i++)
+        if (strcmp(g_avail[i]->name, name) == 0) return g_avail[i];
+    return NULL;
+}
+
+static const atm_kernel_set *current(void) {
+    if (g_cur) return g_cur;
+    const atm_kernel_set *s = NULL;
+    const char *env = getenv("ATOME_KERNELS");
+    if (env && *env) {
+        s = find(env);
+        if (!s) fprintf(stderr, "atome: ATOME_KERNELS=%s is not available here; using automatic choice\n", env);
+    }
+    if (!s) s = find("auto");
+    g_cur = s;
+    return s;
+}
+
+int atm_kernels_count(void) { probe(); return g_navail; }
+
+const atm_kernel_set *atm_kernels_set(int i) {
+    probe();
+    return (i >= 0 && i < g_navail) ? g_avail[i] : NULL;
+}
+
+int atm_kernels_select(const char *name) {
+    const atm_kernel_set *s = find(name);
+    if (!s) return -1;
+    g_cur = s;
+    return 0;
+}
+
+const char *atm_kernels_name(void) { return current()->name; }
 
 void atm_matmul_forward(float *out, const float *inp, const float *w, int N, int IC, int OC) {
-    atm_matmul_forward_ref(out, inp, w, N, IC, OC);
+    current()->forward(out, inp, w, N, IC, OC);
 }
 
 void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
                          const float *w, int N, int IC, int OC) {
-    atm_matmul_backward_ref(dinp, dw, dout, inp, w, N, IC, OC);
+    current()->backward(dinp, dw, dout, inp, w, N, IC, OC);
 }
-
-const char *atm_kernels_name(void) { return "ref"; }

@@ -1,0 +1,179 @@
+/* core/train/kernels_x86_tmpl.h — one SIMD matmul kernel set, instantiated
+ * by kernels_x86.c once per instruction set (never included elsewhere).
+ *
+ * The includer defines:
+ *   KX_ATTR            function attribute enabling the instruction set
+ *   KX_SUFFIX          name suffix (avx2, avx512)
+ *   KX_V, KX_MASK      vector type (KX_VL floats) and tail-mask type
+ *   KX_ZERO() KX_LOAD(p) KX_LOADM(p,m) KX_STORE(p,v) KX_STOREM(p,m,v)
+ *   KX_BCAST(p) KX_FMA(a,b,c) (= a*b + c, fused) KX_ADD(a,b) KX_TAILMASK(n)
+ *   KX_NVMAX           vectors per column block
+ *   KX_MR1..KX_MR4     rows per register tile for 1..4 column vectors
+ *   KX_KC              depth of one packed weight panel (forward)
+ *
+ * Everything is one GEMM shape: C[rows][cols] (+)= A[rows][k] . B[k][cols],
+ * with A read by scalar broadcast at a[r*ars + k*aks] (any strides, so dout^T
+ * needs no transpose), B read by rows of vectors at b + k*ldb, C row-major.
+ * The register tile holds MR x NV vectors of C for the whole k loop, so every
+ * C element is one chain of fused multiply-adds over k, added to C at the end
+ * when C accumulates. The three matmuls map onto it as:
+ *   forward  out[N][OC]  = inp[N][IC] . w^T   B = w^T, packed per panel
+ *   dinp     dinp[N][IC] += dout[N][OC] . w   B = w (rows already contiguous)
+ *   dw       dw[OC][IC]  += dout^T . inp      A = dout^T by stride, B = inp
+ * The last vector of a column block is loaded/stored with a mask, so any
+ * column count works; row tails use smaller tiles. Summation order depends
+ * only on the shapes, never on pointer alignment. */
+
+#define KX_CAT2(a, b) a##_##b
+#define KX_CAT(a, b) KX_CAT2(a, b)
+#define KX(name) KX_CAT(name, KX_SUFFIX)
+/* Tile loops must unroll completely so the accumulators live in registers. */
+#if defined(__clang__)
+#define KX_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define KX_UNROLL _Pragma("GCC unroll 32")
+#endif
+#define KX_INLINE static inline __attribute__((always_inline)) KX_ATTR
+
+/* Register tile: MR rows x NV vectors. BMASK: the last B vector is loaded
+ * with mask m (B has no padding there). addc: C += tile, else C = tile. */
+KX_INLINE void KX(tile)(const int MR, const int NV, const int BMASK, int kc,
+                        const float *a, ptrdiff_t ars, ptrdiff_t aks,
+                        const float *b, ptrdiff_t ldb,
+                        float *c, ptrdiff_t ldc, KX_MASK m, int addc) {
+    KX_V acc[16][4];
+    KX_UNROLL for (int r = 0; r < MR; r++)
+        KX_UNROLL for (int v = 0; v < NV; v++) acc[r][v] = KX_ZERO();
+    for (int k = 0; k < kc; k++) {
+        KX_V bv[4];
+        KX_UNROLL for (int v = 0; v < NV; v++)
+            bv[v] = (BMASK && v == NV - 1) ? KX_LOADM(b + v * KX_VL, m) : KX_LOAD(b + v * KX_VL);
+        KX_UNROLL for (int r = 0; r < MR; r++) {
+            KX_V av = KX_BCAST(a + r * ars);
+            KX_UNROLL for (int v = 0; v < NV; v++) acc[r][v] = KX_FMA(av, bv[v], acc[r][v]);
+        }
+        a += aks;
+        b += ldb;
+    }
+    KX_UNROLL for (int r = 0; r < MR; r++) {
+        float *cr = c + r * ldc;
+        KX_UNROLL for (int v = 0; v < NV; v++) {
+            if (v == NV - 1) {
+                if (addc) acc[r][v] = KX_ADD(KX_LOADM(cr + v * KX_VL, m), acc[r][v]);
+                KX_STOREM(cr + v * KX_VL, m, acc[r][v]);
+            } else {
+                if (addc) acc[r][v] = KX_ADD(KX_LOAD(cr + v * KX_VL), acc[r][v]);
+                KX_STORE(cr + v * KX_VL, acc[r][v]);
+            }
+        }
+    }
+}
+
+/* All `rows` rows of one column block of NV_ vectors (last one masked by m):
+ * full MR_-row tiles, then one smaller tile for the remainder. */
+#define KX_TAIL_CASE(R_, NV_, MR_) \
+    case R_: KX(tile)(R_ < MR_ ? R_ : 1, NV_, 1, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
+#define KX_DEF_ROWS(NV_, MR_)                                                                    \
+    static KX_ATTR void KX(rows##NV_)(int rows, int bmask, int kc, const float *a, ptrdiff_t ars, \
+                                      ptrdiff_t aks, const float *b, ptrdiff_t ldb, float *c,     \
+                                      ptrdiff_t ldc, KX_MASK m, int addc) {                       \
+        int r0 = 0;                                                                              \
+        if (bmask)                                                                               \
+            for (; r0 + MR_ <= rows; r0 += MR_)                                                  \
+                KX(tile)(MR_, NV_, 1, kc, a + r0 * ars, ars, aks, b, ldb, c + r0 * ldc, ldc, m, addc); \
+        else                                                                                     \
+            for (; r0 + MR_ <= rows; r0 += MR_)                                                  \
+                KX(tile)(MR_, NV_, 0, kc, a + r0 * ars, ars, aks, b, ldb, c + r0 * ldc, ldc, m, addc); \
+        a += r0 * ars;                                                                           \
+        c += r0 * ldc;                                                                           \
+        switch (rows - r0) {                                                                     \
+            KX_TAIL_CASE(1, NV_, MR_) KX_TAIL_CASE(2, NV_, MR_) KX_TAIL_CASE(3, NV_, MR_) KX_TAIL_CASE(4, NV_, MR_)  \
+            KX_TAIL_CASE(5, NV_, MR_) KX_TAIL_CASE(6, NV_, MR_) KX_TAIL_CASE(7, NV_, MR_) KX_TAIL_CASE(8, NV_, MR_)  \
+            KX_TAIL_CASE(9, NV_, MR_) KX_TAIL_CASE(10, NV_, MR_) KX_TAIL_CASE(11, NV_, MR_)                     \
+            KX_TAIL_CASE(12, NV_, MR_) KX_TAIL_CASE(13, NV_, MR_) KX_TAIL_CASE(14, NV_, MR_)                    \
+            KX_TAIL_CASE(15, NV_, MR_)                                                                \
+            default: break;                                                                      \
+        }                                                                                        \
+    }
+
+KX_DEF_ROWS(1, KX_MR1)
+#if KX_NVMAX >= 2
+KX_DEF_ROWS(2, KX_MR2)
+#endif
+#if KX_NVMAX >= 3
+KX_DEF_ROWS(3, KX_MR3)
+#endif
+#if KX_NVMAX >= 4
+KX_DEF_ROWS(4, KX_MR4)
+#endif
+
+/* C[rows][col0 .. col0+cols) with cols <= KX_NVMAX * KX_VL. */
+static KX_ATTR void KX(block)(int cols, int rows, int bmask, int kc, const float *a,
+                              ptrdiff_t ars, ptrdiff_t aks, const float *b, ptrdiff_t ldb,
+                              float *c, ptrdiff_t ldc, int addc) {
+    int nv = (cols + KX_VL - 1) / KX_VL;
+    KX_MASK m = KX_TAILMASK(cols - (nv - 1) * KX_VL);
+    switch (nv) {
+    case 1: KX(rows1)(rows, bmask, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
+#if KX_NVMAX >= 2
+    case 2: KX(rows2)(rows, bmask, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
+#endif
+#if KX_NVMAX >= 3
+    case 3: KX(rows3)(rows, bmask, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
+#endif
+#if KX_NVMAX >= 4
+    case 4: KX(rows4)(rows, bmask, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
+#endif
+    default: break;
+    }
+}
+
+#define KX_NB (KX_NVMAX * KX_VL)
+
+void KX(atm_matmul_forward)(float *out, const float *inp, const float *w, int N, int IC, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    if (IC <= 0) {
+        for (size_t i = 0; i < (size_t)N * (size_t)OC; i++) out[i] = 0.0f;
+        return;
+    }
+    /* panel[k][j] = w[oc0 + j][k0 + k]: KX_KC x KX_NB floats, zero past OC. */
+    float panel[KX_KC * KX_NB] __attribute__((aligned(64)));
+    for (int oc0 = 0; oc0 < OC; oc0 += KX_NB) {
+        int nc = OC - oc0 < KX_NB ? OC - oc0 : KX_NB;
+        for (int k0 = 0; k0 < IC; k0 += KX_KC) {
+            int kc = IC - k0 < KX_KC ? IC - k0 : KX_KC;
+            for (int j = 0; j < KX_NB; j++) {
+                if (j < nc) {
+                    const float *wr = w + (size_t)(oc0 + j) * IC + k0;
+                    for (int k = 0; k < kc; k++) panel[(size_t)k * KX_NB + j] = wr[k];
+                } else
+                    for (int k = 0; k < kc; k++) panel[(size_t)k * KX_NB + j] = 0.0f;
+            }
+            KX(block)(nc, N, 0, kc, inp + k0, IC, 1, panel, KX_NB, out + oc0, OC, k0 > 0);
+        }
+    }
+}
+
+void KX(atm_matmul_backward)(float *dinp, float *dw, const float *dout, const float *inp,
+                             const float *w, int N, int IC, int OC) {
+    if (N <= 0 || IC <= 0 || OC <= 0) return;
+    if (dinp)
+        for (int ic0 = 0; ic0 < IC; ic0 += KX_NB) {
+            int nc = IC - ic0 < KX_NB ? IC - ic0 : KX_NB;
+            KX(block)(nc, N, nc % KX_VL != 0, OC, dout, OC, 1, w + ic0, IC, dinp + ic0, IC, 1);
+        }
+    if (dw)
+        for (int ic0 = 0; ic0 < IC; ic0 += KX_NB) {
+            int nc = IC - ic0 < KX_NB ? IC - ic0 : KX_NB;
+            KX(block)(nc, OC, nc % KX_VL != 0, N, dout, 1, OC, inp + ic0, IC, dw + ic0, IC, 1);
+        }
+}
+
+#undef KX_TAIL_CASE
+#undef KX_DEF_ROWS
+#undef KX_NB
+#undef KX_INLINE
+#undef KX_UNROLL
+#undef KX
+#undef KX_CAT
+#undef KX_CAT2
