@@ -1,3 +1,133 @@
-/* cli/main.c — PLACEHOLDER until the CLI lands. */
-#include <stdio.h>
-int main(void) { fprintf(stderr, "atome: not built yet\n"); return 2; }
+/* cli/main.c — `atome` entry point: command dispatch and usage texts.
+ * The commands live in cli/cmd_*.c; docs/cli.md documents every flag. */
+#include "cli.h"
+#include <string.h>
+
+static const char *const USAGE_MAIN =
+    "usage: atome <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  train     train a model on a byte corpus, write a checkpoint\n"
+    "  eval      score a checkpoint on held-out bytes (JSON line)\n"
+    "  generate  sample bytes from a checkpoint\n"
+    "  params    parameter counts of a config (JSON)\n"
+    "  init      write a randomly initialised checkpoint\n"
+    "\n"
+    "'atome <command> --help' lists a command's flags. Exit status: 0 ok,\n"
+    "2 usage error, 1 runtime error (data, checkpoint, I/O).\n";
+
+static const char *const USAGE_SHAPE =
+    "shape overrides (family in brackets):\n"
+    "  --d-model N         width of the residual stream [all]\n"
+    "  --layers N          number of blocks [all]\n"
+    "  --d-head N          q/k width [atome]; d_model/heads [vanilla]\n"
+    "  --heads N           attention heads [vanilla]\n"
+    "  --kernel N          causal conv length [atome]\n"
+    "  --attn-top-k N      attention keeps the top N scores [atome]\n"
+    "  --pathways LIST     comma list of conv,ssm,attn [atome]\n"
+    "  --d-ff N            FFN width [vanilla, gssm]\n"
+    "  --d-inner N         recurrent width [gssm]\n"
+    "  --max-seq N         learned positions [vanilla]\n";
+
+static const char *const USAGE_TRAIN =
+    "usage: atome train --config NAME --data FILE --steps N --out CKPT [flags]\n"
+    "       atome train --resume CKPT [--steps N] [--out CKPT] [flags]\n"
+    "\n"
+    "  --config NAME       atome-60k, atome-944k, vanilla-60k, vanilla-6k, gssm-60k,\n"
+    "                      atome-tiny, vanilla-tiny, gssm-tiny\n"
+    "  --quant Q           ternary | fp32 (default: ternary for atome, fp32 otherwise)\n"
+    "  --data FILE         training corpus (bytes)\n"
+    "  --max-bytes N       read only the first N bytes of each file\n"
+    "  --split S           first floor(S*chunks) chunks train, the rest evaluate (0.9)\n"
+    "  --valid FILE        evaluate on this file instead of a split\n"
+    "  --steps N           total optimiser steps (a resumed run continues to N)\n"
+    "  --batch N           sequences per step (16)\n"
+    "  --seq N             bytes per chunk; seq-1 predictions each (64)\n"
+    "  --lr X              peak learning rate (3e-4, constant unless scheduled)\n"
+    "  --seed N            uint32 seed of init and batch sampling (0)\n"
+    "  --out CKPT          checkpoint written at the end (atomically)\n"
+    "  --resume CKPT       continue a run bit-identically from a checkpoint\n"
+    "  --warmup N          linear warmup steps (0)\n"
+    "  --cosine            cosine decay to --lr-min after warmup\n"
+    "  --lr-min X          cosine floor (0)\n"
+    "  --clip X            clip the global gradient norm to X (0 = off)\n"
+    "  --wd X              AdamW decoupled weight decay (0.01)\n"
+    "  --beta1 X --beta2 X --eps X   AdamW constants (0.9, 0.999, 1e-8)\n"
+    "  --fp-fraction F     two-stage: first round(F*steps) steps in fp32, then ternary\n"
+    "  --lr2 X             constant lr of the ternary stage (default: --lr)\n"
+    "  --log FILE          JSON-lines log (default CKPT.log.jsonl)\n"
+    "  --log-every N       log every N steps (10)\n"
+    "  --eval-every N      evaluate every N steps (0 = only at the end)\n"
+    "  --ckpt-every N      also save CKPT every N steps (0 = only at the end)\n"
+    "  --quiet             no progress on stderr\n";
+
+static const char *const USAGE_EVAL =
+    "usage: atome eval --model CKPT --data FILE [--max-bytes N] [--split S] [--seq N]\n"
+    "\n"
+    "Prints one JSON line: nats_per_byte, bpb, ppl, bytes (predicted bytes), chunks, seq.\n"
+    "  --model CKPT        checkpoint (evaluated with its quantiser)\n"
+    "  --data FILE         bytes to score: all whole chunks of the file\n"
+    "  --max-bytes N       read only the first N bytes\n"
+    "  --split S           score only the held-out tail: chunks after floor(S*chunks)\n"
+    "  --seq N             chunk length (default: the checkpoint's training seq)\n"
+    "  --batch N           chunks per forward pass (16; does not change the result)\n";
+
+static const char *const USAGE_GENERATE =
+    "usage: atome generate --model CKPT (--prompt TEXT | --prompt-hex HEX) --n N [flags]\n"
+    "\n"
+    "Writes exactly the N new bytes to stdout (no prompt echo, no newline).\n"
+    "  --prompt TEXT       prompt bytes (empty: a single newline byte)\n"
+    "  --prompt-hex HEX    prompt as hex digits, e.g. 4f6e6365\n"
+    "  --n N               bytes to generate\n"
+    "  --temperature T     0 = greedy argmax (default 0)\n"
+    "  --top-k K           keep the K most likely bytes (0 = off)\n"
+    "  --top-p P           nucleus mass (1 = off)\n"
+    "  --seed S            uint32 sampler seed (1)\n"
+    "  --window W          attention window in positions (default: training seq)\n";
+
+static const char *const USAGE_PARAMS =
+    "usage: atome params --config NAME [--quant Q] [shape overrides]\n"
+    "\n"
+    "Prints one JSON object: params, quant_params, fp32_params, family, config\n"
+    "fields and a per-tensor table.\n";
+
+static const char *const USAGE_INIT =
+    "usage: atome init --config NAME --seed S --out CKPT [--quant Q] [--seq N] [shape overrides]\n"
+    "\n"
+    "Writes a checkpoint with weights initialised from the seed exactly as\n"
+    "'atome train' would (default training options, step 0).\n";
+
+void cli_usage(FILE *f, const char *cmd) {
+    if (!cmd) { fputs(USAGE_MAIN, f); return; }
+    if (strcmp(cmd, "train") == 0) { fputs(USAGE_TRAIN, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
+    else if (strcmp(cmd, "eval") == 0) fputs(USAGE_EVAL, f);
+    else if (strcmp(cmd, "generate") == 0) fputs(USAGE_GENERATE, f);
+    else if (strcmp(cmd, "params") == 0) { fputs(USAGE_PARAMS, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
+    else if (strcmp(cmd, "init") == 0) { fputs(USAGE_INIT, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
+    else fputs(USAGE_MAIN, f);
+}
+
+static int wants_help(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return cli_err(CLI_USAGE, "missing command (try 'atome --help')");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        cli_usage(stdout, argc > 2 && strcmp(cmd, "help") == 0 ? argv[2] : NULL);
+        return CLI_OK;
+    }
+    static const struct { const char *name; int (*fn)(int, char **); } CMDS[] = {
+        { "train", cmd_train }, { "eval", cmd_eval }, { "generate", cmd_generate },
+        { "params", cmd_params }, { "init", cmd_init },
+    };
+    for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
+        if (strcmp(cmd, CMDS[i].name) != 0) continue;
+        if (wants_help(argc - 2, argv + 2)) { cli_usage(stdout, cmd); return CLI_OK; }
+        return CMDS[i].fn(argc - 2, argv + 2);
+    }
+    return cli_err(CLI_USAGE, "unknown command '%s' (try 'atome --help')", cmd);
+}

@@ -21,7 +21,7 @@ static const uint8_t MAGIC[8] = { 'A', 'T', 'O', 'M', 'E', 'C', 'K', 'P' };
 
 #define CONF_BYTES 48          /* 12 x i32 */
 #define TOPT_BYTES 72
-#define STAT_BYTES 44
+#define STAT_BYTES 52
 
 /* ---- CRC-32 ---- */
 static uint32_t crc_table[256];
@@ -143,6 +143,7 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     put_i32(&b, ck->stage);
     for (int i = 0; i < 4; i++) put_u32(&b, ck->rng.s[i]);
     put_f64(&b, ck->elapsed_s);
+    put_f64(&b, ck->last_loss);
 
     if (ck->has_data) {
         put_section(&b, "DATA", 0, 8 + 8 + 4 + dp + 4 + vp);
@@ -293,6 +294,7 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
         ck->stage = get_i32(stat + 16);
         for (int i = 0; i < 4; i++) ck->rng.s[i] = get_u32(stat + 20 + 4 * i);
         ck->elapsed_s = get_f64(stat + 36);
+        ck->last_loss = get_f64(stat + 44);
         if (ck->step < 0 || ck->adam_t < 0 || ck->adam_t > ck->step || (ck->stage != 0 && ck->stage != 1))
             PFAIL(ATM_CKPT_EFORMAT, "malformed: bad training state (step %lld, adam step %lld, stage %d)",
                   (long long)ck->step, (long long)ck->adam_t, (int)ck->stage);
@@ -439,6 +441,7 @@ void atm_ckpt_from_trainer(atm_ckpt *ck, const atm_trainer *tr) {
     ck->adam_t = tr->adam_t;
     ck->stage = tr->stage;
     ck->rng = tr->rng;
+    ck->last_loss = tr->last_loss;
     ck->has_state = 1;
     ck->n_params = tr->L.n_params;
     ck->w = tr->w;
@@ -463,6 +466,7 @@ int atm_trainer_load_ckpt(atm_trainer *tr, const atm_ckpt *ck) {
         tr->adam_t = ck->adam_t;
         tr->stage = ck->stage;
         tr->rng = ck->rng;
+        tr->last_loss = ck->last_loss;
     }
     return 0;
 }

@@ -52,6 +52,7 @@ typedef struct {
     int32_t        stage;
     atm_rng        rng;
     double         elapsed_s;                  /* training seconds so far (informative) */
+    double         last_loss;                  /* loss of the last step (informative) */
     int            has_state;
     /* data description */
     char           data_path[ATM_CKPT_PATH_MAX];

@@ -1,0 +1,89 @@
+/* cli/cli.h — shared pieces of the `atome` command-line tool.
+ *
+ * Contract. Every command is a function (argc, argv after the command name)
+ * returning the process exit status: 0 success, 2 usage error (bad or missing
+ * flag, bad number, unknown config), 1 runtime error (missing/empty/short
+ * data, unreadable or corrupt checkpoint, write failure, out of memory).
+ * Every failure prints exactly ONE line "atome: <reason>" on stderr (cli_err)
+ * and leaves no partial output file: outputs are written atomically and only
+ * after every input has been validated. docs/cli.md is the user reference. */
+#ifndef ATOME_CLI_H
+#define ATOME_CLI_H
+#include <stdint.h>
+#include <stdio.h>
+#include "model.h"
+#include "trainer.h"
+#include "ckpt.h"
+
+#define CLI_OK 0
+#define CLI_RUNTIME 1
+#define CLI_USAGE 2
+
+/* Prints "atome: <msg>\n" to stderr (control characters in msg become '?',
+ * so a hostile path cannot split the line) and returns code. */
+int cli_err(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- flag parsing ---- */
+enum { OPT_FLAG, OPT_INT, OPT_U32, OPT_FLOAT, OPT_STR };
+
+typedef struct {
+    const char *name;   /* without the leading "--" */
+    int         kind;   /* OPT_* */
+    void       *dst;    /* int64_t* (INT), uint32_t* (U32), double* (FLOAT), const char** (STR), int* (FLAG) */
+    double      lo, hi; /* range for numbers, inclusive except lo when lo_open */
+    int         lo_open;
+    int         seen;   /* set by cli_parse */
+} cli_opt;
+
+/* Parses "--name value", "--name=value" and bare "--flag" against opts[n].
+ * Returns CLI_OK, or prints the error and returns CLI_USAGE. */
+int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n);
+/* The entry for name (must exist). */
+cli_opt *cli_find(cli_opt *opts, int n, const char *name);
+int cli_seen(cli_opt *opts, int n, const char *name);
+
+/* ---- shape overrides shared by train, init and params ---- */
+typedef struct {
+    int64_t d_model, layers, d_head, heads, kernel, top_k, d_ff, d_inner, max_seq;
+    const char *pathways;
+} cli_shape;
+/* Appends the shape override entries to opts (at most CLI_SHAPE_OPTS). */
+#define CLI_SHAPE_OPTS 10
+int cli_shape_opts(cli_shape *s, cli_opt *opts);
+/* Looks up name, applies the overrides that were seen, validates. On error
+ * prints it and returns CLI_USAGE. */
+int cli_build_config(const char *cmd, const char *name, cli_shape *s, cli_opt *opts, int n, atm_config *c);
+/* "ternary" / "fp32" -> ATM_QUANT_*, or -1. */
+int cli_quant_from_name(const char *s);
+const char *cli_quant_name(int q);
+int cli_default_quant(int family);
+/* Quantiser a checkpoint's weights are evaluated with: the one its next
+ * training step would use. */
+int cli_ckpt_quant(const atm_ckpt *ck);
+
+/* ---- JSON helpers ---- */
+/* A finite double with 17 significant digits (exact round trip), or null. */
+void cli_json_num(FILE *f, double x);
+/* A float with the fewest digits (6..9) that read back as the same float. */
+void cli_json_float(FILE *f, float x);
+/* A JSON string with escapes. */
+void cli_json_str(FILE *f, const char *s);
+
+/* Monotonic seconds. */
+double cli_now(void);
+
+/* ---- commands ---- */
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_params(int argc, char **argv);
+int cmd_init(int argc, char **argv);
+
+/* Usage texts (cli/main.c). */
+void cli_usage(FILE *f, const char *cmd);
+
+#endif

@@ -1,0 +1,370 @@
+/* cli/cmd_train.c — `atome train`: parse and validate everything, load the
+ * corpus, build (or resume) a trainer, run the steps with progress on stderr
+ * and a JSON-lines log, evaluate on the held-out chunks, write the checkpoint
+ * atomically and print one JSON summary line on stdout.
+ *
+ * Resume: the checkpoint fixes the config, the training options and the data
+ * description; flags repeated on the command line must agree with it (else a
+ * usage error), except --steps (the new total), --data (the file may have
+ * moved), --out, --log*, --eval-every, --ckpt-every and --quiet. */
+#include "cli.h"
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EVAL_BATCH 16     /* see cmd_eval.c: the eval result does not depend on it */
+#define PROGRESS_SECONDS 1.0
+
+typedef struct {
+    const char *config, *quant, *data, *valid, *out, *resume, *log;
+    int64_t max_bytes, steps, batch, seq, warmup, log_every, eval_every, ckpt_every;
+    double split, lr, lr2, lr_min, clip, wd, fp_fraction, beta1, beta2, eps;
+    uint32_t seed;
+    int cosine, quiet;
+} train_args;
+
+/* Preflight: can a file be created beside path? Leaves nothing behind. */
+static int can_create_beside(const char *path, char *why, size_t n) {
+    size_t pl = strlen(path);
+    char *tmp = (char *)malloc(pl + 16);
+    if (!tmp) { snprintf(why, n, "out of memory"); return -1; }
+    memcpy(tmp, path, pl);
+    memcpy(tmp + pl, ".tmp-XXXXXX", 12);
+    int fd = mkstemp(tmp);
+    if (fd < 0) { snprintf(why, n, "cannot create '%s': %s", path, strerror(errno)); free(tmp); return -1; }
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return 0;
+}
+
+static void fmt_eta(double s, char *buf, size_t n) {
+    if (!(s >= 0.0) || s > 1e8) { snprintf(buf, n, "?"); return; }
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, n, "%lds", t);
+}
+
+/* A flag given on resume must match the checkpoint. */
+static int same_f(const char *flag, int seen, double given, float stored) {
+    if (!seen || (float)given == stored) return CLI_OK;
+    return cli_err(CLI_USAGE, "train: --%s %g differs from the checkpoint's %g (a resumed run keeps its options)",
+                   flag, given, (double)stored);
+}
+static int same_i(const char *flag, int seen, long long given, long long stored) {
+    if (!seen || given == stored) return CLI_OK;
+    return cli_err(CLI_USAGE, "train: --%s %lld differs from the checkpoint's %lld (a resumed run keeps its options)",
+                   flag, given, stored);
+}
+
+static int write_ckpt(const char *out, const atm_trainer *tr, const atm_ckpt *meta, double elapsed) {
+    atm_ckpt ck = *meta;
+    atm_ckpt_from_trainer(&ck, tr);
+    ck.elapsed_s = elapsed;
+    char why[600];
+    if (atm_ckpt_write(out, &ck, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
+    return CLI_OK;
+}
+
+static void log_eval(FILE *lg, int64_t step, const atm_eval_result *r) {
+    fprintf(lg, "{\"step\":%lld,\"eval_nats_per_byte\":", (long long)step);
+    cli_json_num(lg, r->nats_per_byte);
+    fputs(",\"eval_bpb\":", lg); cli_json_num(lg, r->bpb);
+    fputs(",\"eval_ppl\":", lg); cli_json_num(lg, r->ppl);
+    fprintf(lg, ",\"eval_bytes\":%llu}\n", (unsigned long long)r->bytes);
+    fflush(lg);
+}
+
+int cmd_train(int argc, char **argv) {
+    train_args a;
+    memset(&a, 0, sizeof a);
+    atm_train_opts def;
+    atm_train_opts_default(&def);
+    a.batch = def.batch; a.seq = def.seq; a.lr = def.lr; a.wd = def.wd; a.split = 0.9;
+    a.beta1 = def.beta1; a.beta2 = def.beta2; a.eps = def.eps; a.log_every = 10;
+    cli_shape shape;
+    cli_opt opts[48] = {
+        { "config",      OPT_STR,   &a.config, 0, 0, 0, 0 },
+        { "quant",       OPT_STR,   &a.quant, 0, 0, 0, 0 },
+        { "data",        OPT_STR,   &a.data, 0, 0, 0, 0 },
+        { "max-bytes",   OPT_INT,   &a.max_bytes, 1, 4.0e18, 0, 0 },
+        { "split",       OPT_FLOAT, &a.split, 0, 1, 1, 0 },
+        { "valid",       OPT_STR,   &a.valid, 0, 0, 0, 0 },
+        { "steps",       OPT_INT,   &a.steps, 1, 1099511627776.0, 0, 0 },
+        { "batch",       OPT_INT,   &a.batch, 1, 65536, 0, 0 },
+        { "seq",         OPT_INT,   &a.seq, 2, 65537, 0, 0 },
+        { "lr",          OPT_FLOAT, &a.lr, 0, 1e3, 1, 0 },
+        { "seed",        OPT_U32,   &a.seed, 0, 4294967295.0, 0, 0 },
+        { "out",         OPT_STR,   &a.out, 0, 0, 0, 0 },
+        { "resume",      OPT_STR,   &a.resume, 0, 0, 0, 0 },
+        { "warmup",      OPT_INT,   &a.warmup, 0, 1099511627776.0, 0, 0 },
+        { "cosine",      OPT_FLAG,  &a.cosine, 0, 0, 0, 0 },
+        { "lr-min",      OPT_FLOAT, &a.lr_min, 0, 1e3, 0, 0 },
+        { "clip",        OPT_FLOAT, &a.clip, 0, 1e30, 0, 0 },
+        { "wd",          OPT_FLOAT, &a.wd, 0, 1e3, 0, 0 },
+        { "beta1",       OPT_FLOAT, &a.beta1, 0, 0.9999999, 0, 0 },
+        { "beta2",       OPT_FLOAT, &a.beta2, 0, 0.9999999, 0, 0 },
+        { "eps",         OPT_FLOAT, &a.eps, 0, 1, 1, 0 },
+        { "fp-fraction", OPT_FLOAT, &a.fp_fraction, 0, 1, 0, 0 },
+        { "lr2",         OPT_FLOAT, &a.lr2, 0, 1e3, 1, 0 },
+        { "log",         OPT_STR,   &a.log, 0, 0, 0, 0 },
+        { "log-every",   OPT_INT,   &a.log_every, 1, 1e12, 0, 0 },
+        { "eval-every",  OPT_INT,   &a.eval_every, 0, 1e12, 0, 0 },
+        { "ckpt-every",  OPT_INT,   &a.ckpt_every, 0, 1e12, 0, 0 },
+        { "quiet",       OPT_FLAG,  &a.quiet, 0, 0, 0, 0 },
+    };
+    int n = 28;
+    int shape_first = n;
+    n += cli_shape_opts(&shape, opts + n);
+    int rc = cli_parse("train", argc, argv, opts, n);
+    if (rc) return rc;
+#define SEEN(nm) cli_seen(opts, n, nm)
+    if (SEEN("split") && a.split >= 1.0) return cli_err(CLI_USAGE, "train: --split must be a number in (0, 1) (got %g)", a.split);
+    if (SEEN("split") && SEEN("valid")) return cli_err(CLI_USAGE, "train: give --split or --valid, not both");
+    int any_shape = 0;
+    for (int i = shape_first; i < n; i++) any_shape |= opts[i].seen;
+
+    atm_ckpt meta;            /* name, data description, elapsed: carried into every save */
+    atm_ckpt_init(&meta);
+    atm_ckpt resume;
+    atm_ckpt_init(&resume);
+    atm_config cfg;
+    atm_train_opts o = def;
+    char why[1200];
+
+    if (a.resume) {
+        if (!*a.resume) return cli_err(CLI_USAGE, "train: --resume needs a file name");
+        if (atm_ckpt_read(a.resume, &resume, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
+        if (!resume.has_opt || !resume.has_state) {
+            atm_ckpt_free(&resume);
+            return cli_err(CLI_RUNTIME, "train: checkpoint '%s' has no training state to resume", a.resume);
+        }
+        cfg = resume.cfg;
+        o = resume.opt;
+        rc = CLI_OK;
+        if (a.config || any_shape) {
+            atm_config want;
+            const char *nm = a.config ? a.config : resume.name;
+            if ((rc = cli_build_config("train", nm, &shape, opts, n, &want))) goto resume_fail;
+            if (memcmp(&want, &cfg, sizeof want) != 0) {
+                rc = cli_err(CLI_USAGE, "train: --config %s (with its shape flags) differs from the checkpoint's model", nm);
+                goto resume_fail;
+            }
+        }
+        if (a.quant) {
+            int q = cli_quant_from_name(a.quant);
+            if (q != o.quant) { rc = cli_err(CLI_USAGE, "train: --quant %s differs from the checkpoint's %s", a.quant, cli_quant_name(o.quant)); goto resume_fail; }
+        }
+        if ((rc = same_i("batch", SEEN("batch"), a.batch, o.batch)) || (rc = same_i("seq", SEEN("seq"), a.seq, o.seq)) ||
+            (rc = same_f("lr", SEEN("lr"), a.lr, o.lr)) || (rc = same_i("seed", SEEN("seed"), a.seed, o.seed)) ||
+            (rc = same_i("warmup", SEEN("warmup"), a.warmup, o.warmup)) || (rc = same_i("cosine", SEEN("cosine"), 1, o.cosine)) ||
+            (rc = same_f("lr-min", SEEN("lr-min"), a.lr_min, o.lr_min)) || (rc = same_f("clip", SEEN("clip"), a.clip, o.clip)) ||
+            (rc = same_f("wd", SEEN("wd"), a.wd, o.wd)) || (rc = same_f("beta1", SEEN("beta1"), a.beta1, o.beta1)) ||
+            (rc = same_f("beta2", SEEN("beta2"), a.beta2, o.beta2)) || (rc = same_f("eps", SEEN("eps"), a.eps, o.eps)) ||
+            (rc = same_f("fp-fraction", SEEN("fp-fraction"), a.fp_fraction, o.fp_fraction)) ||
+            (rc = same_f("lr2", SEEN("lr2"), a.lr2, o.lr2)))
+            goto resume_fail;
+        if (resume.has_data) {
+            if ((rc = same_i("max-bytes", SEEN("max-bytes"), a.max_bytes, (long long)resume.max_bytes))) goto resume_fail;
+            if (SEEN("split") && (resume.valid_path[0] || a.split != resume.split)) {
+                rc = cli_err(CLI_USAGE, "train: --split %g differs from the checkpoint's data split", a.split);
+                goto resume_fail;
+            }
+            if (SEEN("valid") && strcmp(a.valid, resume.valid_path) != 0) {
+                rc = cli_err(CLI_USAGE, "train: --valid '%s' differs from the checkpoint's '%s'", a.valid, resume.valid_path);
+                goto resume_fail;
+            }
+            meta.max_bytes = resume.max_bytes;
+            meta.split = resume.split;
+            snprintf(meta.valid_path, sizeof meta.valid_path, "%s", resume.valid_path);
+            snprintf(meta.data_path, sizeof meta.data_path, "%s", a.data ? a.data : resume.data_path);
+        } else {
+            if (!a.data) { rc = cli_err(CLI_USAGE, "train: the checkpoint names no data; --data is required"); goto resume_fail; }
+            meta.max_bytes = (uint64_t)a.max_bytes;
+            meta.split = a.split;
+            snprintf(meta.data_path, sizeof meta.data_path, "%s", a.data);
+            if (a.valid) snprintf(meta.valid_path, sizeof meta.valid_path, "%s", a.valid);
+        }
+        if (SEEN("steps")) o.steps = a.steps;
+        if (o.steps < resume.step) {
+            rc = cli_err(CLI_USAGE, "train: the checkpoint is at step %lld, beyond --steps %lld",
+                         (long long)resume.step, (long long)o.steps);
+            goto resume_fail;
+        }
+        snprintf(meta.name, sizeof meta.name, "%s", resume.name);
+        meta.elapsed_s = resume.elapsed_s;
+        if (!a.out) a.out = a.resume;
+        goto resumed;
+    resume_fail:
+        atm_ckpt_free(&resume);
+        return rc;
+    resumed:;
+    } else {
+        if (!a.config) return cli_err(CLI_USAGE, "train: --config is required");
+        if (!a.data) return cli_err(CLI_USAGE, "train: --data is required");
+        if (!SEEN("steps")) return cli_err(CLI_USAGE, "train: --steps is required");
+        if (!a.out) return cli_err(CLI_USAGE, "train: --out is required");
+        if ((rc = cli_build_config("train", a.config, &shape, opts, n, &cfg))) return rc;
+        o.quant = cli_default_quant(cfg.family);
+        if (a.quant && (o.quant = cli_quant_from_name(a.quant)) < 0)
+            return cli_err(CLI_USAGE, "train: --quant must be ternary or fp32 (got '%s')", a.quant);
+        o.lr = (float)a.lr;
+        o.lr2 = SEEN("lr2") ? (float)a.lr2 : o.lr;
+        o.beta1 = (float)a.beta1; o.beta2 = (float)a.beta2; o.eps = (float)a.eps;
+        o.wd = (float)a.wd; o.clip = (float)a.clip; o.lr_min = (float)a.lr_min;
+        o.warmup = a.warmup; o.cosine = a.cosine;
+        o.fp_fraction = (float)a.fp_fraction;
+        o.steps = a.steps; o.batch = (int32_t)a.batch; o.seq = (int32_t)a.seq; o.seed = a.seed;
+        if (SEEN("lr2") && !SEEN("fp-fraction"))
+            return cli_err(CLI_USAGE, "train: --lr2 only applies with --fp-fraction");
+        snprintf(meta.name, sizeof meta.name, "%s", a.config);
+        meta.max_bytes = (uint64_t)a.max_bytes;
+        meta.split = a.split;
+        snprintf(meta.data_path, sizeof meta.data_path, "%s", a.data);
+        if (a.valid) snprintf(meta.valid_path, sizeof meta.valid_path, "%s", a.valid);
+    }
+    meta.has_data = 1;
+    if (!*a.out) { atm_ckpt_free(&resume); return cli_err(CLI_USAGE, "train: --out needs a file name"); }
+    if (strlen(meta.data_path) + 1 >= sizeof meta.data_path || (a.valid && strlen(a.valid) + 1 >= sizeof meta.valid_path)) {
+        atm_ckpt_free(&resume);
+        return cli_err(CLI_USAGE, "train: data path too long");
+    }
+    if (atm_train_opts_validate(&o, why, sizeof why)) { atm_ckpt_free(&resume); return cli_err(CLI_USAGE, "train: %s", why); }
+    if (cfg.family == ATM_FAMILY_VANILLA && o.seq - 1 > cfg.max_seq) {
+        atm_ckpt_free(&resume);
+        return cli_err(CLI_USAGE, "train: --seq %d needs %d positions; the model has max-seq %d", (int)o.seq, (int)o.seq - 1, (int)cfg.max_seq);
+    }
+
+    /* ---- data ---- */
+    atm_corpus corpus, vcorpus;
+    memset(&vcorpus, 0, sizeof vcorpus);
+    atm_chunks train_ch, eval_ch;
+    if (atm_corpus_load(meta.data_path, meta.max_bytes, &corpus, why, sizeof why)) {
+        atm_ckpt_free(&resume);
+        return cli_err(CLI_RUNTIME, "train: %s", why);
+    }
+    rc = 0;
+    if (meta.valid_path[0]) {
+        if (atm_chunks_all(&corpus, o.seq, &train_ch, why, sizeof why)) {
+            rc = cli_err(CLI_RUNTIME, "train: '%s': %s", meta.data_path, why);
+        } else if (atm_corpus_load(meta.valid_path, meta.max_bytes, &vcorpus, why, sizeof why)) {
+            rc = cli_err(CLI_RUNTIME, "train: %s", why);
+        } else if (atm_chunks_all(&vcorpus, o.seq, &eval_ch, why, sizeof why)) {
+            rc = cli_err(CLI_RUNTIME, "train: '%s': %s", meta.valid_path, why);
+        }
+    } else if (atm_chunks_split(&corpus, o.seq, meta.split, &train_ch, &eval_ch, why, sizeof why)) {
+        rc = cli_err(CLI_RUNTIME, "train: '%s': %s", meta.data_path, why);
+    }
+    atm_trainer *tr = NULL;
+    FILE *lg = NULL;
+    char *logpath = NULL;
+    if (rc) goto done;
+
+    /* ---- trainer ---- */
+    tr = atm_trainer_new(&cfg, &o);
+    if (!tr) { rc = cli_err(CLI_RUNTIME, "train: cannot build the %s model (family not built or out of memory)", atm_family_name(cfg.family)); goto done; }
+    if (a.resume && atm_trainer_load_ckpt(tr, &resume)) { rc = cli_err(CLI_RUNTIME, "train: checkpoint does not fit the model"); goto done; }
+    atm_ckpt_free(&resume);
+
+    /* ---- outputs: check the checkpoint can be written, open the log ---- */
+    if (can_create_beside(a.out, why, sizeof why)) { rc = cli_err(CLI_RUNTIME, "train: %s", why); goto done; }
+    if (a.log) logpath = strdup(a.log);
+    else {
+        size_t ol = strlen(a.out);
+        logpath = (char *)malloc(ol + 11);
+        if (logpath) { memcpy(logpath, a.out, ol); memcpy(logpath + ol, ".log.jsonl", 11); }
+    }
+    if (!logpath) { rc = cli_err(CLI_RUNTIME, "train: out of memory"); goto done; }
+    lg = fopen(logpath, a.resume ? "a" : "w");
+    if (!lg) { rc = cli_err(CLI_RUNTIME, "train: cannot open log '%s': %s", logpath, strerror(errno)); goto done; }
+
+    if (!a.quiet)
+        fprintf(stderr, "train: %s (%s, %s, %zu params) on %zu train / %zu eval chunks of %d bytes, steps %lld..%lld\n",
+                meta.name[0] ? meta.name : atm_family_name(cfg.family), atm_family_name(cfg.family),
+                cli_quant_name(o.quant), tr->L.n_params, train_ch.n, eval_ch.n, (int)o.seq,
+                (long long)tr->step, (long long)o.steps);
+
+    /* ---- loop ---- */
+    double t0 = cli_now(), last_print = t0;
+    int64_t step0 = tr->step;
+    double bytes_per_step = (double)o.batch * (double)o.seq;
+    atm_eval_result er;
+    while (tr->step < o.steps) {
+        double loss = atm_trainer_train_batch(tr, &train_ch);
+        int64_t s = tr->step;
+        if (!isfinite(loss)) { rc = cli_err(CLI_RUNTIME, "train: diverged: loss is not finite at step %lld", (long long)s); goto done; }
+        double now = cli_now(), dt = now - t0;
+        double bps = dt > 0.0 ? (double)(s - step0) * bytes_per_step / dt : 0.0;
+        if (s % a.log_every == 0 || s == o.steps) {
+            fprintf(lg, "{\"step\":%lld,\"loss\":", (long long)s);
+            cli_json_num(lg, loss);
+            fputs(",\"lr\":", lg); cli_json_float(lg, tr->last_lr);
+            fputs(",\"bytes_per_s\":", lg); cli_json_num(lg, bps);
+            fputs(",\"elapsed_s\":", lg); cli_json_num(lg, meta.elapsed_s + dt);
+            fprintf(lg, ",\"stage\":%d,\"quant\":\"%s\"}\n", (int)tr->stage,
+                    cli_quant_name(tr->stage == 0 ? ATM_QUANT_FP32 : o.quant));
+        }
+        if (!a.quiet && (now - last_print >= PROGRESS_SECONDS || s == o.steps)) {
+            char eta[32];
+            double sps = dt > 0.0 ? (double)(s - step0) / dt : 0.0;
+            fmt_eta(sps > 0.0 ? (double)(o.steps - s) / sps : -1.0, eta, sizeof eta);
+            fprintf(stderr, "step %lld/%lld  loss %.4f  lr %.3g  %.0f bytes/s  ETA %s\n",
+                    (long long)s, (long long)o.steps, loss, (double)tr->last_lr, bps, eta);
+            last_print = now;
+        }
+        if (a.eval_every > 0 && s % a.eval_every == 0 && s < o.steps) {
+            if (atm_eval_chunks(&tr->L, tr->w, atm_trainer_quant(tr), &eval_ch, EVAL_BATCH, &er, why, sizeof why)) {
+                rc = cli_err(CLI_RUNTIME, "train: eval: %s", why);
+                goto done;
+            }
+            log_eval(lg, s, &er);
+            if (!a.quiet) fprintf(stderr, "step %lld  eval %.4f nats/byte  %.4f bpb  ppl %.3f\n",
+                                  (long long)s, er.nats_per_byte, er.bpb, er.ppl);
+        }
+        if (a.ckpt_every > 0 && s % a.ckpt_every == 0 && s < o.steps) {
+            fflush(lg);
+            if ((rc = write_ckpt(a.out, tr, &meta, meta.elapsed_s + (cli_now() - t0)))) goto done;
+        }
+    }
+    double seconds = meta.elapsed_s + (cli_now() - t0);
+
+    /* ---- final eval, save, summary ---- */
+    /* Scored with the quantiser `atome eval` will use on the saved checkpoint. */
+    if (atm_eval_chunks(&tr->L, tr->w, atm_trainer_quant(tr), &eval_ch, EVAL_BATCH, &er, why, sizeof why)) {
+        rc = cli_err(CLI_RUNTIME, "train: eval: %s", why);
+        goto done;
+    }
+    log_eval(lg, tr->step, &er);
+    if (fflush(lg) || ferror(lg)) { rc = cli_err(CLI_RUNTIME, "train: cannot write log '%s'", logpath); goto done; }
+    if ((rc = write_ckpt(a.out, tr, &meta, seconds))) goto done;
+    if (!a.quiet) fprintf(stderr, "eval %.4f nats/byte  %.4f bpb  ppl %.3f  (%llu bytes)  %.1f s\n",
+                          er.nats_per_byte, er.bpb, er.ppl, (unsigned long long)er.bytes, seconds);
+    {
+        FILE *f = stdout;
+        fprintf(f, "{\"steps\":%lld,\"train_loss\":", (long long)tr->step);
+        cli_json_num(f, tr->last_loss);
+        fputs(",\"nats_per_byte\":", f); cli_json_num(f, er.nats_per_byte);
+        fputs(",\"bpb\":", f); cli_json_num(f, er.bpb);
+        fputs(",\"ppl\":", f); cli_json_num(f, er.ppl);
+        fprintf(f, ",\"bytes\":%llu,\"params\":%zu,\"seconds\":", (unsigned long long)er.bytes, tr->L.n_params);
+        cli_json_num(f, seconds);
+        fputs(",\"config\":", f); cli_json_str(f, meta.name);
+        fputs(",\"family\":", f); cli_json_str(f, atm_family_name(cfg.family));
+        fprintf(f, ",\"quant\":\"%s\",\"seed\":%u,\"out\":", cli_quant_name(o.quant), (unsigned)o.seed);
+        cli_json_str(f, a.out);
+        fputs("}\n", f);
+        if (fflush(f) || ferror(f)) rc = cli_err(CLI_RUNTIME, "train: cannot write to stdout");
+    }
+done:
+    if (lg) fclose(lg);
+    free(logpath);
+    atm_trainer_free(tr);
+    atm_corpus_free(&corpus);
+    atm_corpus_free(&vcorpus);
+    atm_ckpt_free(&resume);
+    return rc;
+#undef SEEN
+}
