@@ -14,7 +14,7 @@ static const named_config NAMED[] = {
     { "vanilla-60k", { ATM_FAMILY_VANILLA, 256,  44, 3, 11, 4, 0, 0, 0, 44, 0, 64 } },
     { "vanilla-6k",  { ATM_FAMILY_VANILLA, 256,   8, 2,  2, 4, 0, 0, 0, 24, 0, 64 } },
     /* gssm-60k: chosen by the shape matcher (docs/models.md); pinned in tests. */
-    { "gssm-60k",    { ATM_FAMILY_GSSM,    256,  32, 2,  0, 0, 0, 0, 0, 64, 64, 0 } },
+    { "gssm-60k",    { ATM_FAMILY_GSSM,    256,  44, 3,  0, 0, 0, 0, 0, 88, 44, 0 } },
     /* Small shapes for tests and quick experiments. */
     { "atome-tiny",  { ATM_FAMILY_ATOME,   256,  16, 2,  8, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0 } },
     { "vanilla-tiny",{ ATM_FAMILY_VANILLA, 256,  16, 2,  4, 4, 0, 0, 0, 32, 0, 64 } },

@@ -1,4 +1,363 @@
-/* core/train/vanilla.c — PLACEHOLDER so the tree links while the family is written. */
+/* core/train/vanilla.c — the `vanilla` family: pre-LN FP32 GPT baseline
+ * (reference §3, the A/B comparison model). docs/models.md has the maths.
+ *
+ * Contract. h = tok_emb[x_t] + pos_emb[t]; L blocks of
+ *   h += Wo . MHA(LN1(h))           (fused Wqkv (3C x C), causal, full softmax)
+ *   h += W2 . gelu(W1 . LN2(h))     (W1: F x C, W2: C x F, exact-erf GELU)
+ * then logits = unembed . LN_f(h). No biases, no dropout, no weight tying.
+ * Positions are 0..T-1 within each sequence, so T may not exceed max_seq:
+ * acts_new returns NULL and forward returns NaN (computing nothing) when it
+ * does; forward also returns NaN for a token >= vocab or B/T above what the
+ * activations were allocated for. The trainer checks seq <= max_seq first.
+ *
+ * Tensor kinds: tok_emb, every matrix and unembed are ATM_TK_QUANT (ternary
+ * when the model is trained ternary); LayerNorm vectors and pos_emb are FP32.
+ * Init follows PyTorch defaults (nn.Embedding N(0,1), nn.Linear
+ * U(-1/sqrt(in), 1/sqrt(in)), LayerNorm 1/0).
+ *
+ * Generation: the generator keeps the last W = min(window, max_seq) tokens
+ * (window <= 0 means max_seq) and for every new token re-runs the forward on
+ * that window with positions 0..m-1, returning the last row's logits. This is
+ * exactly the reference's generate() (ids[:, -max_seq:]); it costs O(W) rows
+ * of forward per token and needs no KV cache.
+ *
+ * All activation memory is allocated by acts_new; forward/backward allocate
+ * nothing. Projections use atm_matmul_forward/backward with N = B*T rows. */
 #include "model.h"
-static int layout_placeholder(const atm_config *c, atm_layout *L) { (void)c; (void)L; return -1; }
-const atm_family atm_family_vanilla = { "vanilla", layout_placeholder, 0, 0, 0, 0, 0, 0, 0, 0 };
+#include "layers.h"
+#include "baselines.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- multi-head causal attention core ---- */
+
+void atm_mha_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H) {
+    const int dh = C / H;
+    const float scale = 1.0f / sqrtf((float)dh);
+    const size_t C3 = (size_t)3 * C;
+    for (int b = 0; b < B; b++) {
+        const float *base = qkv + (size_t)b * T * C3;
+        for (int h = 0; h < H; h++) {
+            for (int t = 0; t < T; t++) {
+                const float *q = base + (size_t)t * C3 + (size_t)h * dh;
+                float *p = att + (((size_t)b * H + h) * T + t) * T;   /* [T] */
+                for (int j = 0; j <= t; j++) {
+                    const float *k = base + (size_t)j * C3 + C + (size_t)h * dh;
+                    float acc = 0.0f;
+                    for (int i = 0; i < dh; i++) acc += q[i] * k[i];
+                    p[j] = acc * scale;
+                }
+                atm_softmax(p, t + 1);
+                for (int j = t + 1; j < T; j++) p[j] = 0.0f;
+                float *o = out + ((size_t)b * T + t) * C + (size_t)h * dh;   /* [dh] */
+                for (int i = 0; i < dh; i++) o[i] = 0.0f;
+                for (int j = 0; j <= t; j++) {
+                    const float *v = base + (size_t)j * C3 + 2 * (size_t)C + (size_t)h * dh;
+                    float pj = p[j];
+                    for (int i = 0; i < dh; i++) o[i] += pj * v[i];
+                }
+            }
+        }
+    }
+}
+
+void atm_mha_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                      float *scratch, int B, int T, int C, int H) {
+    const int dh = C / H;
+    const float scale = 1.0f / sqrtf((float)dh);
+    const size_t C3 = (size_t)3 * C;
+    float *dp = scratch;   /* [T]: dloss/dp_j, then dloss/dscore_j */
+    for (int b = 0; b < B; b++) {
+        const float *base = qkv + (size_t)b * T * C3;
+        float *dbase = dqkv + (size_t)b * T * C3;
+        for (int h = 0; h < H; h++) {
+            for (int t = 0; t < T; t++) {
+                const float *p = att + (((size_t)b * H + h) * T + t) * T;
+                const float *d = dout + ((size_t)b * T + t) * C + (size_t)h * dh;
+                const float *q = base + (size_t)t * C3 + (size_t)h * dh;
+                float *dq = dbase + (size_t)t * C3 + (size_t)h * dh;
+                float pd = 0.0f;   /* sum_j p_j dp_j */
+                for (int j = 0; j <= t; j++) {
+                    const float *v = base + (size_t)j * C3 + 2 * (size_t)C + (size_t)h * dh;
+                    float *dv = dbase + (size_t)j * C3 + 2 * (size_t)C + (size_t)h * dh;
+                    float acc = 0.0f;
+                    for (int i = 0; i < dh; i++) { acc += d[i] * v[i]; dv[i] += p[j] * d[i]; }
+                    dp[j] = acc;
+                    pd += p[j] * acc;
+                }
+                for (int j = 0; j <= t; j++) {
+                    float ds = p[j] * (dp[j] - pd) * scale;
+                    const float *k = base + (size_t)j * C3 + C + (size_t)h * dh;
+                    float *dk = dbase + (size_t)j * C3 + C + (size_t)h * dh;
+                    for (int i = 0; i < dh; i++) { dq[i] += ds * k[i]; dk[i] += ds * q[i]; }
+                }
+            }
+        }
+    }
+}
+
+/* ---- layout ---- */
+
+/* Per-block tensor order; a block's tensors are contiguous in the table. */
+enum { VB_LN1G, VB_LN1B, VB_WQKV, VB_WO, VB_LN2G, VB_LN2B, VB_W1, VB_W2, VB_N };
+enum { V_TOK = 0, V_POS = 1, V_BLOCK0 = 2 };   /* then L*VB_N, then ln_f.g, ln_f.b, unembed */
+
+static int add_blk(atm_layout *L, int l, const char *suffix, int rows, int cols, int kind,
+                   int init, float a) {
+    char nm[ATM_TENSOR_NAME];
+    snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix);
+    return atm_layout_add(L, nm, rows, cols, kind, init, a) >= 0;
+}
+
+static int vanilla_layout(const atm_config *c, atm_layout *L) {
+    const int V = c->vocab, C = c->d_model, F = c->d_ff;
+    if (V < 1 || C < 1 || F < 1 || c->n_layers < 1 || c->max_seq < 1 || c->n_heads < 1 ||
+        C % c->n_heads)
+        return -1;
+    /* PyTorch nn.Linear default: kaiming_uniform(a = sqrt 5) = U(-1/sqrt(in), 1/sqrt(in)). */
+    const float bC = 1.0f / sqrtf((float)C), bF = 1.0f / sqrtf((float)F);
+    int ok = atm_layout_add(L, "tok_emb", V, C, ATM_TK_QUANT, ATM_INIT_NORMAL, 1.0f) >= 0;
+    ok = ok && atm_layout_add(L, "pos_emb", c->max_seq, C, ATM_TK_FP32, ATM_INIT_NORMAL, 1.0f) >= 0;
+    for (int l = 0; l < c->n_layers && ok; l++) {
+        ok = add_blk(L, l, "ln1.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
+          && add_blk(L, l, "ln1.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
+          && add_blk(L, l, "attn.wqkv", 3 * C, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
+          && add_blk(L, l, "attn.wo", C, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
+          && add_blk(L, l, "ln2.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
+          && add_blk(L, l, "ln2.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
+          && add_blk(L, l, "ffn.w1", F, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
+          && add_blk(L, l, "ffn.w2", C, F, ATM_TK_QUANT, ATM_INIT_UNIFORM, bF);
+    }
+    ok = ok && atm_layout_add(L, "ln_f.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f) >= 0;
+    ok = ok && atm_layout_add(L, "ln_f.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f) >= 0;
+    ok = ok && atm_layout_add(L, "unembed", V, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC) >= 0;
+    return ok ? 0 : -1;
+}
+
+static size_t toff(const atm_layout *L, int idx) { return L->t[idx].off; }
+static int blk(int l, int k) { return V_BLOCK0 + l * VB_N + k; }
+
+/* ---- activations ---- */
+
+typedef struct {
+    atm_config c;
+    int B, T;              /* capacity */
+    int cur_B, cur_T, has_tgt;
+    uint8_t *in, *tgt;     /* [B*T] */
+    float *resid;          /* [L+1][B*T][C]: resid[0] = embeddings, resid[l+1] = block l output */
+    float *resid_mid;      /* [L][B*T][C]: after the attention residual */
+    float *ln1, *ln2;      /* [L][B*T][C] */
+    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;   /* [L][B*T] */
+    float *qkv;            /* [L][B*T][3C] */
+    float *att;            /* [L][B][H][T][T] */
+    float *atty;           /* [L][B*T][C]: attention output before Wo */
+    float *fch, *fchg;     /* [L][B*T][F]: W1 output, gelu of it */
+    float *lnf, *lnf_mean, *lnf_rstd;   /* [B*T][C], [B*T], [B*T] */
+    float *logits, *probs; /* [B*T][V] */
+    float *tmp;            /* [B*T][C]: projection output before the residual add */
+    float *dresid, *dln, *datty;        /* [B*T][C] */
+    float *dqkv;           /* [B*T][3C] */
+    float *dfch, *dfchg;   /* [B*T][F] */
+    float *dlogits;        /* [B*T][V] */
+    float *drow;           /* [T] */
+    float *mem;
+} vacts;
+
+static float *take(float **p, size_t n) { float *r = *p; *p += n; return r; }
+
+static void *vanilla_acts_new(const atm_config *c, int B, int T) {
+    if (B < 1 || T < 1 || T > c->max_seq || c->n_heads < 1) return NULL;
+    const size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff,
+                 V = (size_t)c->vocab, Ly = (size_t)c->n_layers, H = (size_t)c->n_heads;
+    size_t total = (Ly + 1) * N * C            /* resid */
+                 + Ly * N * C * 3              /* resid_mid, ln1, ln2 */
+                 + Ly * N * 4                  /* ln means / rstds */
+                 + Ly * N * 3 * C              /* qkv */
+                 + Ly * (size_t)B * H * (size_t)T * (size_t)T   /* att */
+                 + Ly * N * C                  /* atty */
+                 + Ly * N * F * 2              /* fch, fchg */
+                 + N * C + 2 * N               /* lnf */
+                 + 2 * N * V                   /* logits, probs */
+                 + 4 * N * C + N * 3 * C + 2 * N * F + N * V + (size_t)T;   /* scratch */
+    vacts *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->mem = malloc(total * sizeof(float));
+    a->in = malloc(2 * N);
+    if (!a->mem || !a->in) { free(a->mem); free(a->in); free(a); return NULL; }
+    a->tgt = a->in + N;
+    a->c = *c; a->B = B; a->T = T;
+    float *p = a->mem;
+    a->resid = take(&p, (Ly + 1) * N * C);
+    a->resid_mid = take(&p, Ly * N * C);
+    a->ln1 = take(&p, Ly * N * C);
+    a->ln2 = take(&p, Ly * N * C);
+    a->ln1_mean = take(&p, Ly * N); a->ln1_rstd = take(&p, Ly * N);
+    a->ln2_mean = take(&p, Ly * N); a->ln2_rstd = take(&p, Ly * N);
+    a->qkv = take(&p, Ly * N * 3 * C);
+    a->att = take(&p, Ly * (size_t)B * H * (size_t)T * (size_t)T);
+    a->atty = take(&p, Ly * N * C);
+    a->fch = take(&p, Ly * N * F); a->fchg = take(&p, Ly * N * F);
+    a->lnf = take(&p, N * C); a->lnf_mean = take(&p, N); a->lnf_rstd = take(&p, N);
+    a->logits = take(&p, N * V); a->probs = take(&p, N * V);
+    a->tmp = take(&p, N * C); a->dresid = take(&p, N * C);
+    a->dln = take(&p, N * C); a->datty = take(&p, N * C);
+    a->dqkv = take(&p, N * 3 * C);
+    a->dfch = take(&p, N * F); a->dfchg = take(&p, N * F);
+    a->dlogits = take(&p, N * V);
+    a->drow = take(&p, (size_t)T);
+    return a;
+}
+
+static void vanilla_acts_free(void *acts) {
+    vacts *a = acts;
+    if (!a) return;
+    free(a->mem); free(a->in); free(a);
+}
+
+/* ---- forward / backward ---- */
+
+static double vanilla_forward(const atm_layout *L, const float *w, void *acts,
+                              const uint8_t *in, const uint8_t *tgt, int B, int T) {
+    vacts *a = acts;
+    const atm_config *c = &L->cfg;
+    const int C = c->d_model, F = c->d_ff, V = c->vocab, H = c->n_heads, NL = c->n_layers;
+    a->has_tgt = 0;
+    if (B < 1 || T < 1 || B > a->B || T > a->T || T > c->max_seq) return NAN;
+    const int N = B * T;
+    for (int n = 0; n < N; n++)
+        if (in[n] >= V || (tgt && tgt[n] >= V)) return NAN;
+    const size_t NC = (size_t)a->B * a->T * C;           /* per-layer slab strides (capacity) */
+    const size_t NF = (size_t)a->B * a->T * F;
+    const size_t NR = (size_t)a->B * a->T;
+    const size_t NA = (size_t)a->B * H * a->T * a->T;
+    a->cur_B = B; a->cur_T = T;
+    memcpy(a->in, in, (size_t)N);
+    if (tgt) memcpy(a->tgt, tgt, (size_t)N);
+
+    atm_embed_forward(a->resid, in, w + toff(L, V_TOK), w + toff(L, V_POS), N, T, C);
+    for (int l = 0; l < NL; l++) {
+        const float *x = a->resid + l * NC;
+        float *mid = a->resid_mid + l * NC, *out = a->resid + (l + 1) * NC;
+        float *ln1 = a->ln1 + l * NC, *ln2 = a->ln2 + l * NC;
+        float *qkv = a->qkv + l * 3 * NC, *att = a->att + l * NA, *atty = a->atty + l * NC;
+        float *fch = a->fch + l * NF, *fchg = a->fchg + l * NF;
+        atm_layernorm_forward(ln1, a->ln1_mean + l * NR, a->ln1_rstd + l * NR, x,
+                              w + toff(L, blk(l, VB_LN1G)), w + toff(L, blk(l, VB_LN1B)), N, C);
+        atm_matmul_forward(qkv, ln1, w + toff(L, blk(l, VB_WQKV)), N, C, 3 * C);
+        atm_mha_forward(atty, att, qkv, B, T, C, H);
+        atm_matmul_forward(a->tmp, atty, w + toff(L, blk(l, VB_WO)), N, C, C);
+        for (size_t i = 0; i < (size_t)N * C; i++) mid[i] = x[i] + a->tmp[i];
+        atm_layernorm_forward(ln2, a->ln2_mean + l * NR, a->ln2_rstd + l * NR, mid,
+                              w + toff(L, blk(l, VB_LN2G)), w + toff(L, blk(l, VB_LN2B)), N, C);
+        atm_matmul_forward(fch, ln2, w + toff(L, blk(l, VB_W1)), N, C, F);
+        atm_gelu_forward(fchg, fch, N * F);
+        atm_matmul_forward(a->tmp, fchg, w + toff(L, blk(l, VB_W2)), N, F, C);
+        for (size_t i = 0; i < (size_t)N * C; i++) out[i] = mid[i] + a->tmp[i];
+    }
+    const int tail = V_BLOCK0 + NL * VB_N;
+    atm_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + NL * NC,
+                          w + toff(L, tail), w + toff(L, tail + 1), N, C);
+    atm_matmul_forward(a->logits, a->lnf, w + toff(L, tail + 2), N, C, V);
+    if (!tgt) return 0.0;
+    a->has_tgt = 1;
+    return atm_xent_forward(a->probs, a->logits, tgt, N, V) / (double)N;
+}
+
+static void vanilla_backward(const atm_layout *L, const float *w, void *acts, float *dw) {
+    vacts *a = acts;
+    if (!a->has_tgt) return;
+    const atm_config *c = &L->cfg;
+    const int C = c->d_model, F = c->d_ff, V = c->vocab, H = c->n_heads, NL = c->n_layers;
+    const int B = a->cur_B, T = a->cur_T, N = B * T;
+    const size_t NC = (size_t)a->B * a->T * C, NF = (size_t)a->B * a->T * F;
+    const size_t NR = (size_t)a->B * a->T, NA = (size_t)a->B * H * a->T * a->T;
+    const size_t nC = (size_t)N * C, nF = (size_t)N * F;
+    const int tail = V_BLOCK0 + NL * VB_N;
+
+    memset(a->dlogits, 0, sizeof(float) * (size_t)N * V);
+    atm_xent_backward(a->dlogits, a->probs, a->tgt, N, V, 1.0f / (float)N);
+    memset(a->dln, 0, sizeof(float) * nC);
+    atm_matmul_backward(a->dln, dw + toff(L, tail + 2), a->dlogits, a->lnf,
+                        w + toff(L, tail + 2), N, C, V);
+    memset(a->dresid, 0, sizeof(float) * nC);
+    atm_layernorm_backward(a->dresid, dw + toff(L, tail), dw + toff(L, tail + 1), a->dln,
+                           a->resid + NL * NC, w + toff(L, tail), a->lnf_mean, a->lnf_rstd, N, C);
+    for (int l = NL - 1; l >= 0; l--) {
+        /* a->dresid holds dloss/d(block output); the residual passes it through. */
+        memset(a->dfchg, 0, sizeof(float) * nF);
+        atm_matmul_backward(a->dfchg, dw + toff(L, blk(l, VB_W2)), a->dresid,
+                            a->fchg + l * NF, w + toff(L, blk(l, VB_W2)), N, F, C);
+        memset(a->dfch, 0, sizeof(float) * nF);
+        atm_gelu_backward(a->dfch, a->fch + l * NF, a->dfchg, N * F);
+        memset(a->dln, 0, sizeof(float) * nC);
+        atm_matmul_backward(a->dln, dw + toff(L, blk(l, VB_W1)), a->dfch,
+                            a->ln2 + l * NC, w + toff(L, blk(l, VB_W1)), N, C, F);
+        atm_layernorm_backward(a->dresid, dw + toff(L, blk(l, VB_LN2G)), dw + toff(L, blk(l, VB_LN2B)),
+                               a->dln, a->resid_mid + l * NC, w + toff(L, blk(l, VB_LN2G)),
+                               a->ln2_mean + l * NR, a->ln2_rstd + l * NR, N, C);
+        memset(a->datty, 0, sizeof(float) * nC);
+        atm_matmul_backward(a->datty, dw + toff(L, blk(l, VB_WO)), a->dresid,
+                            a->atty + l * NC, w + toff(L, blk(l, VB_WO)), N, C, C);
+        memset(a->dqkv, 0, sizeof(float) * 3 * nC);
+        atm_mha_backward(a->dqkv, a->datty, a->qkv + l * 3 * NC, a->att + l * NA, a->drow,
+                         B, T, C, H);
+        memset(a->dln, 0, sizeof(float) * nC);
+        atm_matmul_backward(a->dln, dw + toff(L, blk(l, VB_WQKV)), a->dqkv,
+                            a->ln1 + l * NC, w + toff(L, blk(l, VB_WQKV)), N, C, 3 * C);
+        atm_layernorm_backward(a->dresid, dw + toff(L, blk(l, VB_LN1G)), dw + toff(L, blk(l, VB_LN1B)),
+                               a->dln, a->resid + l * NC, w + toff(L, blk(l, VB_LN1G)),
+                               a->ln1_mean + l * NR, a->ln1_rstd + l * NR, N, C);
+    }
+    atm_embed_backward(dw + toff(L, V_TOK), dw + toff(L, V_POS), a->in, a->dresid, N, T, C);
+}
+
+static const float *vanilla_logits(void *acts) { return ((vacts *)acts)->logits; }
+
+/* ---- generation: windowed recompute ---- */
+
+typedef struct {
+    atm_layout L;
+    float *w;        /* [n_params] private copy of the weights */
+    void *acts;      /* B = 1, T = W */
+    uint8_t *hist;   /* [W] last tokens, oldest first */
+    int W, n;
+} vgen;
+
+static void vanilla_gen_free(void *gen) {
+    vgen *g = gen;
+    if (!g) return;
+    vanilla_acts_free(g->acts);
+    free(g->w); free(g->hist); free(g);
+}
+
+static void *vanilla_gen_new(const atm_layout *L, const float *w, int window) {
+    const atm_config *c = &L->cfg;
+    vgen *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->L = *L;
+    g->W = (window < 1 || window > c->max_seq) ? c->max_seq : window;
+    g->w = malloc(sizeof(float) * L->n_params);
+    g->hist = malloc((size_t)g->W);
+    g->acts = vanilla_acts_new(c, 1, g->W);
+    if (!g->w || !g->hist || !g->acts) { vanilla_gen_free(g); return NULL; }
+    memcpy(g->w, w, sizeof(float) * L->n_params);
+    return g;
+}
+
+/* NULL for a token outside [0, vocab). */
+static const float *vanilla_gen_step(void *gen, int token) {
+    vgen *g = gen;
+    if (token < 0 || token >= g->L.cfg.vocab) return NULL;
+    if (g->n == g->W) { memmove(g->hist, g->hist + 1, (size_t)g->W - 1); g->n--; }
+    g->hist[g->n++] = (uint8_t)token;
+    double r = vanilla_forward(&g->L, g->w, g->acts, g->hist, NULL, 1, g->n);
+    if (r != r) return NULL;
+    return ((vacts *)g->acts)->logits + (size_t)(g->n - 1) * g->L.cfg.vocab;
+}
+
+const atm_family atm_family_vanilla = {
+    "vanilla", vanilla_layout, vanilla_acts_new, vanilla_acts_free, vanilla_forward,
+    vanilla_backward, vanilla_logits, vanilla_gen_new, vanilla_gen_step, vanilla_gen_free
+};

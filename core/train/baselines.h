@@ -1,0 +1,40 @@
+/* core/train/baselines.h — family-specific layer pieces of the two baseline
+ * families (vanilla.c, gssm.c), exposed so tests/test_vanilla.c and
+ * tests/test_gssm.c can check each one against finite differences.
+ *
+ * Same conventions as layers.h: flat float arrays, shapes per function,
+ * backward functions ACCUMULATE (+=) into gradient buffers, nothing here
+ * allocates. N = B*T rows, sequence b owns rows b*T .. b*T+T-1. */
+#ifndef ATOME_TRAIN_BASELINES_H
+#define ATOME_TRAIN_BASELINES_H
+#include <stddef.h>
+
+/* Multi-head causal self-attention core (vanilla), without the projections.
+ * qkv[N][3C]: each row is [q | k | v], each third head-major (head h owns
+ * columns h*dh .. h*dh+dh-1 of it, dh = C/H). For every sequence, head and
+ * query position t: p = softmax_{j<=t}(q_t . k_j / sqrt(dh)) over the full
+ * causal prefix; out[N][C] (head-major) = sum_j p_j v_j.
+ * att[B][H][T][T] keeps p for the backward; entries j > t are stored as 0. */
+void atm_mha_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H);
+/* dqkv[N][3C] += d(out)/d(qkv)^T dout. scratch: T floats. */
+void atm_mha_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                      float *scratch, int B, int T, int C, int H);
+
+/* Gated diagonal scan (gssm), per channel i of D and per sequence:
+ *   a = sigmoid(a_raw), s_{-1} = 0, s_t = a*s_{t-1} + bv*x_t,
+ *   z_t = (cv*s_t) * silu(g_t).
+ * x, g [N][D] inputs; s [N][D] states and sg [N][D] = silu(g) are saved for
+ * the backward; z [N][D] output. a_raw, bv, cv [D]. */
+void atm_gssm_scan_forward(float *z, float *s, float *sg, const float *x, const float *g,
+                           const float *a_raw, const float *bv, const float *cv,
+                           int B, int T, int D);
+/* Floats of scratch the backward needs: N*D + 2*D. */
+size_t atm_gssm_scan_scratch(int B, int T, int D);
+/* Accumulates dx, dg [N][D] and da_raw, dbv, dcv [D] from dz [N][D]; dx may be
+ * NULL. scratch: atm_gssm_scan_scratch(B, T, D) floats. */
+void atm_gssm_scan_backward(float *dx, float *dg, float *da_raw, float *dbv, float *dcv,
+                            const float *dz, const float *x, const float *g, const float *s,
+                            const float *sg, const float *a_raw, const float *bv,
+                            const float *cv, float *scratch, int B, int T, int D);
+
+#endif
