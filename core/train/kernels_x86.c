@@ -37,6 +37,8 @@
 #define KX_MR4 3
 /* 256 x 16 floats = 16 KiB panel: stays in L1 next to the streamed rows. */
 #define KX_KC 256
+/* 128 rows: best measured for dw (docs/kernels.md); 1008-row slabs were up to 25% slower. */
+#define KX_NSLAB 128
 #include "kernels_x86_tmpl.h"
 #undef KX_ATTR
 #undef KX_SUFFIX
@@ -58,6 +60,7 @@
 #undef KX_MR3
 #undef KX_MR4
 #undef KX_KC
+#undef KX_NSLAB
 
 /* ----------------------------------------------------------------- AVX-512
  * 32 zmm registers: up to 24 accumulators + NV B vectors + 1 broadcast. */
@@ -83,6 +86,7 @@
 #define KX_MR4 6
 /* 128 x 64 floats = 32 KiB panel (L1 is 48 KiB on current cores). */
 #define KX_KC 128
+#define KX_NSLAB 128
 #include "kernels_x86_tmpl.h"
 
 #else

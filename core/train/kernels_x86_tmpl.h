@@ -10,6 +10,7 @@
  *   KX_NVMAX           vectors per column block
  *   KX_MR1..KX_MR4     rows per register tile for 1..4 column vectors
  *   KX_KC              depth of one packed weight panel (forward)
+ *   KX_NSLAB           rows of N summed per pass of dw
  *
  * Everything is one GEMM shape: C[rows][cols] (+)= A[rows][k] . B[k][cols],
  * with A read by scalar broadcast at a[r*ars + k*aks] (any strides, so dout^T
@@ -162,10 +163,16 @@ void KX(atm_matmul_backward)(float *dinp, float *dw, const float *dout, const fl
             int nc = IC - ic0 < KX_NB ? IC - ic0 : KX_NB;
             KX(block)(nc, N, nc % KX_VL != 0, OC, dout, OC, 1, w + ic0, IC, dinp + ic0, IC, 1);
         }
+    /* dw sums over N in slabs of KX_NSLAB rows so the slab of inp and dout
+     * the tiles stream through stays in L2 (1008 x 256 floats is 1 MiB). */
     if (dw)
-        for (int ic0 = 0; ic0 < IC; ic0 += KX_NB) {
-            int nc = IC - ic0 < KX_NB ? IC - ic0 : KX_NB;
-            KX(block)(nc, OC, nc % KX_VL != 0, N, dout, 1, OC, inp + ic0, IC, dw + ic0, IC, 1);
+        for (int n0 = 0; n0 < N; n0 += KX_NSLAB) {
+            int nn = N - n0 < KX_NSLAB ? N - n0 : KX_NSLAB;
+            const float *d = dout + (size_t)n0 * OC, *x = inp + (size_t)n0 * IC;
+            for (int ic0 = 0; ic0 < IC; ic0 += KX_NB) {
+                int nc = IC - ic0 < KX_NB ? IC - ic0 : KX_NB;
+                KX(block)(nc, OC, nc % KX_VL != 0, nn, d, 1, OC, x + ic0, IC, dw + ic0, IC, 1);
+            }
         }
 }
 

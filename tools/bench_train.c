@@ -1,0 +1,229 @@
+/* tools/bench_train.c — training throughput on one thread.
+ *
+ * Contract. For each config (default atome-60k and vanilla-60k) and each
+ * matmul kernel set (default: "ref" and the automatic choice; --kernels all =
+ * every set available here), builds a trainer (atm_trainer_new, batch B x seq
+ * bytes, AdamW defaults) and times atm_trainer_step — quantise, forward,
+ * backward, AdamW, the real training step — on random bytes after a few
+ * warm-up steps. Each step is timed alone; the median is reported (the
+ * minimum too) so a busy machine perturbs the figure as little as possible.
+ * Throughput is trained bytes per second = B*(seq-1) predicted bytes per step
+ * / median step time; B*seq input bytes per second is printed as well.
+ * Forward alone and forward+backward are timed the same way to split the
+ * step. Ratios are against the "ref" kernels of the same run.
+ *
+ * Output: a table on stdout, then one line "JSON: {...}". Exit status 0, or 1
+ * on a bad argument or a config that cannot be trained (e.g. a family still
+ * unimplemented). Single-threaded by construction (no threads anywhere). */
+#define _POSIX_C_SOURCE 200809L
+#include "kernels.h"
+#include "model.h"
+#include "rng.h"
+#include "trainer.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    char   config[40];
+    char   kernels[16];
+    char   quant[8];
+    double step_med, step_min;  /* seconds */
+    double fwd_med, fwdbwd_med; /* seconds */
+    double loss;
+} result;
+
+/* Median and minimum of n timings (sorts t). */
+static void stats(double *t, int n, double *med, double *mn) {
+    qsort(t, (size_t)n, sizeof *t, cmp_d);
+    *mn = t[0];
+    *med = (n % 2) ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: bench_train [--configs a,b,...] [--kernels ref,auto|all|NAME,...]\n"
+            "                   [--batch 16] [--seq 64] [--steps 30] [--warmup 3]\n"
+            "                   [--quant auto|fp32|ternary] [--seed 1]\n"
+            "  quant auto: ternary for the atome family, fp32 for the baselines.\n");
+}
+
+static int run_one(const char *cfgname, const char *kname, int B, int seq, int steps, int warmup,
+                   const char *quant, uint32_t seed, result *r) {
+    atm_config c;
+    if (atm_config_by_name(cfgname, &c) != 0) { fprintf(stderr, "bench_train: unknown config %s\n", cfgname); return -1; }
+    char err[160];
+    if (atm_config_validate(&c, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_train: %s: %s\n", cfgname, err);
+        return -1;
+    }
+    if (atm_kernels_select(kname) != 0) { fprintf(stderr, "bench_train: kernels %s not available\n", kname); return -1; }
+    atm_train_opts o;
+    atm_train_opts_default(&o);
+    o.batch = B;
+    o.seq = seq;
+    o.seed = seed;
+    o.steps = warmup + steps;
+    if (strcmp(quant, "ternary") == 0 || (strcmp(quant, "auto") == 0 && c.family == ATM_FAMILY_ATOME))
+        o.quant = ATM_QUANT_TERNARY;
+    else
+        o.quant = ATM_QUANT_FP32;
+    if (atm_train_opts_validate(&o, err, sizeof err) != 0) { fprintf(stderr, "bench_train: %s\n", err); return -1; }
+    atm_trainer *tr = atm_trainer_new(&c, &o);
+    if (!tr) { fprintf(stderr, "bench_train: cannot build a trainer for %s\n", cfgname); return -1; }
+
+    int T = seq - 1, N = B * T;
+    uint8_t *in = malloc((size_t)N), *tgt = malloc((size_t)N);
+    double *ts = malloc(sizeof(double) * (size_t)steps);
+    double *tf = malloc(sizeof(double) * (size_t)steps);
+    double *tb = malloc(sizeof(double) * (size_t)steps);
+    if (!in || !tgt || !ts || !tf || !tb) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
+    /* Random bytes: the cost of a step does not depend on the text. A fresh
+     * batch per step, drawn outside the timed region. */
+    atm_rng rng;
+    atm_rng_seed(&rng, seed ^ 0x5eedu);
+    double loss = 0.0;
+    for (int s = 0; s < warmup + steps; s++) {
+        for (int i = 0; i < N; i++) { in[i] = (uint8_t)atm_rng_u32(&rng); tgt[i] = (uint8_t)atm_rng_u32(&rng); }
+        double t0 = now_s();
+        loss = atm_trainer_step(tr, in, tgt);
+        double t1 = now_s();
+        if (s >= warmup) ts[s - warmup] = t1 - t0;
+    }
+    /* Split of the step: forward alone, and forward + backward, on the
+     * trainer's own effective weights and buffers (dw is scratch here). */
+    for (int s = 0; s < steps; s++) {
+        double t0 = now_s();
+        tr->fam->forward(&tr->L, tr->weff, tr->acts, in, tgt, B, T);
+        double t1 = now_s();
+        tf[s] = t1 - t0;
+    }
+    for (int s = 0; s < steps; s++) {
+        memset(tr->dw, 0, sizeof(float) * tr->L.n_params);
+        double t0 = now_s();
+        tr->fam->forward(&tr->L, tr->weff, tr->acts, in, tgt, B, T);
+        tr->fam->backward(&tr->L, tr->weff, tr->acts, tr->dw);
+        double t1 = now_s();
+        tb[s] = t1 - t0;
+    }
+    double dummy;
+    snprintf(r->config, sizeof r->config, "%s", cfgname);
+    snprintf(r->kernels, sizeof r->kernels, "%s", atm_kernels_name());
+    snprintf(r->quant, sizeof r->quant, "%s", o.quant == ATM_QUANT_TERNARY ? "ternary" : "fp32");
+    stats(ts, steps, &r->step_med, &r->step_min);
+    stats(tf, steps, &r->fwd_med, &dummy);
+    stats(tb, steps, &r->fwdbwd_med, &dummy);
+    r->loss = loss;
+    free(in); free(tgt); free(ts); free(tf); free(tb);
+    atm_trainer_free(tr);
+    return 0;
+}
+
+/* Splits a comma list in place into at most max items. */
+static int split(char *s, char **items, int max) {
+    int n = 0;
+    for (char *p = strtok(s, ","); p && n < max; p = strtok(NULL, ",")) items[n++] = p;
+    return n;
+}
+
+int main(int argc, char **argv) {
+    char cfgbuf[256] = "atome-60k,vanilla-60k", kbuf[256] = "ref,auto";
+    const char *quant = "auto";
+    int B = 16, seq = 64, steps = 30, warmup = 3;
+    unsigned long seed = 1;
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); return 0; }
+        if (!v) { usage(); return 1; }
+        if (strcmp(a, "--configs") == 0) snprintf(cfgbuf, sizeof cfgbuf, "%s", v);
+        else if (strcmp(a, "--kernels") == 0) snprintf(kbuf, sizeof kbuf, "%s", v);
+        else if (strcmp(a, "--quant") == 0) quant = v;
+        else if (strcmp(a, "--batch") == 0) B = atoi(v);
+        else if (strcmp(a, "--seq") == 0) seq = atoi(v);
+        else if (strcmp(a, "--steps") == 0) steps = atoi(v);
+        else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
+        else if (strcmp(a, "--seed") == 0) seed = strtoul(v, NULL, 10);
+        else { usage(); return 1; }
+    }
+    if (B < 1 || seq < 2 || steps < 1 || warmup < 0 ||
+        (strcmp(quant, "auto") && strcmp(quant, "fp32") && strcmp(quant, "ternary"))) {
+        usage();
+        return 1;
+    }
+    char *cfgs[16], *ks[16];
+    int ncfg = split(cfgbuf, cfgs, 16);
+    int nk;
+    const char *kall[16];
+    if (strcmp(kbuf, "all") == 0) {
+        nk = atm_kernels_count();
+        for (int i = 0; i < nk && i < 16; i++) kall[i] = atm_kernels_set(i)->name;
+    } else {
+        nk = split(kbuf, ks, 16);
+        for (int i = 0; i < nk; i++) kall[i] = ks[i];
+    }
+    /* "auto" after an explicit set of the same name would measure it twice. */
+    atm_kernels_select("auto");
+    const char *best = atm_kernels_name();
+    int nkk = 0;
+    const char *klist[16];
+    for (int i = 0; i < nk; i++) {
+        const char *k = strcmp(kall[i], "auto") == 0 ? best : kall[i];
+        int dup = 0;
+        for (int j = 0; j < nkk; j++) dup |= strcmp(klist[j], k) == 0;
+        if (!dup) klist[nkk++] = k;
+    }
+
+    result res[16 * 16];
+    int nres = 0;
+    int T = seq - 1;
+    printf("bench_train: batch %d x seq %d (%d predicted bytes/step), 1 thread, %d timed steps after %d warm-up\n",
+           B, seq, B * T, steps, warmup);
+    printf("%-12s %-8s %-7s %9s %9s %9s %9s %12s %12s %8s\n", "config", "kernels", "quant", "step_ms",
+           "fwd_ms", "bwd_ms", "rest_ms", "bytes/s", "B*seq/s", "vs_ref");
+    for (int c = 0; c < ncfg; c++) {
+        double ref_bps = 0.0;
+        for (int k = 0; k < nkk; k++) {
+            result *r = &res[nres];
+            if (run_one(cfgs[c], klist[k], B, seq, steps, warmup, quant, (uint32_t)seed, r) != 0) return 1;
+            nres++;
+            double bps = (double)B * T / r->step_med;
+            if (strcmp(r->kernels, "ref") == 0) ref_bps = bps;
+            char ratio[16] = "-";
+            if (ref_bps > 0) snprintf(ratio, sizeof ratio, "%.2fx", bps / ref_bps);
+            printf("%-12s %-8s %-7s %9.3f %9.3f %9.3f %9.3f %12.0f %12.0f %8s\n", r->config, r->kernels,
+                   r->quant, 1e3 * r->step_med, 1e3 * r->fwd_med, 1e3 * (r->fwdbwd_med - r->fwd_med),
+                   1e3 * (r->step_med - r->fwdbwd_med), bps, (double)B * seq / r->step_med, ratio);
+        }
+    }
+    printf("JSON: {\"bench\":\"train\",\"threads\":1,\"batch\":%d,\"seq\":%d,\"bytes_per_step\":%d,\"results\":[",
+           B, seq, B * T);
+    for (int i = 0; i < nres; i++) {
+        const result *r = &res[i];
+        double ref_bps = 0.0;
+        for (int j = 0; j < nres; j++)
+            if (strcmp(res[j].config, r->config) == 0 && strcmp(res[j].kernels, "ref") == 0)
+                ref_bps = (double)B * T / res[j].step_med;
+        double bps = (double)B * T / r->step_med;
+        printf("%s{\"config\":\"%s\",\"kernels\":\"%s\",\"quant\":\"%s\",\"step_ms\":%.4f,\"step_ms_min\":%.4f,"
+               "\"fwd_ms\":%.4f,\"fwdbwd_ms\":%.4f,\"bytes_per_s\":%.0f,\"input_bytes_per_s\":%.0f,"
+               "\"vs_ref\":",
+               i ? "," : "", r->config, r->kernels, r->quant, 1e3 * r->step_med, 1e3 * r->step_min,
+               1e3 * r->fwd_med, 1e3 * r->fwdbwd_med, bps, (double)B * seq / r->step_med);
+        if (ref_bps > 0) printf("%.3f}", bps / ref_bps);
+        else printf("null}");
+    }
+    printf("]}\n");
+    return 0;
+}
