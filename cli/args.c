@@ -74,8 +74,7 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n) {
         for (int k = 0; k < n; k++)
             if (strlen(opts[k].name) == nl && strncmp(opts[k].name, name, nl) == 0) { o = &opts[k]; break; }
         if (!o) return cli_err(CLI_USAGE, "%s: unknown flag '--%.*s' (see 'atome %s --help')", cmd, (int)nl, name, cmd);
-        if (o->seen) return cli_err(CLI_USAGE, "%s: --%s given twice", cmd, o->name);
-        o->seen = 1;
+        o->seen = 1;   /* a repeated flag: the last value wins (as argparse) */
         if (o->kind == OPT_FLAG) {
             if (eq) return cli_err(CLI_USAGE, "%s: --%s takes no value", cmd, o->name);
             *(int *)o->dst = 1;

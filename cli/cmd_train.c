@@ -19,7 +19,7 @@
 
 typedef struct {
     const char *config, *quant, *data, *valid, *out, *resume, *log;
-    int64_t max_bytes, steps, batch, seq, warmup, log_every, eval_every, ckpt_every;
+    int64_t max_bytes, steps, batch, seq, warmup, log_every, eval_every, ckpt_every, stop_at;
     double split, lr, lr2, lr_min, clip, wd, fp_fraction, beta1, beta2, eps;
     uint32_t seed;
     int cosine, quiet;
@@ -115,8 +115,9 @@ int cmd_train(int argc, char **argv) {
         { "eval-every",  OPT_INT,   &a.eval_every, 0, 1e12, 0, 0 },
         { "ckpt-every",  OPT_INT,   &a.ckpt_every, 0, 1e12, 0, 0 },
         { "quiet",       OPT_FLAG,  &a.quiet, 0, 0, 0, 0 },
+        { "stop-at",     OPT_INT,   &a.stop_at, 1, 1099511627776.0, 0, 0 },
     };
-    int n = 28;
+    int n = 29;
     int shape_first = n;
     n += cli_shape_opts(&shape, opts + n);
     int rc = cli_parse("train", argc, argv, opts, n);
@@ -292,13 +293,15 @@ int cmd_train(int argc, char **argv) {
     int64_t step0 = tr->step;
     double bytes_per_step = (double)o.batch * (double)o.seq;
     atm_eval_result er;
-    while (tr->step < o.steps) {
+    int64_t stop = o.steps;
+    if (SEEN("stop-at") && a.stop_at < stop) stop = a.stop_at;
+    while (tr->step < stop) {
         double loss = atm_trainer_train_batch(tr, &train_ch);
         int64_t s = tr->step;
         if (!isfinite(loss)) { rc = cli_err(CLI_RUNTIME, "train: diverged: loss is not finite at step %lld", (long long)s); goto done; }
         double now = cli_now(), dt = now - t0;
         double bps = dt > 0.0 ? (double)(s - step0) * bytes_per_step / dt : 0.0;
-        if (s % a.log_every == 0 || s == o.steps) {
+        if (s % a.log_every == 0 || s == stop) {
             fprintf(lg, "{\"step\":%lld,\"loss\":", (long long)s);
             cli_json_num(lg, loss);
             fputs(",\"lr\":", lg); cli_json_float(lg, tr->last_lr);
@@ -307,7 +310,7 @@ int cmd_train(int argc, char **argv) {
             fprintf(lg, ",\"stage\":%d,\"quant\":\"%s\"}\n", (int)tr->stage,
                     cli_quant_name(tr->stage == 0 ? ATM_QUANT_FP32 : o.quant));
         }
-        if (!a.quiet && (now - last_print >= PROGRESS_SECONDS || s == o.steps)) {
+        if (!a.quiet && (now - last_print >= PROGRESS_SECONDS || s == stop)) {
             char eta[32];
             double sps = dt > 0.0 ? (double)(s - step0) / dt : 0.0;
             fmt_eta(sps > 0.0 ? (double)(o.steps - s) / sps : -1.0, eta, sizeof eta);
@@ -315,7 +318,7 @@ int cmd_train(int argc, char **argv) {
                     (long long)s, (long long)o.steps, loss, (double)tr->last_lr, bps, eta);
             last_print = now;
         }
-        if (a.eval_every > 0 && s % a.eval_every == 0 && s < o.steps) {
+        if (a.eval_every > 0 && s % a.eval_every == 0 && s < stop) {
             if (atm_eval_chunks(&tr->L, tr->w, atm_trainer_quant(tr), &eval_ch, EVAL_BATCH, &er, why, sizeof why)) {
                 rc = cli_err(CLI_RUNTIME, "train: eval: %s", why);
                 goto done;
@@ -324,7 +327,7 @@ int cmd_train(int argc, char **argv) {
             if (!a.quiet) fprintf(stderr, "step %lld  eval %.4f nats/byte  %.4f bpb  ppl %.3f\n",
                                   (long long)s, er.nats_per_byte, er.bpb, er.ppl);
         }
-        if (a.ckpt_every > 0 && s % a.ckpt_every == 0 && s < o.steps) {
+        if (a.ckpt_every > 0 && s % a.ckpt_every == 0 && s < stop) {
             fflush(lg);
             if ((rc = write_ckpt(a.out, tr, &meta, meta.elapsed_s + (cli_now() - t0)))) goto done;
         }

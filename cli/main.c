@@ -59,6 +59,8 @@ static const char *const USAGE_TRAIN =
     "  --log-every N       log every N steps (10)\n"
     "  --eval-every N      evaluate every N steps (0 = only at the end)\n"
     "  --ckpt-every N      also save CKPT every N steps (0 = only at the end)\n"
+    "  --stop-at N         end this invocation after step N (schedules still span\n"
+    "                      --steps); continue later with --resume\n"
     "  --quiet             no progress on stderr\n";
 
 static const char *const USAGE_EVAL =

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# tests/cli/behaviour.sh — what `atome` does on good input: help, params
+# JSON, init, train (summary, log, checkpoint), eval JSON keys and agreement
+# with the training summary, generate writing exactly N bytes, seeded
+# determinism, bit-identical resume through the CLI (train 2N vs N + resume
+# to 2N; and from a --ckpt-every checkpoint with schedules and two-stage),
+# the two-stage switch in the log, --valid mode.
+# Usage: bash tests/cli/behaviour.sh /path/to/atome
+set -u
+ATOME=${1:?usage: behaviour.sh /path/to/atome}
+SHARED=${ATOME_SHARED_DIR:-}
+DATA="$SHARED/data/tinystories-train.txt"
+VALID="$SHARED/data/tinystories-valid.txt"
+W=$(mktemp -d /tmp/atome-cli-ok.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fails=0; checks=0
+ok() { checks=$((checks + 1)); if ! eval "$1"; then fails=$((fails + 1)); echo "FAIL: $2"; fi; }
+# json_key FILE KEY: the value of a numeric or string key on the first line.
+json_key() { head -n 1 "$1" | grep -o "\"$2\":[^,}]*" | head -n 1 | cut -d: -f2- | tr -d '"'; }
+# weights FILE: the checkpoint's WGHT and ADAM sections (everything from the
+# WGHT tag to the CRC), which excludes the informative elapsed time.
+weights() { local off; off=$(grep -obUaF WGHT "$1" | head -n 1 | cut -d: -f1); tail -c +$((off + 1)) "$1" | head -c -4; }
+
+if [ ! -s "$DATA" ]; then echo "FAIL: shared corpus missing at $DATA (set ATOME_SHARED_DIR)"; exit 1; fi
+cd "$W" || exit 1
+
+# --- help ---
+ok '"$ATOME" --help > h.txt && grep -q "usage: atome <command>" h.txt' "atome --help"
+for c in train eval generate params init; do
+    ok '"$ATOME" $c --help > h.txt && grep -q "usage: atome $c" h.txt' "atome $c --help"
+done
+
+# --- params ---
+"$ATOME" params --config atome-60k > p.json
+ok '[ "$(json_key p.json params)" = 60800 ]' "atome-60k has 60,800 params"
+ok '[ "$(json_key p.json quant_params)" = 59392 ] && [ "$(json_key p.json fp32_params)" = 1408 ]' "atome-60k quant/fp32 split"
+"$ATOME" params --config vanilla-60k > p.json
+ok '[ "$(json_key p.json params)" = 60808 ]' "vanilla-60k has 60,808 params"
+"$ATOME" params --config vanilla-6k > p.json
+ok '[ "$(json_key p.json params)" = 5968 ]' "vanilla-6k has 5,968 params"
+"$ATOME" params --config atome-60k --pathways conv,ssm > p.json
+ok '[ "$(json_key p.json params)" = 35968 ]' "atome-60k without attention has 35,968 live params"
+"$ATOME" params --config vanilla-60k --d-model 48 --heads 4 > p.json
+ok '[ "$(json_key p.json d_head)" = 12 ]' "vanilla --d-model 48 --heads 4 gives d_head 12"
+
+# --- init + generate ---
+ok '"$ATOME" init --config atome-tiny --seed 5 --out i.ckpt && [ -s i.ckpt ]' "init writes a checkpoint"
+ok '"$ATOME" init --config atome-tiny --seed 5 --out i2.ckpt && cmp -s i.ckpt i2.ckpt' "init is deterministic"
+ok '"$ATOME" init --config atome-tiny --seed 6 --out i3.ckpt && ! cmp -s i.ckpt i3.ckpt' "init depends on the seed"
+for n in 0 1 37; do
+    ok '[ "$("$ATOME" generate --model i.ckpt --prompt "Once" --n $n | wc -c)" -eq $n ]' "generate --n $n writes $n bytes"
+done
+ok '[ "$("$ATOME" generate --model i.ckpt --prompt "" --n 12 | wc -c)" -eq 12 ]' "empty prompt"
+ok '[ "$("$ATOME" generate --model i.ckpt --prompt-hex 00ff0a41 --n 12 --temperature 1.3 --top-k 50 --top-p 0.9 --seed 77 | wc -c)" -eq 12 ]' "hex prompt, sampling"
+"$ATOME" generate --model i.ckpt --prompt "The cat" --n 64 --temperature 1 --seed 9 > g1.bin
+"$ATOME" generate --model i.ckpt --prompt "The cat" --n 64 --temperature 1 --seed 9 > g2.bin
+ok 'cmp -s g1.bin g2.bin' "generate with the same seed is deterministic"
+"$ATOME" generate --model i.ckpt --prompt "" --n 20 > e1.bin
+"$ATOME" generate --model i.ckpt --prompt-hex 0a --n 20 > e2.bin
+ok 'cmp -s e1.bin e2.bin' "empty prompt = a single newline byte"
+"$ATOME" generate --model i.ckpt --prompt "abc" --n 20 > h1.bin
+"$ATOME" generate --model i.ckpt --prompt-hex 616263 --n 20 > h2.bin
+ok 'cmp -s h1.bin h2.bin' "--prompt abc = --prompt-hex 616263"
+
+# --- train ---
+head -c 60000 "$DATA" > small.txt
+TR=(--config atome-tiny --quant ternary --data small.txt --steps 30 --batch 4 --seq 32 --lr 3e-3 --seed 1)
+"$ATOME" train "${TR[@]}" --out a.ckpt 2> a.err > a.json
+ok '[ $? -eq 0 ] || true; [ -s a.ckpt ] && [ -s a.json ]' "train writes a checkpoint and a summary"
+ok '[ "$(wc -l < a.json)" -eq 1 ]' "train prints one summary line"
+for k in steps train_loss nats_per_byte bpb ppl bytes params seconds; do
+    ok 'grep -q "\"$k\":" a.json' "train summary has key $k"
+done
+ok '[ "$(json_key a.json steps)" = 30 ] && [ "$(json_key a.json bytes)" = $(( (60000 / 32 - 60000 / 32 * 9 / 10) * 31 )) ]' "summary steps and eval bytes"
+ok 'grep -q "^step 30/30 .*loss .*bytes/s .*ETA" a.err' "progress on stderr"
+ok '[ -s a.ckpt.log.jsonl ] && [ "$(grep -c "\"loss\":" a.ckpt.log.jsonl)" -eq 3 ]' "default log: one object per 10 steps"
+ok 'grep "\"step\":10," a.ckpt.log.jsonl | grep -q "\"lr\":0.003,\"bytes_per_s\":.*\"elapsed_s\":"' "log object keys"
+ok 'tail -n 1 a.ckpt.log.jsonl | grep -q "\"eval_nats_per_byte\":"' "log ends with the eval object"
+ok '! ls | grep -q "tmp-"' "no temporary files left"
+
+# eval agrees with the training summary on the same held-out split
+"$ATOME" eval --model a.ckpt --data small.txt --split 0.9 > ev.json
+for k in nats_per_byte bpb ppl bytes; do ok 'grep -q "\"$k\":" ev.json' "eval has key $k"; done
+ok '[ "$(json_key ev.json nats_per_byte)" = "$(json_key a.json nats_per_byte)" ]' "eval --split 0.9 = the training summary"
+"$ATOME" eval --model a.ckpt --data small.txt > all.json
+ok '[ "$(json_key all.json bytes)" = $(( 60000 / 32 * 31 )) ]' "eval without --split scores every chunk"
+"$ATOME" eval --model a.ckpt --data small.txt --seq 17 --max-bytes 1000 > s.json
+ok '[ "$(json_key s.json bytes)" = $(( 1000 / 17 * 16 )) ] && [ "$(json_key s.json seq)" = 17 ]' "eval --seq --max-bytes"
+ok '[ "$("$ATOME" generate --model a.ckpt --prompt "Once upon" --n 100 | wc -c)" -eq 100 ]' "generate from a trained model"
+
+# determinism: the same command gives the same weights and losses
+"$ATOME" train "${TR[@]}" --out b.ckpt --quiet > b.json
+ok 'cmp -s <(weights a.ckpt) <(weights b.ckpt)' "same command, same weights"
+ok 'diff <(grep -o "\"loss\":[^,]*" a.ckpt.log.jsonl) <(grep -o "\"loss\":[^,]*" b.ckpt.log.jsonl) > /dev/null' "same command, same loss curve"
+ok '[ "$(weights a.ckpt | head -c 8 | wc -c)" -eq 8 ]' "weights() found the WGHT section"
+
+# resume: 15 + 15 = 30, bit for bit
+"$ATOME" train "${TR[@]}" --steps 15 --out r.ckpt --quiet > /dev/null
+"$ATOME" train --resume r.ckpt --steps 30 --out r2.ckpt --quiet > r.json
+ok 'cmp -s <(weights a.ckpt) <(weights r2.ckpt)' "train 30 = train 15 + resume to 30 (weights and moments)"
+ok '[ "$(json_key r.json nats_per_byte)" = "$(json_key a.json nats_per_byte)" ]' "resumed summary = uninterrupted summary"
+# repeating the original flags on resume is allowed when they agree
+ok '"$ATOME" train "${TR[@]}" --resume r.ckpt --out r3.ckpt --quiet > /dev/null && cmp -s <(weights a.ckpt) <(weights r3.ckpt)' "resume with the same flags repeated"
+
+# schedules + clipping + two-stage, resumed from a --ckpt-every checkpoint
+TS=(--config atome-tiny --quant ternary --data small.txt --steps 24 --batch 4 --seq 32 --lr 1e-3 --seed 2
+    --warmup 4 --cosine --lr-min 1e-4 --clip 1 --fp-fraction 0.5 --lr2 3e-3 --log-every 1)
+"$ATOME" train "${TS[@]}" --out t.ckpt --quiet > /dev/null
+"$ATOME" train "${TS[@]}" --out u.ckpt --stop-at 10 --quiet > /dev/null
+"$ATOME" train --resume u.ckpt --out u2.ckpt --quiet > /dev/null
+ok 'cmp -s <(weights t.ckpt) <(weights u2.ckpt)' "two-stage run stopped at step 10 and resumed is bit-identical"
+"$ATOME" train "${TS[@]}" --out c.ckpt --ckpt-every 8 --stop-at 20 --quiet > /dev/null
+"$ATOME" train --resume c.ckpt --out c2.ckpt --quiet > /dev/null
+ok 'cmp -s <(weights t.ckpt) <(weights c2.ckpt)' "periodic saves (--ckpt-every) do not perturb the run"
+ok 'grep "\"step\":12," t.ckpt.log.jsonl | grep -q "\"stage\":0,\"quant\":\"fp32\""' "steps 1..12 are fp32"
+ok 'grep "\"step\":13," t.ckpt.log.jsonl | grep -q "\"lr\":0.003,.*\"stage\":1,\"quant\":\"ternary\""' "step 13 is ternary at lr2"
+ok 'grep "\"step\":1," t.ckpt.log.jsonl | grep -q "\"lr\":0.00025,"' "warmup: step 1 at lr/4"
+
+# --valid mode: eval bytes come from the valid file
+head -c 6400 "$VALID" > v.txt
+"$ATOME" train --config vanilla-tiny --data small.txt --valid v.txt --steps 5 --batch 2 --seq 32 --out v.ckpt --quiet > v.json
+ok '[ "$(json_key v.json bytes)" = $(( 6400 / 32 * 31 )) ]' "--valid: eval on every chunk of the valid file"
+"$ATOME" eval --model v.ckpt --data v.txt > ve.json
+ok '[ "$(json_key ve.json nats_per_byte)" = "$(json_key v.json nats_per_byte)" ]' "--valid summary = eval on the valid file"
+"$ATOME" train --config gssm-tiny --data small.txt --steps 5 --batch 2 --seq 32 --out gs.ckpt --quiet > gs.json
+ok '[ "$(json_key gs.json quant)" = fp32 ]' "gssm trains, fp32 by default"
+ok '[ "$("$ATOME" generate --model gs.ckpt --prompt hi --n 9 | wc -c)" -eq 9 ]' "gssm generates"
+ok '[ "$("$ATOME" generate --model v.ckpt --prompt hi --n 70 | wc -c)" -eq 70 ]' "vanilla generates past its window"
+
+echo "$checks checks, $fails failed"
+[ "$fails" -eq 0 ]
