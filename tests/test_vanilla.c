@@ -20,13 +20,13 @@ static float randn(atm_rng *r) {
 enum { AB = 2, AT = 6, AC = 8, AH = 2 };
 
 typedef struct {
-    float *qkv, *out, *att;
+    float *qkv, *out, *att, *scratch;
     const double *r;   /* [AB*AT][AC] fixed random weights of the scalar loss */
 } mha_ctx;
 
 static double mha_loss(void *p) {
     mha_ctx *c = p;
-    atm_mha_forward(c->out, c->att, c->qkv, AB, AT, AC, AH);
+    atm_mha_forward(c->out, c->att, c->qkv, c->scratch, AB, AT, AC, AH);
     double s = 0.0;
     for (int i = 0; i < AB * AT * AC; i++) s += c->r[i] * c->out[i];
     return s;
@@ -36,13 +36,14 @@ static void test_mha(void) {
     atm_rng rng; atm_rng_seed(&rng, 11);
     const int N = AB * AT, dh = AC / AH;
     float qkv[AB * AT * 3 * AC], out[AB * AT * AC], att[AB * AH * AT * AT];
-    float dqkv[AB * AT * 3 * AC], dout[AB * AT * AC], scratch[AT];
+    float dqkv[AB * AT * 3 * AC], dout[AB * AT * AC], scratch[8 * (AC / AH) * AT + AT * AT];
     double r[AB * AT * AC];
+    CHECK(atm_mha_scratch(AT, AC, AH) == sizeof scratch / sizeof scratch[0]);
     for (int i = 0; i < N * 3 * AC; i++) qkv[i] = randn(&rng);
     for (int i = 0; i < N * AC; i++) { r[i] = randn(&rng); dout[i] = (float)r[i]; }
 
     /* forward against the definition, in double: layout [q | k | v], head-major */
-    atm_mha_forward(out, att, qkv, AB, AT, AC, AH);
+    atm_mha_forward(out, att, qkv, scratch, AB, AT, AC, AH);
     double worst = 0.0;
     int att_ok = 1;
     for (int b = 0; b < AB; b++)
@@ -79,15 +80,15 @@ static void test_mha(void) {
     float out2[AB * AT * AC], qkv2[AB * AT * 3 * AC];
     memcpy(qkv2, qkv, sizeof qkv);
     for (int i = AC; i < 3 * AC; i++) qkv2[(size_t)(AT - 1) * 3 * AC + i] += 1.0f;
-    atm_mha_forward(out2, att, qkv2, AB, AT, AC, AH);
+    atm_mha_forward(out2, att, qkv2, scratch, AB, AT, AC, AH);
     CHECK(memcmp(out2, out, sizeof(float) * (AT - 1) * AC) == 0);
     CHECK(memcmp(out2 + (AT - 1) * AC, out + (AT - 1) * AC, sizeof(float) * AC) != 0);
 
     /* backward vs central differences on every qkv entry */
-    atm_mha_forward(out, att, qkv, AB, AT, AC, AH);
+    atm_mha_forward(out, att, qkv, scratch, AB, AT, AC, AH);
     memset(dqkv, 0, sizeof dqkv);
     atm_mha_backward(dqkv, dout, qkv, att, scratch, AB, AT, AC, AH);
-    mha_ctx ctx = { qkv, out, att, r };
+    mha_ctx ctx = { qkv, out, att, scratch, r };
     int n = N * 3 * AC;
     /* The loss is a double sum of 96 float outputs of size O(1), each
      * rounded to ~6e-8 relative: two evaluations differ by ~1e-6 from
@@ -103,7 +104,7 @@ static void test_mha(void) {
     /* backward accumulates */
     float d2[AB * AT * 3 * AC];
     memcpy(d2, dqkv, sizeof d2);
-    atm_mha_forward(out, att, qkv, AB, AT, AC, AH);   /* the FD left att at a perturbed point */
+    atm_mha_forward(out, att, qkv, scratch, AB, AT, AC, AH);   /* the FD left att at a perturbed point */
     atm_mha_backward(d2, dout, qkv, att, scratch, AB, AT, AC, AH);
     double acc_err = 0.0, gmax = 0.0;
     for (int i = 0; i < n; i++) {

@@ -14,9 +14,12 @@
  * columns h*dh .. h*dh+dh-1 of it, dh = C/H). For every sequence, head and
  * query position t: p = softmax_{j<=t}(q_t . k_j / sqrt(dh)) over the full
  * causal prefix; out[N][C] (head-major) = sum_j p_j v_j.
- * att[B][H][T][T] keeps p for the backward; entries j > t are stored as 0. */
-void atm_mha_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H);
-/* dqkv[N][3C] += d(out)/d(qkv)^T dout. scratch: T floats. */
+ * att[B][H][T][T] keeps p for the backward; entries j > t are stored as 0.
+ * scratch: atm_mha_scratch(T, C, H) floats (forward and backward). */
+size_t atm_mha_scratch(int T, int C, int H);
+void atm_mha_forward(float *out, float *att, const float *qkv, float *scratch,
+                     int B, int T, int C, int H);
+/* dqkv[N][3C] += d(out)/d(qkv)^T dout. */
 void atm_mha_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                       float *scratch, int B, int T, int C, int H);
 

@@ -35,9 +35,9 @@
 
 static float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* One step of the recurrence and the gate for one row; shared by the
- * training scan and the streaming generator so both compute the same floats.
- * s_prev may alias s. */
+/* One step of the recurrence and the gate for one row (the streaming
+ * generator); the same float operations as atm_gssm_scan_forward, so both
+ * produce the same values. s_prev may alias s. */
 static void scan_row(float *z, float *s, const float *s_prev, const float *sg, const float *x,
                      const float *a_raw, const float *bv, const float *cv, int D) {
     for (int i = 0; i < D; i++) {
@@ -52,17 +52,20 @@ void atm_gssm_scan_forward(float *z, float *s, float *sg, const float *x, const 
                            const float *a_raw, const float *bv, const float *cv,
                            int B, int T, int D) {
     atm_silu_forward(sg, g, B * T * D);
+    /* Channel-outer so sigmoid(a_raw) is evaluated once per channel and
+     * sequence; the arithmetic per element is scan_row's. */
     for (int b = 0; b < B; b++) {
-        for (int t = 0; t < T; t++) {
-            size_t r = ((size_t)b * T + t) * D;
-            if (t == 0) {
-                /* s_{-1} = 0: a*0 + b*x gives the same float as b*x. */
-                for (int i = 0; i < D; i++) {
-                    s[r + i] = bv[i] * x[r + i];
-                    z[r + i] = (cv[i] * s[r + i]) * sg[r + i];
-                }
-            } else {
-                scan_row(z + r, s + r, s + r - D, sg + r, x + r, a_raw, bv, cv, D);
+        const size_t r0 = (size_t)b * T * D;
+        for (int i = 0; i < D; i++) {
+            const float a = sigmoidf_(a_raw[i]), bi = bv[i], ci = cv[i];
+            float sp = 0.0f;
+            for (int t = 0; t < T; t++) {
+                const size_t k = r0 + (size_t)t * D + i;
+                /* t = 0: s_{-1} = 0, and b*x is the float a*0 + b*x gives */
+                float si = t == 0 ? bi * x[k] : a * sp + bi * x[k];
+                s[k] = si;
+                z[k] = (ci * si) * sg[k];
+                sp = si;
             }
         }
     }

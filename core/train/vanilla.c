@@ -31,34 +31,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- multi-head causal attention core ---- */
+/* ---- multi-head causal attention core ----
+ * Per (sequence, head) the head's q, k, v (and in the backward dout) are
+ * gathered into contiguous scratch so the four products (scores, output,
+ * and their gradients) run through atm_matmul_forward/backward, the fast
+ * kernels. The products cover the full T x T square; the masked half
+ * (j > t) is computed and discarded in the scores, and enters the output
+ * and the gradients only as exact zeros (p_j = 0 there). */
 
-void atm_mha_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H) {
+size_t atm_mha_scratch(int T, int C, int H) {
+    return 8 * (size_t)(C / H) * (size_t)T + (size_t)T * (size_t)T;
+}
+
+/* Copies head h of rows [T] x [stride] (column offset col) into dst[T][dh],
+ * and/or its transpose into dstT[dh][T]. */
+static void gather(float *dst, float *dstT, const float *src, size_t stride, int T, int dh) {
+    for (int t = 0; t < T; t++) {
+        const float *s = src + (size_t)t * stride;
+        for (int i = 0; i < dh; i++) {
+            if (dst) dst[(size_t)t * dh + i] = s[i];
+            if (dstT) dstT[(size_t)i * T + t] = s[i];
+        }
+    }
+}
+
+void atm_mha_forward(float *out, float *att, const float *qkv, float *scratch,
+                     int B, int T, int C, int H) {
     const int dh = C / H;
     const float scale = 1.0f / sqrtf((float)dh);
-    const size_t C3 = (size_t)3 * C;
+    const size_t C3 = (size_t)3 * C, hT = (size_t)dh * T;
+    float *Q = scratch, *K = Q + hT, *VT = K + hT, *O = VT + hT;   /* [T][dh], [T][dh], [dh][T], [T][dh] */
     for (int b = 0; b < B; b++) {
         const float *base = qkv + (size_t)b * T * C3;
         for (int h = 0; h < H; h++) {
+            gather(Q, NULL, base + (size_t)h * dh, C3, T, dh);
+            gather(K, NULL, base + C + (size_t)h * dh, C3, T, dh);
+            gather(NULL, VT, base + 2 * (size_t)C + (size_t)h * dh, C3, T, dh);
+            float *P = att + ((size_t)b * H + h) * T * T;   /* [T][T] */
+            atm_matmul_forward(P, Q, K, T, dh, T);
             for (int t = 0; t < T; t++) {
-                const float *q = base + (size_t)t * C3 + (size_t)h * dh;
-                float *p = att + (((size_t)b * H + h) * T + t) * T;   /* [T] */
-                for (int j = 0; j <= t; j++) {
-                    const float *k = base + (size_t)j * C3 + C + (size_t)h * dh;
-                    float acc = 0.0f;
-                    for (int i = 0; i < dh; i++) acc += q[i] * k[i];
-                    p[j] = acc * scale;
-                }
+                float *p = P + (size_t)t * T;
+                for (int j = 0; j <= t; j++) p[j] *= scale;
                 atm_softmax(p, t + 1);
                 for (int j = t + 1; j < T; j++) p[j] = 0.0f;
-                float *o = out + ((size_t)b * T + t) * C + (size_t)h * dh;   /* [dh] */
-                for (int i = 0; i < dh; i++) o[i] = 0.0f;
-                for (int j = 0; j <= t; j++) {
-                    const float *v = base + (size_t)j * C3 + 2 * (size_t)C + (size_t)h * dh;
-                    float pj = p[j];
-                    for (int i = 0; i < dh; i++) o[i] += pj * v[i];
-                }
             }
+            atm_matmul_forward(O, P, VT, T, T, dh);
+            for (int t = 0; t < T; t++)
+                memcpy(out + ((size_t)b * T + t) * C + (size_t)h * dh, O + (size_t)t * dh,
+                       sizeof(float) * (size_t)dh);
         }
     }
 }
@@ -67,31 +87,37 @@ void atm_mha_backward(float *dqkv, const float *dout, const float *qkv, const fl
                       float *scratch, int B, int T, int C, int H) {
     const int dh = C / H;
     const float scale = 1.0f / sqrtf((float)dh);
-    const size_t C3 = (size_t)3 * C;
-    float *dp = scratch;   /* [T]: dloss/dp_j, then dloss/dscore_j */
+    const size_t C3 = (size_t)3 * C, hT = (size_t)dh * T;
+    float *Q = scratch, *K = Q + hT, *V = K + hT, *VT = V + hT;   /* [T][dh] x3, [dh][T] */
+    float *dO = VT + hT, *dQ = dO + hT, *dK = dQ + hT, *dVT = dK + hT;   /* [T][dh] x3, [dh][T] */
+    float *dS = dVT + hT;   /* [T][T]: dloss/dp, then dloss/dscore */
     for (int b = 0; b < B; b++) {
         const float *base = qkv + (size_t)b * T * C3;
         float *dbase = dqkv + (size_t)b * T * C3;
         for (int h = 0; h < H; h++) {
+            const float *P = att + ((size_t)b * H + h) * T * T;
+            gather(Q, NULL, base + (size_t)h * dh, C3, T, dh);
+            gather(K, NULL, base + C + (size_t)h * dh, C3, T, dh);
+            gather(V, VT, base + 2 * (size_t)C + (size_t)h * dh, C3, T, dh);
+            gather(dO, NULL, dout + (size_t)b * T * C + (size_t)h * dh, (size_t)C, T, dh);
+            memset(dQ, 0, sizeof(float) * 3 * hT);
+            atm_matmul_forward(dS, dO, V, T, dh, T);                 /* dS[t][j] = dO_t . v_j */
+            atm_matmul_backward(NULL, dVT, dO, P, VT, T, T, dh);     /* dVT = dO^T P */
             for (int t = 0; t < T; t++) {
-                const float *p = att + (((size_t)b * H + h) * T + t) * T;
-                const float *d = dout + ((size_t)b * T + t) * C + (size_t)h * dh;
-                const float *q = base + (size_t)t * C3 + (size_t)h * dh;
-                float *dq = dbase + (size_t)t * C3 + (size_t)h * dh;
+                const float *p = P + (size_t)t * T;
+                float *ds = dS + (size_t)t * T;
                 float pd = 0.0f;   /* sum_j p_j dp_j */
-                for (int j = 0; j <= t; j++) {
-                    const float *v = base + (size_t)j * C3 + 2 * (size_t)C + (size_t)h * dh;
-                    float *dv = dbase + (size_t)j * C3 + 2 * (size_t)C + (size_t)h * dh;
-                    float acc = 0.0f;
-                    for (int i = 0; i < dh; i++) { acc += d[i] * v[i]; dv[i] += p[j] * d[i]; }
-                    dp[j] = acc;
-                    pd += p[j] * acc;
-                }
-                for (int j = 0; j <= t; j++) {
-                    float ds = p[j] * (dp[j] - pd) * scale;
-                    const float *k = base + (size_t)j * C3 + C + (size_t)h * dh;
-                    float *dk = dbase + (size_t)j * C3 + C + (size_t)h * dh;
-                    for (int i = 0; i < dh; i++) { dq[i] += ds * k[i]; dk[i] += ds * q[i]; }
+                for (int j = 0; j <= t; j++) pd += p[j] * ds[j];
+                for (int j = 0; j <= t; j++) ds[j] = p[j] * (ds[j] - pd) * scale;
+                for (int j = t + 1; j < T; j++) ds[j] = 0.0f;
+            }
+            atm_matmul_backward(dQ, dK, dS, Q, K, T, dh, T);         /* dQ += dS K; dK += dS^T Q */
+            for (int t = 0; t < T; t++) {
+                float *row = dbase + (size_t)t * C3 + (size_t)h * dh;
+                for (int i = 0; i < dh; i++) {
+                    row[i] += dQ[(size_t)t * dh + i];
+                    row[C + i] += dK[(size_t)t * dh + i];
+                    row[2 * (size_t)C + i] += dVT[(size_t)i * T + t];
                 }
             }
         }
@@ -161,7 +187,7 @@ typedef struct {
     float *dqkv;           /* [B*T][3C] */
     float *dfch, *dfchg;   /* [B*T][F] */
     float *dlogits;        /* [B*T][V] */
-    float *drow;           /* [T] */
+    float *mha_scratch;    /* atm_mha_scratch(T, C, H) */
     float *mem;
 } vacts;
 
@@ -180,7 +206,8 @@ static void *vanilla_acts_new(const atm_config *c, int B, int T) {
                  + Ly * N * F * 2              /* fch, fchg */
                  + N * C + 2 * N               /* lnf */
                  + 2 * N * V                   /* logits, probs */
-                 + 4 * N * C + N * 3 * C + 2 * N * F + N * V + (size_t)T;   /* scratch */
+                 + 4 * N * C + N * 3 * C + 2 * N * F + N * V                 /* scratch */
+                 + atm_mha_scratch(T, c->d_model, c->n_heads);
     vacts *a = calloc(1, sizeof *a);
     if (!a) return NULL;
     a->mem = malloc(total * sizeof(float));
@@ -206,7 +233,7 @@ static void *vanilla_acts_new(const atm_config *c, int B, int T) {
     a->dqkv = take(&p, N * 3 * C);
     a->dfch = take(&p, N * F); a->dfchg = take(&p, N * F);
     a->dlogits = take(&p, N * V);
-    a->drow = take(&p, (size_t)T);
+    a->mha_scratch = take(&p, atm_mha_scratch(T, c->d_model, c->n_heads));
     return a;
 }
 
@@ -246,7 +273,7 @@ static double vanilla_forward(const atm_layout *L, const float *w, void *acts,
         atm_layernorm_forward(ln1, a->ln1_mean + l * NR, a->ln1_rstd + l * NR, x,
                               w + toff(L, blk(l, VB_LN1G)), w + toff(L, blk(l, VB_LN1B)), N, C);
         atm_matmul_forward(qkv, ln1, w + toff(L, blk(l, VB_WQKV)), N, C, 3 * C);
-        atm_mha_forward(atty, att, qkv, B, T, C, H);
+        atm_mha_forward(atty, att, qkv, a->mha_scratch, B, T, C, H);
         atm_matmul_forward(a->tmp, atty, w + toff(L, blk(l, VB_WO)), N, C, C);
         for (size_t i = 0; i < (size_t)N * C; i++) mid[i] = x[i] + a->tmp[i];
         atm_layernorm_forward(ln2, a->ln2_mean + l * NR, a->ln2_rstd + l * NR, mid,
@@ -301,7 +328,7 @@ static void vanilla_backward(const atm_layout *L, const float *w, void *acts, fl
         atm_matmul_backward(a->datty, dw + toff(L, blk(l, VB_WO)), a->dresid,
                             a->atty + l * NC, w + toff(L, blk(l, VB_WO)), N, C, C);
         memset(a->dqkv, 0, sizeof(float) * 3 * nC);
-        atm_mha_backward(a->dqkv, a->datty, a->qkv + l * 3 * NC, a->att + l * NA, a->drow,
+        atm_mha_backward(a->dqkv, a->datty, a->qkv + l * 3 * NC, a->att + l * NA, a->mha_scratch,
                          B, T, C, H);
         memset(a->dln, 0, sizeof(float) * nC);
         atm_matmul_backward(a->dln, dw + toff(L, blk(l, VB_WQKV)), a->dqkv,
