@@ -210,8 +210,8 @@ int main(void) {
     CHECK(strcmp(atm_kernels_name(), "ref") == 0);
 
     /* Every loop tail: sizes around the vector widths (8, 16), the register
-     * tiles (rows 3..12, columns 16..64) and the packed panel depths (128,
-     * 256). */
+     * tiles (rows 3..12, columns 16..64), the packed panel depths (128, 256),
+     * the 128-row slabs of dw and the few-rows forward (N <= 4). */
     static const int small[] = { 1, 3, 5, 17 };
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 4; b++)
@@ -225,6 +225,10 @@ int main(void) {
         { 15, 15, 15 }, { 63, 63, 63 }, { 64, 64, 64 }, { 65, 65, 65 }, { 65, 257, 65 },
         { 64, 129, 15 }, { 15, 300, 17 }, { 17, 1, 63 }, { 1, 65, 1 }, { 5, 15, 129 },
         { 1008, 3, 5 }, { 13, 7, 200 }, { 1008, 1, 1 },
+        /* few rows (generation): the forward takes the dot-product path */
+        { 1, 64, 256 }, { 2, 32, 9 }, { 4, 256, 67 },
+        /* the vanilla attention's per-head products */
+        { 63, 11, 63 }, { 63, 63, 11 },
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         check_shape(shapes[i][0], shapes[i][1], shapes[i][2]);

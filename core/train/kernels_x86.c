@@ -39,6 +39,17 @@
 #define KX_KC 256
 /* 128 rows: best measured for dw (docs/kernels.md); 1008-row slabs were up to 25% slower. */
 #define KX_NSLAB 128
+#define KX_SMALLN 4
+#define KX_VI __m256i
+#define KX_IOTA_TIMES(s) _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(s))
+#define KX_GATHERM(p, idx, m) _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (p), (idx), _mm256_castsi256_ps(m), 4)
+#define KX_HSUM(v) kx_hsum_avx2(v)
+static __attribute__((target("avx2,fma"))) inline float kx_hsum_avx2(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
 #include "kernels_x86_tmpl.h"
 #undef KX_ATTR
 #undef KX_SUFFIX
@@ -61,6 +72,11 @@
 #undef KX_MR4
 #undef KX_KC
 #undef KX_NSLAB
+#undef KX_SMALLN
+#undef KX_VI
+#undef KX_IOTA_TIMES
+#undef KX_GATHERM
+#undef KX_HSUM
 
 /* ----------------------------------------------------------------- AVX-512
  * 32 zmm registers: up to 24 accumulators + NV B vectors + 1 broadcast. */
@@ -87,6 +103,11 @@
 /* 128 x 64 floats = 32 KiB panel (L1 is 48 KiB on current cores). */
 #define KX_KC 128
 #define KX_NSLAB 128
+#define KX_SMALLN 4
+#define KX_VI __m512i
+#define KX_IOTA_TIMES(s) _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(s))
+#define KX_GATHERM(p, idx, m) _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (m), (idx), (p), 4)
+#define KX_HSUM(v) _mm512_reduce_add_ps(v)
 #include "kernels_x86_tmpl.h"
 
 #else

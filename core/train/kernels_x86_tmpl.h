@@ -11,6 +11,10 @@
  *   KX_MR1..KX_MR4     rows per register tile for 1..4 column vectors
  *   KX_KC              depth of one packed weight panel (forward)
  *   KX_NSLAB           rows of N summed per pass of dw
+ *   KX_SMALLN          forward with N <= this uses dot products, no packing
+ *   KX_VI KX_IOTA_TIMES(s) KX_GATHERM(p,idx,m) KX_HSUM(v)
+ *                      int32 index vector, lane l -> l*s; masked gather of
+ *                      p[idx[l]] (0 where masked); sum of the lanes
  *
  * Everything is one GEMM shape: C[rows][cols] (+)= A[rows][k] . B[k][cols],
  * with A read by scalar broadcast at a[r*ars + k*aks] (any strides, so dout^T
@@ -22,7 +26,8 @@
  *   dinp     dinp[N][IC] += dout[N][OC] . w   B = w (rows already contiguous)
  *   dw       dw[OC][IC]  += dout^T . inp      A = dout^T by stride, B = inp
  * The last vector of a column block is loaded/stored with a mask, so any
- * column count works; row tails use smaller tiles. Summation order depends
+ * column count works; row tails use smaller tiles. A forward of at most
+ * KX_SMALLN rows skips the packing and takes dot products instead. Summation order depends
  * only on the shapes, never on pointer alignment. */
 
 #define KX_CAT2(a, b) a##_##b
@@ -131,6 +136,50 @@ static KX_ATTR void KX(block)(int cols, int rows, int bmask, int kc, const float
 
 #define KX_NB (KX_NVMAX * KX_VL)
 
+/* Forward for a handful of rows (token-by-token generation): packing w
+ * would cost more than the product, so each output is a dot product of two
+ * contiguous rows, four outputs at a time, reduced across lanes at the end. */
+static KX_ATTR void KX(dots)(float *out, const float *inp, const float *w, int N, int IC, int OC) {
+    int full = IC / KX_VL * KX_VL;
+    KX_MASK m = KX_TAILMASK(IC - full > 0 ? IC - full : KX_VL);
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * IC;
+        float *o = out + (size_t)n * OC;
+        int oc = 0;
+        for (; oc + 4 <= OC; oc += 4) {
+            const float *w0 = w + (size_t)oc * IC, *w1 = w0 + IC, *w2 = w1 + IC, *w3 = w2 + IC;
+            KX_V a0 = KX_ZERO(), a1 = KX_ZERO(), a2 = KX_ZERO(), a3 = KX_ZERO();
+            int i = 0;
+            for (; i < full; i += KX_VL) {
+                KX_V xv = KX_LOAD(x + i);
+                a0 = KX_FMA(xv, KX_LOAD(w0 + i), a0);
+                a1 = KX_FMA(xv, KX_LOAD(w1 + i), a1);
+                a2 = KX_FMA(xv, KX_LOAD(w2 + i), a2);
+                a3 = KX_FMA(xv, KX_LOAD(w3 + i), a3);
+            }
+            if (i < IC) {
+                KX_V xv = KX_LOADM(x + i, m);
+                a0 = KX_FMA(xv, KX_LOADM(w0 + i, m), a0);
+                a1 = KX_FMA(xv, KX_LOADM(w1 + i, m), a1);
+                a2 = KX_FMA(xv, KX_LOADM(w2 + i, m), a2);
+                a3 = KX_FMA(xv, KX_LOADM(w3 + i, m), a3);
+            }
+            o[oc] = KX_HSUM(a0);
+            o[oc + 1] = KX_HSUM(a1);
+            o[oc + 2] = KX_HSUM(a2);
+            o[oc + 3] = KX_HSUM(a3);
+        }
+        for (; oc < OC; oc++) {
+            const float *w0 = w + (size_t)oc * IC;
+            KX_V a0 = KX_ZERO();
+            int i = 0;
+            for (; i < full; i += KX_VL) a0 = KX_FMA(KX_LOAD(x + i), KX_LOAD(w0 + i), a0);
+            if (i < IC) a0 = KX_FMA(KX_LOADM(x + i, m), KX_LOADM(w0 + i, m), a0);
+            o[oc] = KX_HSUM(a0);
+        }
+    }
+}
+
 /* Both entry points end with vzeroupper: GCC 12 does not insert it in
  * functions whose AVX comes from a target attribute, and leaving the upper
  * halves dirty made every later SSE instruction (libm expf, the scalar
@@ -142,18 +191,25 @@ KX_ATTR void KX(atm_matmul_forward)(float *out, const float *inp, const float *w
         for (size_t i = 0; i < (size_t)N * (size_t)OC; i++) out[i] = 0.0f;
         return;
     }
+    if (N <= KX_SMALLN) {
+        KX(dots)(out, inp, w, N, IC, OC);
+        _mm256_zeroupper();
+        return;
+    }
     /* panel[k][j] = w[oc0 + j][k0 + k]: KX_KC x KX_NB floats, zero past OC. */
     float panel[KX_KC * KX_NB] __attribute__((aligned(64)));
+    KX_VI lane_row = KX_IOTA_TIMES(IC); /* lane l -> offset of row l of w */
     for (int oc0 = 0; oc0 < OC; oc0 += KX_NB) {
         int nc = OC - oc0 < KX_NB ? OC - oc0 : KX_NB;
+        int nv = (nc + KX_VL - 1) / KX_VL;
         for (int k0 = 0; k0 < IC; k0 += KX_KC) {
             int kc = IC - k0 < KX_KC ? IC - k0 : KX_KC;
-            for (int j = 0; j < KX_NB; j++) {
-                if (j < nc) {
-                    const float *wr = w + (size_t)(oc0 + j) * IC + k0;
-                    for (int k = 0; k < kc; k++) panel[(size_t)k * KX_NB + j] = wr[k];
-                } else
-                    for (int k = 0; k < kc; k++) panel[(size_t)k * KX_NB + j] = 0.0f;
+            for (int v = 0; v < nv; v++) {
+                int rem = nc - v * KX_VL < KX_VL ? nc - v * KX_VL : KX_VL;
+                KX_MASK m = KX_TAILMASK(rem);
+                const float *base = w + (size_t)(oc0 + v * KX_VL) * IC + k0;
+                for (int k = 0; k < kc; k++)
+                    KX_STORE(panel + (size_t)k * KX_NB + v * KX_VL, KX_GATHERM(base + k, lane_row, m));
             }
             KX(block)(nc, N, 0, kc, inp + k0, IC, 1, panel, KX_NB, out + oc0, OC, k0 > 0);
         }
