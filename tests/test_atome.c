@@ -153,21 +153,21 @@ static void test_layout(void) {
 
 /* ---- pathway primitives ------------------------------------------------- */
 
-typedef struct { int B, T, C, K; float *u, *w, *out, *R; } conv_ctx;
+typedef struct { int B, T, C, K; float *u, *w, *out, *R, *scr; } conv_ctx;
 static double conv_loss(void *p) {
     conv_ctx *x = p;
-    atm_atome_conv_forward(x->out, x->u, x->w, x->B, x->T, x->C, x->K);
+    atm_atome_conv_forward(x->out, x->u, x->w, x->scr, x->B, x->T, x->C, x->K);
     return dot_d(x->out, x->R, x->B * x->T * x->C);
 }
 
 static void test_conv(void) {
     static const int Ks[] = { 1, 3, 9 };            /* 9 > T: taps past the start read zeros */
     for (int ki = 0; ki < 3; ki++) {
-        conv_ctx x = { 2, 7, 8, Ks[ki], 0, 0, 0, 0 };
+        conv_ctx x = { 2, 7, 7, Ks[ki], 0, 0, 0, 0, 0 };   /* C = 7: the SIMD groups' scalar tails run */
         int N = x.B * x.T * x.C, NW = x.C * x.K;
         atm_rng r; atm_rng_seed(&r, 100 + ki);
         x.u = malloc(sizeof(float) * N); x.out = malloc(sizeof(float) * N); x.R = malloc(sizeof(float) * N);
-        x.w = malloc(sizeof(float) * NW);
+        x.w = malloc(sizeof(float) * NW); x.scr = malloc(sizeof(float) * ATM_ATOME_SCRATCH(x.C, x.K));
         float *du = calloc(N, sizeof(float)), *dw = calloc(NW, sizeof(float));
         fill_normal(x.u, N, 1.0f, &r); fill_normal(x.w, NW, 0.5f, &r); fill_normal(x.R, N, 1.0f, &r);
         conv_loss(&x);
@@ -179,7 +179,7 @@ static void test_conv(void) {
                 ref += (double)x.w[c * x.K + j] * x.u[((b * x.T) + t - j) * x.C + c];
             CHECK(fabs(ref - x.out[(b * x.T + t) * x.C + c]) < 1e-5);
         }
-        atm_atome_conv_backward(du, dw, x.R, x.u, x.w, x.B, x.T, x.C, x.K);
+        atm_atome_conv_backward(du, dw, x.R, x.u, x.w, x.scr, x.B, x.T, x.C, x.K);
         /* The loss is linear in u and in w, so central differences carry no
          * truncation error; what is left is float rounding of the ~100-term
          * output sums (~1e-7 relative) divided by 2*eps = 0.02. 1e-3 leaves
@@ -187,7 +187,7 @@ static void test_conv(void) {
         double eu = fd_rel(conv_loss, &x, x.u, du, N, 1e-2f), ew = fd_rel(conv_loss, &x, x.w, dw, NW, 1e-2f);
         CHECKF(eu < 1e-3, "conv K=%d du rel err %g", x.K, eu);
         CHECKF(ew < 1e-3, "conv K=%d dw rel err %g", x.K, ew);
-        free(x.u); free(x.out); free(x.R); free(x.w); free(du); free(dw);
+        free(x.u); free(x.out); free(x.R); free(x.w); free(x.scr); free(du); free(dw);
     }
 }
 
@@ -199,11 +199,11 @@ static double ssm_loss(void *p) {
 }
 
 static void test_ssm(void) {
-    ssm_ctx x = { 2, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0 };
+    ssm_ctx x = { 2, 7, 9, 0, 0, 0, 0, 0, 0, 0, 0 };   /* C = 9: one lane past the groups of 4 */
     int N = x.B * x.T * x.C, C = x.C;
     atm_rng r; atm_rng_seed(&r, 200);
     x.u = malloc(sizeof(float) * N); x.s = malloc(sizeof(float) * N); x.out = malloc(sizeof(float) * N);
-    x.R = malloc(sizeof(float) * N); x.scr = malloc(sizeof(float) * 3 * C);
+    x.R = malloc(sizeof(float) * N); x.scr = malloc(sizeof(float) * ATM_ATOME_SCRATCH(C, 0));
     x.a = malloc(sizeof(float) * C); x.b = malloc(sizeof(float) * C); x.c = malloc(sizeof(float) * C);
     fill_normal(x.u, N, 1.0f, &r); fill_normal(x.R, N, 1.0f, &r);
     fill_uniform(x.a, C, -2.0f, 2.0f, &r);           /* a = tanh(a_raw) of both signs */
@@ -238,10 +238,10 @@ static void test_ssm(void) {
     free(du); free(da); free(db); free(dc);
 }
 
-typedef struct { int B, T, DH, C, TK; float *q, *k, *v, *out, *p, *R; int32_t *idx, *idx0; int changed; } attn_ctx;
+typedef struct { int B, T, DH, C, TK; float *q, *k, *v, *out, *p, *R, *scr; int32_t *idx, *idx0; int changed; } attn_ctx;
 static double attn_loss(void *pp) {
     attn_ctx *x = pp;
-    atm_atome_attn_forward(x->out, x->idx, x->p, x->q, x->k, x->v, x->B, x->T, x->DH, x->C, x->TK);
+    atm_atome_attn_forward(x->out, x->idx, x->p, x->q, x->k, x->v, x->scr, x->B, x->T, x->DH, x->C, x->TK);
     if (memcmp(x->idx, x->idx0, sizeof(int32_t) * (size_t)x->B * x->T * x->TK) != 0) x->changed++;
     return dot_d(x->out, x->R, x->B * x->T * x->C);
 }
@@ -269,12 +269,13 @@ static float attn_min_gap(const attn_ctx *x) {
 static void test_attn(void) {
     static const int TKs[] = { 2, 3 };
     for (int ti = 0; ti < 2; ti++) {
-        attn_ctx x = { 2, 7, 4, 8, TKs[ti], 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        attn_ctx x = { 2, 7, 5, 7, TKs[ti], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };   /* DH = 5, C = 7: odd widths */
         int N = x.B * x.T;
         x.q = malloc(sizeof(float) * N * x.DH); x.k = malloc(sizeof(float) * N * x.DH);
         x.v = malloc(sizeof(float) * N * x.C); x.out = malloc(sizeof(float) * N * x.C);
         x.R = malloc(sizeof(float) * N * x.C); x.p = malloc(sizeof(float) * N * x.TK);
         x.idx = malloc(sizeof(int32_t) * N * x.TK); x.idx0 = malloc(sizeof(int32_t) * N * x.TK);
+        x.scr = malloc(sizeof(float) * (x.DH + 1) * x.T);
         /* Draw until every selection boundary (and every pair of kept scores)
          * is at least 0.05 apart: a 1e-3 step then moves a score by < 0.01
          * and cannot change the kept set or its order. */
@@ -287,7 +288,7 @@ static void test_attn(void) {
             gap = attn_min_gap(&x);
         }
         CHECKF(gap >= 0.05f, "no tie-free draw found (gap %g)", gap);
-        atm_atome_attn_forward(x.out, x.idx0, x.p, x.q, x.k, x.v, x.B, x.T, x.DH, x.C, x.TK);
+        atm_atome_attn_forward(x.out, x.idx0, x.p, x.q, x.k, x.v, x.scr, x.B, x.T, x.DH, x.C, x.TK);
         /* k_eff = min(TK, t+1): row t=0 keeps one entry, rows past TK keep TK. */
         CHECK(x.idx0[0] == 0 && x.p[0] == 1.0f && x.idx0[1] == -1);
         {
@@ -311,7 +312,7 @@ static void test_attn(void) {
         CHECKF(eq < 3e-3, "attn TK=%d dq rel err %g", x.TK, eq);
         CHECKF(ek < 3e-3, "attn TK=%d dk rel err %g", x.TK, ek);
         CHECKF(ev < 1e-3, "attn TK=%d dv rel err %g", x.TK, ev);
-        free(x.q); free(x.k); free(x.v); free(x.out); free(x.R); free(x.p); free(x.idx); free(x.idx0);
+        free(x.q); free(x.k); free(x.v); free(x.out); free(x.R); free(x.p); free(x.idx); free(x.idx0); free(x.scr);
         free(dq); free(dk); free(dv);
     }
 }
@@ -326,7 +327,7 @@ static double mix_loss(void *p) {
 
 static void test_mix(void) {
     for (int P = 1; P <= 3; P++) {
-        mix_ctx x = { 5, 6, P, 0, 0, { 0, 0, 0 }, 0, 0, 0 };
+        mix_ctx x = { 5, 11, P, 0, 0, { 0, 0, 0 }, 0, 0, 0 };   /* C = 11: dotf's 8-lane tail */
         int NC = x.N * x.C;
         atm_rng r; atm_rng_seed(&r, 400 + P);
         x.rl = malloc(sizeof(float) * x.N * P); x.rw = malloc(sizeof(float) * x.N * P);
@@ -382,10 +383,11 @@ static void test_ties(void) {
     float q[8] = { 1, 0, 1, 0, 1, 0, 1, 0 }, k[8] = { 1, 0, 0.5f, 0, 1, 0, 1, 0 };
     float v[8] = { 1, 0, 2, 0, 3, 0, 4, 0 }, out[8], p[8];
     int32_t idx[8];
-    atm_atome_attn_forward(out, idx, p, q, k, v, 1, 4, 2, 2, 1);
+    float scr[12];
+    atm_atome_attn_forward(out, idx, p, q, k, v, scr, 1, 4, 2, 2, 1);
     CHECK(idx[2] == 0 && idx[3] == 0);                 /* TK=1: position 0 beats 2 and 3 */
     CHECK(out[3 * 2] == 1.0f);
-    atm_atome_attn_forward(out, idx, p, q, k, v, 1, 4, 2, 2, 2);
+    atm_atome_attn_forward(out, idx, p, q, k, v, scr, 1, 4, 2, 2, 2);
     CHECK(idx[3 * 2] == 0 && idx[3 * 2 + 1] == 2);     /* TK=2 at t=3: {0, 2}, not 3 */
     CHECK(fabsf(out[3 * 2] - 2.0f) < 1e-6f);           /* equal weights on v_0=1 and v_2=3 */
 }
@@ -410,14 +412,16 @@ static void small_config(atm_config *c, int pathways) {
     c->d_head = 4; c->kernel = 3; c->top_k = 2; c->pathways = pathways;
 }
 
-static void test_model_fd(int pathways) {
+/* odd_width: d = 7, d_head = 3 so the scalar tails of the SIMD helpers run. */
+static void test_model_fd(int pathways, int odd_width) {
     atm_config c; atm_layout L;
     small_config(&c, pathways);
+    if (odd_width) { c.d_model = 7; c.d_head = 3; }
     CHECK(atm_config_validate(&c, NULL, 0) == 0);
     CHECK(atm_layout_build(&c, &L) == 0);
     const int B = 2, T = 7, N = B * T;
     float *w = malloc(sizeof(float) * L.n_params), *dw = calloc(L.n_params, sizeof(float));
-    atm_rng r; atm_rng_seed(&r, 500 + pathways);
+    atm_rng r; atm_rng_seed(&r, 500 + pathways + 50 * odd_width);
     atm_init_params(&L, w, &r);
     /* Move LN, SSM and router weights off their symmetric init so every
      * term of the gradient is exercised (gamma=1, beta=0 hide mistakes). */
@@ -647,14 +651,15 @@ static double row_rel(const float *a, const double *b, int V) {
     return m > 0.0 ? d / m : d;
 }
 
-static void test_generation(int pathways) {
+static void test_generation(int pathways, int odd_width) {
     atm_config c; atm_layout L;
     CHECK(atm_config_by_name("atome-tiny", &c) == 0);   /* d=16, L=2, d_h=8, K=5, top_k=4 */
     c.pathways = pathways;
+    if (odd_width) { c.d_model = 13; c.d_head = 5; c.kernel = 2; c.top_k = 3; }
     CHECK(atm_layout_build(&c, &L) == 0);
     const int T = 20, V = c.vocab;
     float *w = malloc(sizeof(float) * L.n_params), *weff = malloc(sizeof(float) * L.n_params);
-    atm_rng r; atm_rng_seed(&r, 700 + pathways);
+    atm_rng r; atm_rng_seed(&r, 700 + pathways + 50 * odd_width);
     atm_init_params(&L, w, &r);
     for (int i = 0; i < L.n_tensors; i++)             /* non-trivial LN/SSM vectors */
         if (L.t[i].kind == ATM_TK_FP32)
@@ -738,8 +743,10 @@ int main(void) {
     test_attn();
     test_mix();
     test_ties();
-    for (int pw = 1; pw <= ATM_PATH_ALL; pw++) test_model_fd(pw);
+    for (int pw = 1; pw <= ATM_PATH_ALL; pw++) test_model_fd(pw, 0);
+    test_model_fd(ATM_PATH_ALL, 1);
     test_model_misc();
-    for (int pw = 1; pw <= ATM_PATH_ALL; pw++) test_generation(pw);
+    for (int pw = 1; pw <= ATM_PATH_ALL; pw++) test_generation(pw, 0);
+    test_generation(ATM_PATH_ALL, 1);
     return CHECK_DONE();
 }

@@ -20,26 +20,111 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------------- */
+/* vector helpers                                                             */
+/* Written as 4- or 8-statement groups over restrict pointers so that gcc -O2
+ * (whose default "very cheap" vectoriser skips runtime-length loops) and
+ * clang pack each group into SIMD registers; the arithmetic per lane is the
+ * same as the scalar reading, so results do not depend on the vector width. */
+
+/* sum_i a[i]*b[i]: eight partial sums (lane i % 8), the scalar tail goes to
+ * lane 0, combined as ((l0+l4)+(l1+l5)) + ((l2+l6)+(l3+l7)). */
+static inline float dotf(const float *restrict a, const float *restrict b, int n) {
+    float l[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        l[0] += a[i] * b[i];         l[1] += a[i + 1] * b[i + 1];
+        l[2] += a[i + 2] * b[i + 2]; l[3] += a[i + 3] * b[i + 3];
+        l[4] += a[i + 4] * b[i + 4]; l[5] += a[i + 5] * b[i + 5];
+        l[6] += a[i + 6] * b[i + 6]; l[7] += a[i + 7] * b[i + 7];
+    }
+    for (; i < n; i++) l[0] += a[i] * b[i];
+    return ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
+}
+
+/* y += a * x */
+static inline void axpyf(float *restrict y, float a, const float *restrict x, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        y[i] += a * x[i]; y[i + 1] += a * x[i + 1]; y[i + 2] += a * x[i + 2]; y[i + 3] += a * x[i + 3];
+    }
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* y += a .* x (elementwise) */
+static inline void vmlaf(float *restrict y, const float *restrict a, const float *restrict x, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        y[i] += a[i] * x[i]; y[i + 1] += a[i + 1] * x[i + 1];
+        y[i + 2] += a[i + 2] * x[i + 2]; y[i + 3] += a[i + 3] * x[i + 3];
+    }
+    for (; i < n; i++) y[i] += a[i] * x[i];
+}
+
+/* y = a .* x (elementwise) */
+static inline void vmulf(float *restrict y, const float *restrict a, const float *restrict x, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        y[i] = a[i] * x[i]; y[i + 1] = a[i + 1] * x[i + 1]; y[i + 2] = a[i + 2] * x[i + 2]; y[i + 3] = a[i + 3] * x[i + 3];
+    }
+    for (; i < n; i++) y[i] = a[i] * x[i];
+}
+
+/* One conv tap of backward: du += w .* d and dw += d .* u, in one pass. */
+static inline void conv_bwd_tap(float *restrict du, float *restrict dw, const float *restrict w,
+                                const float *restrict d, const float *restrict u, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        du[i] += w[i] * d[i]; du[i + 1] += w[i + 1] * d[i + 1];
+        du[i + 2] += w[i + 2] * d[i + 2]; du[i + 3] += w[i + 3] * d[i + 3];
+        dw[i] += d[i] * u[i]; dw[i + 1] += d[i + 1] * u[i + 1];
+        dw[i + 2] += d[i + 2] * u[i + 2]; dw[i + 3] += d[i + 3] * u[i + 3];
+    }
+    for (; i < n; i++) { du[i] += w[i] * d[i]; dw[i] += d[i] * u[i]; }
+}
+
+/* One step of the SSM backward scan over n channels (see ssm_backward):
+ *   ds = g*c_out + carry; carry = a*ds; du += b*ds; acc_dc += g*s;
+ *   acc_db += ds*u; acc_da += ds*sp */
+static inline void ssm_bwd_step(float *restrict du, float *restrict carry, float *restrict acc_da,
+                                float *restrict acc_db, float *restrict acc_dc,
+                                const float *restrict g, const float *restrict s,
+                                const float *restrict sp, const float *restrict u,
+                                const float *restrict a, const float *restrict b,
+                                const float *restrict co, int n) {
+    int i = 0;
+#define SSM_LANE(k) do { float ds = g[k] * co[k] + carry[k]; carry[k] = a[k] * ds; du[k] += b[k] * ds; \
+        acc_dc[k] += g[k] * s[k]; acc_db[k] += ds * u[k]; acc_da[k] += ds * sp[k]; } while (0)
+    for (; i + 4 <= n; i += 4) { SSM_LANE(i); SSM_LANE(i + 1); SSM_LANE(i + 2); SSM_LANE(i + 3); }
+    for (; i < n; i++) SSM_LANE(i);
+#undef SSM_LANE
+}
+
+/* ------------------------------------------------------------------------- */
 /* pathway primitives (atome_layers.h)                                        */
 
-void atm_atome_conv_forward(float *out, const float *u, const float *w,
+void atm_atome_conv_forward(float *out, const float *u, const float *w, float *scratch,
                             int B, int T, int C, int K) {
+    float *wT = scratch;                                  /* [K][C]: wT[j][c] = w[c][j] */
+    for (int c = 0; c < C; c++)
+        for (int j = 0; j < K; j++) wT[(size_t)j * C + c] = w[(size_t)c * K + j];
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             size_t n = (size_t)b * T + t;
             float *o = out + n * C;
-            for (int c = 0; c < C; c++) o[c] = 0.0f;
+            memset(o, 0, sizeof(float) * (size_t)C);
             int jmax = t < K - 1 ? t : K - 1;
-            for (int j = 0; j <= jmax; j++) {
-                const float *ui = u + (n - (size_t)j) * C;
-                for (int c = 0; c < C; c++) o[c] += w[(size_t)c * K + j] * ui[c];
-            }
+            for (int j = 0; j <= jmax; j++) vmlaf(o, wT + (size_t)j * C, u + (n - (size_t)j) * C, C);
         }
     }
 }
 
 void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
-                             const float *w, int B, int T, int C, int K) {
+                             const float *w, float *scratch, int B, int T, int C, int K) {
+    const size_t KC = (size_t)K * C;
+    float *wT = scratch, *dwT = scratch + KC;            /* [K][C] each */
+    for (int c = 0; c < C; c++)
+        for (int j = 0; j < K; j++) wT[(size_t)j * C + c] = w[(size_t)c * K + j];
+    memset(dwT, 0, sizeof(float) * KC);
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             size_t n = (size_t)b * T + t;
@@ -47,31 +132,30 @@ void atm_atome_conv_backward(float *du, float *dw, const float *dout, const floa
             int jmax = t < K - 1 ? t : K - 1;
             for (int j = 0; j <= jmax; j++) {
                 size_t m = (n - (size_t)j) * C;
-                if (du) for (int c = 0; c < C; c++) du[m + c] += w[(size_t)c * K + j] * d[c];
-                if (dw) for (int c = 0; c < C; c++) dw[(size_t)c * K + j] += d[c] * u[m + c];
+                if (du && dw) conv_bwd_tap(du + m, dwT + (size_t)j * C, wT + (size_t)j * C, d, u + m, C);
+                else if (du) vmlaf(du + m, wT + (size_t)j * C, d, C);
+                else if (dw) vmlaf(dwT + (size_t)j * C, d, u + m, C);
             }
         }
     }
+    if (dw)
+        for (int c = 0; c < C; c++)
+            for (int j = 0; j < K; j++) dw[(size_t)c * K + j] += dwT[(size_t)j * C + c];
 }
 
 void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_raw,
                            const float *b, const float *c_out, float *scratch,
                            int B, int T, int C) {
-    float *a = scratch;                                   /* [C] */
+    float *a = scratch;                                   /* [C] tanh(a_raw) */
     for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
     for (int bb = 0; bb < B; bb++) {
         size_t n0 = (size_t)bb * T;
         for (int t = 0; t < T; t++) {
             size_t n = (n0 + t) * C;
-            float *st = s + n, *o = out + n;
-            const float *ut = u + n;
-            if (t == 0) {
-                for (int c = 0; c < C; c++) st[c] = b[c] * ut[c];
-            } else {
-                const float *sp = st - C;
-                for (int c = 0; c < C; c++) st[c] = a[c] * sp[c] + b[c] * ut[c];
-            }
-            for (int c = 0; c < C; c++) o[c] = c_out[c] * st[c];
+            float *st = s + n;
+            vmulf(st, b, u + n, C);                       /* b*u_t ... */
+            if (t > 0) vmlaf(st, a, st - C, C);           /* ... + a*s_{t-1} */
+            vmulf(out + n, c_out, st, C);
         }
     }
 }
@@ -80,54 +164,60 @@ void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
                             const float *dout, const float *u, const float *s,
                             const float *a_raw, const float *b, const float *c_out,
                             float *scratch, int B, int T, int C) {
-    float *a = scratch, *da_fac = scratch + C, *carry = scratch + 2 * (size_t)C; /* [C] each */
-    for (int c = 0; c < C; c++) { a[c] = tanhf(a_raw[c]); da_fac[c] = 1.0f - a[c] * a[c]; }
+    /* scratch rows [C] each: a, carry (= a * dL/ds_{t+1}), the three
+     * per-channel accumulators, a zero row (s_{-1}) and a sink for du == NULL */
+    float *a = scratch, *carry = a + C, *acc_da = carry + C, *acc_db = acc_da + C, *acc_dc = acc_db + C,
+          *zero = acc_dc + C, *sink = zero + C;
+    for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
+    memset(acc_da, 0, sizeof(float) * 4 * (size_t)C);     /* acc_da, acc_db, acc_dc, zero */
     for (int bb = 0; bb < B; bb++) {
         size_t n0 = (size_t)bb * T;
-        for (int c = 0; c < C; c++) carry[c] = 0.0f;     /* a * ds_{t+1} */
+        memset(carry, 0, sizeof(float) * (size_t)C);
         for (int t = T - 1; t >= 0; t--) {
             size_t n = (n0 + t) * C;
-            const float *g = dout + n, *st = s + n, *ut = u + n;
-            const float *sp = t > 0 ? st - C : NULL;
-            for (int c = 0; c < C; c++) {
-                float ds = g[c] * c_out[c] + carry[c];   /* dL/ds_t */
-                if (dc) dc[c] += g[c] * st[c];
-                if (du) du[n + c] += b[c] * ds;
-                if (db) db[c] += ds * ut[c];
-                if (da_raw && sp) da_raw[c] += ds * sp[c] * da_fac[c];
-                carry[c] = a[c] * ds;
-            }
+            ssm_bwd_step(du ? du + n : sink, carry, acc_da, acc_db, acc_dc, dout + n, s + n,
+                         t > 0 ? s + n - C : zero, u + n, a, b, c_out, C);
         }
+    }
+    for (int c = 0; c < C; c++) {
+        if (da_raw) da_raw[c] += acc_da[c] * (1.0f - a[c] * a[c]);
+        if (db) db[c] += acc_db[c];
+        if (dc) dc[c] += acc_dc[c];
     }
 }
 
 void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
-                            const float *k, const float *v,
+                            const float *k, const float *v, float *scratch,
                             int B, int T, int DH, int C, int TK) {
     const float scale = 1.0f / sqrtf((float)DH);
+    float *kT = scratch, *sc = scratch + (size_t)DH * T; /* [DH][T] keys of one sequence, [T] scores */
     for (int b = 0; b < B; b++) {
         size_t n0 = (size_t)b * T;
+        for (int j = 0; j < T; j++)
+            for (int e = 0; e < DH; e++) kT[(size_t)e * T + j] = k[(n0 + j) * DH + e];
         for (int t = 0; t < T; t++) {
             size_t n = n0 + t;
             const float *qt = q + n * DH;
             float *ps = p + n * TK;
             int32_t *is = idx + n * TK;
             int keff = TK < t + 1 ? TK : t + 1, cnt = 0;
-            for (int j = 0; j <= t; j++) {
-                const float *kj = k + (n0 + j) * DH;
-                float dot = 0.0f;
-                for (int e = 0; e < DH; e++) dot += qt[e] * kj[e];
-                atm_atome_topk_insert(ps, is, &cnt, keff, dot * scale, j);
-            }
+            /* sc[j] = (q_t . k_j) * scale, the dot summed over e in order from 0, all j <= t at once */
+            memset(sc, 0, sizeof(float) * (size_t)(t + 1));
+            for (int e = 0; e < DH; e++) axpyf(sc, qt[e], kT + (size_t)e * T, t + 1);
+            for (int j = 0; j <= t; j++) sc[j] *= scale;
+            /* atm_atome_topk_insert over j = 0..t; once full, a candidate not
+             * strictly above the current k-th score is rejected there anyway,
+             * so that test is hoisted here. */
+            int j = 0;
+            for (; j < keff; j++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j);
+            float thr = ps[keff - 1];
+            for (; j <= t; j++)
+                if (sc[j] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j); thr = ps[keff - 1]; }
             for (int i = keff; i < TK; i++) { ps[i] = 0.0f; is[i] = -1; }
             atm_softmax(ps, keff);
             float *o = out + n * C;
-            for (int c = 0; c < C; c++) o[c] = 0.0f;
-            for (int i = 0; i < keff; i++) {
-                const float *vi = v + (n0 + (size_t)is[i]) * C;
-                float pi = ps[i];
-                for (int c = 0; c < C; c++) o[c] += pi * vi[c];
-            }
+            memset(o, 0, sizeof(float) * (size_t)C);
+            for (int i = 0; i < keff; i++) axpyf(o, ps[i], v + (n0 + (size_t)is[i]) * C, C);
         }
     }
 }
@@ -148,20 +238,15 @@ void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
             float sum = 0.0f;
             for (int i = 0; i < keff; i++) {
                 size_t m = n0 + (size_t)is[i];
-                const float *vi = v + m * C;
-                float acc = 0.0f;
-                for (int c = 0; c < C; c++) acc += d[c] * vi[c];
-                dp[i] = acc;
-                sum += ps[i] * acc;
-                if (dv) { float *dvi = dv + m * C; for (int c = 0; c < C; c++) dvi[c] += ps[i] * d[c]; }
+                dp[i] = dotf(d, v + m * C, C);
+                sum += ps[i] * dp[i];
+                if (dv) axpyf(dv + m * C, ps[i], d, C);
             }
             for (int i = 0; i < keff; i++) {
                 size_t m = n0 + (size_t)is[i];
                 float ds = ps[i] * (dp[i] - sum) * scale;   /* dL / d(q.k) */
-                if (dq) { const float *ki = k + m * DH; float *o = dq + n * DH;
-                          for (int e = 0; e < DH; e++) o[e] += ds * ki[e]; }
-                if (dk) { float *o = dk + m * DH;
-                          for (int e = 0; e < DH; e++) o[e] += ds * qt[e]; }
+                if (dq) axpyf(dq + n * DH, ds, k + m * DH, DH);
+                if (dk) axpyf(dk + m * DH, ds, qt, DH);
             }
         }
     }
@@ -172,13 +257,9 @@ void atm_atome_mix_forward(float *hout, float *r, const float *hin,
     for (int n = 0; n < N; n++) {
         float *rn = r + (size_t)n * P;
         atm_softmax(rn, P);
-        const float *hi = hin + (size_t)n * C;
         float *ho = hout + (size_t)n * C;
-        for (int c = 0; c < C; c++) {
-            float acc = hi[c];
-            for (int pp = 0; pp < P; pp++) acc += rn[pp] * paths[pp][(size_t)n * C + c];
-            ho[c] = acc;
-        }
+        memcpy(ho, hin + (size_t)n * C, sizeof(float) * (size_t)C);
+        for (int pp = 0; pp < P; pp++) axpyf(ho, rn[pp], paths[pp] + (size_t)n * C, C);
     }
 }
 
@@ -190,16 +271,9 @@ void atm_atome_mix_backward(float *drl, float *const *dpaths, const float *dhout
         const float *d = dhout + (size_t)n * C, *rn = r + (size_t)n * P;
         float sum = 0.0f;
         for (int pp = 0; pp < P; pp++) {
-            const float *pa = paths[pp] + (size_t)n * C;
-            float acc = 0.0f;
-            for (int c = 0; c < C; c++) acc += d[c] * pa[c];
-            dr[pp] = acc;
-            sum += rn[pp] * acc;
-            if (dpaths[pp]) {
-                float *dpa = dpaths[pp] + (size_t)n * C;
-                float rp = rn[pp];
-                for (int c = 0; c < C; c++) dpa[c] += rp * d[c];
-            }
+            dr[pp] = dotf(d, paths[pp] + (size_t)n * C, C);
+            sum += rn[pp] * dr[pp];
+            if (dpaths[pp]) axpyf(dpaths[pp] + (size_t)n * C, rn[pp], d, C);
         }
         for (int pp = 0; pp < P; pp++) drl[(size_t)n * P + pp] += rn[pp] * (dr[pp] - sum);
     }
@@ -319,7 +393,8 @@ typedef struct {
     float *drl;              /* [NM][P] */
     float *dq, *dk;          /* [NM][DH] (attn only) */
     float *dv;               /* [NM][C]  (attn only) */
-    float *ssm_scratch;      /* [3*C] */
+    float *scratch;          /* [ATM_ATOME_SCRATCH(C, K)] conv/ssm scratch */
+    float *attn_scratch;     /* [(DH+1)*Tmax] (attn only) */
     uint8_t *in, *tgt;       /* [NM] copies of the last forward's bytes */
     float *fmem;
     int32_t *imem;
@@ -359,7 +434,8 @@ static void *atome_acts_new(const atm_config *c, int B, int T) {
     F(a->drl, NM * P);
     F(a->dq, NM * DH); F(a->dk, NM * DH);
     F(a->dv, at ? NM * C : 0);
-    F(a->ssm_scratch, 3 * C);
+    F(a->scratch, ATM_ATOME_SCRATCH(C, (c->pathways & ATM_PATH_CONV) ? (size_t)c->kernel : 0));
+    F(a->attn_scratch, at ? (DH + 1) * (size_t)T : 0);
 #undef F
     a->fmem = malloc(sizeof(float) * total);
     a->imem = at ? malloc(sizeof(int32_t) * Ln * NM * TK) : NULL;
@@ -444,13 +520,13 @@ static double atome_forward(const atm_layout *L, const float *w, void *acts,
         atm_matmul_forward(r, u, w + bo->router, N, C, P);
         if (pw & ATM_PATH_CONV) {
             float *cv = a->conv + (size_t)l * SC;
-            atm_atome_conv_forward(cv, u, w + bo->conv, B, T, C, K);
+            atm_atome_conv_forward(cv, u, w + bo->conv, a->scratch, B, T, C, K);
             paths[np++] = cv;
         }
         if (pw & ATM_PATH_SSM) {
             float *so = a->ssm_o + (size_t)l * SC;
             atm_atome_ssm_forward(a->ssm_s + (size_t)l * SC, so, u, w + bo->ssm_a, w + bo->ssm_b,
-                                  w + bo->ssm_c, a->ssm_scratch, B, T, C);
+                                  w + bo->ssm_c, a->scratch, B, T, C);
             paths[np++] = so;
         }
         if (pw & ATM_PATH_ATTN) {
@@ -460,7 +536,7 @@ static double atome_forward(const atm_layout *L, const float *w, void *acts,
             atm_matmul_forward(k, u, w + bo->wk, N, C, DH);
             atm_matmul_forward(v, u, w + bo->wv, N, C, C);
             atm_atome_attn_forward(at, a->att_idx + (size_t)l * NM * TK, a->att_p + (size_t)l * NM * TK,
-                                   q, k, v, B, T, DH, C, TK);
+                                   q, k, v, a->attn_scratch, B, T, DH, C, TK);
             paths[np++] = at;
         }
         atm_atome_mix_forward(hn, r, h, paths, N, C, P);
@@ -506,11 +582,11 @@ static void atome_backward(const atm_layout *L, const float *w, void *acts, floa
         atm_matmul_backward(a->du, dw + bo->router, a->drl, u, w + bo->router, N, C, P);
         np = 0;
         if (pw & ATM_PATH_CONV)
-            atm_atome_conv_backward(a->du, dw + bo->conv, a->dpath[np++], u, w + bo->conv, B, T, C, K);
+            atm_atome_conv_backward(a->du, dw + bo->conv, a->dpath[np++], u, w + bo->conv, a->scratch, B, T, C, K);
         if (pw & ATM_PATH_SSM)
             atm_atome_ssm_backward(a->du, dw + bo->ssm_a, dw + bo->ssm_b, dw + bo->ssm_c, a->dpath[np++], u,
                                    a->ssm_s + (size_t)l * SC, w + bo->ssm_a, w + bo->ssm_b, w + bo->ssm_c,
-                                   a->ssm_scratch, B, T, C);
+                                   a->scratch, B, T, C);
         if (pw & ATM_PATH_ATTN) {
             const float *q = a->q + (size_t)l * NM * DH, *k = a->k + (size_t)l * NM * DH;
             const float *v = a->v + (size_t)l * SC;
@@ -544,7 +620,7 @@ typedef struct {
     int W, P;
     uint64_t pos;            /* positions fed so far */
     float *w;                /* [n_params] private copy of the effective weights */
-    float *x, *u;            /* [C] residual stream and normalised input */
+    float *x, *x2, *u;       /* [C] residual stream (x, next x2) and normalised input */
     float *paths[ATM_ATOME_MAX_PATHS]; /* [C] each */
     float *r;                /* [P] */
     float *q;                /* [DH] */
@@ -574,7 +650,7 @@ static void *atome_gen_new(const atm_layout *L, const float *w, int window) {
     atome_gen *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->cfg = *c; g->o = o; g->W = window; g->P = popcount3(c->pathways);
-    size_t total = L->n_params + 2 * C + ATM_ATOME_MAX_PATHS * C + (size_t)g->P + DH + V
+    size_t total = L->n_params + 3 * C + ATM_ATOME_MAX_PATHS * C + (size_t)g->P + DH + V
                  + 2 * Ln * C + Ln * KH * C + Ln * W * (DH + C);
     g->mem = calloc(total, sizeof(float));
     if (!g->mem) { free(g); return NULL; }
@@ -582,6 +658,7 @@ static void *atome_gen_new(const atm_layout *L, const float *w, int window) {
     g->w = f; f += L->n_params;
     memcpy(g->w, w, sizeof(float) * L->n_params);
     g->x = f; f += C;
+    g->x2 = f; f += C;
     g->u = f; f += C;
     for (int i = 0; i < ATM_ATOME_MAX_PATHS; i++) { g->paths[i] = f; f += C; }
     g->r = f; f += g->P;
@@ -619,11 +696,14 @@ static const float *atome_gen_step(void *gen, int token) {
             float *out = g->paths[np];
             const float *cw = w + bo->conv;
             float *hist = g->hist + (size_t)l * (K - 1) * C;
-            for (int i = 0; i < C; i++) out[i] = 0.0f;
             int jmax = (uint64_t)(K - 1) < pos ? K - 1 : (int)pos;
-            for (int j = 0; j <= jmax; j++) {
-                const float *src = j == 0 ? u : hist + (size_t)((pos - (uint64_t)j) % (uint64_t)(K - 1)) * C;
-                for (int i = 0; i < C; i++) out[i] += cw[(size_t)i * K + j] * src[i];
+            for (int i = 0; i < C; i++) {               /* same term order as the training conv */
+                float acc = 0.0f;
+                for (int j = 0; j <= jmax; j++) {
+                    const float *src = j == 0 ? u : hist + (size_t)((pos - (uint64_t)j) % (uint64_t)(K - 1)) * C;
+                    acc += cw[(size_t)i * K + j] * src[i];
+                }
+                out[i] = acc;
             }
             if (K > 1) memcpy(hist + (size_t)(pos % (uint64_t)(K - 1)) * C, u, sizeof(float) * (size_t)C);
             paths[np] = out; np++;
@@ -632,7 +712,7 @@ static const float *atome_gen_step(void *gen, int token) {
             float *out = g->paths[np];
             float *s = g->ssm_s + (size_t)l * C;
             const float *a = g->ssm_a + (size_t)l * C, *b = w + bo->ssm_b, *co = w + bo->ssm_c;
-            for (int i = 0; i < C; i++) { s[i] = a[i] * s[i] + b[i] * u[i]; out[i] = co[i] * s[i]; }
+            for (int i = 0; i < C; i++) { s[i] = b[i] * u[i] + a[i] * s[i]; out[i] = co[i] * s[i]; }
             paths[np] = out; np++;
         }
         if (pw & ATM_PATH_ATTN) {
@@ -647,21 +727,19 @@ static const float *atome_gen_step(void *gen, int token) {
             const uint64_t first = pos + 1 - n;                                 /* oldest cached */
             int keff = (uint64_t)TK < n ? TK : (int)n, cnt = 0;
             for (uint64_t pp = first; pp <= pos; pp++) {
-                const float *kj = kc + (size_t)(pp % (uint64_t)W) * DH;
-                float dot = 0.0f;
+                const size_t slot_j = (size_t)(pp % (uint64_t)W);
+                const float *kj = kc + slot_j * DH;
+                float dot = 0.0f;                        /* e order from 0, as the training scores */
                 for (int e = 0; e < DH; e++) dot += g->q[e] * kj[e];
-                atm_atome_topk_insert(g->sel_s, g->sel_i, &cnt, keff, dot * scale, (int32_t)(pp % (uint64_t)W));
+                atm_atome_topk_insert(g->sel_s, g->sel_i, &cnt, keff, dot * scale, (int32_t)slot_j);
             }
             atm_softmax(g->sel_s, keff);
-            for (int i = 0; i < C; i++) out[i] = 0.0f;
-            for (int s = 0; s < keff; s++) {
-                const float *vi = vc + (size_t)g->sel_i[s] * C;
-                float pi = g->sel_s[s];
-                for (int i = 0; i < C; i++) out[i] += pi * vi[i];
-            }
+            memset(out, 0, sizeof(float) * (size_t)C);
+            for (int s = 0; s < keff; s++) axpyf(out, g->sel_s[s], vc + (size_t)g->sel_i[s] * C, C);
             paths[np] = out; np++;
         }
-        atm_atome_mix_forward(g->x, g->r, g->x, paths, 1, C, P);
+        atm_atome_mix_forward(g->x2, g->r, g->x, paths, 1, C, P);
+        float *tmp = g->x; g->x = g->x2; g->x2 = tmp;
     }
     atm_layernorm_forward(g->u, NULL, NULL, g->x, w + g->o.lnf_g, w + g->o.lnf_b, 1, C);
     atm_matmul_forward(g->logits, g->u, w + g->o.unembed, 1, C, V);

@@ -17,36 +17,42 @@
 #define ATM_ATOME_MAX_PATHS 3
 /* Largest attention top-k; equals the bound atm_config_validate enforces. */
 #define ATM_ATOME_MAX_TOPK 1024
+/* Scratch floats that covers conv (2*K*C) and SSM (7*C) calls. */
+#define ATM_ATOME_SCRATCH(C, K) (2 * (size_t)(C) * (size_t)(K) > 7 * (size_t)(C) ? \
+                                 2 * (size_t)(C) * (size_t)(K) : 7 * (size_t)(C))
 
 /* Depthwise causal conv, weights w[C][K], tap j = 0 is the current step:
  *   out[t][c] = sum_{j=0}^{min(K-1,t)} w[c][j] * u[t-j][c]
- * Terms are added in j order starting from 0 (gen_step adds in the same order). */
-void atm_atome_conv_forward(float *out, const float *u, const float *w,
+ * Terms are added in j order starting from 0 (gen_step adds in the same
+ * order). scratch: K*C floats (forward), 2*K*C (backward). */
+void atm_atome_conv_forward(float *out, const float *u, const float *w, float *scratch,
                             int B, int T, int C, int K);
 /* du[B*T][C] += ...; dw[C][K] += ... */
 void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
-                             const float *w, int B, int T, int C, int K);
+                             const float *w, float *scratch, int B, int T, int C, int K);
 
 /* Diagonal linear SSM, a = tanh(a_raw):
- *   s[t][c] = a[c]*s[t-1][c] + b[c]*u[t][c]  (s[-1] = 0),  out[t][c] = c_out[c]*s[t][c]
- * s[B*T][C] is kept for backward. scratch: 3*C floats (any content). */
+ *   s[t][c] = b[c]*u[t][c] + a[c]*s[t-1][c]  (s[-1] = 0),  out[t][c] = c_out[c]*s[t][c]
+ * s[B*T][C] is kept for backward. scratch: C floats (any content). */
 void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_raw,
                            const float *b, const float *c_out, float *scratch,
                            int B, int T, int C);
-/* du[B*T][C], da_raw[C], db[C], dc[C] += ...; scratch: 3*C floats. */
+/* du[B*T][C], da_raw[C], db[C], dc[C] += ...; scratch: 7*C floats. */
 void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
                             const float *dout, const float *u, const float *s,
                             const float *a_raw, const float *b, const float *c_out,
                             float *scratch, int B, int T, int C);
 
 /* Single-head top-k causal attention, q,k [B*T][DH], v [B*T][C]:
- *   score[t][j] = (q_t . k_j) / sqrt(DH), j = 0..t, in j order;
+ *   score[t][j] = (q_t . k_j) * (1/sqrt(DH)), the dot product summed over e
+ *   in order from e = 0, candidates j = 0..t offered in j order;
  *   keep k_eff = min(TK, t+1) best (atm_atome_topk_insert: ties keep the
  *   earlier j); p = softmax over the kept scores; out[t] = sum_i p_i v[idx_i].
  * idx[B*T][TK] receives the kept positions j (within the sequence) in
- * descending score order, -1 past k_eff; p[B*T][TK] their weights, 0 past k_eff. */
+ * descending score order, -1 past k_eff; p[B*T][TK] their weights, 0 past
+ * k_eff. scratch: (DH+1)*T floats. */
 void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
-                            const float *k, const float *v,
+                            const float *k, const float *v, float *scratch,
                             int B, int T, int DH, int C, int TK);
 /* dq, dk [B*T][DH], dv [B*T][C] += ...; the selection idx is held fixed
  * (gradient flows only through the kept scores). */
@@ -58,7 +64,7 @@ void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
 /* Router softmax and residual mixing over P <= 3 pathways:
  *   r[n][.] = softmax(r[n][.])  (in place: router logits in, weights out)
  *   hout[n][c] = hin[n][c] + sum_{p=0}^{P-1} r[n][p] * paths[p][n][c]   (p order)
- * hout may alias hin. */
+ * hout must not overlap hin or the paths. */
 void atm_atome_mix_forward(float *hout, float *r, const float *hin,
                            const float *const *paths, int N, int C, int P);
 /* drl[N][P] += d loss / d router logits; dpaths[p][N][C] += r_p * dhout
