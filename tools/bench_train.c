@@ -65,7 +65,9 @@ static void usage(void) {
             "usage: bench_train [--configs a,b,...] [--kernels ref,auto|all|NAME,...]\n"
             "                   [--batch 16] [--seq 64] [--steps 30] [--warmup 3]\n"
             "                   [--quant auto|fp32|ternary] [--seed 1]\n"
-            "  quant auto: ternary for the atome family, fp32 for the baselines.\n");
+            "       bench_train --matmul 1 [--kernels ...] [--batch 16] [--seq 64]\n"
+            "  quant auto: ternary for the atome family, fp32 for the baselines.\n"
+            "  --matmul 1: GFLOP/s of the matmul kernels alone on the trainers' shapes.\n");
 }
 
 static int run_one(const char *cfgname, const char *kname, int B, int seq, int steps, int warmup,
@@ -141,6 +143,66 @@ static int run_one(const char *cfgname, const char *kname, int B, int seq, int s
     return 0;
 }
 
+/* GFLOP/s of forward, dinp-only and dw-only backward for the (IC, OC) shapes
+ * of atome-60k, vanilla-60k and atome-944k with N = B*(seq-1) rows. Each
+ * figure is the best of 40 timed batches of calls (thread CPU time). */
+static void bench_matmul(const char *const *klist, int nk, int N) {
+    static const int shapes[][2] = {
+        { 64, 64 }, { 64, 16 }, { 64, 3 }, { 64, 256 },    /* atome-60k */
+        { 44, 132 }, { 44, 44 }, { 44, 256 },              /* vanilla-60k */
+        { 256, 256 }, { 256, 64 },                         /* atome-944k */
+    };
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    printf("bench_train --matmul: N = %d rows, GFLOP/s (2*N*IC*OC flops per product), 1 thread\n", N);
+    printf("%-9s %-8s %9s %9s %9s\n", "IC,OC", "kernels", "forward", "dinp", "dw");
+    char json[8192];
+    size_t jl = (size_t)snprintf(json, sizeof json, "JSON: {\"bench\":\"matmul\",\"clock\":\"thread_cpu\",\"N\":%d,\"results\":[", N);
+    int first = 1;
+    atm_rng rng;
+    atm_rng_seed(&rng, 7);
+    for (int s = 0; s < ns; s++) {
+        int IC = shapes[s][0], OC = shapes[s][1];
+        size_t ni = (size_t)N * IC, nw = (size_t)OC * IC, no = (size_t)N * OC;
+        float *inp = malloc(ni * sizeof(float)), *w = malloc(nw * sizeof(float));
+        float *out = malloc(no * sizeof(float)), *dout = malloc(no * sizeof(float));
+        float *dinp = calloc(ni, sizeof(float)), *dw = calloc(nw, sizeof(float));
+        if (!inp || !w || !out || !dout || !dinp || !dw) { fprintf(stderr, "bench_train: out of memory\n"); exit(1); }
+        for (size_t i = 0; i < ni; i++) inp[i] = (float)(atm_rng_u32(&rng) >> 8) * 0x1p-24f - 0.5f;
+        for (size_t i = 0; i < nw; i++) w[i] = (float)(atm_rng_u32(&rng) >> 8) * 0x1p-24f - 0.5f;
+        for (size_t i = 0; i < no; i++) dout[i] = (float)(atm_rng_u32(&rng) >> 8) * 0x1p-24f - 0.5f;
+        double flop = 2.0 * N * IC * OC;
+        int it = (int)(2e6 / flop) + 1; /* ~2 MFLOP per timed batch */
+        for (int k = 0; k < nk; k++) {
+            if (atm_kernels_select(klist[k]) != 0) continue;
+            double best[3] = { 1e30, 1e30, 1e30 };
+            for (int rep = 0; rep < 40; rep++) {
+                double t = now_s();
+                for (int i = 0; i < it; i++) atm_matmul_forward(out, inp, w, N, IC, OC);
+                t = (now_s() - t) / it; if (t < best[0]) best[0] = t;
+                t = now_s();
+                for (int i = 0; i < it; i++) atm_matmul_backward(dinp, NULL, dout, inp, w, N, IC, OC);
+                t = (now_s() - t) / it; if (t < best[1]) best[1] = t;
+                t = now_s();
+                for (int i = 0; i < it; i++) atm_matmul_backward(NULL, dw, dout, inp, w, N, IC, OC);
+                t = (now_s() - t) / it; if (t < best[2]) best[2] = t;
+            }
+            char sh[24];
+            snprintf(sh, sizeof sh, "%d,%d", IC, OC);
+            printf("%-9s %-8s %9.1f %9.1f %9.1f\n", sh, atm_kernels_name(), 1e-9 * flop / best[0],
+                   1e-9 * flop / best[1], 1e-9 * flop / best[2]);
+            if (jl < sizeof json)
+                jl += (size_t)snprintf(json + jl, sizeof json - jl,
+                                       "%s{\"IC\":%d,\"OC\":%d,\"kernels\":\"%s\",\"fwd_gflops\":%.2f,"
+                                       "\"dinp_gflops\":%.2f,\"dw_gflops\":%.2f}",
+                                       first ? "" : ",", IC, OC, atm_kernels_name(), 1e-9 * flop / best[0],
+                                       1e-9 * flop / best[1], 1e-9 * flop / best[2]);
+            first = 0;
+        }
+        free(inp); free(w); free(out); free(dout); free(dinp); free(dw);
+    }
+    printf("%s]}\n", json);
+}
+
 /* Splits a comma list in place into at most max items. */
 static int split(char *s, char **items, int max) {
     int n = 0;
@@ -151,7 +213,7 @@ static int split(char *s, char **items, int max) {
 int main(int argc, char **argv) {
     char cfgbuf[256] = "atome-60k,vanilla-60k", kbuf[256] = "ref,auto";
     const char *quant = "auto";
-    int B = 16, seq = 64, steps = 30, warmup = 3;
+    int B = 16, seq = 64, steps = 30, warmup = 3, matmul = 0;
     unsigned long seed = 1;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -165,6 +227,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--steps") == 0) steps = atoi(v);
         else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
         else if (strcmp(a, "--seed") == 0) seed = strtoul(v, NULL, 10);
+        else if (strcmp(a, "--matmul") == 0) matmul = atoi(v);
         else { usage(); return 1; }
     }
     if (B < 1 || seq < 2 || steps < 1 || warmup < 0 ||
@@ -195,6 +258,10 @@ int main(int argc, char **argv) {
         if (!dup) klist[nkk++] = k;
     }
 
+    if (matmul) {
+        bench_matmul(klist, nkk, B * (seq - 1));
+        return 0;
+    }
     result res[16 * 16];
     int nres = 0;
     int T = seq - 1;
