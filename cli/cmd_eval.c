@@ -128,7 +128,11 @@ int cmd_generate(int argc, char **argv) {
 
     atm_ckpt ck;
     if ((rc = load_model("generate", model, &ck))) { free(pbytes); return rc; }
-    if (!cli_seen(opts, n, "window")) window = ck.opt.seq;
+    if (!cli_seen(opts, n, "window")) {
+        window = ck.opt.seq;
+        /* A vanilla model trained at seq = max_seq+1 saw max_seq positions. */
+        if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) window = ck.cfg.max_seq;
+    }
     if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) {
         int ms = (int)ck.cfg.max_seq;
         free(pbytes);
