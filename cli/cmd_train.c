@@ -78,6 +78,82 @@ static void log_eval(FILE *lg, int64_t step, const atm_eval_result *r) {
     fflush(lg);
 }
 
+/* --resume: reads the checkpoint into *resume, takes config, options and data
+ * description from it, and checks that repeated flags agree (see the top of
+ * this file). CLI_OK, or the error already printed. */
+static int setup_resume(train_args *a, cli_opt *opts, int n, cli_shape *shape, int any_shape,
+                        atm_ckpt *resume, atm_config *cfg, atm_train_opts *o, atm_ckpt *meta) {
+    char why[1200];
+    int rc;
+#define SEEN(nm) cli_seen(opts, n, nm)
+    if (!*a->resume) return cli_err(CLI_USAGE, "train: --resume needs a file name");
+    if (atm_ckpt_read(a->resume, resume, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
+    if (!resume->has_opt || !resume->has_state) {
+        atm_ckpt_free(resume);
+        return cli_err(CLI_RUNTIME, "train: checkpoint '%s' has no training state to resume", a->resume);
+    }
+    *cfg = resume->cfg;
+    *o = resume->opt;
+    rc = CLI_OK;
+    if (a->config || any_shape) {
+        atm_config want;
+        const char *nm = a->config ? a->config : resume->name;
+        if ((rc = cli_build_config("train", nm, shape, opts, n, &want))) goto fail;
+        if (memcmp(&want, cfg, sizeof want) != 0) {
+            rc = cli_err(CLI_USAGE, "train: --config %s (with its shape flags) differs from the checkpoint's model", nm);
+            goto fail;
+        }
+    }
+    if (a->quant) {
+        int q = cli_quant_from_name(a->quant);
+        if (q != o->quant) { rc = cli_err(CLI_USAGE, "train: --quant %s differs from the checkpoint's %s", a->quant, cli_quant_name(o->quant)); goto fail; }
+    }
+    if ((rc = same_i("batch", SEEN("batch"), a->batch, o->batch)) || (rc = same_i("seq", SEEN("seq"), a->seq, o->seq)) ||
+        (rc = same_f("lr", SEEN("lr"), a->lr, o->lr)) || (rc = same_i("seed", SEEN("seed"), a->seed, o->seed)) ||
+        (rc = same_i("warmup", SEEN("warmup"), a->warmup, o->warmup)) || (rc = same_i("cosine", SEEN("cosine"), 1, o->cosine)) ||
+        (rc = same_f("lr-min", SEEN("lr-min"), a->lr_min, o->lr_min)) || (rc = same_f("clip", SEEN("clip"), a->clip, o->clip)) ||
+        (rc = same_f("wd", SEEN("wd"), a->wd, o->wd)) || (rc = same_f("beta1", SEEN("beta1"), a->beta1, o->beta1)) ||
+        (rc = same_f("beta2", SEEN("beta2"), a->beta2, o->beta2)) || (rc = same_f("eps", SEEN("eps"), a->eps, o->eps)) ||
+        (rc = same_f("fp-fraction", SEEN("fp-fraction"), a->fp_fraction, o->fp_fraction)) ||
+        (rc = same_f("lr2", SEEN("lr2"), a->lr2, o->lr2)))
+        goto fail;
+    if (resume->has_data) {
+        if ((rc = same_i("max-bytes", SEEN("max-bytes"), a->max_bytes, (long long)resume->max_bytes))) goto fail;
+        if (SEEN("split") && (resume->valid_path[0] || a->split != resume->split)) {
+            rc = cli_err(CLI_USAGE, "train: --split %g differs from the checkpoint's data split", a->split);
+            goto fail;
+        }
+        if (SEEN("valid") && strcmp(a->valid, resume->valid_path) != 0) {
+            rc = cli_err(CLI_USAGE, "train: --valid '%s' differs from the checkpoint's '%s'", a->valid, resume->valid_path);
+            goto fail;
+        }
+        meta->max_bytes = resume->max_bytes;
+        meta->split = resume->split;
+        snprintf(meta->valid_path, sizeof meta->valid_path, "%s", resume->valid_path);
+        snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data ? a->data : resume->data_path);
+    } else {
+        if (!a->data) { rc = cli_err(CLI_USAGE, "train: the checkpoint names no data; --data is required"); goto fail; }
+        meta->max_bytes = (uint64_t)a->max_bytes;
+        meta->split = a->split;
+        snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data);
+        if (a->valid) snprintf(meta->valid_path, sizeof meta->valid_path, "%s", a->valid);
+    }
+    if (SEEN("steps")) o->steps = a->steps;
+    if (o->steps < resume->step) {
+        rc = cli_err(CLI_USAGE, "train: the checkpoint is at step %lld, beyond --steps %lld",
+                     (long long)resume->step, (long long)o->steps);
+        goto fail;
+    }
+    snprintf(meta->name, sizeof meta->name, "%s", resume->name);
+    meta->elapsed_s = resume->elapsed_s;
+    if (!a->out) a->out = a->resume;
+    return CLI_OK;
+fail:
+    atm_ckpt_free(resume);
+    return rc;
+#undef SEEN
+}
+
 int cmd_train(int argc, char **argv) {
     train_args a;
     memset(&a, 0, sizeof a);
@@ -137,72 +213,7 @@ int cmd_train(int argc, char **argv) {
     char why[1200];
 
     if (a.resume) {
-        if (!*a.resume) return cli_err(CLI_USAGE, "train: --resume needs a file name");
-        if (atm_ckpt_read(a.resume, &resume, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
-        if (!resume.has_opt || !resume.has_state) {
-            atm_ckpt_free(&resume);
-            return cli_err(CLI_RUNTIME, "train: checkpoint '%s' has no training state to resume", a.resume);
-        }
-        cfg = resume.cfg;
-        o = resume.opt;
-        rc = CLI_OK;
-        if (a.config || any_shape) {
-            atm_config want;
-            const char *nm = a.config ? a.config : resume.name;
-            if ((rc = cli_build_config("train", nm, &shape, opts, n, &want))) goto resume_fail;
-            if (memcmp(&want, &cfg, sizeof want) != 0) {
-                rc = cli_err(CLI_USAGE, "train: --config %s (with its shape flags) differs from the checkpoint's model", nm);
-                goto resume_fail;
-            }
-        }
-        if (a.quant) {
-            int q = cli_quant_from_name(a.quant);
-            if (q != o.quant) { rc = cli_err(CLI_USAGE, "train: --quant %s differs from the checkpoint's %s", a.quant, cli_quant_name(o.quant)); goto resume_fail; }
-        }
-        if ((rc = same_i("batch", SEEN("batch"), a.batch, o.batch)) || (rc = same_i("seq", SEEN("seq"), a.seq, o.seq)) ||
-            (rc = same_f("lr", SEEN("lr"), a.lr, o.lr)) || (rc = same_i("seed", SEEN("seed"), a.seed, o.seed)) ||
-            (rc = same_i("warmup", SEEN("warmup"), a.warmup, o.warmup)) || (rc = same_i("cosine", SEEN("cosine"), 1, o.cosine)) ||
-            (rc = same_f("lr-min", SEEN("lr-min"), a.lr_min, o.lr_min)) || (rc = same_f("clip", SEEN("clip"), a.clip, o.clip)) ||
-            (rc = same_f("wd", SEEN("wd"), a.wd, o.wd)) || (rc = same_f("beta1", SEEN("beta1"), a.beta1, o.beta1)) ||
-            (rc = same_f("beta2", SEEN("beta2"), a.beta2, o.beta2)) || (rc = same_f("eps", SEEN("eps"), a.eps, o.eps)) ||
-            (rc = same_f("fp-fraction", SEEN("fp-fraction"), a.fp_fraction, o.fp_fraction)) ||
-            (rc = same_f("lr2", SEEN("lr2"), a.lr2, o.lr2)))
-            goto resume_fail;
-        if (resume.has_data) {
-            if ((rc = same_i("max-bytes", SEEN("max-bytes"), a.max_bytes, (long long)resume.max_bytes))) goto resume_fail;
-            if (SEEN("split") && (resume.valid_path[0] || a.split != resume.split)) {
-                rc = cli_err(CLI_USAGE, "train: --split %g differs from the checkpoint's data split", a.split);
-                goto resume_fail;
-            }
-            if (SEEN("valid") && strcmp(a.valid, resume.valid_path) != 0) {
-                rc = cli_err(CLI_USAGE, "train: --valid '%s' differs from the checkpoint's '%s'", a.valid, resume.valid_path);
-                goto resume_fail;
-            }
-            meta.max_bytes = resume.max_bytes;
-            meta.split = resume.split;
-            snprintf(meta.valid_path, sizeof meta.valid_path, "%s", resume.valid_path);
-            snprintf(meta.data_path, sizeof meta.data_path, "%s", a.data ? a.data : resume.data_path);
-        } else {
-            if (!a.data) { rc = cli_err(CLI_USAGE, "train: the checkpoint names no data; --data is required"); goto resume_fail; }
-            meta.max_bytes = (uint64_t)a.max_bytes;
-            meta.split = a.split;
-            snprintf(meta.data_path, sizeof meta.data_path, "%s", a.data);
-            if (a.valid) snprintf(meta.valid_path, sizeof meta.valid_path, "%s", a.valid);
-        }
-        if (SEEN("steps")) o.steps = a.steps;
-        if (o.steps < resume.step) {
-            rc = cli_err(CLI_USAGE, "train: the checkpoint is at step %lld, beyond --steps %lld",
-                         (long long)resume.step, (long long)o.steps);
-            goto resume_fail;
-        }
-        snprintf(meta.name, sizeof meta.name, "%s", resume.name);
-        meta.elapsed_s = resume.elapsed_s;
-        if (!a.out) a.out = a.resume;
-        goto resumed;
-    resume_fail:
-        atm_ckpt_free(&resume);
-        return rc;
-    resumed:;
+        if ((rc = setup_resume(&a, opts, n, &shape, any_shape, &resume, &cfg, &o, &meta))) return rc;
     } else {
         if (!a.config) return cli_err(CLI_USAGE, "train: --config is required");
         if (!a.data) return cli_err(CLI_USAGE, "train: --data is required");
