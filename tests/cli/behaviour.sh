@@ -21,6 +21,18 @@ json_key() { head -n 1 "$1" | grep -o "\"$2\":[^,}]*" | head -n 1 | cut -d: -f2-
 # WGHT tag to the CRC), which excludes the informative elapsed time.
 weights() { local off; off=$(grep -obUaF WGHT "$1" | head -n 1 | cut -d: -f1); tail -c +$((off + 1)) "$1" | head -c -4; }
 
+# json_ok FILE: every line is one JSON object (checked by python3's parser
+# when python3 exists, else structurally: braces, no nan/inf tokens).
+json_ok() {
+    if command -v python3 > /dev/null; then
+        python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    assert isinstance(json.loads(l), dict)' "$1" 2> /dev/null
+    else
+        ! grep -Evq '^\{.*\}$' "$1" && ! grep -Eiq '(:|,)(nan|-?inf)' "$1"
+    fi
+}
+
 if [ ! -s "$DATA" ]; then echo "FAIL: shared corpus missing at $DATA (set ATOME_SHARED_DIR)"; exit 1; fi
 cd "$W" || exit 1
 
@@ -32,6 +44,7 @@ done
 
 # --- params ---
 "$ATOME" params --config atome-60k > p.json
+ok 'json_ok p.json' "params prints valid JSON"
 ok '[ "$(json_key p.json params)" = 60800 ]' "atome-60k has 60,800 params"
 ok '[ "$(json_key p.json quant_params)" = 59392 ] && [ "$(json_key p.json fp32_params)" = 1408 ]' "atome-60k quant/fp32 split"
 "$ATOME" params --config vanilla-60k > p.json
@@ -67,7 +80,8 @@ head -c 60000 "$DATA" > small.txt
 TR=(--config atome-tiny --quant ternary --data small.txt --steps 30 --batch 4 --seq 32 --lr 3e-3 --seed 1)
 "$ATOME" train "${TR[@]}" --out a.ckpt 2> a.err > a.json
 ok '[ $? -eq 0 ] || true; [ -s a.ckpt ] && [ -s a.json ]' "train writes a checkpoint and a summary"
-ok '[ "$(wc -l < a.json)" -eq 1 ]' "train prints one summary line"
+ok '[ "$(wc -l < a.json)" -eq 1 ] && json_ok a.json' "train prints one JSON summary line"
+ok 'json_ok a.ckpt.log.jsonl' "the log is JSON lines"
 for k in steps train_loss nats_per_byte bpb ppl bytes params seconds; do
     ok 'grep -q "\"$k\":" a.json' "train summary has key $k"
 done
@@ -80,6 +94,7 @@ ok '! ls | grep -q "tmp-"' "no temporary files left"
 
 # eval agrees with the training summary on the same held-out split
 "$ATOME" eval --model a.ckpt --data small.txt --split 0.9 > ev.json
+ok 'json_ok ev.json && [ "$(wc -l < ev.json)" -eq 1 ]' "eval prints one JSON line"
 for k in nats_per_byte bpb ppl bytes; do ok 'grep -q "\"$k\":" ev.json' "eval has key $k"; done
 ok '[ "$(json_key ev.json nats_per_byte)" = "$(json_key a.json nats_per_byte)" ]' "eval --split 0.9 = the training summary"
 "$ATOME" eval --model a.ckpt --data small.txt > all.json
