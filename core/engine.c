@@ -1,0 +1,443 @@
+/* core/engine.c — integer inference of the atome family, one byte per step.
+ * Contract in engine.h; formats, rounding and the derivation of every shift
+ * in docs/fixed-point.md. Freestanding: integers only, no library calls
+ * (the compiler may emit its own helpers for 64-bit multiply/divide).
+ *
+ * Notation in comments: "Qn" = integer / 2^n. FX = residual fractional bits
+ * (header), FU = fractional bits of a LayerNorm output (aux of its gamma
+ * entry), FS = SSM state fractional bits (aux of SSM_A). A ternary tensor's
+ * scale is alpha = mant * 2^-exp; an int16 vector's element is v * 2^-exp. */
+#include "engine.h"
+#include "fixmath.h"
+
+/* ---- trit decoding -------------------------------------------------------
+ * Rows are decoded in chunks of up to CH trits into a small stack buffer and
+ * then dotted with int16 activations. ATOME01 bytes map through T2 (4 trits
+ * per byte), ATOME02 bytes through T5 (5 trits per byte); a chunk may start
+ * at any trit (rows are not byte aligned in general) so the buffer holds the
+ * whole first and last bytes: CH + 8 entries cover skip (<= 4) + CH + the
+ * tail of the last byte (<= 4). The tables hold 0 for codes that validation
+ * rejects (ATOME01 code 10, ATOME02 bytes 243..255). */
+#define CH 64
+#define C2(b) ((((b) & 3) == 1) ? 1 : ((((b) & 3) == 3) ? -1 : 0))
+#define T2ROW(b) { C2(b), C2((b) >> 2), C2((b) >> 4), C2((b) >> 6) }
+#define D5(b, p) ((b) < 243 ? (((b) / (p)) % 3) - 1 : 0)
+#define T5ROW(b) { D5(b, 1), D5(b, 3), D5(b, 9), D5(b, 27), D5(b, 81) }
+#define REP4(R, b) R(b), R((b) + 1), R((b) + 2), R((b) + 3)
+#define REP16(R, b) REP4(R, b), REP4(R, (b) + 4), REP4(R, (b) + 8), REP4(R, (b) + 12)
+#define REP64(R, b) REP16(R, b), REP16(R, (b) + 16), REP16(R, (b) + 32), REP16(R, (b) + 48)
+#define REP256(R) REP64(R, 0), REP64(R, 64), REP64(R, 128), REP64(R, 192)
+static const int8_t T2[256][4] = { REP256(T2ROW) };
+static const int8_t T5[256][5] = { REP256(T5ROW) };
+
+/* Trits [first, first + n) (n <= CH) of a payload; returns a pointer into
+ * buf[CH + 8] where they start. */
+static const int8_t *decode(const uint8_t *p, int enc, uint32_t first, int n, int8_t *buf) {
+    int skip, nbytes;
+    if (enc == ATM_ENC_ATOME01) {
+        const uint8_t *b = p + (first >> 2);
+        skip = (int)(first & 3u);
+        nbytes = (skip + n + 3) >> 2;
+        for (int i = 0; i < nbytes; i++) {
+            const int8_t *t = T2[b[i]];
+            int8_t *o = buf + 4 * i;
+            o[0] = t[0]; o[1] = t[1]; o[2] = t[2]; o[3] = t[3];
+        }
+    } else {
+        uint32_t j = first / 5u;
+        const uint8_t *b = p + j;
+        skip = (int)(first - 5u * j);
+        nbytes = (skip + n + 4) / 5;
+        for (int i = 0; i < nbytes; i++) {
+            const int8_t *t = T5[b[i]];
+            int8_t *o = buf + 5 * i;
+            o[0] = t[0]; o[1] = t[1]; o[2] = t[2]; o[3] = t[3]; o[4] = t[4];
+        }
+    }
+    return buf + skip;
+}
+
+/* sum t[i] * x[i]; |sum| <= n * 32767 < 2^31 for n <= 2^16 */
+static int32_t dot_full(const int8_t *t, const int16_t *x) {
+    int32_t acc = 0;
+    for (int i = 0; i < CH; i++) acc += t[i] * x[i];
+    return acc;
+}
+static int32_t dot_n(const int8_t *t, const int16_t *x, int n) {
+    int32_t acc = 0;
+    for (int i = 0; i < n; i++) acc += t[i] * x[i];
+    return acc;
+}
+
+/* out[r] = sum_c T[row0 + r][c] * x[c] for r < rows (T is ? x cols). */
+static void matvec(const atm_tensor_view *T, int enc, uint32_t row0, uint32_t rows,
+                   uint32_t cols, const int16_t *x, int32_t *out) {
+    int8_t buf[CH + 8];
+    for (uint32_t r = 0; r < rows; r++) {
+        uint32_t first = (row0 + r) * cols;
+        int32_t acc = 0;
+        for (uint32_t c = 0; c < cols; c += CH) {
+            int n = cols - c < CH ? (int)(cols - c) : CH;
+            const int8_t *t = decode(T->data, enc, first + c, n, buf);
+            acc += n == CH ? dot_full(t, x + c) : dot_n(t, x + c, n);
+        }
+        out[r] = acc;
+    }
+}
+
+/* ---- small helpers ---- */
+
+static const int32_t X_LIM = (1 << 30) - 1;   /* residual / state clamp: differences fit int32 */
+
+static int16_t rd16(const atm_tensor_view *t, uint32_t i) { return atm_rd_i16le(t->data + 2 * i); }
+
+static void tensor(const atm_model *m, int kind, int layer, atm_tensor_view *t) {
+    (void)atm_model_tensor(m, kind, layer, t);   /* present: the caller checked pathways */
+}
+
+/* floor(a / b + 1/2) for b >= 1 */
+static int64_t div_round(int64_t a, int64_t b) {
+    int64_t q = (a + b / 2) / b, r = (a + b / 2) - q * b;
+    return r < 0 ? q - 1 : q;
+}
+
+/* ---- LayerNorm ------------------------------------------------------------
+ * u = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance, eps 1e-5
+ * as the trainer. x is centred, scaled by 2^-k so that max |y| is 2^14..2^15
+ * (k may be negative), var = sum y^2 / d (64-bit), eps is converted to the
+ * units of y, 1/sqrt comes from atm_rsqrt64, and each output is
+ * y * (r >> 15) * g rescaled to Q(FU) plus beta rescaled to Q(FU). */
+#define EPS_Q32 42950   /* round(1e-5 * 2^32) */
+
+static void layernorm(const int32_t *x, int d, int fx, const atm_tensor_view *G,
+                      const atm_tensor_view *B, int16_t *u) {
+    const int fu = G->aux;
+    int64_t sum = 0;
+    for (int i = 0; i < d; i++) sum += x[i];
+    const int32_t mean = (int32_t)div_round(sum, d);
+    uint32_t maxabs = 0;
+    for (int i = 0; i < d; i++) {
+        uint32_t a = atm_abs32(x[i] - mean);
+        if (a > maxabs) maxabs = a;
+    }
+    if (maxabs == 0) {
+        for (int i = 0; i < d; i++) u[i] = atm_sat16(atm_rnd64(rd16(B, (uint32_t)i), B->exp - fu));
+        return;
+    }
+    const int k = atm_bitlen32(maxabs) - 15;
+    uint64_t vs = 0;
+    for (int i = 0; i < d; i++) {
+        int64_t y = atm_rnd64((int64_t)x[i] - mean, k);     /* |y| <= 2^15 */
+        vs += (uint64_t)(y * y);
+    }
+    uint64_t var = (vs + (uint64_t)d / 2) / (uint64_t)d;
+    /* eps in units of y^2: 1e-5 * 2^(2 (fx - k)) = EPS_Q32 * 2^(2 (fx - k) - 32) */
+    const int e2 = 2 * (fx - k) - 32;
+    uint64_t eps = e2 >= 0 ? (uint64_t)EPS_Q32 << (e2 > 46 ? 46 : e2) : (uint64_t)atm_rnd64(EPS_Q32, -e2);
+    int sh;
+    const uint32_t r = atm_rsqrt64(var + eps, &sh);
+    const int32_t r15 = (int32_t)(r >> 15);                 /* [2^14, 2^15] */
+    const int s1 = sh + G->exp - fu - 15;
+    const int s2 = B->exp - fu;
+    for (int i = 0; i < d; i++) {
+        int64_t y = atm_rnd64((int64_t)x[i] - mean, k);
+        int32_t gr = r15 * rd16(G, (uint32_t)i);              /* |gr| <= 2^30 */
+        u[i] = atm_sat16(atm_rnd64(y * gr, s1) + atm_rnd64(rd16(B, (uint32_t)i), s2));
+    }
+}
+
+/* x[i] += round(acc * mul * 2^-s) with the residual clamp */
+static int32_t add_x(int32_t x, int64_t acc, int64_t mul, int s) {
+    return atm_clamp32((int64_t)x + atm_rnd64(acc * mul, s), X_LIM);
+}
+
+/* ---- arena ---- */
+
+static uint32_t max3(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+typedef struct {
+    size_t x, ssm, wide, sel_s, sel_i, rw, u, q, kc, vc, kexp, vexp, ring, ringexp, total;
+} arena_plan;
+
+static size_t round4(size_t n) { return (n + 3u) & ~(size_t)3u; }
+
+static void plan(const atm_model *m, uint32_t W, arena_plan *p) {
+    const atm_mconfig *c = &m->cfg;
+    const size_t d = (size_t)c->d_model, L = (size_t)c->n_layers;
+    const int at = (c->pathways & ATM_PW_ATTN) != 0, sm = (c->pathways & ATM_PW_SSM) != 0;
+    const size_t dh = at ? (size_t)c->d_head : 0, tk = at ? (size_t)c->top_k : 0, w = at ? W : 0;
+    const size_t kh = (c->pathways & ATM_PW_CONV) ? (size_t)c->kernel - 1 : 0;
+    size_t o = 0;
+    p->x = o; o += 4 * d;
+    p->ssm = o; o += sm ? 4 * L * d : 0;
+    p->wide = o; o += 4 * (size_t)max3((uint32_t)c->vocab, (uint32_t)d, (uint32_t)dh);
+    p->sel_s = o; o += 4 * tk;
+    p->sel_i = o; o += 4 * tk;
+    p->rw = o; o += 16;
+    p->u = o; o += 2 * d;
+    p->q = o; o = round4(o + 2 * dh);
+    p->kc = o; o += L * w * dh;
+    p->vc = o; o += L * w * d;
+    p->kexp = o; o += L * w;
+    p->vexp = o; o += L * w;
+    p->ring = o; o += L * kh * d;
+    p->ringexp = o; o += L * kh;
+    p->total = round4(o);
+}
+
+size_t atm_engine_arena_bytes(const atm_model *m, int window) {
+    if (!m) return 0;
+    if (window == 0) window = m->cfg.window;
+    if (window < 1 || window > ATM_MAX_WINDOW) return 0;
+    arena_plan p;
+    plan(m, (uint32_t)window, &p);
+    return p.total;
+}
+
+atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window, void *arena, size_t arena_len) {
+    if (!e || !m || !arena) return ATM_E_ARG;
+    if (window == 0) window = m->cfg.window;
+    if (window < 1 || window > ATM_MAX_WINDOW) return ATM_E_WINDOW;
+    arena_plan p;
+    plan(m, (uint32_t)window, &p);
+    if (arena_len < p.total || ((uintptr_t)arena & 3u) != 0) return ATM_E_ARENA;
+    uint8_t *b = (uint8_t *)arena;
+    e->m = m;
+    e->window = window;
+    e->x = (int32_t *)(void *)(b + p.x);
+    e->ssm = (int32_t *)(void *)(b + p.ssm);
+    e->wide = (int32_t *)(void *)(b + p.wide);
+    e->sel_s = (int32_t *)(void *)(b + p.sel_s);
+    e->sel_i = (int32_t *)(void *)(b + p.sel_i);
+    e->rw = (int32_t *)(void *)(b + p.rw);
+    e->u = (int16_t *)(void *)(b + p.u);
+    e->q = (int16_t *)(void *)(b + p.q);
+    e->kc = (int8_t *)(b + p.kc);
+    e->vc = (int8_t *)(b + p.vc);
+    e->kexp = b + p.kexp;
+    e->vexp = b + p.vexp;
+    e->ring = (int8_t *)(b + p.ring);
+    e->ringexp = b + p.ringexp;
+    for (size_t i = 0; i < p.total; i++) b[i] = 0;
+    atm_engine_reset(e);
+    return ATM_OK;
+}
+
+void atm_engine_reset(atm_engine *e) {
+    if (!e || !e->m) return;
+    const atm_mconfig *c = &e->m->cfg;
+    if (c->pathways & ATM_PW_SSM)
+        for (int32_t i = 0; i < c->n_layers * c->d_model; i++) e->ssm[i] = 0;
+    e->kv_next = e->kv_count = 0;
+    e->ring_next = e->ring_count = 0;
+    e->pos_lo = e->pos_hi = 0;
+}
+
+/* ---- pathways ---- */
+
+/* conv: acc[c] = sum_j trit[c][j] * u_{t-j}[c] in Q(FU) (ring rows are
+ * int8 << exponent), x += r * alpha * acc; then u_t enters the ring. */
+static void conv_path(atm_engine *e, int l, int32_t r, int fu) {
+    const atm_model *m = e->m;
+    const int d = m->cfg.d_model, K = m->cfg.kernel, kh = K - 1;
+    atm_tensor_view C;
+    tensor(m, ATM_T_CONV, l, &C);
+    int8_t buf[CH + 8];
+    int8_t *ring = e->ring + (size_t)l * (size_t)kh * (size_t)d;
+    uint8_t *rexp = e->ringexp + (size_t)l * (size_t)kh;
+    const int s = C.exp + fu + 15 - m->cfg.fx;
+    const int64_t mul = (int64_t)r * (int64_t)C.mant;
+    const int taps = 1 + ((int)e->ring_count < kh ? (int)e->ring_count : kh);
+    for (int c = 0; c < d; c++) {
+        const int8_t *t = decode(C.data, m->encoding, (uint32_t)c * (uint32_t)K, K < CH ? K : CH, buf);
+        int32_t acc = t[0] * e->u[c];
+        int slot = (int)e->ring_next;
+        for (int j = 1; j < taps; j++) {
+            slot = slot == 0 ? kh - 1 : slot - 1;
+            int32_t v = ring[(size_t)slot * (size_t)d + (size_t)c] * (int32_t)(1u << rexp[slot]);
+            acc += t[j] * v;
+        }
+        e->x[c] = add_x(e->x[c], acc, mul, s);
+    }
+    if (kh > 0) {
+        uint32_t mx = 0;
+        for (int c = 0; c < d; c++) { uint32_t a = atm_abs32(e->u[c]); if (a > mx) mx = a; }
+        const int sh = atm_fit_shift(mx, 127);
+        int8_t *row = ring + (size_t)e->ring_next * (size_t)d;
+        for (int c = 0; c < d; c++) row[c] = (int8_t)atm_clamp32(atm_rnd64(e->u[c], sh), 127);
+        rexp[e->ring_next] = (uint8_t)sh;
+    }
+}
+
+/* ssm: s = a * s + (b c) * u in Q(FS); x += r * s. */
+static void ssm_path(atm_engine *e, int l, int32_t r, int fu) {
+    const atm_model *m = e->m;
+    const int d = m->cfg.d_model;
+    atm_tensor_view A, BC;
+    tensor(m, ATM_T_SSM_A, l, &A);
+    tensor(m, ATM_T_SSM_BC, l, &BC);
+    const int fs = A.aux;
+    const int sb = BC.exp + fu - fs, sx = 15 + fs - m->cfg.fx;
+    int32_t *s = e->ssm + (size_t)l * (size_t)d;
+    for (int c = 0; c < d; c++) {
+        int64_t v = atm_rnd64((int64_t)rd16(&A, (uint32_t)c) * s[c], 15)
+                  + atm_rnd64((int64_t)rd16(&BC, (uint32_t)c) * e->u[c], sb);
+        s[c] = atm_clamp32(v, X_LIM);
+        e->x[c] = add_x(e->x[c], s[c], r, sx);
+    }
+}
+
+/* int8 row with exponent: dst[i] = round(src[i] / 2^sh), sh the smallest
+ * shift that fits every value in [-127, 127]. */
+static uint8_t quant_row(const int32_t *src, int n, int8_t *dst) {
+    uint32_t mx = 0;
+    for (int i = 0; i < n; i++) { uint32_t a = atm_abs32(src[i]); if (a > mx) mx = a; }
+    const int sh = atm_fit_shift(mx, 127);
+    for (int i = 0; i < n; i++) dst[i] = (int8_t)atm_clamp32(atm_rnd64(src[i], sh), 127);
+    return (uint8_t)sh;
+}
+
+/* attention: k, v of the current position enter cache slot `slot`; scores
+ * q . k_j / sqrt(dh) over the n cached positions, oldest first, in Q16; the
+ * top_k highest are kept (a later position replaces the last kept one only
+ * if strictly greater, so ties keep the older); softmax in Q15; the kept
+ * value rows are mixed with the weights realigned to the largest exponent. */
+static void attn_path(atm_engine *e, int l, int32_t r, int fu, uint32_t slot, uint32_t n, uint32_t oldest) {
+    const atm_model *m = e->m;
+    const int d = m->cfg.d_model, dh = m->cfg.d_head, W = e->window;
+    const int tk = m->cfg.top_k;
+    atm_tensor_view Q, Kt, V;
+    tensor(m, ATM_T_WQ, l, &Q);
+    tensor(m, ATM_T_WK, l, &Kt);
+    tensor(m, ATM_T_WV, l, &V);
+    int32_t *wide = e->wide;
+    int8_t *kc = e->kc + (size_t)l * (size_t)W * (size_t)dh;
+    int8_t *vc = e->vc + (size_t)l * (size_t)W * (size_t)d;
+    uint8_t *kexp = e->kexp + (size_t)l * (size_t)W, *vexp = e->vexp + (size_t)l * (size_t)W;
+
+    /* q: int16 with the smallest exponent that fits */
+    matvec(&Q, m->encoding, 0, (uint32_t)dh, (uint32_t)d, e->u, wide);
+    uint32_t mx = 0;
+    for (int i = 0; i < dh; i++) { uint32_t a = atm_abs32(wide[i]); if (a > mx) mx = a; }
+    const int qe = atm_fit_shift(mx, 32767);
+    for (int i = 0; i < dh; i++) e->q[i] = atm_sat16(atm_rnd64(wide[i], qe));
+    matvec(&Kt, m->encoding, 0, (uint32_t)dh, (uint32_t)d, e->u, wide);
+    kexp[slot] = quant_row(wide, dh, kc + (size_t)slot * (size_t)dh);
+    matvec(&V, m->encoding, 0, (uint32_t)d, (uint32_t)d, e->u, wide);
+    vexp[slot] = quant_row(wide, d, vc + (size_t)slot * (size_t)d);
+
+    /* score scale: alpha_q alpha_k / sqrt(dh) * 2^(16 - 2 FU)
+     *   = ms * 2^(32 - Q.exp - K.exp - rsh) * 2^(16 - 2 FU), ms <= 2^30 */
+    int rsh;
+    const uint32_t rs = atm_rsqrt64((uint64_t)dh, &rsh);
+    const uint64_t ms = ((((uint64_t)Q.mant * Kt.mant) >> 2) * (rs >> 14)) >> 16;
+    const int sbase = Q.exp + Kt.exp + rsh + 2 * fu - 48 - qe;
+    const int keff = (uint32_t)tk < n ? tk : (int)n;
+    int cnt = 0;
+    uint32_t j = oldest;
+    for (uint32_t i = 0; i < n; i++) {
+        const int8_t *kj = kc + (size_t)j * (size_t)dh;
+        int32_t dot = 0;
+        for (int t = 0; t < dh; t++) dot += e->q[t] * kj[t];
+        int32_t sc = atm_clamp32(atm_rnd64((int64_t)dot * (int64_t)ms, sbase - kexp[j]), X_LIM);
+        int pos;
+        if (cnt < keff) pos = cnt++;
+        else if (sc > e->sel_s[keff - 1]) pos = keff - 1;
+        else pos = -1;
+        if (pos >= 0) {
+            while (pos > 0 && e->sel_s[pos - 1] < sc) {
+                e->sel_s[pos] = e->sel_s[pos - 1];
+                e->sel_i[pos] = e->sel_i[pos - 1];
+                pos--;
+            }
+            e->sel_s[pos] = sc;
+            e->sel_i[pos] = (int32_t)j;
+        }
+        j = j + 1 == (uint32_t)W ? 0 : j + 1;
+    }
+    atm_softmax_q15(e->sel_s, keff, e->sel_s);       /* weights, Q15 */
+    int emax = 0;
+    for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];
+    for (int i = 0; i < keff; i++)
+        e->sel_s[i] = (int32_t)atm_rnd64(e->sel_s[i], emax - vexp[e->sel_i[i]]);
+    /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15 */
+    const int s = V.exp + fu + 30 - m->cfg.fx - emax;
+    const int64_t mul = (int64_t)r * (int64_t)V.mant;
+    for (int c = 0; c < d; c++) {
+        int32_t acc = 0;
+        for (int i = 0; i < keff; i++) acc += e->sel_s[i] * vc[(size_t)e->sel_i[i] * (size_t)d + (size_t)c];
+        e->x[c] = add_x(e->x[c], acc, mul, s);
+    }
+}
+
+/* ---- one step ---- */
+
+const int32_t *atm_engine_step(atm_engine *e, int byte) {
+    if (!e || !e->m) return 0;
+    const atm_model *m = e->m;
+    const atm_mconfig *c = &m->cfg;
+    const int d = c->d_model, V = c->vocab, pw = c->pathways, P = m->n_paths;
+    const int enc = m->encoding;
+    if (byte < 0 || byte >= V) byte = 0;
+    atm_tensor_view T, G, B;
+
+    /* embedding: x = trit * round(alpha_E * 2^FX) */
+    tensor(m, ATM_T_EMBED, 0, &T);
+    {
+        const int64_t me = atm_clamp32(atm_rnd64(T.mant, T.exp - c->fx), X_LIM);
+        int8_t buf[CH + 8];
+        for (int i = 0; i < d; i += CH) {
+            int nn = d - i < CH ? d - i : CH;
+            const int8_t *t = decode(T.data, enc, (uint32_t)byte * (uint32_t)d + (uint32_t)i, nn, buf);
+            for (int k = 0; k < nn; k++) e->x[i + k] = (int32_t)(t[k] * me);
+        }
+    }
+
+    const uint32_t W = (uint32_t)e->window;
+    const uint32_t slot = e->kv_next;
+    const uint32_t n = e->kv_count + 1 < W ? e->kv_count + 1 : W;
+    const uint32_t oldest = (slot + 1u + W - n) % W;
+
+    for (int l = 0; l < c->n_layers; l++) {
+        tensor(m, ATM_T_LN_G, l, &G);
+        tensor(m, ATM_T_LN_B, l, &B);
+        const int fu = G.aux;
+        layernorm(e->x, d, c->fx, &G, &B, e->u);
+        /* router: logits in Q16, weights in Q15 */
+        tensor(m, ATM_T_ROUTER, l, &T);
+        matvec(&T, enc, 0, (uint32_t)P, (uint32_t)d, e->u, e->rw);
+        for (int p = 0; p < P; p++)
+            e->rw[p] = atm_clamp32(atm_rnd64((int64_t)e->rw[p] * T.mant, T.exp + fu - 16), X_LIM);
+        atm_softmax_q15(e->rw, P, e->rw);
+        int np = 0;
+        if (pw & ATM_PW_CONV) conv_path(e, l, e->rw[np++], fu);
+        if (pw & ATM_PW_SSM) ssm_path(e, l, e->rw[np++], fu);
+        if (pw & ATM_PW_ATTN) attn_path(e, l, e->rw[np++], fu, slot, n, oldest);
+    }
+
+    /* final LayerNorm and unembedding: logits in Q16 */
+    tensor(m, ATM_T_LNF_G, 0, &G);
+    tensor(m, ATM_T_LNF_B, 0, &B);
+    layernorm(e->x, d, c->fx, &G, &B, e->u);
+    tensor(m, ATM_T_UNEMBED, 0, &T);
+    matvec(&T, enc, 0, (uint32_t)V, (uint32_t)d, e->u, e->wide);
+    const int fu = G.aux;
+    for (int v = 0; v < V; v++)
+        e->wide[v] = atm_clamp32(atm_rnd64((int64_t)e->wide[v] * T.mant, T.exp + fu - ATM_LOGIT_FRAC), X_LIM);
+
+    /* advance the windows */
+    if (pw & ATM_PW_ATTN) {
+        e->kv_next = slot + 1 == W ? 0 : slot + 1;
+        e->kv_count = n;
+    }
+    if ((pw & ATM_PW_CONV) && c->kernel > 1) {
+        const uint32_t kh = (uint32_t)c->kernel - 1;
+        e->ring_next = e->ring_next + 1 == kh ? 0 : e->ring_next + 1;
+        if (e->ring_count < kh) e->ring_count++;
+    }
+    if (++e->pos_lo == 0) e->pos_hi++;
+    return e->wide;
+}

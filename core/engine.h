@@ -1,0 +1,79 @@
+/* core/engine.h — the integer inference engine of the atome family
+ * (freestanding C99: no malloc, no stdio, no libm, no float arithmetic).
+ *
+ * Contract.
+ *  - Weights are read in place from an opened container (core/container.h),
+ *    byte by byte, so the model may live in flash/ROM at any address.
+ *  - All mutable state lives in a caller-provided arena whose size is asked
+ *    first: atm_engine_arena_bytes(model, window). The arena must be 4-byte
+ *    aligned; the engine never touches memory outside it and the blob.
+ *    The atm_engine struct itself (pointers and counters) is separate.
+ *  - Streaming: atm_engine_step() feeds one byte and returns the logits that
+ *    predict the next byte. Per layer the engine keeps the normalised inputs
+ *    of the last K-1 positions (conv ring), the SSM state (never reset) and
+ *    the keys/values of the last W positions, the current one included; when
+ *    the text outgrows W the oldest position is dropped (same rule as the
+ *    float gen_step of core/train/atome.c). Work per byte is constant for the
+ *    conv and the SSM and proportional to min(positions, W) for attention.
+ *  - Every operation is integer with documented rounding and saturation
+ *    (docs/fixed-point.md), so a given model, byte sequence and window give
+ *    the same logits bit for bit on every target.
+ *  - Logits are int32 in Q16 (ATM_LOGIT_FRAC): logit = value / 65536, clamped
+ *    to +-2^30. The returned pointer stays valid until the next step/reset.
+ *
+ * Arena layout (docs/fixed-point.md, "arena"), for d = d_model, L layers,
+ * W window, dh = d_head, K = kernel, V = vocab:
+ *   int32 x[d], ssm[L][d], wide[max(V, d, dh)] (logits; scratch during the
+ *   layers), sel_s[top_k], sel_i[top_k], router[4];
+ *   int16 u[d], q[dh];
+ *   int8  kc[L][W][dh], vc[L][W][d], ring[L][K-1][d];
+ *   uint8 kexp[L][W], vexp[L][W], ringexp[L][K-1]  (per-row exponents). */
+#ifndef ATOME_ENGINE_H
+#define ATOME_ENGINE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "container.h"
+
+#define ATM_LOGIT_FRAC 16
+
+typedef struct {
+    const atm_model *m;
+    int32_t  window;
+    int32_t *x;        /* [d] residual stream, Q(fx) */
+    int32_t *ssm;      /* [L][d] SSM state, Q(FS of the layer) */
+    int32_t *wide;     /* [max(V, d, dh)] logits (Q16) after a step; scratch inside it */
+    int32_t *sel_s;    /* [top_k] selected attention scores, Q16 */
+    int32_t *sel_i;    /* [top_k] their cache slots */
+    int32_t *rw;       /* [4] router logits, then weights (Q15) */
+    int16_t *u;        /* [d] LayerNorm output, Q(FU of that LN) */
+    int16_t *q;        /* [dh] query, scaled by 2^-qexp */
+    int8_t  *kc;       /* [L][W][dh] keys */
+    int8_t  *vc;       /* [L][W][d] values */
+    uint8_t *kexp;     /* [L][W] key row exponents */
+    uint8_t *vexp;     /* [L][W] value row exponents */
+    int8_t  *ring;     /* [L][K-1][d] past LayerNorm outputs */
+    uint8_t *ringexp;  /* [L][K-1] their row exponents */
+    uint32_t kv_next, kv_count;      /* next cache slot; cached positions (<= W) */
+    uint32_t ring_next, ring_count;  /* next ring slot; remembered positions (<= K-1) */
+    uint32_t pos_lo, pos_hi;         /* bytes fed since init/reset (64-bit counter) */
+} atm_engine;
+
+/* Arena bytes for a model and window (window 0 = the model's default);
+ * 0 if the window is outside 1..65535 or m is NULL. */
+size_t atm_engine_arena_bytes(const atm_model *m, int window);
+
+/* Lays the state out in arena[arena_len] and resets it. window 0 = model
+ * default. ATM_OK, ATM_E_ARG, ATM_E_WINDOW or ATM_E_ARENA. The model (and
+ * its blob) must outlive the engine. */
+atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window,
+                           void *arena, size_t arena_len);
+
+/* Forgets every position (fresh conv ring, SSM state, caches). */
+void atm_engine_reset(atm_engine *e);
+
+/* Feeds one byte (values outside 0..V-1 are fed as 0, as the float model
+ * does) and returns the V logits (Q16) predicting the next byte. NULL only
+ * if e is NULL or not initialised. */
+const int32_t *atm_engine_step(atm_engine *e, int byte);
+
+#endif

@@ -1,0 +1,469 @@
+/* core/train/export.c — float atome weights -> `.atome` container, calibration
+ * statistics, host-side evaluation of a container. Contract in export.h;
+ * formats in docs/format.md and docs/fixed-point.md. */
+#include "export.h"
+#include "layers.h"
+#include "atome_layers.h"
+#include "../engine.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
+
+/* ------------------------------------------------------------------------- */
+/* tensor lookup by name                                                      */
+
+static const float *find(const atm_layout *L, const float *w, const char *name, int layer,
+                         int rows, int cols) {
+    char nm[ATM_TENSOR_NAME];
+    if (layer >= 0) snprintf(nm, sizeof nm, "blocks.%d.%s", layer, name);
+    else snprintf(nm, sizeof nm, "%s", name);
+    int i = atm_layout_find(L, nm);
+    if (i < 0 || L->t[i].rows != rows || L->t[i].cols != cols) return NULL;
+    return w + L->t[i].off;
+}
+
+static int cfg_ok(const atm_config *c, char *err, size_t errlen) {
+    if (c->family != ATM_FAMILY_ATOME) FAIL("export: only the atome family can be packed");
+    if (c->vocab < 2 || c->vocab > ATM_MAX_VOCAB || c->d_model < 1 || c->d_model > ATM_MAX_D ||
+        c->n_layers < 1 || c->n_layers > ATM_MAX_LAYERS || c->pathways < 1 || c->pathways > 7)
+        FAIL("export: config outside the engine limits (vocab <= %d, d_model <= %d, layers <= %d)",
+             ATM_MAX_VOCAB, ATM_MAX_D, ATM_MAX_LAYERS);
+    if ((c->pathways & ATM_PATH_ATTN) && (c->d_head < 1 || c->d_head > ATM_MAX_DHEAD || c->top_k < 1 ||
+                                          c->top_k > ATM_MAX_TOPK))
+        FAIL("export: attention shape outside the engine limits (d_head <= %d, top_k <= %d)",
+             ATM_MAX_DHEAD, ATM_MAX_TOPK);
+    if ((c->pathways & ATM_PATH_CONV) && (c->kernel < 1 || c->kernel > ATM_MAX_KERNEL))
+        FAIL("export: conv kernel outside 1..%d", ATM_MAX_KERNEL);
+    return 0;
+fail:
+    return -1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* calibration: the float streaming forward of gen_step, with statistics      */
+
+static float amax(const float *v, int n, float m) {
+    for (int i = 0; i < n; i++) { float a = fabsf(v[i]); if (a > m) m = a; }
+    return m;
+}
+
+int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, size_t n,
+                      int window, atm_calib_stats *st, char *err, size_t errlen) {
+    float *weff = NULL, *mem = NULL;
+    const atm_config *c = &L->cfg;
+    if (cfg_ok(c, err, errlen)) return -1;
+    if (window < 1 || window > ATM_MAX_WINDOW) { if (err && errlen) snprintf(err, errlen, "calib: window must be 1..%d", ATM_MAX_WINDOW); return -1; }
+    memset(st, 0, sizeof *st);
+    st->n_layers = c->n_layers;
+    st->d_model = c->d_model;
+    const int C = c->d_model, V = c->vocab, Ln = c->n_layers, K = c->kernel, DH = c->d_head, TK = c->top_k;
+    const int pw = c->pathways, P = (pw & 1) + ((pw >> 1) & 1) + ((pw >> 2) & 1), W = window;
+    const int KH = (pw & ATM_PATH_CONV) ? K - 1 : 0;
+    weff = malloc(sizeof(float) * L->n_params);
+    size_t nf = (size_t)C * 6 + (size_t)V + (size_t)DH + 4 + (size_t)Ln * C * 3 + (size_t)Ln * KH * C +
+                (size_t)Ln * W * ((size_t)DH + C);
+    mem = calloc(nf, sizeof(float));
+    if (!weff || !mem) FAIL("calib: out of memory");
+    atm_quantize_layout(L, ATM_QUANT_TERNARY, w, weff);
+    float *x = mem, *u = x + C, *out = u + C, *q = out + C, *logits = q + DH, *r = logits + V;
+    float *ssm_a = r + 4, *ssm_s = ssm_a + (size_t)Ln * C, *bc = ssm_s + (size_t)Ln * C;
+    float *hist = bc + (size_t)Ln * C, *kc = hist + (size_t)Ln * KH * C, *vc = kc + (size_t)Ln * W * DH;
+    const float *E = find(L, weff, "embed", -1, V, C), *Gf = find(L, weff, "ln_f.g", -1, 1, C);
+    const float *Bf = find(L, weff, "ln_f.b", -1, 1, C), *U = find(L, weff, "unembed", -1, V, C);
+    if (!E || !Gf || !Bf || !U) FAIL("calib: layout is not an atome layout");
+    for (int l = 0; l < Ln; l++) if (pw & ATM_PATH_SSM) {
+        const float *a = find(L, weff, "ssm.a_raw", l, 1, C);
+        if (!a) FAIL("calib: missing ssm tensors");
+        for (int i = 0; i < C; i++) ssm_a[(size_t)l * C + i] = tanhf(a[i]);
+    }
+    float sel_s[ATM_MAX_TOPK];
+    int32_t sel_i[ATM_MAX_TOPK];
+    for (size_t pos = 0; pos < n; pos++) {
+        int tok = text[pos] < V ? text[pos] : 0;
+        memcpy(x, E + (size_t)tok * C, sizeof(float) * (size_t)C);
+        for (int l = 0; l < Ln; l++) {
+            st->x_max[l] = amax(x, C, st->x_max[l]);
+            const float *G = find(L, weff, "ln.g", l, 1, C), *B = find(L, weff, "ln.b", l, 1, C);
+            const float *R = find(L, weff, "router", l, P, C);
+            if (!G || !B || !R) FAIL("calib: missing block tensors");
+            atm_layernorm_forward(u, NULL, NULL, x, G, B, 1, C);
+            st->u_max[l] = amax(u, C, st->u_max[l]);
+            atm_matmul_forward(r, u, R, 1, C, P);
+            atm_softmax(r, P);
+            int np = 0;
+            float delta[ATM_MAX_D];
+            for (int i = 0; i < C; i++) delta[i] = 0.0f;
+            if (pw & ATM_PATH_CONV) {
+                const float *cw = find(L, weff, "conv", l, C, K);
+                float *h = hist + (size_t)l * KH * C;
+                for (int i = 0; i < C; i++) out[i] = 0.0f;
+                int jmax = (size_t)KH < pos ? KH : (int)pos;
+                for (int j = 0; j <= jmax; j++) {
+                    const float *src = j == 0 ? u : h + ((pos - (size_t)j) % (size_t)KH) * C;
+                    for (int i = 0; i < C; i++) out[i] += cw[(size_t)i * K + j] * src[i];
+                }
+                if (KH > 0) memcpy(h + (pos % (size_t)KH) * C, u, sizeof(float) * (size_t)C);
+                for (int i = 0; i < C; i++) delta[i] += r[np] * out[i];
+                np++;
+            }
+            if (pw & ATM_PATH_SSM) {
+                const float *b = find(L, weff, "ssm.b", l, 1, C), *co = find(L, weff, "ssm.c", l, 1, C);
+                float *s = ssm_s + (size_t)l * C;
+                const float *a = ssm_a + (size_t)l * C;
+                for (int i = 0; i < C; i++) {
+                    s[i] = a[i] * s[i] + b[i] * u[i];
+                    out[i] = co[i] * s[i];
+                    float f = fabsf(out[i]);
+                    if (f > st->s_max[l]) st->s_max[l] = f;
+                    delta[i] += r[np] * out[i];
+                }
+                np++;
+            }
+            if (pw & ATM_PATH_ATTN) {
+                const float *wq = find(L, weff, "attn.wq", l, DH, C), *wk = find(L, weff, "attn.wk", l, DH, C);
+                const float *wv = find(L, weff, "attn.wv", l, C, C);
+                float *k = kc + (size_t)l * W * DH, *v = vc + (size_t)l * W * C;
+                size_t slot = pos % (size_t)W;
+                atm_matmul_forward(q, u, wq, 1, C, DH);
+                atm_matmul_forward(k + slot * DH, u, wk, 1, C, DH);
+                atm_matmul_forward(v + slot * C, u, wv, 1, C, C);
+                st->q_max[l] = amax(q, DH, st->q_max[l]);
+                st->k_max[l] = amax(k + slot * DH, DH, st->k_max[l]);
+                st->v_max[l] = amax(v + slot * C, C, st->v_max[l]);
+                const float scale = 1.0f / sqrtf((float)DH);
+                size_t cnt_pos = pos + 1 < (size_t)W ? pos + 1 : (size_t)W, first = pos + 1 - cnt_pos;
+                int keff = (size_t)TK < cnt_pos ? TK : (int)cnt_pos, cnt = 0;
+                for (size_t pp = first; pp <= pos; pp++) {
+                    const float *kj = k + (pp % (size_t)W) * DH;
+                    float dot = 0.0f;
+                    for (int e = 0; e < DH; e++) dot += q[e] * kj[e];
+                    atm_atome_topk_insert(sel_s, sel_i, &cnt, keff, dot * scale, (int32_t)(pp % (size_t)W));
+                }
+                atm_softmax(sel_s, keff);
+                for (int i = 0; i < C; i++) out[i] = 0.0f;
+                for (int s = 0; s < keff; s++)
+                    for (int i = 0; i < C; i++) out[i] += sel_s[s] * v[(size_t)sel_i[s] * C + i];
+                for (int i = 0; i < C; i++) delta[i] += r[np] * out[i];
+                np++;
+            }
+            for (int i = 0; i < C; i++) x[i] += delta[i];
+        }
+        st->x_max[Ln] = amax(x, C, st->x_max[Ln]);
+        atm_layernorm_forward(u, NULL, NULL, x, Gf, Bf, 1, C);
+        st->u_max[Ln] = amax(u, C, st->u_max[Ln]);
+        atm_matmul_forward(logits, u, U, 1, C, V);
+        st->logit_max = amax(logits, V, st->logit_max);
+        st->positions++;
+    }
+    free(weff); free(mem);
+    return 0;
+fail:
+    free(weff); free(mem);
+    return -1;
+}
+
+/* ---- stats serialisation ---- */
+
+static const char CAL_MAGIC[8] = { 'A', 'T', 'M', 'C', 'A', 'L', '0', '1' };
+
+size_t atm_calib_bytes(int n_layers) { return 32 + 4 * (6 * (size_t)n_layers + 3); }
+
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static uint32_t get32(const uint8_t *p) { return p[0] | (p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24); }
+static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bitsf(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+size_t atm_calib_serialize(const atm_calib_stats *st, uint8_t *out, size_t cap) {
+    const int Ln = st->n_layers;
+    if (Ln < 1 || Ln > ATM_CALIB_MAX_LAYERS) return 0;
+    size_t n = atm_calib_bytes(Ln);
+    if (!out || cap < n) return 0;
+    memcpy(out, CAL_MAGIC, 8);
+    put32(out + 8, ATM_CALIB_VERSION);
+    put32(out + 12, (uint32_t)Ln);
+    put32(out + 16, (uint32_t)st->d_model);
+    put32(out + 20, 0);
+    put32(out + 24, (uint32_t)st->positions);
+    put32(out + 28, (uint32_t)(st->positions >> 32));
+    uint8_t *p = out + 32;
+    for (int i = 0; i <= Ln; i++, p += 4) put32(p, fbits(st->x_max[i]));
+    for (int i = 0; i <= Ln; i++, p += 4) put32(p, fbits(st->u_max[i]));
+    const float *arr[4] = { st->s_max, st->q_max, st->k_max, st->v_max };
+    for (int a = 0; a < 4; a++) for (int i = 0; i < Ln; i++, p += 4) put32(p, fbits(arr[a][i]));
+    put32(p, fbits(st->logit_max));
+    return n;
+}
+
+int atm_calib_parse(const uint8_t *b, size_t len, atm_calib_stats *st, char *err, size_t errlen) {
+    if (!b || len < 32 || memcmp(b, CAL_MAGIC, 8) != 0) FAIL("calibration stats: bad magic or too short");
+    if (get32(b + 8) != ATM_CALIB_VERSION) FAIL("calibration stats: unsupported version %u", (unsigned)get32(b + 8));
+    uint32_t Ln = get32(b + 12);
+    if (Ln < 1 || Ln > ATM_CALIB_MAX_LAYERS) FAIL("calibration stats: bad layer count %u", (unsigned)Ln);
+    if (len != atm_calib_bytes((int)Ln)) FAIL("calibration stats: size %zu, expected %zu", len, atm_calib_bytes((int)Ln));
+    if (get32(b + 20) != 0) FAIL("calibration stats: reserved field not zero");
+    memset(st, 0, sizeof *st);
+    st->n_layers = (int32_t)Ln;
+    st->d_model = (int32_t)get32(b + 16);
+    st->positions = get32(b + 24) | ((uint64_t)get32(b + 28) << 32);
+    const uint8_t *p = b + 32;
+    float *arr[6] = { st->x_max, st->u_max, st->s_max, st->q_max, st->k_max, st->v_max };
+    for (int a = 0; a < 6; a++) {
+        uint32_t cnt = a < 2 ? Ln + 1 : Ln;
+        for (uint32_t i = 0; i < cnt; i++, p += 4) arr[a][i] = bitsf(get32(p));
+    }
+    st->logit_max = bitsf(get32(p));
+    for (int a = 0; a < 6; a++)
+        for (uint32_t i = 0; i < (a < 2 ? Ln + 1 : Ln); i++)
+            if (!(arr[a][i] >= 0.0f) || !isfinite(arr[a][i])) FAIL("calibration stats: invalid value");
+    if (!(st->logit_max >= 0.0f) || !isfinite(st->logit_max)) FAIL("calibration stats: invalid value");
+    return 0;
+fail:
+    return -1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* export                                                                     */
+
+/* alpha = mant * 2^-exp with 2^15 <= mant < 2^16 (round to nearest) */
+static int alpha_fixed(float alpha, uint32_t *mant, int32_t *exp) {
+    int e2;
+    double f = frexp((double)alpha, &e2);        /* alpha = f 2^e2, f in [0.5, 1) */
+    double mm = nearbyint(f * 65536.0);
+    if (mm >= 65536.0) { mm = 32768.0; e2 += 1; }
+    int ex = 16 - e2;
+    if (!(alpha > 0.0f) || ex < 0 || ex > ATM_MAX_EXP) return -1;
+    *mant = (uint32_t)mm;
+    *exp = ex;
+    return 0;
+}
+
+/* int16 vector with the largest exponent e <= ATM_MAX_EXP such that every
+ * rounded value fits [-32767, 32767]; -1 if even e = 0 does not fit. */
+static int vec_fixed(const double *v, int n, int16_t *out, int32_t *exp) {
+    double m = 0.0;
+    for (int i = 0; i < n; i++) { if (!isfinite(v[i])) return -1; if (fabs(v[i]) > m) m = fabs(v[i]); }
+    int e = ATM_MAX_EXP;
+    while (e >= 0 && nearbyint(ldexp(m, e)) > 32767.0) e--;
+    if (e < 0) return -1;
+    for (int i = 0; i < n; i++) out[i] = (int16_t)nearbyint(ldexp(v[i], e));
+    *exp = e;
+    return 0;
+}
+
+/* Largest f <= fmax with bound * 2^f <= lim (0 if none; the engine saturates). */
+static int frac_bits(double bound, double lim, int fmax) {
+    int f = fmax;
+    while (f > 0 && ldexp(bound, f) > lim) f--;
+    return f;
+}
+
+typedef struct {
+    int8_t  *trits;
+    int16_t *vals;
+} owned;
+
+int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts *o,
+                     uint8_t **out, size_t *len, char *err, size_t errlen) {
+    const atm_config *c = &L->cfg;
+    atm_tensor_view *tv = NULL;
+    owned *own = NULL;
+    double *tmp = NULL;
+    uint8_t *buf = NULL;
+    int nt = 0;
+    *out = NULL; *len = 0;
+    if (cfg_ok(c, err, errlen)) return -1;
+    if (o->encoding != ATM_ENC_ATOME01 && o->encoding != ATM_ENC_ATOME02) FAIL("export: unknown encoding %d", (int)o->encoding);
+    if (o->calib && (o->calib->n_layers != c->n_layers || o->calib->d_model != c->d_model))
+        FAIL("export: calibration statistics are for another shape (%d layers, d %d)",
+             (int)o->calib->n_layers, (int)o->calib->d_model);
+    atm_mconfig mc;
+    mc.vocab = c->vocab; mc.d_model = c->d_model; mc.n_layers = c->n_layers;
+    mc.pathways = c->pathways;
+    mc.d_head = (c->pathways & ATM_PATH_ATTN) ? c->d_head : 0;
+    mc.top_k = (c->pathways & ATM_PATH_ATTN) ? c->top_k : 0;
+    mc.kernel = (c->pathways & ATM_PATH_CONV) ? c->kernel : 0;
+    mc.train_seq = o->train_seq;
+    mc.window = o->window > 0 ? o->window : (o->train_seq > 0 ? o->train_seq : 64);
+    mc.fx = 0;
+    if (atm_mconfig_check(&mc) != ATM_OK) FAIL("export: window %d or train seq %d out of range", (int)mc.window, (int)mc.train_seq);
+    const int C = c->d_model, Ln = c->n_layers, pw = c->pathways, V = c->vocab;
+    const int P = (pw & 1) + ((pw >> 1) & 1) + ((pw >> 2) & 1);
+    const int ntens = atm_container_tensors(&mc);
+    tv = calloc((size_t)ntens, sizeof *tv);
+    own = calloc((size_t)ntens, sizeof *own);
+    tmp = malloc(sizeof(double) * (size_t)C);
+    if (!tv || !own || !tmp) FAIL("export: out of memory");
+
+    /* Per-layer bounds for the formats (real units). */
+    double u_bound[ATM_MAX_LAYERS + 1], path_bound[ATM_MAX_LAYERS];
+    const double sqrt_d1 = sqrt((double)(C > 1 ? C - 1 : 1));
+    const atm_calib_stats *cs = o->calib;
+    int fu_of[ATM_MAX_LAYERS + 1];
+
+#define ADD_TRITS(kind_, layer_, name_, lyr_, rows_, cols_) do { \
+        const float *src = find(L, w, name_, lyr_, rows_, cols_); \
+        if (!src) FAIL("export: tensor %s (layer %d) missing or misshaped", name_, (int)(lyr_)); \
+        size_t cnt = (size_t)(rows_) * (size_t)(cols_); \
+        own[nt].trits = malloc(cnt); \
+        if (!own[nt].trits) FAIL("export: out of memory"); \
+        float al = atm_ternary_alpha(src, cnt); \
+        for (size_t i_ = 0; i_ < cnt; i_++) own[nt].trits[i_] = (int8_t)atm_ternary_trit(src[i_], al); \
+        tv[nt].kind = kind_; tv[nt].layer = layer_; tv[nt].dtype = ATM_DT_TRITS; \
+        tv[nt].count = (uint32_t)cnt; tv[nt].trits = own[nt].trits; tv[nt].aux = 0; \
+        if (alpha_fixed(al, &tv[nt].mant, &tv[nt].exp)) FAIL("export: scale %g of %s not representable", (double)al, name_); \
+        nt++; } while (0)
+#define ADD_VEC(kind_, layer_, aux_) do { \
+        own[nt].vals = malloc(sizeof(int16_t) * (size_t)C); \
+        if (!own[nt].vals) FAIL("export: out of memory"); \
+        tv[nt].kind = kind_; tv[nt].layer = layer_; tv[nt].dtype = ATM_DT_I16; \
+        tv[nt].count = (uint32_t)C; tv[nt].vals = own[nt].vals; tv[nt].mant = 0; tv[nt].aux = aux_; \
+        if (vec_fixed(tmp, C, own[nt].vals, &tv[nt].exp)) FAIL("export: vector too large for int16 (kind %d, layer %d)", kind_, (int)(layer_)); \
+        nt++; } while (0)
+
+    ADD_TRITS(ATM_T_EMBED, ATM_LAYER_NONE, "embed", -1, V, C);
+    const double alpha_e = ldexp((double)tv[0].mant, -tv[0].exp);
+    double x_bound = alpha_e;
+    for (int l = 0; l <= Ln; l++) {
+        /* LayerNorm l (l == Ln: final) */
+        const float *g = find(L, w, l < Ln ? "ln.g" : "ln_f.g", l < Ln ? l : -1, 1, C);
+        const float *b = find(L, w, l < Ln ? "ln.b" : "ln_f.b", l < Ln ? l : -1, 1, C);
+        if (!g || !b) FAIL("export: LayerNorm %d missing", l);
+        /* |u| <= |gamma| sqrt(d-1) + |beta|: the normalised value is at most sqrt(d-1) */
+        double ub = 0.0;
+        for (int i = 0; i < C; i++) { double t = fabs((double)g[i]) * sqrt_d1 + fabs((double)b[i]); if (t > ub) ub = t; }
+        if (cs && cs->u_max[l] > 0.0f && 2.0 * cs->u_max[l] < ub) ub = 2.0 * cs->u_max[l];
+        fu_of[l] = frac_bits(ub, 32767.0, ATM_MAX_FU);
+        u_bound[l] = ldexp(32767.0, -fu_of[l]);      /* largest |u| the format holds */
+        for (int i = 0; i < C; i++) tmp[i] = g[i];
+        ADD_VEC(l < Ln ? ATM_T_LN_G : ATM_T_LNF_G, l < Ln ? l : ATM_LAYER_NONE, fu_of[l]);
+        for (int i = 0; i < C; i++) tmp[i] = b[i];
+        ADD_VEC(l < Ln ? ATM_T_LN_B : ATM_T_LNF_B, l < Ln ? l : ATM_LAYER_NONE, 0);
+        if (l == Ln) break;
+        double pb = 0.0;
+        if (pw & ATM_PATH_CONV) {
+            ADD_TRITS(ATM_T_CONV, l, "conv", l, C, c->kernel);
+            double t = ldexp((double)tv[nt - 1].mant, -tv[nt - 1].exp) * c->kernel * u_bound[l];
+            if (t > pb) pb = t;
+        }
+        if (pw & ATM_PATH_SSM) {
+            const float *ar = find(L, w, "ssm.a_raw", l, 1, C), *bb = find(L, w, "ssm.b", l, 1, C);
+            const float *cc = find(L, w, "ssm.c", l, 1, C);
+            if (!ar || !bb || !cc) FAIL("export: SSM tensors of layer %d missing", l);
+            /* a in Q15 (same tanhf as gen_new); exponent fixed at 15 */
+            int16_t *A = malloc(sizeof(int16_t) * (size_t)C);
+            if (!A) FAIL("export: out of memory");
+            own[nt].vals = A;
+            for (int i = 0; i < C; i++) {
+                double a = nearbyint((double)tanhf(ar[i]) * 32768.0);
+                A[i] = (int16_t)(a > 32767.0 ? 32767.0 : (a < -32767.0 ? -32767.0 : a));
+            }
+            for (int i = 0; i < C; i++) tmp[i] = (double)bb[i] * (double)cc[i];
+            /* folded state bound |bc| u_max / (1 - |a|) per channel */
+            double sb = 0.0;
+            for (int i = 0; i < C; i++) {
+                double one_minus = 1.0 - fabs((double)A[i]) / 32768.0;
+                double t = fabs(tmp[i]) * u_bound[l] / one_minus;
+                if (t > sb) sb = t;
+            }
+            if (cs && cs->s_max[l] > 0.0f && 2.0 * cs->s_max[l] < sb) sb = 2.0 * cs->s_max[l];
+            int fs = frac_bits(sb, (double)((1 << 30) - 1), ATM_MAX_FS);
+            tv[nt].kind = ATM_T_SSM_A; tv[nt].layer = l; tv[nt].dtype = ATM_DT_I16; tv[nt].count = (uint32_t)C;
+            tv[nt].vals = A; tv[nt].mant = 0; tv[nt].exp = 15; tv[nt].aux = fs;
+            nt++;
+            ADD_VEC(ATM_T_SSM_BC, l, 0);
+            if (sb > pb) pb = sb;
+        }
+        if (pw & ATM_PATH_ATTN) {
+            ADD_TRITS(ATM_T_WQ, l, "attn.wq", l, c->d_head, C);
+            ADD_TRITS(ATM_T_WK, l, "attn.wk", l, c->d_head, C);
+            ADD_TRITS(ATM_T_WV, l, "attn.wv", l, C, C);
+            /* |v| <= alpha_v * d * u_max; the mix is a convex combination */
+            double t = ldexp((double)tv[nt - 1].mant, -tv[nt - 1].exp) * C * u_bound[l];
+            if (t > pb) pb = t;
+        }
+        ADD_TRITS(ATM_T_ROUTER, l, "router", l, P, C);
+        /* the router weights sum to 1, so a block adds at most the largest pathway bound */
+        path_bound[l] = pb;
+        x_bound += pb;
+    }
+    ADD_TRITS(ATM_T_UNEMBED, ATM_LAYER_NONE, "unembed", -1, V, C);
+    if (cs) {
+        double xm = 0.0;
+        for (int l = 0; l <= Ln; l++) if (cs->x_max[l] > xm) xm = cs->x_max[l];
+        if (xm > 0.0 && 2.0 * xm < x_bound) x_bound = 2.0 * xm;
+    }
+    mc.fx = frac_bits(x_bound, (double)((1 << 30) - 1), ATM_MAX_FX);
+    (void)path_bound;
+    if (nt != ntens) FAIL("export: internal tensor count %d != %d", nt, ntens);
+    size_t need = atm_container_size(&mc, o->encoding);
+    buf = malloc(need);
+    if (!buf) FAIL("export: out of memory");
+    size_t got = 0;
+    atm_status st = atm_container_write(&mc, o->encoding, tv, nt, buf, need, &got);
+    if (st != ATM_OK) FAIL("export: container writer: %s", atm_status_str(st));
+    *out = buf; *len = got;
+    buf = NULL;
+    for (int i = 0; i < ntens; i++) { free(own[i].trits); free(own[i].vals); }
+    free(own); free(tv); free(tmp);
+    return 0;
+fail:
+    if (own) for (int i = 0; i < ntens && i <= nt; i++) { free(own[i].trits); free(own[i].vals); }
+    free(own); free(tv); free(tmp); free(buf);
+    return -1;
+#undef ADD_TRITS
+#undef ADD_VEC
+}
+
+/* ------------------------------------------------------------------------- */
+/* host evaluation                                                            */
+
+void atm_engine_logprobs(const int32_t *logits, int V, double *out) {
+    int32_t mx = logits[0];
+    for (int i = 1; i < V; i++) if (logits[i] > mx) mx = logits[i];
+    double s = 0.0;
+    for (int i = 0; i < V; i++) s += exp((double)(logits[i] - mx) / 65536.0);
+    double lse = log(s);
+    for (int i = 0; i < V; i++) out[i] = (double)(logits[i] - mx) / 65536.0 - lse;
+}
+
+int atm_engine_eval(const uint8_t *blob, size_t len, const atm_chunks *ch, int window,
+                    atm_eval_result *out, char *err, size_t errlen) {
+    void *arena = NULL;
+    memset(out, 0, sizeof *out);
+    atm_model m;
+    atm_engine e;
+    atm_status st = atm_model_open(&m, blob, len);
+    if (st != ATM_OK) FAIL("engine eval: %s", atm_status_str(st));
+    if (ch->seq < 2 || ch->n == 0) FAIL("engine eval: nothing to evaluate");
+    size_t ab = atm_engine_arena_bytes(&m, window);
+    if (!ab) FAIL("engine eval: window %d outside 1..%d", window, ATM_MAX_WINDOW);
+    arena = malloc(ab);
+    if (!arena) FAIL("engine eval: out of memory");
+    st = atm_engine_init(&e, &m, window, arena, ab);
+    if (st != ATM_OK) FAIL("engine eval: %s", atm_status_str(st));
+    double sum = 0.0, lp[ATM_MAX_VOCAB];
+    for (size_t i = 0; i < ch->n; i++) {
+        const uint8_t *b = ch->base + i * (size_t)ch->seq;
+        atm_engine_reset(&e);
+        for (int t = 0; t + 1 < ch->seq; t++) {
+            const int32_t *lg = atm_engine_step(&e, b[t]);
+            int tgt = b[t + 1];
+            if (tgt >= m.cfg.vocab) FAIL("engine eval: byte %d outside the vocabulary", tgt);
+            atm_engine_logprobs(lg, m.cfg.vocab, lp);
+            sum -= lp[tgt];
+        }
+    }
+    out->sum_nats = sum;
+    out->bytes = (uint64_t)ch->n * (uint64_t)(ch->seq - 1);
+    out->nats_per_byte = sum / (double)out->bytes;
+    out->bpb = out->nats_per_byte / log(2.0);
+    out->ppl = exp(out->nats_per_byte);
+    free(arena);
+    return 0;
+fail:
+    free(arena);
+    return -1;
+}
