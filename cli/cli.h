@@ -82,6 +82,8 @@ int cmd_eval(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_strip(int argc, char **argv);
 
 /* Usage texts (cli/main.c). */
 void cli_usage(FILE *f, const char *cmd);

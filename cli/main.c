@@ -12,6 +12,8 @@ static const char *const USAGE_MAIN =
     "  generate  sample bytes from a checkpoint\n"
     "  params    parameter counts of a config (JSON)\n"
     "  init      write a randomly initialised checkpoint\n"
+    "  import    reference legacy ATOME01/ATOME02 blob -> float checkpoint\n"
+    "  strip     copy a checkpoint without its optimiser moments\n"
     "\n"
     "'atome <command> --help' lists a command's flags. Exit status: 0 ok,\n"
     "2 usage error, 1 runtime error (data, checkpoint, I/O).\n";
@@ -87,6 +89,21 @@ static const char *const USAGE_GENERATE =
     "  --seed S            uint32 sampler seed (1)\n"
     "  --window W          attention window in positions (default: training seq)\n";
 
+static const char *const USAGE_IMPORT =
+    "usage: atome import --legacy FILE --config NAME --out CKPT [--seq N]\n"
+    "\n"
+    "Reads the reference implementation's headerless ATOME01/ATOME02 blob (the\n"
+    "shape is not stored in it: --config names it, e.g. atome-944k) and writes a\n"
+    "ternary float checkpoint whose weights re-quantise to exactly the stored\n"
+    "trits and scales. --seq is the training chunk length recorded in it (256,\n"
+    "the reference's 944K recipe); it is eval's and generate's default.\n";
+
+static const char *const USAGE_STRIP =
+    "usage: atome strip --model CKPT --out CKPT\n"
+    "\n"
+    "Copies a checkpoint without its AdamW moments (a third of the size). The\n"
+    "copy evaluates and generates identically; resuming it restarts the moments.\n";
+
 static const char *const USAGE_PARAMS =
     "usage: atome params --config NAME [--quant Q] [shape overrides]\n"
     "\n"
@@ -105,6 +122,8 @@ void cli_usage(FILE *f, const char *cmd) {
     else if (strcmp(cmd, "eval") == 0) fputs(USAGE_EVAL, f);
     else if (strcmp(cmd, "generate") == 0) fputs(USAGE_GENERATE, f);
     else if (strcmp(cmd, "params") == 0) { fputs(USAGE_PARAMS, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
+    else if (strcmp(cmd, "import") == 0) fputs(USAGE_IMPORT, f);
+    else if (strcmp(cmd, "strip") == 0) fputs(USAGE_STRIP, f);
     else if (strcmp(cmd, "init") == 0) { fputs(USAGE_INIT, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
     else fputs(USAGE_MAIN, f);
 }
@@ -124,7 +143,8 @@ int main(int argc, char **argv) {
     }
     static const struct { const char *name; int (*fn)(int, char **); } CMDS[] = {
         { "train", cmd_train }, { "eval", cmd_eval }, { "generate", cmd_generate },
-        { "params", cmd_params }, { "init", cmd_init },
+        { "params", cmd_params }, { "init", cmd_init }, { "import", cmd_import },
+        { "strip", cmd_strip },
     };
     for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
         if (strcmp(cmd, CMDS[i].name) != 0) continue;

@@ -23,24 +23,6 @@ static const uint8_t MAGIC[8] = { 'A', 'T', 'O', 'M', 'E', 'C', 'K', 'P' };
 #define TOPT_BYTES 72
 #define STAT_BYTES 52
 
-/* ---- CRC-32 ---- */
-static uint32_t crc_table[256];
-static int crc_ready = 0;
-
-uint32_t atm_crc32(const uint8_t *p, size_t n) {
-    if (!crc_ready) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            crc_table[i] = c;
-        }
-        crc_ready = 1;
-    }
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFFu] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
 /* ---- little-endian writer ---- */
 typedef struct { uint8_t *p; size_t n; } wbuf;
 

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "trainer.h"
+#include "format.h"
 
 #define ATM_CKPT_VERSION 1
 #define ATM_CKPT_PATH_MAX 4096   /* data paths, including the terminating NUL */
@@ -83,9 +84,7 @@ int atm_ckpt_write(const char *path, const atm_ckpt *ck, char *err, size_t errle
 /* Writes bytes atomically to path, same guarantees (also used for other outputs). */
 int atm_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 
-/* CRC-32 (IEEE 802.3, reflected, poly 0xEDB88320, init and xorout 0xFFFFFFFF:
- * zlib's crc32). */
-uint32_t atm_crc32(const uint8_t *p, size_t n);
+/* The checksum is core/format.h's atm_crc32 (zlib's CRC-32). */
 
 /* A checkpoint view of a trainer: pointers into the trainer (owns = 0); the
  * caller fills the data description and name. */

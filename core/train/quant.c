@@ -13,10 +13,11 @@ float atm_ternary_alpha(const float *w, size_t n) {
 
 int atm_ternary_trit(float w, float alpha) {
     /* Division, not multiplication by 1/alpha: the imported reference model
-     * must re-quantise to exactly its stored trits (torch divides). rintf
-     * rounds half to even in the default rounding mode, like torch.round. */
-    float r = rintf(w / alpha);
-    return r > 0.0f ? 1 : (r < 0.0f ? -1 : 0);
+     * must re-quantise to exactly its stored trits (torch divides). This equals
+     * clamp(round_half_even(r), -1, 1): |r| == 0.5 rounds to 0, anything above
+     * rounds to a magnitude >= 1 and is clamped; NaN gives 0. */
+    float r = w / alpha;
+    return r > 0.5f ? 1 : (r < -0.5f ? -1 : 0);
 }
 
 float atm_ternary_quantize(const float *w, size_t n, float *wq) {
