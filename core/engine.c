@@ -9,6 +9,7 @@
  * scale is alpha = mant * 2^-exp; an int16 vector's element is v * 2^-exp. */
 #include "engine.h"
 #include "fixmath.h"
+#include <string.h>   /* memcpy only: a compiler builtin, no libc call at -O1 and above */
 
 /* ---- trit decoding -------------------------------------------------------
  * Rows are decoded in chunks of up to CH trits into a small stack buffer and
@@ -19,45 +20,42 @@
  * tail of the last byte (<= 4). The tables hold 0 for codes that validation
  * rejects (ATOME01 code 10, ATOME02 bytes 243..255). */
 #define CH 64
+#define BUF (CH + 16)
 #define C2(b) ((((b) & 3) == 1) ? 1 : ((((b) & 3) == 3) ? -1 : 0))
 #define T2ROW(b) { C2(b), C2((b) >> 2), C2((b) >> 4), C2((b) >> 6) }
 #define D5(b, p) ((b) < 243 ? (((b) / (p)) % 3) - 1 : 0)
-#define T5ROW(b) { D5(b, 1), D5(b, 3), D5(b, 9), D5(b, 27), D5(b, 81) }
+#define T5ROW(b) { D5(b, 1), D5(b, 3), D5(b, 9), D5(b, 27), D5(b, 81), 0, 0, 0 }
 #define REP4(R, b) R(b), R((b) + 1), R((b) + 2), R((b) + 3)
 #define REP16(R, b) REP4(R, b), REP4(R, (b) + 4), REP4(R, (b) + 8), REP4(R, (b) + 12)
 #define REP64(R, b) REP16(R, b), REP16(R, (b) + 16), REP16(R, (b) + 32), REP16(R, (b) + 48)
 #define REP256(R) REP64(R, 0), REP64(R, 64), REP64(R, 128), REP64(R, 192)
 static const int8_t T2[256][4] = { REP256(T2ROW) };
-static const int8_t T5[256][5] = { REP256(T5ROW) };
+/* 8 entries per row (5 used) so one 8-byte copy moves a byte's trits; the
+ * next copy, 5 entries further, overwrites the 3 padding entries. */
+static const int8_t T5[256][8] = { REP256(T5ROW) };
 
 /* Trits [first, first + n) (n <= CH) of a payload; returns a pointer into
- * buf[CH + 8] where they start. */
+ * buf[BUF] where they start (ATOME02 copies write up to 3 entries past the
+ * last decoded byte: skip 4 + CH + 4 + 3 < BUF). */
 static const int8_t *decode(const uint8_t *p, int enc, uint32_t first, int n, int8_t *buf) {
     int skip, nbytes;
     if (enc == ATM_ENC_ATOME01) {
         const uint8_t *b = p + (first >> 2);
         skip = (int)(first & 3u);
         nbytes = (skip + n + 3) >> 2;
-        for (int i = 0; i < nbytes; i++) {
-            const int8_t *t = T2[b[i]];
-            int8_t *o = buf + 4 * i;
-            o[0] = t[0]; o[1] = t[1]; o[2] = t[2]; o[3] = t[3];
-        }
+        for (int i = 0; i < nbytes; i++) memcpy(buf + 4 * i, T2[b[i]], 4);
     } else {
         uint32_t j = first / 5u;
         const uint8_t *b = p + j;
         skip = (int)(first - 5u * j);
         nbytes = (skip + n + 4) / 5;
-        for (int i = 0; i < nbytes; i++) {
-            const int8_t *t = T5[b[i]];
-            int8_t *o = buf + 5 * i;
-            o[0] = t[0]; o[1] = t[1]; o[2] = t[2]; o[3] = t[3]; o[4] = t[4];
-        }
+        for (int i = 0; i < nbytes; i++) memcpy(buf + 5 * i, T5[b[i]], 8);
     }
     return buf + skip;
 }
 
-/* sum t[i] * x[i]; |sum| <= n * 32767 < 2^31 for n <= 2^16 */
+/* sum t[i] * x[i]; |sum| <= n * 32767 < 2^31 for n <= 2^16. The constant
+ * trip count lets compilers vectorise the full-chunk version. */
 static int32_t dot_full(const int8_t *t, const int16_t *x) {
     int32_t acc = 0;
     for (int i = 0; i < CH; i++) acc += t[i] * x[i];
@@ -69,12 +67,81 @@ static int32_t dot_n(const int8_t *t, const int16_t *x, int n) {
     return acc;
 }
 
-/* out[r] = sum_c T[row0 + r][c] * x[c] for r < rows (T is ? x cols). */
-static void matvec(const atm_tensor_view *T, int enc, uint32_t row0, uint32_t rows,
-                   uint32_t cols, const int16_t *x, int32_t *out) {
-    int8_t buf[CH + 8];
+#if defined(__SSE2__) && !defined(ATM_ENGINE_PORTABLE)
+/* x86-64 kernel for ATOME01 rows of a multiple of 64 columns (byte aligned):
+ * the 16 bytes of a 64-trit chunk are split into the four code positions
+ * (trit 4i + p sits in byte i, bits 2p..2p+1), each turned into 16 int8
+ * trits (code 01 -> 1, 11 -> -1, else 0), widened to int16 and multiplied
+ * with x deinterleaved the same way (xd[16 p + i] = x[4 i + p]). Integer
+ * sums are exact, so the result equals the portable kernel's bit for bit
+ * (tests/test_engine.c compares ATOME01 with ATOME02, which never takes
+ * this path). */
+#include <emmintrin.h>
+#define ATM_T2_SIMD 1
+static __m128i t2_codes(__m128i c, __m128i m3, __m128i one) {
+    __m128i t = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(c, one), one), _mm_cmpeq_epi8(c, m3));
+    return t;
+}
+static __m128i t2_madd(__m128i t, const int16_t *xd, __m128i acc) {
+    const __m128i sg = _mm_cmpgt_epi8(_mm_setzero_si128(), t);
+    acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_unpacklo_epi8(t, sg), _mm_loadu_si128((const __m128i *)xd)));
+    return _mm_add_epi32(acc, _mm_madd_epi16(_mm_unpackhi_epi8(t, sg), _mm_loadu_si128((const __m128i *)(xd + 8))));
+}
+static void matvec_t2_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *xd, int32_t *out) {
+    const __m128i m3 = _mm_set1_epi8(3), one = _mm_set1_epi8(1);
     for (uint32_t r = 0; r < rows; r++) {
-        uint32_t first = (row0 + r) * cols;
+        __m128i acc = _mm_setzero_si128();
+        for (uint32_t k = 0; k < cols; k += 64, b += 16) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)b);
+            const int16_t *xk = xd + k;
+            acc = t2_madd(t2_codes(_mm_and_si128(v, m3), m3, one), xk, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 2), m3), m3, one), xk + 16, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 4), m3), m3, one), xk + 32, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 6), m3), m3, one), xk + 48, acc);
+        }
+        acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0x4E));
+        acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0xB1));
+        out[r] = _mm_cvtsi128_si32(acc);
+    }
+}
+#endif
+
+/* A matvec input: the int16 vector and, for the SIMD kernel, its
+ * deinterleaved copy (prepared once per LayerNorm output, used by up to five
+ * matvecs). */
+typedef struct {
+    const int16_t *x;            /* [cols] */
+#ifdef ATM_T2_SIMD
+    int16_t xd[ATM_MAX_D];       /* xd[64 k + 16 p + i] = x[64 k + 4 i + p] */
+#endif
+} vin;
+
+static void vin_prep(vin *in, const int16_t *x, int d) {
+    in->x = x;
+#ifdef ATM_T2_SIMD
+    if (d % 64 == 0)
+        for (int k = 0; k < d; k += 64)
+            for (int p = 0; p < 4; p++)
+                for (int i = 0; i < 16; i++) in->xd[k + 16 * p + i] = x[k + 4 * i + p];
+#else
+    (void)d;
+#endif
+}
+
+/* out[r] = sum_c T[r][c] * x[c] for r < rows (T is rows x cols). */
+static void matvec(const atm_tensor_view *T, int enc, uint32_t rows, uint32_t cols,
+                   const vin *in, int32_t *out) {
+    const int16_t *x = in->x;
+#ifdef ATM_T2_SIMD
+    if (enc == ATM_ENC_ATOME01 && cols % 64u == 0) { matvec_t2_sse2(T->data, rows, cols, in->xd, out); return; }
+#endif
+    int8_t buf[BUF];
+    if (cols == CH) {
+        for (uint32_t r = 0; r < rows; r++) out[r] = dot_full(decode(T->data, enc, r * CH, CH, buf), x);
+        return;
+    }
+    for (uint32_t r = 0; r < rows; r++) {
+        uint32_t first = r * cols;
         int32_t acc = 0;
         for (uint32_t c = 0; c < cols; c += CH) {
             int n = cols - c < CH ? (int)(cols - c) : CH;
@@ -95,6 +162,24 @@ static void tensor(const atm_model *m, int kind, int layer, atm_tensor_view *t) 
     (void)atm_model_tensor(m, kind, layer, t);   /* present: the caller checked pathways */
 }
 
+/* v * mul rounded to 2^-s (half up): the fast form for 1 <= s <= 62 (every
+ * well-formed model), atm_rnd64 (saturating left shifts, s >= 63 -> 0)
+ * otherwise; both give the same value where both apply. */
+typedef struct { int64_t mul, half; int s, fast; } scaler;
+static scaler mk_scaler(int64_t mul, int s) {
+    scaler k;
+    k.mul = mul; k.s = s; k.fast = s >= 1 && s <= 62;
+    k.half = k.fast ? (int64_t)1 << (s - 1) : 0;
+    return k;
+}
+static int64_t scale(const scaler *k, int64_t v) {
+    return k->fast ? atm_asr64(v * k->mul + k->half, k->s) : atm_rnd64(v * k->mul, k->s);
+}
+/* residual update with its clamp */
+static int32_t add_x(int32_t x, const scaler *k, int64_t v) {
+    return atm_clamp32((int64_t)x + scale(k, v), X_LIM);
+}
+
 /* floor(a / b + 1/2) for b >= 1 */
 static int64_t div_round(int64_t a, int64_t b) {
     int64_t q = (a + b / 2) / b, r = (a + b / 2) - q * b;
@@ -103,8 +188,8 @@ static int64_t div_round(int64_t a, int64_t b) {
 
 /* ---- LayerNorm ------------------------------------------------------------
  * u = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance, eps 1e-5
- * as the trainer. x is centred, scaled by 2^-k so that max |y| is 2^14..2^15
- * (k may be negative), var = sum y^2 / d (64-bit), eps is converted to the
+ * as the trainer. x is centred, scaled by 2^-k (floor) so that max |y| is
+ * 2^14..2^15 - 1 (k may be negative), var = sum y^2 / d (64-bit), eps is converted to the
  * units of y, 1/sqrt comes from atm_rsqrt64, and each output is
  * y * (r >> 15) * g rescaled to Q(FU) plus beta rescaled to Q(FU). */
 #define EPS_Q32 42950   /* round(1e-5 * 2^32) */
@@ -120,15 +205,19 @@ static void layernorm(const int32_t *x, int d, int fx, const atm_tensor_view *G,
         uint32_t a = atm_abs32(x[i] - mean);
         if (a > maxabs) maxabs = a;
     }
+    const scaler sb = mk_scaler(1, B->exp - fu);
     if (maxabs == 0) {
-        for (int i = 0; i < d; i++) u[i] = atm_sat16(atm_rnd64(rd16(B, (uint32_t)i), B->exp - fu));
+        for (int i = 0; i < d; i++) u[i] = atm_sat16(scale(&sb, rd16(B, (uint32_t)i)));
         return;
     }
+    /* y = (x - mean) * 2^-k, floor for k > 0: |y| <= 2^15 - 1 fits int16 (kept in u) */
     const int k = atm_bitlen32(maxabs) - 15;
     uint64_t vs = 0;
     for (int i = 0; i < d; i++) {
-        int64_t y = atm_rnd64((int64_t)x[i] - mean, k);     /* |y| <= 2^15 */
-        vs += (uint64_t)(y * y);
+        int32_t dx = x[i] - mean;
+        int32_t y = k > 0 ? atm_asr32(dx, k) : dx * (1 << -k);
+        u[i] = (int16_t)y;
+        vs += (uint64_t)((int64_t)y * y);
     }
     uint64_t var = (vs + (uint64_t)d / 2) / (uint64_t)d;
     /* eps in units of y^2: 1e-5 * 2^(2 (fx - k)) = EPS_Q32 * 2^(2 (fx - k) - 32) */
@@ -137,18 +226,11 @@ static void layernorm(const int32_t *x, int d, int fx, const atm_tensor_view *G,
     int sh;
     const uint32_t r = atm_rsqrt64(var + eps, &sh);
     const int32_t r15 = (int32_t)(r >> 15);                 /* [2^14, 2^15] */
-    const int s1 = sh + G->exp - fu - 15;
-    const int s2 = B->exp - fu;
+    const scaler sg = mk_scaler(1, sh + G->exp - fu - 15);
     for (int i = 0; i < d; i++) {
-        int64_t y = atm_rnd64((int64_t)x[i] - mean, k);
         int32_t gr = r15 * rd16(G, (uint32_t)i);              /* |gr| <= 2^30 */
-        u[i] = atm_sat16(atm_rnd64(y * gr, s1) + atm_rnd64(rd16(B, (uint32_t)i), s2));
+        u[i] = atm_sat16(scale(&sg, (int64_t)u[i] * gr) + scale(&sb, rd16(B, (uint32_t)i)));
     }
-}
-
-/* x[i] += round(acc * mul * 2^-s) with the residual clamp */
-static int32_t add_x(int32_t x, int64_t acc, int64_t mul, int s) {
-    return atm_clamp32((int64_t)x + atm_rnd64(acc * mul, s), X_LIM);
 }
 
 /* ---- arena ---- */
@@ -245,29 +327,38 @@ static void conv_path(atm_engine *e, int l, int32_t r, int fu) {
     const int d = m->cfg.d_model, K = m->cfg.kernel, kh = K - 1;
     atm_tensor_view C;
     tensor(m, ATM_T_CONV, l, &C);
-    int8_t buf[CH + 8];
+    int8_t buf[BUF];
     int8_t *ring = e->ring + (size_t)l * (size_t)kh * (size_t)d;
     uint8_t *rexp = e->ringexp + (size_t)l * (size_t)kh;
-    const int s = C.exp + fu + 15 - m->cfg.fx;
-    const int64_t mul = (int64_t)r * (int64_t)C.mant;
+    const scaler sc = mk_scaler((int64_t)r * (int64_t)C.mant, C.exp + fu + 15 - m->cfg.fx);
     const int taps = 1 + ((int)e->ring_count < kh ? (int)e->ring_count : kh);
-    for (int c = 0; c < d; c++) {
-        const int8_t *t = decode(C.data, m->encoding, (uint32_t)c * (uint32_t)K, K < CH ? K : CH, buf);
-        int32_t acc = t[0] * e->u[c];
-        int slot = (int)e->ring_next;
-        for (int j = 1; j < taps; j++) {
-            slot = slot == 0 ? kh - 1 : slot - 1;
-            int32_t v = ring[(size_t)slot * (size_t)d + (size_t)c] * (int32_t)(1u << rexp[slot]);
-            acc += t[j] * v;
+    /* tap j >= 1 reads ring row tp[j] (u of position t - j) scaled by 2^ts[j] */
+    const int8_t *tp[ATM_MAX_KERNEL];
+    int ts[ATM_MAX_KERNEL];
+    int slot = (int)e->ring_next;
+    for (int j = 1; j < taps; j++) {
+        slot = slot == 0 ? kh - 1 : slot - 1;
+        tp[j] = ring + (size_t)slot * (size_t)d;
+        ts[j] = rexp[slot];
+    }
+    /* channels in groups whose K trits each fit one decoded chunk */
+    const int g = CH / K;
+    for (int c0 = 0; c0 < d; c0 += g) {
+        const int nc = d - c0 < g ? d - c0 : g;
+        const int8_t *t = decode(C.data, m->encoding, (uint32_t)c0 * (uint32_t)K, nc * K, buf);
+        for (int c = c0; c < c0 + nc; c++, t += K) {
+            int32_t acc = t[0] * e->u[c];
+            for (int j = 1; j < taps; j++) acc += t[j] * (tp[j][c] * (1 << ts[j]));
+            e->x[c] = add_x(e->x[c], &sc, acc);
         }
-        e->x[c] = add_x(e->x[c], acc, mul, s);
     }
     if (kh > 0) {
         uint32_t mx = 0;
         for (int c = 0; c < d; c++) { uint32_t a = atm_abs32(e->u[c]); if (a > mx) mx = a; }
         const int sh = atm_fit_shift(mx, 127);
+        const int32_t half = (1 << sh) >> 1;
         int8_t *row = ring + (size_t)e->ring_next * (size_t)d;
-        for (int c = 0; c < d; c++) row[c] = (int8_t)atm_clamp32(atm_rnd64(e->u[c], sh), 127);
+        for (int c = 0; c < d; c++) row[c] = (int8_t)atm_clamp32(atm_asr32(e->u[c] + half, sh), 127);
         rexp[e->ring_next] = (uint8_t)sh;
     }
 }
@@ -280,13 +371,14 @@ static void ssm_path(atm_engine *e, int l, int32_t r, int fu) {
     tensor(m, ATM_T_SSM_A, l, &A);
     tensor(m, ATM_T_SSM_BC, l, &BC);
     const int fs = A.aux;
-    const int sb = BC.exp + fu - fs, sx = 15 + fs - m->cfg.fx;
+    const scaler sa = mk_scaler(1, 15), sb = mk_scaler(1, BC.exp + fu - fs);
+    const scaler sx = mk_scaler(r, 15 + fs - m->cfg.fx);
     int32_t *s = e->ssm + (size_t)l * (size_t)d;
     for (int c = 0; c < d; c++) {
-        int64_t v = atm_rnd64((int64_t)rd16(&A, (uint32_t)c) * s[c], 15)
-                  + atm_rnd64((int64_t)rd16(&BC, (uint32_t)c) * e->u[c], sb);
+        int64_t v = scale(&sa, (int64_t)rd16(&A, (uint32_t)c) * s[c])
+                  + scale(&sb, (int64_t)rd16(&BC, (uint32_t)c) * e->u[c]);
         s[c] = atm_clamp32(v, X_LIM);
-        e->x[c] = add_x(e->x[c], s[c], r, sx);
+        e->x[c] = add_x(e->x[c], &sx, s[c]);
     }
 }
 
@@ -296,8 +388,23 @@ static uint8_t quant_row(const int32_t *src, int n, int8_t *dst) {
     uint32_t mx = 0;
     for (int i = 0; i < n; i++) { uint32_t a = atm_abs32(src[i]); if (a > mx) mx = a; }
     const int sh = atm_fit_shift(mx, 127);
-    for (int i = 0; i < n; i++) dst[i] = (int8_t)atm_clamp32(atm_rnd64(src[i], sh), 127);
+    const int64_t half = ((int64_t)1 << sh) >> 1;
+    for (int i = 0; i < n; i++) dst[i] = (int8_t)atm_clamp32(atm_asr64(src[i] + half, sh), 127);
     return (uint8_t)sh;
+}
+
+/* q . k over n entries; 16-entry blocks with a constant trip count so
+ * compilers vectorise them */
+static int32_t dot_q_k(const int16_t *q, const int8_t *k, int n) {
+    int32_t acc = 0;
+    int t = 0;
+    for (; t + 16 <= n; t += 16) {
+        int32_t a = 0;
+        for (int i = 0; i < 16; i++) a += q[t + i] * k[t + i];
+        acc += a;
+    }
+    for (; t < n; t++) acc += q[t] * k[t];
+    return acc;
 }
 
 /* attention: k, v of the current position enter cache slot `slot`; scores
@@ -305,7 +412,8 @@ static uint8_t quant_row(const int32_t *src, int n, int8_t *dst) {
  * top_k highest are kept (a later position replaces the last kept one only
  * if strictly greater, so ties keep the older); softmax in Q15; the kept
  * value rows are mixed with the weights realigned to the largest exponent. */
-static void attn_path(atm_engine *e, int l, int32_t r, int fu, uint32_t slot, uint32_t n, uint32_t oldest) {
+static void attn_path(atm_engine *e, int l, int32_t r, int fu, const vin *in, uint32_t slot, uint32_t n,
+                      uint32_t oldest) {
     const atm_model *m = e->m;
     const int d = m->cfg.d_model, dh = m->cfg.d_head, W = e->window;
     const int tk = m->cfg.top_k;
@@ -319,14 +427,14 @@ static void attn_path(atm_engine *e, int l, int32_t r, int fu, uint32_t slot, ui
     uint8_t *kexp = e->kexp + (size_t)l * (size_t)W, *vexp = e->vexp + (size_t)l * (size_t)W;
 
     /* q: int16 with the smallest exponent that fits */
-    matvec(&Q, m->encoding, 0, (uint32_t)dh, (uint32_t)d, e->u, wide);
+    matvec(&Q, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
     uint32_t mx = 0;
     for (int i = 0; i < dh; i++) { uint32_t a = atm_abs32(wide[i]); if (a > mx) mx = a; }
     const int qe = atm_fit_shift(mx, 32767);
     for (int i = 0; i < dh; i++) e->q[i] = atm_sat16(atm_rnd64(wide[i], qe));
-    matvec(&Kt, m->encoding, 0, (uint32_t)dh, (uint32_t)d, e->u, wide);
+    matvec(&Kt, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
     kexp[slot] = quant_row(wide, dh, kc + (size_t)slot * (size_t)dh);
-    matvec(&V, m->encoding, 0, (uint32_t)d, (uint32_t)d, e->u, wide);
+    matvec(&V, m->encoding, (uint32_t)d, (uint32_t)d, in, wide);
     vexp[slot] = quant_row(wide, d, vc + (size_t)slot * (size_t)d);
 
     /* score scale: alpha_q alpha_k / sqrt(dh) * 2^(16 - 2 FU)
@@ -340,8 +448,7 @@ static void attn_path(atm_engine *e, int l, int32_t r, int fu, uint32_t slot, ui
     uint32_t j = oldest;
     for (uint32_t i = 0; i < n; i++) {
         const int8_t *kj = kc + (size_t)j * (size_t)dh;
-        int32_t dot = 0;
-        for (int t = 0; t < dh; t++) dot += e->q[t] * kj[t];
+        const int32_t dot = dot_q_k(e->q, kj, dh);
         int32_t sc = atm_clamp32(atm_rnd64((int64_t)dot * (int64_t)ms, sbase - kexp[j]), X_LIM);
         int pos;
         if (cnt < keff) pos = cnt++;
@@ -363,14 +470,16 @@ static void attn_path(atm_engine *e, int l, int32_t r, int fu, uint32_t slot, ui
     for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];
     for (int i = 0; i < keff; i++)
         e->sel_s[i] = (int32_t)atm_rnd64(e->sel_s[i], emax - vexp[e->sel_i[i]]);
-    /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15 */
-    const int s = V.exp + fu + 30 - m->cfg.fx - emax;
-    const int64_t mul = (int64_t)r * (int64_t)V.mant;
-    for (int c = 0; c < d; c++) {
-        int32_t acc = 0;
-        for (int i = 0; i < keff; i++) acc += e->sel_s[i] * vc[(size_t)e->sel_i[i] * (size_t)d + (size_t)c];
-        e->x[c] = add_x(e->x[c], acc, mul, s);
+    /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15;
+     * the sums (|.| < 2^22) collect in wide, free again after the matvecs */
+    const scaler sv = mk_scaler((int64_t)r * (int64_t)V.mant, V.exp + fu + 30 - m->cfg.fx - emax);
+    for (int c = 0; c < d; c++) wide[c] = 0;
+    for (int i = 0; i < keff; i++) {
+        const int32_t wi = e->sel_s[i];
+        const int8_t *vi = vc + (size_t)e->sel_i[i] * (size_t)d;
+        for (int c = 0; c < d; c++) wide[c] += wi * vi[c];
     }
+    for (int c = 0; c < d; c++) e->x[c] = add_x(e->x[c], &sv, wide[c]);
 }
 
 /* ---- one step ---- */
@@ -383,12 +492,13 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     const int enc = m->encoding;
     if (byte < 0 || byte >= V) byte = 0;
     atm_tensor_view T, G, B;
+    vin in;
 
     /* embedding: x = trit * round(alpha_E * 2^FX) */
     tensor(m, ATM_T_EMBED, 0, &T);
     {
         const int64_t me = atm_clamp32(atm_rnd64(T.mant, T.exp - c->fx), X_LIM);
-        int8_t buf[CH + 8];
+        int8_t buf[BUF];
         for (int i = 0; i < d; i += CH) {
             int nn = d - i < CH ? d - i : CH;
             const int8_t *t = decode(T.data, enc, (uint32_t)byte * (uint32_t)d + (uint32_t)i, nn, buf);
@@ -406,27 +516,28 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
         tensor(m, ATM_T_LN_B, l, &B);
         const int fu = G.aux;
         layernorm(e->x, d, c->fx, &G, &B, e->u);
+        vin_prep(&in, e->u, d);
         /* router: logits in Q16, weights in Q15 */
         tensor(m, ATM_T_ROUTER, l, &T);
-        matvec(&T, enc, 0, (uint32_t)P, (uint32_t)d, e->u, e->rw);
+        matvec(&T, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);
         for (int p = 0; p < P; p++)
             e->rw[p] = atm_clamp32(atm_rnd64((int64_t)e->rw[p] * T.mant, T.exp + fu - 16), X_LIM);
         atm_softmax_q15(e->rw, P, e->rw);
         int np = 0;
         if (pw & ATM_PW_CONV) conv_path(e, l, e->rw[np++], fu);
         if (pw & ATM_PW_SSM) ssm_path(e, l, e->rw[np++], fu);
-        if (pw & ATM_PW_ATTN) attn_path(e, l, e->rw[np++], fu, slot, n, oldest);
+        if (pw & ATM_PW_ATTN) attn_path(e, l, e->rw[np++], fu, &in, slot, n, oldest);
     }
 
     /* final LayerNorm and unembedding: logits in Q16 */
     tensor(m, ATM_T_LNF_G, 0, &G);
     tensor(m, ATM_T_LNF_B, 0, &B);
     layernorm(e->x, d, c->fx, &G, &B, e->u);
+    vin_prep(&in, e->u, d);
     tensor(m, ATM_T_UNEMBED, 0, &T);
-    matvec(&T, enc, 0, (uint32_t)V, (uint32_t)d, e->u, e->wide);
-    const int fu = G.aux;
-    for (int v = 0; v < V; v++)
-        e->wide[v] = atm_clamp32(atm_rnd64((int64_t)e->wide[v] * T.mant, T.exp + fu - ATM_LOGIT_FRAC), X_LIM);
+    matvec(&T, enc, (uint32_t)V, (uint32_t)d, &in, e->wide);
+    const scaler sl = mk_scaler(T.mant, T.exp + G.aux - ATM_LOGIT_FRAC);
+    for (int v = 0; v < V; v++) e->wide[v] = atm_clamp32(scale(&sl, e->wide[v]), X_LIM);
 
     /* advance the windows */
     if (pw & ATM_PW_ATTN) {

@@ -20,14 +20,13 @@
 #define ATOME_FIXMATH_H
 #include <stdint.h>
 
-/* floor(v / 2^s), 0 <= s <= 31; equals an arithmetic right shift. */
-static inline int32_t atm_asr32(int32_t v, int s) {
-    return v >= 0 ? (int32_t)((uint32_t)v >> s) : -(int32_t)((uint32_t)(-(v + 1)) >> s) - 1;
-}
-/* floor(v / 2^s), 0 <= s <= 63. */
-static inline int64_t atm_asr64(int64_t v, int s) {
-    return v >= 0 ? (int64_t)((uint64_t)v >> s) : -(int64_t)((uint64_t)(-(v + 1)) >> s) - 1;
-}
+/* floor(v / 2^s) for 0 <= s <= 31 / 63. C99 leaves >> of a negative value
+ * implementation-defined (not undefined); GCC and clang (hence Emscripten)
+ * define it as the arithmetic shift on every target we build for, and the
+ * typedef below refuses to compile where -1 >> 1 is not -1. */
+typedef char atm_arithmetic_shift_check[(-1 >> 1) == -1 && ((int64_t)-5 >> 1) == -3 ? 1 : -1];
+static inline int32_t atm_asr32(int32_t v, int s) { return v >> s; }
+static inline int64_t atm_asr64(int64_t v, int s) { return v >> s; }
 
 /* Saturation bound of atm_rnd64 for left shifts: 2^62 leaves one bit of
  * headroom so callers may add two results without overflow. */
