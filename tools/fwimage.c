@@ -1,0 +1,141 @@
+/* tools/fwimage.c — model slot patching and C-header export for the
+ * firmware. Contract in fwimage.h; ELF field offsets from the System V ABI
+ * (ELF32: e_shoff at 32, e_shentsize 46, e_shnum 48, e_shstrndx 50; a
+ * section header is 40 bytes: sh_name 0, sh_type 4, sh_flags 8, sh_addr 12,
+ * sh_offset 16, sh_size 20). */
+#include "fwimage.h"
+#include "../core/format.h"
+#include <stdarg.h>
+#include <string.h>
+
+#define SHT_PROGBITS 1u
+#define SHF_ALLOC 2u
+#define EM_ARM 40u
+
+static int fw_err(int code, char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8); }
+
+/* off + n <= len without overflow */
+static int in_file(uint64_t off, uint64_t n, size_t len) { return off <= len && n <= len - off; }
+
+int atm_fw_find_slot(const uint8_t *elf, size_t len, atm_fw_slot *slot, char *err, size_t errlen) {
+    if (!elf || !slot) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    static const uint8_t ident[6] = { 0x7F, 'E', 'L', 'F', 1 /* ELFCLASS32 */, 1 /* ELFDATA2LSB */ };
+    if (len < 52 || memcmp(elf, ident, sizeof ident) != 0)
+        return fw_err(ATM_FW_E_ELF, err, errlen, "not a 32-bit little-endian ELF file");
+    if (rd16(elf + 18) != EM_ARM) return fw_err(ATM_FW_E_ELF, err, errlen, "ELF file is not for ARM");
+    uint32_t shoff = atm_rd_u32le(elf + 32), shentsize = rd16(elf + 46), shnum = rd16(elf + 48),
+             shstrndx = rd16(elf + 50);
+    if (shentsize < 40 || shnum == 0 || shstrndx >= shnum || !in_file(shoff, (uint64_t)shnum * shentsize, len))
+        return fw_err(ATM_FW_E_ELF, err, errlen, "section header table missing or out of bounds");
+    const uint8_t *strh = elf + shoff + (size_t)shstrndx * shentsize;
+    uint32_t str_off = atm_rd_u32le(strh + 16), str_size = atm_rd_u32le(strh + 20);
+    if (!in_file(str_off, str_size, len))
+        return fw_err(ATM_FW_E_ELF, err, errlen, "section name table out of bounds");
+    const size_t want = sizeof ATM_FW_SECTION;   /* name + NUL */
+    const uint8_t *found = NULL;
+    for (uint32_t i = 0; i < shnum; i++) {
+        const uint8_t *sh = elf + shoff + (size_t)i * shentsize;
+        uint32_t name = atm_rd_u32le(sh);
+        if (name < str_size && str_size - name >= want && memcmp(elf + str_off + name, ATM_FW_SECTION, want) == 0) {
+            if (found) return fw_err(ATM_FW_E_NOSLOT, err, errlen, "two %s sections", ATM_FW_SECTION);
+            found = sh;
+        }
+    }
+    if (!found) return fw_err(ATM_FW_E_NOSLOT, err, errlen, "no %s section: not an atome firmware template", ATM_FW_SECTION);
+    uint32_t type = atm_rd_u32le(found + 4), flags = atm_rd_u32le(found + 8);
+    uint32_t off = atm_rd_u32le(found + 16), size = atm_rd_u32le(found + 20);
+    if (type != SHT_PROGBITS || !(flags & SHF_ALLOC))
+        return fw_err(ATM_FW_E_NOSLOT, err, errlen, "%s is not a loaded PROGBITS section", ATM_FW_SECTION);
+    if (!in_file(off, size, len) || size <= ATM_FW_SLOT_HEADER)
+        return fw_err(ATM_FW_E_NOSLOT, err, errlen, "%s out of bounds or too small", ATM_FW_SECTION);
+    const uint8_t *s = elf + off;
+    if (memcmp(s, "ATMSLOT1", 8) != 0) return fw_err(ATM_FW_E_NOSLOT, err, errlen, "model slot has no ATMSLOT1 header");
+    uint32_t cap = atm_rd_u32le(s + 8), mlen = atm_rd_u32le(s + 12);
+    if (cap != size - ATM_FW_SLOT_HEADER)
+        return fw_err(ATM_FW_E_NOSLOT, err, errlen, "model slot capacity %u does not match the section (%u bytes)",
+                      (unsigned)cap, (unsigned)size);
+    if (mlen > cap) return fw_err(ATM_FW_E_NOSLOT, err, errlen, "model slot length exceeds its capacity");
+    memset(slot, 0, sizeof *slot);
+    slot->file_offset = off;
+    slot->size = size;
+    slot->addr = atm_rd_u32le(found + 12);
+    slot->capacity = cap;
+    slot->model_len = mlen;
+    slot->model_crc = atm_rd_u32le(s + 16);
+    memcpy(slot->board, s + 20, ATM_FW_BOARD_BYTES);
+    slot->board[ATM_FW_BOARD_BYTES] = '\0';
+    return ATM_FW_OK;
+}
+
+int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *model, size_t mlen,
+                 char *err, size_t errlen) {
+    if (!model && mlen) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    atm_fw_slot s;
+    int rc = atm_fw_find_slot(elf, len, &s, err, errlen);
+    if (rc) return rc;
+    if (board && strcmp(board, s.board) != 0)
+        return fw_err(ATM_FW_E_BOARD, err, errlen, "the template was built for board '%s', not '%s'", s.board, board);
+    if (mlen > s.capacity)
+        return fw_err(ATM_FW_E_CAPACITY, err, errlen, "model of %zu bytes does not fit the %s slot of %u bytes",
+                      mlen, s.board, (unsigned)s.capacity);
+    uint8_t *p = elf + s.file_offset;
+    atm_wr_u32le(p + 12, (uint32_t)mlen);
+    atm_wr_u32le(p + 16, atm_crc32(model, mlen));
+    if (mlen) memcpy(p + ATM_FW_SLOT_HEADER, model, mlen);
+    memset(p + ATM_FW_SLOT_HEADER + mlen, 0, s.capacity - mlen);
+    return ATM_FW_OK;
+}
+
+static int is_ident(const char *s) {
+    if (!s || !*s || (*s >= '0' && *s <= '9')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
+    return 1;
+}
+
+int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name,
+                  const char *source, char *err, size_t errlen) {
+    if (!out || (!model && mlen)) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    if (!name) name = "atome_model";
+    if (!is_ident(name) || strlen(name) > 64) return fw_err(ATM_FW_E_ARG, err, errlen, "'%s' is not a C identifier", name);
+    char up[65];
+    size_t n = strlen(name);
+    for (size_t i = 0; i <= n; i++) up[i] = (char)((name[i] >= 'a' && name[i] <= 'z') ? name[i] - 32 : name[i]);
+    uint32_t crc = atm_crc32(model, mlen);
+    /* The source name goes into a comment: keep it printable and unable to close it. */
+    char src[256] = "(unnamed)";
+    if (source) {
+        size_t j = 0;
+        for (const char *c = source; *c && j < sizeof src - 1; c++)
+            src[j++] = ((unsigned char)*c < 0x20 || *c == 0x7F || *c == '*' || (unsigned char)*c >= 0x80) ? '_' : *c;
+        src[j] = '\0';
+    }
+    fprintf(out,
+            "/* %s.h — generated from %s (%zu bytes, CRC-32 0x%08X) by the atome\n"
+            " * tools (tools/fwimage.c, atm_fw_header). Do not edit; regenerate instead.\n"
+            " *\n"
+            " * A packed .atome container for the integer engine (core/engine.h). It is\n"
+            " * const, so a microcontroller build keeps it in flash; the engine reads it\n"
+            " * in place at any alignment: atm_model_open(&m, %s, %s_BYTES). */\n"
+            "#ifndef %s_H\n#define %s_H\n#include <stdint.h>\n\n"
+            "#define %s_BYTES %zuu\n#define %s_CRC32 0x%08Xu\n\n"
+            "static const uint8_t %s[%zu] = {\n",
+            name, src, mlen, (unsigned)crc, name, up, up, up, up, mlen, up, (unsigned)crc, name,
+            mlen ? mlen : (size_t)1);
+    for (size_t i = 0; i < mlen; i++)
+        fprintf(out, "%s0x%02X,%s", i % 12 == 0 ? "    " : " ", model[i], (i % 12 == 11 || i + 1 == mlen) ? "\n" : "");
+    if (!mlen) fprintf(out, "    0x00\n");
+    fprintf(out, "};\n\n#endif\n");
+    if (ferror(out)) return fw_err(ATM_FW_E_IO, err, errlen, "write error");
+    return ATM_FW_OK;
+}

@@ -1,0 +1,73 @@
+/* tools/fwimage.h — turn an `.atome` model into firmware, on the host and
+ * without a cross compiler: patch it into a prebuilt template image (the
+ * ELF that the `mcu` preset builds with an empty model slot), or write it as
+ * a C header for people building their own firmware.
+ *
+ * Contract.
+ *  - The template is a 32-bit little-endian ARM ELF file with a PROGBITS,
+ *    ALLOC section named ".atome_model" (mcu/model_slot.c, mcu/link/common.ld).
+ *    The section is found through the section header table (e_shoff,
+ *    e_shnum, e_shentsize) and the section-name string table (e_shstrndx);
+ *    its bytes sit at file offset sh_offset, sh_size long. Every offset and
+ *    size is bounds-checked against the file before use; all fields are read
+ *    byte by byte, little-endian, so the host's byte order does not matter.
+ *  - The section starts with a 32-byte slot header (docs/mcu.md, "model
+ *    slot"): "ATMSLOT1", u32 capacity (= sh_size - 32), u32 model length,
+ *    u32 CRC-32 of the model (core/format.h), char board[12] (the QEMU machine
+ *    name, NUL padded); the model bytes follow, then zeros.
+ *  - Patching rewrites length, CRC, the model bytes and zero-fills the rest
+ *    of the slot: the result depends only on the template's other bytes and
+ *    the model, whatever model the template held before. Nothing else in the
+ *    file changes (sizes, program headers and addresses stay), so the image
+ *    still loads with `qemu-system-arm -kernel`.
+ *  - These functions do not validate the model itself: callers open it with
+ *    atm_model_open() first (tools/elfpatch.c does), so a firmware image
+ *    never carries a container the engine would reject.
+ *  - Host code: may use stdio. No allocation. */
+#ifndef ATOME_TOOLS_FWIMAGE_H
+#define ATOME_TOOLS_FWIMAGE_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ATM_FW_SECTION ".atome_model"
+#define ATM_FW_SLOT_HEADER 32u
+#define ATM_FW_BOARD_BYTES 12u
+
+typedef enum {
+    ATM_FW_OK = 0,
+    ATM_FW_E_ARG = -1,       /* NULL pointer, bad symbol name */
+    ATM_FW_E_ELF = -2,       /* not a 32-bit little-endian ARM ELF, or a header out of bounds */
+    ATM_FW_E_NOSLOT = -3,    /* no usable .atome_model section / slot header */
+    ATM_FW_E_BOARD = -4,     /* the template was built for another board */
+    ATM_FW_E_CAPACITY = -5,  /* the model is larger than the slot */
+    ATM_FW_E_IO = -6         /* writing the header failed */
+} atm_fw_status;
+
+typedef struct {
+    uint32_t file_offset;                    /* of the section in the ELF file */
+    uint32_t size;                           /* section bytes: header + capacity */
+    uint32_t addr;                           /* its address in the board's flash */
+    uint32_t capacity;                       /* model bytes that fit */
+    uint32_t model_len;                      /* model currently in the slot (0 = empty) */
+    uint32_t model_crc;                      /* its CRC-32 as recorded */
+    char     board[ATM_FW_BOARD_BYTES + 1];  /* NUL terminated */
+} atm_fw_slot;
+
+/* Finds and checks the slot of elf[len]. ATM_FW_OK, or an error with a
+ * one-line reason in err[errlen] (err may be NULL). */
+int atm_fw_find_slot(const uint8_t *elf, size_t len, atm_fw_slot *slot, char *err, size_t errlen);
+
+/* Writes model[mlen] into the slot of elf[len] in place. board (may be
+ * NULL to skip the check) must equal the slot's board name. */
+int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *model, size_t mlen,
+                 char *err, size_t errlen);
+
+/* Writes model[mlen] as a C header: `static const uint8_t <name>[]`
+ * (flash-resident on an MCU), <NAME>_BYTES and <NAME>_CRC32 macros, and a
+ * provenance comment naming `source` (a file name; may be NULL). name must
+ * be a C identifier (NULL = "atome_model"). */
+int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name,
+                  const char *source, char *err, size_t errlen);
+
+#endif
