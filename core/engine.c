@@ -9,7 +9,6 @@
  * scale is alpha = mant * 2^-exp; an int16 vector's element is v * 2^-exp. */
 #include "engine.h"
 #include "fixmath.h"
-#include <string.h>   /* memcpy only: a compiler builtin, no libc call at -O1 and above */
 
 /* ---- trit decoding -------------------------------------------------------
  * Rows are decoded in chunks of up to CH trits into a small stack buffer and
@@ -30,7 +29,7 @@
 #define REP64(R, b) REP16(R, b), REP16(R, (b) + 16), REP16(R, (b) + 32), REP16(R, (b) + 48)
 #define REP256(R) REP64(R, 0), REP64(R, 64), REP64(R, 128), REP64(R, 192)
 static const int8_t T2[256][4] = { REP256(T2ROW) };
-/* 8 entries per row (5 used) so one 8-byte copy moves a byte's trits; the
+/* 8 entries per row (5 used) so one 8-byte move copies a byte's trits; the
  * next copy, 5 entries further, overwrites the 3 padding entries. */
 static const int8_t T5[256][8] = { REP256(T5ROW) };
 
@@ -43,13 +42,22 @@ static const int8_t *decode(const uint8_t *p, int enc, uint32_t first, int n, in
         const uint8_t *b = p + (first >> 2);
         skip = (int)(first & 3u);
         nbytes = (skip + n + 3) >> 2;
-        for (int i = 0; i < nbytes; i++) memcpy(buf + 4 * i, T2[b[i]], 4);
+        for (int i = 0; i < nbytes; i++) {
+            /* byte copies that GCC and clang merge into one 4-byte move */
+            const int8_t *t = T2[b[i]];
+            int8_t *o = buf + 4 * i;
+            o[0] = t[0]; o[1] = t[1]; o[2] = t[2]; o[3] = t[3];
+        }
     } else {
         uint32_t j = first / 5u;
         const uint8_t *b = p + j;
         skip = (int)(first - 5u * j);
         nbytes = (skip + n + 4) / 5;
-        for (int i = 0; i < nbytes; i++) memcpy(buf + 5 * i, T5[b[i]], 8);
+        for (int i = 0; i < nbytes; i++) {
+            const int8_t *t = T5[b[i]];
+            int8_t *o = buf + 5 * i;
+            for (int k = 0; k < 8; k++) o[k] = t[k];        /* merged into one 8-byte move */
+        }
     }
     return buf + skip;
 }
