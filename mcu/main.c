@@ -45,7 +45,7 @@
 
 extern const uint8_t __model_slot_start[], __model_slot_end[];
 extern uint8_t __arena_start[], __arena_end[];
-extern uint8_t __data_start[], __bss_end[];
+extern uint8_t __data_start[];
 
 static atm_model model;
 static atm_engine engine;
@@ -319,7 +319,7 @@ static void report(const char *mode, uint32_t model_len, int32_t window, size_t 
     line_add(&l, ",\"engine_bytes\":"); line_add_u64(&l, engine_bytes);
     line_add(&l, ",\"tail_bytes\":"); line_add_u64(&l, tail_bytes);
     line_add(&l, ",\"arena_bytes\":"); line_add_u64(&l, (uint64_t)(__arena_end - __arena_start));
-    line_add(&l, ",\"static_bytes\":"); line_add_u64(&l, (uint64_t)(__bss_end - __data_start));
+    line_add(&l, ",\"static_bytes\":"); line_add_u64(&l, (uint64_t)((uintptr_t)__arena_start - (uintptr_t)__data_start));
     line_add(&l, ",\"stack_used\":"); line_add_u64(&l, mcu_stack_used());
     line_add(&l, ",\"stack_bytes\":"); line_add_u64(&l, mcu_stack_size());
     line_add(&l, "}");

@@ -1,0 +1,214 @@
+/* tests/test_fwimage.c — the host-side firmware tools (tools/fwimage.c):
+ * finding the model slot in an ELF image, patching a model into it, and the
+ * C-header export. Runs on a synthetic ELF32 image built here byte by byte
+ * (null section, .text, .atome_model, .shstrtab), so it needs no cross
+ * compiler; tests/node/mcu-firmware.test.mjs does the same on the real
+ * firmware under QEMU.
+ *
+ * Every malformed-image case must be rejected with its own status, and
+ * every truncation of a valid image must be rejected without reading out
+ * of bounds (each truncated copy sits in its own exact-size allocation, so
+ * ASan/valgrind would catch a stray read). */
+#include "check.h"
+#include "../tools/fwimage.c"
+#include <string.h>
+
+#define CAP 200u                 /* slot capacity of the synthetic image */
+#define SLOT (32u + CAP)
+
+enum { OFF_TEXT = 52, OFF_SLOT = 52 + 16, OFF_STR = OFF_SLOT + SLOT, STR_LEN = 32,
+       OFF_SH = OFF_STR + STR_LEN, N_SH = 4, IMG = OFF_SH + N_SH * 40 };
+
+static void w16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+
+static void sh(uint8_t *img, int i, uint32_t name, uint32_t type, uint32_t flags, uint32_t addr,
+               uint32_t off, uint32_t size) {
+    uint8_t *p = img + OFF_SH + 40 * i;
+    atm_wr_u32le(p, name); atm_wr_u32le(p + 4, type); atm_wr_u32le(p + 8, flags);
+    atm_wr_u32le(p + 12, addr); atm_wr_u32le(p + 16, off); atm_wr_u32le(p + 20, size);
+}
+
+/* A minimal ELF32 LE ARM image whose .atome_model holds an empty slot for board b. */
+static void make_image(uint8_t *img, const char *b) {
+    memset(img, 0, IMG);
+    const uint8_t ident[16] = { 0x7F, 'E', 'L', 'F', 1, 1, 1 };
+    memcpy(img, ident, 16);
+    w16(img + 16, 2);          /* ET_EXEC */
+    w16(img + 18, 40);         /* EM_ARM */
+    atm_wr_u32le(img + 20, 1); /* EV_CURRENT */
+    atm_wr_u32le(img + 32, OFF_SH);
+    w16(img + 40, 52);         /* e_ehsize */
+    w16(img + 46, 40);         /* e_shentsize */
+    w16(img + 48, N_SH);
+    w16(img + 50, 3);          /* e_shstrndx */
+    for (int i = 0; i < 16; i++) img[OFF_TEXT + i] = (uint8_t)(0xA0 + i);
+    uint8_t *s = img + OFF_SLOT;
+    memcpy(s, "ATMSLOT1", 8);
+    atm_wr_u32le(s + 8, CAP);
+    strncpy((char *)s + 20, b, 12);
+    /* names: "\0.text\0.atome_model\0.shstrtab\0" */
+    const char names[] = "\0.text\0.atome_model\0.shstrtab";
+    memcpy(img + OFF_STR, names, sizeof names);
+    sh(img, 1, 1, 1, 6, 0x40, OFF_TEXT, 16);
+    sh(img, 2, 7, 1, 2, 0x1000, OFF_SLOT, SLOT);
+    sh(img, 3, 20, 3, 0, 0, OFF_STR, STR_LEN);
+}
+
+static int find(const uint8_t *img, size_t len, atm_fw_slot *s) {
+    char err[256] = "";
+    int rc = atm_fw_find_slot(img, len, s, err, sizeof err);
+    if (rc != ATM_FW_OK && err[0] == '\0') { fprintf(stderr, "no message for status %d\n", rc); return 99; }
+    return rc;
+}
+
+static void test_find_and_patch(void) {
+    static uint8_t img[IMG], orig[IMG];
+    make_image(img, "microbit");
+    memcpy(orig, img, IMG);
+    atm_fw_slot s;
+    CHECK(find(img, IMG, &s) == ATM_FW_OK);
+    CHECK(s.file_offset == OFF_SLOT && s.size == SLOT && s.capacity == CAP && s.addr == 0x1000);
+    CHECK(s.model_len == 0 && strcmp(s.board, "microbit") == 0);
+
+    uint8_t model[CAP];
+    for (unsigned i = 0; i < CAP; i++) model[i] = (uint8_t)(i * 37u + 11u);
+    char err[256];
+    CHECK(atm_fw_patch(img, IMG, "microbit", model, 150, err, sizeof err) == ATM_FW_OK);
+    CHECK(find(img, IMG, &s) == ATM_FW_OK && s.model_len == 150 && s.model_crc == atm_crc32(model, 150));
+    CHECK(memcmp(img + OFF_SLOT + 32, model, 150) == 0);
+    int rest_zero = 1;
+    for (unsigned i = 150; i < CAP; i++) rest_zero &= img[OFF_SLOT + 32 + i] == 0;
+    CHECK(rest_zero);
+    /* nothing outside the length and CRC fields and the data changed */
+    int same = 1;
+    for (unsigned i = 0; i < IMG; i++)
+        if ((i < OFF_SLOT + 12 || i >= OFF_SLOT + 20) && (i < OFF_SLOT + 32 || i >= OFF_SLOT + SLOT)) same &= img[i] == orig[i];
+    CHECK(same);
+
+    /* a second, shorter model leaves exactly what patching the empty template gives */
+    static uint8_t again[IMG];
+    memcpy(again, orig, IMG);
+    CHECK(atm_fw_patch(img, IMG, NULL, model + 7, 40, err, sizeof err) == ATM_FW_OK);
+    CHECK(atm_fw_patch(again, IMG, "microbit", model + 7, 40, err, sizeof err) == ATM_FW_OK);
+    CHECK(memcmp(img, again, IMG) == 0);
+
+    /* exactly the capacity fits, one byte more does not (and changes nothing) */
+    CHECK(atm_fw_patch(img, IMG, "microbit", model, CAP, err, sizeof err) == ATM_FW_OK);
+    static uint8_t big[CAP + 1], before[IMG];
+    memcpy(before, img, IMG);
+    CHECK(atm_fw_patch(img, IMG, "microbit", big, CAP + 1, err, sizeof err) == ATM_FW_E_CAPACITY);
+    CHECK(memcmp(before, img, IMG) == 0);
+    CHECK(atm_fw_patch(img, IMG, "mps2-an385", model, 10, err, sizeof err) == ATM_FW_E_BOARD);
+    CHECK(strstr(err, "microbit") != NULL);
+    CHECK(memcmp(before, img, IMG) == 0);
+    /* empty model: an empty slot again */
+    CHECK(atm_fw_patch(img, IMG, "microbit", NULL, 0, err, sizeof err) == ATM_FW_OK);
+    CHECK(memcmp(img, orig, IMG) == 0);
+}
+
+static void test_malformed(void) {
+    static uint8_t img[IMG];
+    atm_fw_slot s;
+    struct { const char *what; int off; uint32_t val; int width; int want; } cases[] = {
+        { "magic",            0,            0x7E,      1, ATM_FW_E_ELF },
+        { "ELFCLASS64",       4,            2,         1, ATM_FW_E_ELF },
+        { "big endian",       5,            2,         1, ATM_FW_E_ELF },
+        { "machine x86",      18,           3,         2, ATM_FW_E_ELF },
+        { "shoff past end",   32,           IMG,       4, ATM_FW_E_ELF },
+        { "shoff huge",       32,           0xFFFFFFF0u, 4, ATM_FW_E_ELF },
+        { "shentsize small",  46,           20,        2, ATM_FW_E_ELF },
+        { "shnum 0",          48,           0,         2, ATM_FW_E_ELF },
+        { "shnum too many",   48,           N_SH + 1,  2, ATM_FW_E_ELF },
+        { "shstrndx",         50,           N_SH,      2, ATM_FW_E_ELF },
+        { "strtab offset",    OFF_SH + 3 * 40 + 16, IMG, 4, ATM_FW_E_ELF },
+        { "strtab size",      OFF_SH + 3 * 40 + 20, 0xFFFFFFFFu, 4, ATM_FW_E_ELF },
+        { "no slot name",     OFF_STR + 8,  'x',       1, ATM_FW_E_NOSLOT },
+        { "name past table",  OFF_SH + 2 * 40, 30,     4, ATM_FW_E_NOSLOT },
+        { "slot NOBITS",      OFF_SH + 2 * 40 + 4, 8,  4, ATM_FW_E_NOSLOT },
+        { "slot not alloc",   OFF_SH + 2 * 40 + 8, 0,  4, ATM_FW_E_NOSLOT },
+        { "slot offset",      OFF_SH + 2 * 40 + 16, IMG - 10, 4, ATM_FW_E_NOSLOT },
+        { "slot size huge",   OFF_SH + 2 * 40 + 20, 0xFFFFFFF0u, 4, ATM_FW_E_NOSLOT },
+        { "slot size 32",     OFF_SH + 2 * 40 + 20, 32, 4, ATM_FW_E_NOSLOT },
+        { "slot magic",       OFF_SLOT + 7, '2',       1, ATM_FW_E_NOSLOT },
+        { "capacity",         OFF_SLOT + 8, CAP - 1,   4, ATM_FW_E_NOSLOT },
+        { "length > cap",     OFF_SLOT + 12, CAP + 1,  4, ATM_FW_E_NOSLOT },
+        { "two slots",        OFF_SH + 1 * 40, 7,      4, ATM_FW_E_NOSLOT },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_image(img, "microbit");
+        uint8_t *p = img + cases[i].off;
+        if (cases[i].width == 1) p[0] = (uint8_t)cases[i].val;
+        else if (cases[i].width == 2) w16(p, cases[i].val);
+        else atm_wr_u32le(p, cases[i].val);
+        int rc = find(img, IMG, &s);
+        CHECKF(rc == cases[i].want, "%s: status %d, want %d", cases[i].what, rc, cases[i].want);
+        uint8_t m[4] = { 1, 2, 3, 4 };
+        char err[256];
+        CHECKF(atm_fw_patch(img, IMG, NULL, m, 4, err, sizeof err) == cases[i].want, "%s (patch)", cases[i].what);
+    }
+    /* every truncation fails cleanly; exact-size copies expose stray reads to ASan */
+    make_image(img, "microbit");
+    int all_fail = 1;
+    for (size_t n = 0; n < IMG; n++) {
+        uint8_t *t = malloc(n ? n : 1);
+        memcpy(t, img, n);
+        all_fail &= find(t, n, &s) != ATM_FW_OK;
+        free(t);
+    }
+    CHECK(all_fail);
+    CHECK(atm_fw_find_slot(NULL, 10, &s, NULL, 0) == ATM_FW_E_ARG);
+}
+
+/* Parses the array initialiser of a generated header back into bytes. */
+static size_t parse_header_bytes(const char *text, uint8_t *out, size_t cap) {
+    const char *p = strstr(text, "] = {");
+    size_t n = 0;
+    if (!p) return (size_t)-1;
+    for (p += 5; *p && *p != '}'; p++) {
+        if (p[0] == '0' && p[1] == 'x') {
+            unsigned v;
+            if (sscanf(p + 2, "%2x", &v) != 1 || n == cap) return (size_t)-1;
+            out[n++] = (uint8_t)v;
+            p += 3;
+        }
+    }
+    return n;
+}
+
+static void test_header(void) {
+    uint8_t model[1000];
+    for (int i = 0; i < 1000; i++) model[i] = (uint8_t)(i * 131 + 7);
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (!f) return;
+    char err[256];
+    CHECK(atm_fw_header(f, model, sizeof model, "my_model", "dir/x*/y.atome", err, sizeof err) == ATM_FW_OK);
+    long len = ftell(f);
+    rewind(f);
+    char *text = calloc(1, (size_t)len + 1);
+    CHECK(fread(text, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+    static uint8_t back[2000];
+    CHECK(parse_header_bytes(text, back, sizeof back) == sizeof model);
+    CHECK(memcmp(back, model, sizeof model) == 0);
+    char want[128];
+    snprintf(want, sizeof want, "#define MY_MODEL_CRC32 0x%08Xu", (unsigned)atm_crc32(model, sizeof model));
+    CHECK(strstr(text, want) != NULL);
+    CHECK(strstr(text, "#define MY_MODEL_BYTES 1000u") != NULL);
+    CHECK(strstr(text, "static const uint8_t my_model[1000]") != NULL);
+    CHECK(strstr(text, "x_/y.atome") != NULL);   /* '*' could close the comment */
+    free(text);
+
+    FILE *g = tmpfile();
+    CHECK(atm_fw_header(g, model, 4, "9lives", NULL, err, sizeof err) == ATM_FW_E_ARG);
+    CHECK(atm_fw_header(g, model, 4, "a-b", NULL, err, sizeof err) == ATM_FW_E_ARG);
+    CHECK(atm_fw_header(g, model, 4, NULL, NULL, err, sizeof err) == ATM_FW_OK);
+    fclose(g);
+}
+
+int main(void) {
+    test_find_and_patch();
+    test_malformed();
+    test_header();
+    return CHECK_DONE();
+}
