@@ -114,25 +114,72 @@ static void matvec_t2_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const
 }
 #endif
 
-/* A matvec input: the int16 vector and, for the SIMD kernel, its
- * deinterleaved copy (prepared once per LayerNorm output, used by up to five
+#if !defined(ATM_ENGINE_PORTABLE) && !defined(__ARM_ARCH_6M__)
+/* Cortex-M3/M4 kernel for ATOME01 rows of a multiple of 4 columns (byte
+ * aligned) when d <= ATM_LUT_MAX_D: per input vector a table of the 16
+ * possible sums of each column pair, lut[16 g + (c0 | c1 << 2)] =
+ * v(c0) x[2g] + v(c1) x[2g+1] with v = {0, +1, 0, -1} for the 2-bit codes;
+ * a row byte (4 columns = 2 nibbles) then costs two table loads and two adds
+ * instead of four multiply-adds. The table sits on the stack (4 KiB at
+ * d = 128), so the Cortex-M0 build (16 KiB of RAM) leaves it out. It is the
+ * default where no SIMD kernel exists (Cortex-M3/M4, wasm without SIMD) and
+ * is built on hosts too so the tests can compare it with the others.
+ * Exact integer sums: the result equals the portable kernel's. */
+#define ATM_T2_LUT 1
+#define ATM_LUT_MAX_D 128
+#endif
+
+/* A matvec input: the int16 vector and, for the SIMD / LUT kernels, what
+ * they prepare from it once per LayerNorm output (used by up to five
  * matvecs). */
 typedef struct {
     const int16_t *x;            /* [cols] */
+    int     kernel;              /* ATM_KERNEL_* in use */
 #ifdef ATM_T2_SIMD
     int16_t xd[ATM_MAX_D];       /* xd[64 k + 16 p + i] = x[64 k + 4 i + p] */
 #endif
+#ifdef ATM_T2_LUT
+    int32_t lut[ATM_LUT_MAX_D / 2 * 16];
+#endif
 } vin;
 
-static void vin_prep(vin *in, const int16_t *x, int d) {
-    in->x = x;
+/* The kernel a model can use given the engine's choice: the SIMD and LUT
+ * kernels need ATOME01 and their shape conditions, else portable. */
+static int pick_kernel(int want, int d, int enc) {
+    (void)d;
+    if (enc != ATM_ENC_ATOME01) return ATM_KERNEL_PORTABLE;
 #ifdef ATM_T2_SIMD
-    if (d % 64 == 0)
+    if ((want == ATM_KERNEL_AUTO || want == ATM_KERNEL_SSE2) && d % 64 == 0) return ATM_KERNEL_SSE2;
+#endif
+#ifdef ATM_T2_LUT
+    if ((want == ATM_KERNEL_AUTO || want == ATM_KERNEL_LUT) && d % 4 == 0 && d <= ATM_LUT_MAX_D) return ATM_KERNEL_LUT;
+#endif
+    return ATM_KERNEL_PORTABLE;
+}
+
+static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
+    in->x = x;
+    in->kernel = kernel;
+    (void)d;
+#ifdef ATM_T2_SIMD
+    if (kernel == ATM_KERNEL_SSE2)
         for (int k = 0; k < d; k += 64)
             for (int p = 0; p < 4; p++)
                 for (int i = 0; i < 16; i++) in->xd[k + 16 * p + i] = x[k + 4 * i + p];
-#else
-    (void)d;
+#endif
+#ifdef ATM_T2_LUT
+    if (kernel == ATM_KERNEL_LUT)
+        for (int g = 0; g < d / 2; g++) {
+            const int32_t a = x[2 * g], b = x[2 * g + 1];
+            int32_t *t = in->lut + 16 * g;
+            /* index c0 | c1 << 2; codes 0 and 2 mean 0, 1 means +1, 3 means -1 */
+            const int32_t va[4] = { 0, a, 0, -a };
+            for (int c1 = 0; c1 < 4; c1++) {
+                const int32_t vb = c1 == 1 ? b : (c1 == 3 ? -b : 0);
+                t[4 * c1 + 0] = vb; t[4 * c1 + 1] = va[1] + vb;
+                t[4 * c1 + 2] = vb; t[4 * c1 + 3] = va[3] + vb;
+            }
+        }
 #endif
 }
 
@@ -141,7 +188,23 @@ static void matvec(const atm_tensor_view *T, int enc, uint32_t rows, uint32_t co
                    const vin *in, int32_t *out) {
     const int16_t *x = in->x;
 #ifdef ATM_T2_SIMD
-    if (enc == ATM_ENC_ATOME01 && cols % 64u == 0) { matvec_t2_sse2(T->data, rows, cols, in->xd, out); return; }
+    if (in->kernel == ATM_KERNEL_SSE2 && cols % 64u == 0) { matvec_t2_sse2(T->data, rows, cols, in->xd, out); return; }
+#endif
+#ifdef ATM_T2_LUT
+    if (in->kernel == ATM_KERNEL_LUT && cols % 4u == 0) {
+        const uint8_t *b = T->data;
+        const uint32_t nb = cols / 4;
+        for (uint32_t r = 0; r < rows; r++) {
+            const int32_t *lt = in->lut;
+            int32_t acc = 0;
+            for (uint32_t j = 0; j < nb; j++, lt += 32) {
+                const unsigned v = *b++;
+                acc += lt[v & 15u] + lt[16 + (v >> 4)];
+            }
+            out[r] = acc;
+        }
+        return;
+    }
 #endif
     int8_t buf[BUF];
     if (cols == CH) {
@@ -297,6 +360,7 @@ atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window, void *
     uint8_t *b = (uint8_t *)arena;
     e->m = m;
     e->window = window;
+    e->kernel = ATM_KERNEL_AUTO;
     e->x = (int32_t *)(void *)(b + p.x);
     e->ssm = (int32_t *)(void *)(b + p.ssm);
     e->wide = (int32_t *)(void *)(b + p.wide);
@@ -314,6 +378,22 @@ atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window, void *
     for (size_t i = 0; i < p.total; i++) b[i] = 0;
     atm_engine_reset(e);
     return ATM_OK;
+}
+
+int atm_engine_set_kernel(atm_engine *e, int kernel) {
+    if (!e) return -1;
+    switch (kernel) {
+    case ATM_KERNEL_AUTO: case ATM_KERNEL_PORTABLE: break;
+#ifdef ATM_T2_LUT
+    case ATM_KERNEL_LUT: break;
+#endif
+#ifdef ATM_T2_SIMD
+    case ATM_KERNEL_SSE2: break;
+#endif
+    default: return -1;
+    }
+    e->kernel = kernel;
+    return 0;
 }
 
 void atm_engine_reset(atm_engine *e) {
@@ -501,6 +581,7 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     if (byte < 0 || byte >= V) byte = 0;
     atm_tensor_view T, G, B;
     vin in;
+    const int kern = pick_kernel(e->kernel, d, enc);
 
     /* embedding: x = trit * round(alpha_E * 2^FX) */
     tensor(m, ATM_T_EMBED, 0, &T);
@@ -524,7 +605,7 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
         tensor(m, ATM_T_LN_B, l, &B);
         const int fu = G.aux;
         layernorm(e->x, d, c->fx, &G, &B, e->u);
-        vin_prep(&in, e->u, d);
+        vin_prep(&in, e->u, d, kern);
         /* router: logits in Q16, weights in Q15 */
         tensor(m, ATM_T_ROUTER, l, &T);
         matvec(&T, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);
@@ -541,7 +622,7 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     tensor(m, ATM_T_LNF_G, 0, &G);
     tensor(m, ATM_T_LNF_B, 0, &B);
     layernorm(e->x, d, c->fx, &G, &B, e->u);
-    vin_prep(&in, e->u, d);
+    vin_prep(&in, e->u, d, kern);
     tensor(m, ATM_T_UNEMBED, 0, &T);
     matvec(&T, enc, (uint32_t)V, (uint32_t)d, &in, e->wide);
     const scaler sl = mk_scaler(T.mant, T.exp + G.aux - ATM_LOGIT_FRAC);

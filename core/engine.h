@@ -36,9 +36,16 @@
 
 #define ATM_LOGIT_FRAC 16
 
+/* Ternary matvec kernels. They compute the same integers (exact sums), so
+ * the choice changes speed only; AUTO picks the fastest built for the target
+ * and the model (SSE2 on x86-64, the pair-sum table on Cortex-M3/M4 and
+ * wasm, portable on Cortex-M0 and for ATOME02 payloads). */
+enum { ATM_KERNEL_AUTO = 0, ATM_KERNEL_PORTABLE = 1, ATM_KERNEL_LUT = 2, ATM_KERNEL_SSE2 = 3 };
+
 typedef struct {
     const atm_model *m;
     int32_t  window;
+    int32_t  kernel;   /* ATM_KERNEL_*, AUTO after init */
     int32_t *x;        /* [d] residual stream, Q(fx) */
     int32_t *ssm;      /* [L][d] SSM state, Q(FS of the layer) */
     int32_t *wide;     /* [max(V, d, dh)] logits (Q16) after a step; scratch inside it */
@@ -67,6 +74,10 @@ size_t atm_engine_arena_bytes(const atm_model *m, int window);
  * its blob) must outlive the engine. */
 atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window,
                            void *arena, size_t arena_len);
+
+/* Forces a matvec kernel (tests, benchmarks): 0, or -1 if this build does
+ * not have it. A kernel that does not fit the model falls back to portable. */
+int atm_engine_set_kernel(atm_engine *e, int kernel);
 
 /* Forgets every position (fresh conv ring, SSM state, caches). */
 void atm_engine_reset(atm_engine *e);
