@@ -1,0 +1,242 @@
+/* core/train/kernels_wasm.c — wasm SIMD128 matmul kernels (wasm -msimd128 only).
+ *
+ * Contract: atm_matmul_forward_wasm / atm_matmul_backward_wasm compute what
+ * atm_matmul_forward_ref / atm_matmul_backward_ref (layers.c) compute, with
+ * the conventions of layers.h and kernels.h (forward overwrites out, backward
+ * ADDS into dinp and dw, NULL skips a gradient, any N, IC, OC >= 0), up to
+ * float rounding: the summation order differs from the reference. wasm has
+ * no fused multiply-add, so every step is a rounded multiply then a rounded
+ * add. The order depends only on (N, IC, OC), never on pointer alignment,
+ * so a call is deterministic. Nothing is read or written outside the
+ * caller's buffers: column tails use lane loads and lane stores
+ * (load32_zero, load64_zero, load32_lane, store32/64_lane) instead of the
+ * masked loads wasm lacks.
+ *
+ * Algorithm (the one of kernels_x86_tmpl.h, with 4-float vectors): every
+ * product is C[rows][cols] (+)= A[rows][k] . B[k][cols], A read by scalar
+ * broadcast at a[r*ars + k*aks], B read as rows of vectors at b + k*ldb:
+ *   forward  out[N][OC]  = inp[N][IC] . w^T   B = w^T, packed per panel
+ *   dinp     dinp[N][IC] += dout[N][OC] . w   B = w
+ *   dw       dw[OC][IC]  += dout^T . inp      A = dout^T by stride, B = inp
+ * A register tile keeps MR rows x NV vectors of C for the whole k loop.
+ * V8 has 16 vector registers on x86-64 (one kept as scratch), so a tile of
+ * MR*NV accumulators + NV B vectors + 1 broadcast stays within 15. Without
+ * FMA the kernels are bound by the multiply and add ports (~30 GFLOP/s on
+ * the project's VM, docs/wasm.md); 3x3, 4x2, 6x2 and 4x4/2x4 tiles measured
+ * within noise of each other, so the smallest code (3 shapes) was kept. A forward of at most KW_SMALLN
+ * rows (token-by-token generation) takes dot products of contiguous rows
+ * instead of packing w. Tests: tests/node/kernels.test.mjs. */
+#if defined(__wasm_simd128__)
+#include <stddef.h>
+#include <wasm_simd128.h>
+#include "kernels.h"
+
+#define KW_INLINE static inline __attribute__((always_inline))
+#define KW_UNROLL _Pragma("clang loop unroll(full)")
+
+#define KW_NVMAX 3    /* vectors per column block: 12 columns */
+#define KW_MR1 8      /* rows per tile for 1, 2, 3 column vectors */
+#define KW_MR2 4
+#define KW_MR3 3
+#define KW_NB (KW_NVMAX * 4)
+/* 256 x 12 floats = 12 KiB panel (stack): stays in L1 beside the streamed rows. */
+#define KW_KC 256
+/* dw sums N in slabs of 128 rows so that slab of inp and dout stays in cache
+ * (the x86 kernels measured the same choice, docs/kernels.md). */
+#define KW_NSLAB 128
+#define KW_SMALLN 4
+
+/* n = 1..4 floats at p into the low lanes, zeros above. */
+KW_INLINE v128_t kw_load(const float *p, const int n) {
+    switch (n) {
+    case 1: return wasm_v128_load32_zero(p);
+    case 2: return wasm_v128_load64_zero(p);
+    case 3: return wasm_v128_load32_lane(p + 2, wasm_v128_load64_zero(p), 2);
+    default: return wasm_v128_load(p);
+    }
+}
+
+/* The low n = 1..4 lanes of v to p. */
+KW_INLINE void kw_store(float *p, v128_t v, const int n) {
+    switch (n) {
+    case 1: wasm_v128_store32_lane(p, v, 0); break;
+    case 2: wasm_v128_store64_lane(p, v, 0); break;
+    case 3: wasm_v128_store64_lane(p, v, 0); wasm_v128_store32_lane(p + 2, v, 2); break;
+    default: wasm_v128_store(p, v); break;
+    }
+}
+
+/* Register tile: MR rows x NV vectors. TAIL = 0: every vector is full;
+ * TAIL = 1..3: the last vector holds TAIL columns (partial loads of B and
+ * C, partial stores). addc: C += tile, else C = tile. */
+KW_INLINE void kw_tile(const int MR, const int NV, const int TAIL, int kc,
+                       const float *a, ptrdiff_t ars, ptrdiff_t aks,
+                       const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int addc) {
+    v128_t acc[8][KW_NVMAX];
+    KW_UNROLL for (int r = 0; r < MR; r++)
+        KW_UNROLL for (int v = 0; v < NV; v++) acc[r][v] = wasm_f32x4_splat(0.0f);
+    for (int k = 0; k < kc; k++) {
+        v128_t bv[KW_NVMAX];
+        KW_UNROLL for (int v = 0; v < NV; v++)
+            bv[v] = (TAIL && v == NV - 1) ? kw_load(b + 4 * v, TAIL) : wasm_v128_load(b + 4 * v);
+        KW_UNROLL for (int r = 0; r < MR; r++) {
+            v128_t av = wasm_v128_load32_splat(a + r * ars);
+            KW_UNROLL for (int v = 0; v < NV; v++)
+                acc[r][v] = wasm_f32x4_add(acc[r][v], wasm_f32x4_mul(av, bv[v]));
+        }
+        a += aks;
+        b += ldb;
+    }
+    KW_UNROLL for (int r = 0; r < MR; r++) {
+        float *cr = c + r * ldc;
+        KW_UNROLL for (int v = 0; v < NV; v++) {
+            const int n = (TAIL && v == NV - 1) ? TAIL : 4;
+            v128_t x = acc[r][v];
+            if (addc) x = wasm_f32x4_add(kw_load(cr + 4 * v, n), x);
+            kw_store(cr + 4 * v, x, n);
+        }
+    }
+}
+
+/* All `rows` rows of one column block: full MR_-row tiles, then one tile of
+ * the remaining rows. */
+#define KW_TAIL_CASE(R_, NV_, T_, MR_) \
+    case R_: kw_tile(R_ < MR_ ? R_ : 1, NV_, T_, kc, a, ars, aks, b, ldb, c, ldc, addc); break;
+#define KW_DEF_ROWS(NV_, T_, MR_)                                                                \
+    static void kw_rows_##NV_##_##T_(int rows, int kc, const float *a, ptrdiff_t ars,           \
+                                     ptrdiff_t aks, const float *b, ptrdiff_t ldb, float *c,     \
+                                     ptrdiff_t ldc, int addc) {                                  \
+        int r0 = 0;                                                                              \
+        for (; r0 + MR_ <= rows; r0 += MR_)                                                      \
+            kw_tile(MR_, NV_, T_, kc, a + r0 * ars, ars, aks, b, ldb, c + r0 * ldc, ldc, addc);   \
+        a += r0 * ars;                                                                           \
+        c += r0 * ldc;                                                                           \
+        switch (rows - r0) {                                                                     \
+            KW_TAIL_CASE(1, NV_, T_, MR_) KW_TAIL_CASE(2, NV_, T_, MR_)                          \
+            KW_TAIL_CASE(3, NV_, T_, MR_) KW_TAIL_CASE(4, NV_, T_, MR_)                          \
+            KW_TAIL_CASE(5, NV_, T_, MR_) KW_TAIL_CASE(6, NV_, T_, MR_)                          \
+            KW_TAIL_CASE(7, NV_, T_, MR_)                                                        \
+            default: break;                                                                      \
+        }                                                                                        \
+    }
+#define KW_DEF_ROWS_ALL(NV_, MR_) \
+    KW_DEF_ROWS(NV_, 0, MR_) KW_DEF_ROWS(NV_, 1, MR_) KW_DEF_ROWS(NV_, 2, MR_) KW_DEF_ROWS(NV_, 3, MR_)
+
+KW_DEF_ROWS_ALL(1, KW_MR1)
+KW_DEF_ROWS_ALL(2, KW_MR2)
+KW_DEF_ROWS_ALL(3, KW_MR3)
+
+typedef void (*kw_rows_fn)(int, int, const float *, ptrdiff_t, ptrdiff_t, const float *,
+                           ptrdiff_t, float *, ptrdiff_t, int);
+static const kw_rows_fn KW_ROWS[KW_NVMAX][4] = {
+    { kw_rows_1_0, kw_rows_1_1, kw_rows_1_2, kw_rows_1_3 },
+    { kw_rows_2_0, kw_rows_2_1, kw_rows_2_2, kw_rows_2_3 },
+    { kw_rows_3_0, kw_rows_3_1, kw_rows_3_2, kw_rows_3_3 },
+};
+
+/* C[rows][0 .. cols) for cols <= KW_NB. */
+static void kw_block(int cols, int rows, int kc, const float *a, ptrdiff_t ars, ptrdiff_t aks,
+                     const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int addc) {
+    int nv = (cols + 3) / 4;
+    KW_ROWS[nv - 1][cols % 4](rows, kc, a, ars, aks, b, ldb, c, ldc, addc);
+}
+
+/* Sum of the four lanes as (l0 + l2) + (l1 + l3). */
+KW_INLINE float kw_hsum(v128_t v) {
+    v128_t s = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+    return wasm_f32x4_extract_lane(s, 0) + wasm_f32x4_extract_lane(s, 1);
+}
+
+/* Forward for a handful of rows: each output is a dot product of two
+ * contiguous rows, four outputs at a time; the IC tail is a partial load
+ * (zeros in the unused lanes of both operands). */
+static void kw_dots(float *out, const float *inp, const float *w, int N, int IC, int OC) {
+    int full = IC / 4 * 4, rem = IC - full;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * IC;
+        float *o = out + (size_t)n * OC;
+        int oc = 0;
+        for (; oc + 4 <= OC; oc += 4) {
+            const float *w0 = w + (size_t)oc * IC, *w1 = w0 + IC, *w2 = w1 + IC, *w3 = w2 + IC;
+            v128_t a0 = wasm_f32x4_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+            int i = 0;
+            for (; i < full; i += 4) {
+                v128_t xv = wasm_v128_load(x + i);
+                a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(xv, wasm_v128_load(w0 + i)));
+                a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(xv, wasm_v128_load(w1 + i)));
+                a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(xv, wasm_v128_load(w2 + i)));
+                a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(xv, wasm_v128_load(w3 + i)));
+            }
+            if (rem) {
+                v128_t xv = kw_load(x + i, rem);
+                a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(xv, kw_load(w0 + i, rem)));
+                a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(xv, kw_load(w1 + i, rem)));
+                a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(xv, kw_load(w2 + i, rem)));
+                a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(xv, kw_load(w3 + i, rem)));
+            }
+            o[oc] = kw_hsum(a0);
+            o[oc + 1] = kw_hsum(a1);
+            o[oc + 2] = kw_hsum(a2);
+            o[oc + 3] = kw_hsum(a3);
+        }
+        for (; oc < OC; oc++) {
+            const float *w0 = w + (size_t)oc * IC;
+            v128_t a0 = wasm_f32x4_splat(0.0f);
+            int i = 0;
+            for (; i < full; i += 4)
+                a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(x + i), wasm_v128_load(w0 + i)));
+            if (rem) a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(kw_load(x + i, rem), kw_load(w0 + i, rem)));
+            o[oc] = kw_hsum(a0);
+        }
+    }
+}
+
+void atm_matmul_forward_wasm(float *out, const float *inp, const float *w, int N, int IC, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    if (IC <= 0) {
+        for (size_t i = 0; i < (size_t)N * (size_t)OC; i++) out[i] = 0.0f;
+        return;
+    }
+    if (N <= KW_SMALLN) {
+        kw_dots(out, inp, w, N, IC, OC);
+        return;
+    }
+    /* panel[k][j] = w[oc0 + j][k0 + k]: KW_KC x KW_NB floats; columns past
+     * OC are never read (the tail tile loads only its TAIL lanes). */
+    float panel[KW_KC * KW_NB];
+    for (int oc0 = 0; oc0 < OC; oc0 += KW_NB) {
+        int nc = OC - oc0 < KW_NB ? OC - oc0 : KW_NB;
+        for (int k0 = 0; k0 < IC; k0 += KW_KC) {
+            int kc = IC - k0 < KW_KC ? IC - k0 : KW_KC;
+            for (int j = 0; j < nc; j++) {
+                const float *wr = w + (size_t)(oc0 + j) * IC + k0;
+                for (int k = 0; k < kc; k++) panel[k * KW_NB + j] = wr[k];
+            }
+            kw_block(nc, N, kc, inp + k0, IC, 1, panel, KW_NB, out + oc0, OC, k0 > 0);
+        }
+    }
+}
+
+void atm_matmul_backward_wasm(float *dinp, float *dw, const float *dout, const float *inp,
+                              const float *w, int N, int IC, int OC) {
+    if (N <= 0 || IC <= 0 || OC <= 0) return;
+    if (dinp)
+        for (int ic0 = 0; ic0 < IC; ic0 += KW_NB) {
+            int nc = IC - ic0 < KW_NB ? IC - ic0 : KW_NB;
+            kw_block(nc, N, OC, dout, OC, 1, w + ic0, IC, dinp + ic0, IC, 1);
+        }
+    if (dw)
+        for (int n0 = 0; n0 < N; n0 += KW_NSLAB) {
+            int nn = N - n0 < KW_NSLAB ? N - n0 : KW_NSLAB;
+            const float *d = dout + (size_t)n0 * OC, *x = inp + (size_t)n0 * IC;
+            for (int ic0 = 0; ic0 < IC; ic0 += KW_NB) {
+                int nc = IC - ic0 < KW_NB ? IC - ic0 : KW_NB;
+                kw_block(nc, OC, nn, d, 1, OC, x + ic0, IC, dw + ic0, IC, 1);
+            }
+        }
+}
+
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int atm_kernels_wasm_unused;
+#endif
