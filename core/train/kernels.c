@@ -5,10 +5,9 @@
  * fastest one the CPU supports. The reference kernels (layers.c) are always
  * available, so every target has a portable fallback. x86 sets are compiled
  * with target attributes (kernels_x86.c) and used only when
- * __builtin_cpu_supports() says the CPU and OS handle them. A wasm SIMD set
- * (kernels_wasm.c, defining atm_matmul_*_wasm) plugs into the same table under
- * __wasm_simd128__; until that file exists the slot is compiled out by
- * ATM_HAVE_WASM_KERNELS. No threads: the choice is a plain static written
+ * __builtin_cpu_supports() says the CPU and OS handle them. The wasm SIMD set
+ * (kernels_wasm.c, atm_matmul_*_wasm) is in the table whenever the build has
+ * __wasm_simd128__ (-msimd128). No threads: the choice is a plain static written
  * once (every writer writes the same value). */
 #include "kernels.h"
 #include <stdio.h>
@@ -26,7 +25,7 @@ static const atm_kernel_set SETS[] = {
     { "avx2", atm_matmul_forward_avx2, atm_matmul_backward_avx2 },
     { "avx512", atm_matmul_forward_avx512, atm_matmul_backward_avx512 },
 #endif
-#if defined(__wasm_simd128__) && defined(ATM_HAVE_WASM_KERNELS)
+#if defined(__wasm_simd128__)
     { "wasm-simd", atm_matmul_forward_wasm, atm_matmul_backward_wasm },
 #endif
 };
