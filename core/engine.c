@@ -146,7 +146,7 @@ typedef struct {
 /* The kernel a model can use given the engine's choice: the SIMD and LUT
  * kernels need ATOME01 and their shape conditions, else portable. */
 static int pick_kernel(int want, int d, int enc) {
-    (void)d;
+    (void)want; (void)d;
     if (enc != ATM_ENC_ATOME01) return ATM_KERNEL_PORTABLE;
 #ifdef ATM_T2_SIMD
     if ((want == ATM_KERNEL_AUTO || want == ATM_KERNEL_SSE2) && d % 64 == 0) return ATM_KERNEL_SSE2;

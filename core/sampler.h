@@ -41,8 +41,9 @@ int atm_sampler_config(atm_sampler_cfg *c, const char *temperature, const char *
                        const char *top_p);
 
 /* Next byte from logits[V] (Q16, |logit| <= 2^30 as the engine returns),
- * 1 <= V <= 256. scratch[V] is used only when top-k or top-p is active (it
- * receives the truncation order). */
+ * 1 <= V <= 256. scratch[V] receives the truncation order and is needed
+ * only when top-k or top-p is active; with scratch NULL no truncation is
+ * applied (plain temperature sampling). */
 int atm_sampler_next(const atm_sampler_cfg *c, const int32_t *logits, int V, atm_rng *rng,
                      uint8_t *scratch);
 
