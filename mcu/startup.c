@@ -63,9 +63,8 @@ void Fault_Handler(void) {
     sh_exit(MCU_EXIT_FAULT_BASE + (int)(ipsr & 0x3Fu));
 }
 
-/* The loops below must not become memcpy/memset calls before .data exists;
- * our own memcpy/memset (mcu/libc_min.c) keep no state, but the volatile
- * pointers also keep GCC from fusing the paint loop into a call. */
+/* GCC may turn the copy and zero loops into memcpy/memset calls; that is
+ * safe because mcu/libc_min.c's versions use no static data. */
 void Reset_Handler(void) {
     /* 64 bytes of margin keep the paint below this function's own frame. */
     volatile uint32_t *p = __stack_start;
