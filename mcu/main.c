@@ -250,19 +250,11 @@ static int parse_args(words *w, gen_args *g) {
     if (flag_val[F_SEED]) { parse_int(flag_val[F_SEED], 0, 4294967295LL, &x); g->seed = (uint32_t)x; }
     g->window = 0;
     if (flag_val[F_WINDOW]) { parse_int(flag_val[F_WINDOW], 1, ATM_MAX_WINDOW, &x); g->window = (int32_t)x; }
-    /* The values were checked above; "+5"/"-0" (accepted like strtoll)
-     * are normalised for the sampler's digits-only parser. */
-    char kbuf[4] = "0";
-    if (flag_val[F_TOP_K]) {
-        parse_int(flag_val[F_TOP_K], 0, 256, &x);
-        int k = (int)x, j = 0;
-        if (k >= 100) kbuf[j++] = (char)('0' + k / 100);
-        if (k >= 10) kbuf[j++] = (char)('0' + k / 10 % 10);
-        kbuf[j++] = (char)('0' + k % 10);
-        kbuf[j] = '\0';
-    }
-    if (atm_sampler_config(&g->sampling, flag_val[F_TEMPERATURE], kbuf, flag_val[F_TOP_P]))
+    /* temperature and top-p through the shared parser (checked above);
+     * top-k was parsed with the CLI's integer rules */
+    if (atm_sampler_config(&g->sampling, flag_val[F_TEMPERATURE], NULL, flag_val[F_TOP_P]))
         return fail(MCU_EXIT_USAGE, "sampling settings rejected", 0, 0);   /* unreachable: checked above */
+    if (flag_val[F_TOP_K]) { parse_int(flag_val[F_TOP_K], 0, 256, &x); g->sampling.top_k = (int32_t)x; }
 
     if (flag_val[F_PROMPT_HEX]) {
         char *h = (char *)flag_val[F_PROMPT_HEX];   /* points into cmdline: decode in place */
