@@ -1,0 +1,78 @@
+// tests/node/artifacts.mjs — where the Node tests find what the builds made
+// (not a test file: `node --test tests/node/` runs only *.test.mjs).
+//
+// The tests build nothing. They expect
+//   cmake --preset native && cmake --build --preset native   -> build/native/atome
+//   cmake --preset wasm && cmake --build --preset wasm       -> build/wasm/atome.wasm,
+//                                                              build/wasm/atome-scalar.wasm
+// ATOME_WASM_BUILD / ATOME_NATIVE_BUILD point at other build directories.
+// A missing artifact fails the test with the command that makes it; nothing
+// is ever skipped.
+import { existsSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { loadAtome } from '../../wasm/atome.mjs';
+
+export const repo = fileURLToPath(new URL('../..', import.meta.url));
+export const wasmDir = process.env.ATOME_WASM_BUILD ?? path.join(repo, 'build/wasm');
+export const nativeDir = process.env.ATOME_NATIVE_BUILD ?? path.join(repo, 'build/native');
+export const cliScript = path.join(repo, 'wasm/atome.mjs');
+export const sharedDir = process.env.ATOME_SHARED_DIR ?? path.join(repo, '../shared');
+
+function need(file, how) {
+  if (!existsSync(file)) throw new Error(`missing ${file}: build it first with '${how}' (run from ${repo})`);
+  return file;
+}
+
+export const wasmFile = (variant = 'simd') =>
+  need(path.join(wasmDir, variant === 'simd' ? 'atome.wasm' : 'atome-scalar.wasm'),
+    'cmake --preset wasm && cmake --build --preset wasm');
+export const nativeCli = () => need(path.join(nativeDir, 'atome'), 'cmake --preset native && cmake --build --preset native');
+
+// A fresh module instance (each test file gets its own memory).
+export async function load(variant = 'simd', options = {}) {
+  return loadAtome(readFileSync(wasmFile(variant)), options);
+}
+
+// The first bytes of the TinyStories training text (read-only shared data).
+export function corpus(n) {
+  const f = need(path.join(sharedDir, 'data/tinystories-train.txt'), 'set ATOME_SHARED_DIR to the directory holding data/');
+  return new Uint8Array(readFileSync(f).subarray(0, n));
+}
+export const corpusPath = () => path.join(sharedDir, 'data/tinystories-train.txt');
+
+// Runs a program; resolves { code, stdout (Buffer), stderr (string) }.
+export function run(file, args, { env = {}, timeout = 60000 } = {}) {
+  return new Promise((resolve) => {
+    execFile(file, args, { encoding: 'buffer', timeout, maxBuffer: 64 << 20, env: { ...process.env, ...env } },
+      (err, stdout, stderr) => resolve({ code: err ? (err.code ?? 1) : 0, stdout, stderr: stderr.toString() }));
+  });
+}
+export const native = (args, opts) => run(nativeCli(), args, opts);
+export const nodeCli = (args, opts) => run(process.execPath, [cliScript, ...args],
+  { ...opts, env: { ATOME_WASM: wasmFile('simd'), ...(opts?.env ?? {}) } });
+
+// Index of the first differing byte of two byte arrays, or -1.
+export function firstDiff(a, b) {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+
+// The fp32 weights of a checkpoint image (its WGHT section).
+export function ckptWeights(img) {
+  const dv = new DataView(img.buffer, img.byteOffset, img.byteLength);
+  const nsec = dv.getUint32(12, true);
+  let o = 24;
+  for (let s = 0; s < nsec; s++) {
+    const tag = String.fromCharCode(...img.subarray(o, o + 4));
+    const len = Number(dv.getBigUint64(o + 8, true));
+    if (tag === 'WGHT') {
+      const n = Number(dv.getBigUint64(o + 16, true));
+      return new Float32Array(img.slice(o + 24, o + 24 + 4 * n).buffer);
+    }
+    o += 16 + len;
+  }
+  throw new Error('checkpoint has no WGHT section');
+}

@@ -1,0 +1,570 @@
+// wasm/atome.mjs — loader and JS API of atome.wasm (float trainer, float and
+// integer generation), usable unchanged in a page, a Web Worker and Node; run
+// as a script it is the Node CLI `node wasm/atome.mjs generate ...`.
+//
+// Contract. loadAtome(source) instantiates the standalone module (no
+// Emscripten glue): source is a URL or URL string (fetched; browsers), or the
+// module's bytes (Node: readFile). It returns an Atome object whose methods
+// create/load models; each Model owns one session in wasm memory (free() it
+// when done; memory is fixed, so sessions are the only thing that fills it).
+// Every failure throws an Error carrying the C side's one-line reason.
+// Bytes always cross the boundary as Uint8Array copies, never views into wasm
+// memory, so results stay valid after later calls. docs/wasm.md has the API
+// with examples; the C side is wasm/atome_wasm.c.
+//
+// The module's few imports are WASI stubs: the environment (empty unless
+// options.env is given; ATOME_KERNELS=ref|wasm-simd picks the matmul
+// kernels, as natively) and fd_write for the one diagnostic the kernel
+// dispatcher can print (to options.onStderr, default console.error).
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+const FAMILIES = ['atome', 'vanilla', 'gssm'];
+const SHAPE_KEYS = ['d-model', 'layers', 'd-head', 'heads', 'kernel', 'attn-top-k', 'pathways',
+  'd-ff', 'd-inner', 'max-seq'];
+const OPT_KEYS = ['quant', 'lr', 'lr2', 'beta1', 'beta2', 'eps', 'wd', 'clip', 'lr-min', 'warmup',
+  'cosine', 'fp-fraction', 'steps', 'batch', 'seq', 'seed'];
+const PATHWAY_BITS = { conv: 1, ssm: 2, attn: 4 };
+
+// camelCase / snake_case / CLI names all map to the CLI name ("dModel" -> "d-model").
+function cliKey(k) {
+  if (k === 'topK' || k === 'top_k' || k === 'attnTopK') return 'attn-top-k';
+  return k.replace(/_/g, '-').replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+}
+
+function isNode() {
+  return typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
+}
+
+function wasiImports(state) {
+  const view = () => new DataView(state.memory.buffer);
+  const envBytes = () => Object.entries(state.env).map(([k, v]) => enc.encode(`${k}=${v}\0`));
+  return {
+    environ_sizes_get(countPtr, sizePtr) {
+      const e = envBytes();
+      view().setUint32(countPtr, e.length, true);
+      view().setUint32(sizePtr, e.reduce((n, b) => n + b.length, 0), true);
+      return 0;
+    },
+    environ_get(ptrs, buf) {
+      const mem = new Uint8Array(state.memory.buffer);
+      let p = buf;
+      envBytes().forEach((b, i) => { view().setUint32(ptrs + 4 * i, p, true); mem.set(b, p); p += b.length; });
+      return 0;
+    },
+    fd_write(fd, iovs, n, nwritten) {
+      let total = 0;
+      const parts = [];
+      for (let i = 0; i < n; i++) {
+        const p = view().getUint32(iovs + 8 * i, true), len = view().getUint32(iovs + 8 * i + 4, true);
+        parts.push(new Uint8Array(state.memory.buffer, p, len).slice());
+        total += len;
+      }
+      const text = parts.map((b) => dec.decode(b)).join('');
+      if (text) state.onStderr(text);
+      view().setUint32(nwritten, total, true);
+      return 0;
+    },
+    fd_close() { return 0; },
+    fd_seek() { return 70; }, // ESPIPE: there are no files
+    proc_exit(code) { throw new Error(`atome.wasm exited (${code})`); },
+  };
+}
+
+async function instantiate(source, imports) {
+  if (source instanceof WebAssembly.Module) return WebAssembly.instantiate(source, imports);
+  if (source instanceof URL || typeof source === 'string') {
+    const url = source instanceof URL ? source : new URL(source, globalThis.location?.href);
+    if (url.protocol === 'file:' && isNode()) {
+      const { readFile } = await import('node:fs/promises');
+      return (await WebAssembly.instantiate(await readFile(url), imports)).instance;
+    }
+    const resp = await fetch(url);
+    if (!resp.ok) throw new Error(`cannot fetch ${url}: HTTP ${resp.status}`);
+    if (WebAssembly.instantiateStreaming && resp.headers.get('content-type') === 'application/wasm')
+      return (await WebAssembly.instantiateStreaming(resp, imports)).instance;
+    return (await WebAssembly.instantiate(await resp.arrayBuffer(), imports)).instance;
+  }
+  return (await WebAssembly.instantiate(source, imports)).instance;
+}
+
+// The default location of the module: the wasm preset's build directory.
+export const defaultWasmUrl = new URL('../build/wasm/atome.wasm', import.meta.url);
+
+export async function loadAtome(source = defaultWasmUrl, options = {}) {
+  const state = {
+    memory: null,
+    env: options.env ?? {},
+    onStderr: options.onStderr ?? ((t) => console.error(t.replace(/\n$/, ''))),
+  };
+  const instance = await instantiate(source, { wasi_snapshot_preview1: wasiImports(state) });
+  state.memory = instance.exports.memory;
+  instance.exports._initialize?.();
+  return new Atome(instance.exports);
+}
+
+export class Atome {
+  constructor(ex) { this.ex = ex; }
+
+  get memory() { return this.ex.memory; }
+  u8(ptr, n) { return new Uint8Array(this.ex.memory.buffer, ptr, n); }
+  f32(ptr, n) { return new Float32Array(this.ex.memory.buffer, ptr, n); }
+  cstr(ptr) {
+    const m = new Uint8Array(this.ex.memory.buffer);
+    let e = ptr;
+    while (m[e]) e++;
+    return dec.decode(m.subarray(ptr, e));
+  }
+
+  // Copies bytes (Uint8Array or string) into a fresh block; NUL-terminated.
+  alloc(bytes) {
+    const b = typeof bytes === 'string' ? enc.encode(bytes) : bytes;
+    const p = this.ex.atome_alloc(b.length + 1);
+    if (!p) throw new Error(`out of wasm memory for ${b.length} bytes`);
+    const m = this.u8(p, b.length + 1);
+    m.set(b);
+    m[b.length] = 0;
+    return p;
+  }
+  // Runs fn(ptr) with a temporary copy of bytes.
+  withBytes(bytes, fn) {
+    const p = this.alloc(bytes);
+    try { return fn(p); } finally { this.ex.atome_free(p); }
+  }
+
+  // Name of the matmul kernel set in use ("wasm-simd" or "ref").
+  kernels() { return this.cstr(this.ex.atome_kernels()); }
+  useKernels(name) {
+    if (this.withBytes(name, (p) => this.ex.atome_kernels_use(p)) !== 0)
+      throw new Error(`kernel set '${name}' is not available in this module`);
+  }
+
+  // A new model from a named config, shape overrides and training options
+  // (CLI names or camelCase: { dModel: 32, layers: 2, lr: 1e-3, seed: 7, ... });
+  // weights are initialised from options.seed exactly as `atome train` does.
+  createModel(config, options = {}) {
+    const m = new Model(this);
+    try {
+      m.configure(config, options);
+      return m;
+    } catch (e) { m.free(); throw e; }
+  }
+
+  // A model from checkpoint bytes (ATOMECKP, as written by `atome train`).
+  loadCheckpoint(bytes) {
+    const m = new Model(this);
+    try { m.loadCheckpoint(bytes); return m; } catch (e) { m.free(); throw e; }
+  }
+
+  // A packed `.atome` model for the integer engine; window 0 = its default.
+  loadModel(bytes, { window = 0 } = {}) {
+    const m = new PackedModel(this);
+    try { m.open(bytes, window); return m; } catch (e) { m.free(); throw e; }
+  }
+
+  // Either kind, by the file's magic.
+  open(bytes, options = {}) {
+    const kind = fileKind(bytes);
+    if (kind === 'checkpoint') return this.loadCheckpoint(bytes);
+    if (kind === 'atome') return this.loadModel(bytes, options);
+    throw new Error('not an atome checkpoint (ATOMECKP) or packed model (.atome)');
+  }
+}
+
+const CKPT_MAGIC = [0x41, 0x54, 0x4f, 0x4d, 0x45, 0x43, 0x4b, 0x50];   // "ATOMECKP"
+const ATOME_MAGIC = [0x41, 0x54, 0x4d, 0x43, 0x0d, 0x0a, 0x1a, 0x0a];  // "ATMC\r\n\x1a\n"
+export function fileKind(bytes) {
+  const is = (m) => bytes.length >= 8 && m.every((b, i) => bytes[i] === b);
+  return is(CKPT_MAGIC) ? 'checkpoint' : is(ATOME_MAGIC) ? 'atome' : 'unknown';
+}
+
+// A sampling setting as the decimal text the shared parser takes (strings
+// pass unchanged; numbers are written without an exponent).
+function settingText(x) {
+  if (x === undefined || x === null) return null;
+  if (typeof x === 'string') return x;
+  if (Number.isInteger(x)) return String(x);
+  return x.toFixed(9).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+export class Model {
+  constructor(atome) {
+    this.a = atome;
+    this.ex = atome.ex;
+    this.h = this.ex.atome_new();
+    if (!this.h) throw new Error('out of wasm memory for a session');
+  }
+
+  free() {
+    if (this.h) this.ex.atome_delete(this.h);
+    this.h = 0;
+  }
+
+  // C calls return -1 (runtime failure), -2 (bad argument: error.usage) or NaN.
+  check(rc) {
+    if (rc < 0 || Number.isNaN(rc)) {
+      const e = new Error(this.a.cstr(this.ex.atome_error(this.h)));
+      e.usage = rc === -2;
+      throw e;
+    }
+    return rc;
+  }
+
+  configure(config, options) {
+    this.check(this.a.withBytes(config, (p) => this.ex.atome_config(this.h, p)));
+    for (const [k0, v0] of Object.entries(options)) {
+      const k = cliKey(k0);
+      let v = v0;
+      if (k === 'pathways' && typeof v === 'string') {
+        v = 0;
+        for (const p of v0.split(',')) {
+          if (!(p in PATHWAY_BITS)) throw new Error(`pathways takes a comma list of conv, ssm, attn (got '${v0}')`);
+          v |= PATHWAY_BITS[p];
+        }
+      }
+      if (k === 'quant' && typeof v === 'string') {
+        if (v !== 'ternary' && v !== 'fp32') throw new Error(`quant must be ternary or fp32 (got '${v}')`);
+        v = v === 'ternary' ? 1 : 0;
+      }
+      if (typeof v === 'boolean') v = v ? 1 : 0;
+      if (!SHAPE_KEYS.includes(k) && !OPT_KEYS.includes(k)) throw new Error(`unknown model option '${k0}'`);
+      this.check(this.a.withBytes(k, (p) => this.ex.atome_set(this.h, p, v)));
+    }
+    this.check(this.ex.atome_build(this.h));
+  }
+
+  // Training corpus (and optional validation corpus) as bytes. Without
+  // `valid`, the first floor(split * chunks) chunks train and the rest
+  // evaluate (split default 0.9). Names go into saved checkpoints.
+  setData(train, { valid = null, split = 0.9, trainName = 'train', validName = 'valid' } = {}) {
+    const put = (which, bytes) => {
+      const n = bytes ? bytes.length : 0;
+      const p = this.ex.atome_corpus(this.h, which, n);
+      if (n && !p) this.check(-1);
+      if (n) this.a.u8(p, n).set(bytes);
+    };
+    put(0, train);
+    put(1, valid);
+    this.a.withBytes(trainName, (tp) => this.a.withBytes(validName, (vp) =>
+      this.check(this.ex.atome_data(this.h, split, tp, vp))));
+    return { trainChunks: this.ex.atome_chunks(this.h, 0), evalChunks: this.ex.atome_chunks(this.h, 1) };
+  }
+
+  stat(i) { return this.ex.atome_stat(this.h, i); }
+  get step() { return this.stat(0); }
+  get steps() { return this.stat(1); }
+  get loss() { return this.stat(2); }
+  get lr() { return this.stat(3); }
+  get gradNorm() { return this.stat(4); }
+  get nParams() { return this.stat(5); }
+  get quant() { return this.stat(6) === 1 ? 'ternary' : 'fp32'; }
+  get stage() { return this.stat(7); }
+  get batch() { return this.stat(8); }
+  get seq() { return this.stat(9); }
+  get vocab() { return this.stat(10); }
+  get family() { return FAMILIES[this.stat(11)]; }
+  get elapsed() { return this.stat(12); }
+
+  // Up to n more optimiser steps (never past the run's total `steps`).
+  // Returns the steps done; small n keeps a page responsive.
+  trainSteps(n = 1) {
+    const t0 = globalThis.performance ? performance.now() : Date.now();
+    const done = this.check(this.ex.atome_train(this.h, n));
+    const t1 = globalThis.performance ? performance.now() : Date.now();
+    this.ex.atome_add_elapsed(this.h, (t1 - t0) / 1000);
+    return { done, step: this.step, loss: this.loss, lr: this.lr };
+  }
+
+  // Mean held-out cross-entropy in nats per byte (bpb = nats / ln 2) over the
+  // first maxChunks evaluation chunks (0 = all).
+  evaluate({ maxChunks = 0, batch = 16 } = {}) {
+    const nats = this.check(this.ex.atome_evaluate(this.h, maxChunks, batch));
+    return { natsPerByte: nats, bpb: nats / Math.LN2, ppl: Math.exp(nats) };
+  }
+
+  saveCheckpoint() {
+    const n = this.check(this.ex.atome_save(this.h));
+    return this.a.u8(this.ex.atome_image(this.h), n).slice();
+  }
+
+  loadCheckpoint(bytes) {
+    this.a.withBytes(bytes, (p) => this.check(this.ex.atome_load(this.h, p, bytes.length)));
+  }
+
+  // The weights as a packed `.atome` model (atome family): encoding 1 =
+  // ATOME01, 2 = ATOME02; window 0 = training seq; calibration = text whose
+  // activation statistics tighten the fixed-point formats (optional).
+  exportAtome({ encoding = 1, window = 0, calibration = null } = {}) {
+    const cal = calibration ?? new Uint8Array(0);
+    const n = this.a.withBytes(cal, (p) => this.check(this.ex.atome_export(this.h, encoding, window, p, cal.length)));
+    return this.a.u8(this.ex.atome_image(this.h), n).slice();
+  }
+
+  // Float generation, as `atome generate --model CKPT`: returns an iterator
+  // of Uint8Array pieces of at most `chunk` bytes, n bytes in all. prompt:
+  // string (UTF-8) or bytes; empty = one '\n'. window 0 = training seq. A bad
+  // window or prompt byte throws here (error.usage = true), not while iterating.
+  generate(prompt, { n = 64, temperature = 0, topK = 0, topP = 1, seed = 1, window = 0, chunk = 16 } = {}) {
+    const pb = typeof prompt === 'string' ? enc.encode(prompt) : prompt;
+    this.check(this.ex.atome_gen_begin(this.h, window, seed >>> 0));
+    this.a.withBytes(pb, (p) => this.check(this.ex.atome_gen_feed(this.h, p, pb.length)));
+    const self = this;
+    return (function* pieces() {
+      const out = self.ex.atome_alloc(Math.max(1, chunk));
+      try {
+        for (let done = 0; done < n;) {
+          const k = Math.min(chunk, n - done);
+          self.check(self.ex.atome_gen_next(self.h, out, k, temperature, topK, topP));
+          done += k;
+          yield self.a.u8(out, k).slice();
+        }
+      } finally { self.ex.atome_free(out); }
+    })();
+  }
+
+  // All n bytes at once; onBytes (optional) sees each piece as it comes.
+  generateBytes(prompt, options = {}, onBytes = null) {
+    const parts = [];
+    for (const piece of this.generate(prompt, options)) { parts.push(piece); if (onBytes) onBytes(piece); }
+    const all = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
+    let o = 0;
+    for (const p of parts) { all.set(p, o); o += p.length; }
+    return all;
+  }
+}
+
+export class PackedModel {
+  constructor(atome) {
+    this.a = atome;
+    this.ex = atome.ex;
+    this.h = this.ex.atome_engine_new();
+    if (!this.h) throw new Error('out of wasm memory for an engine session');
+  }
+
+  free() {
+    if (this.h) this.ex.atome_engine_delete(this.h);
+    this.h = 0;
+  }
+
+  check(rc) {
+    if (rc < 0) {
+      const e = new Error(this.a.cstr(this.ex.atome_engine_error(this.h)));
+      e.usage = rc === -2;
+      throw e;
+    }
+    return rc;
+  }
+
+  open(bytes, window = 0) {
+    const p = this.ex.atome_engine_blob(this.h, bytes.length);
+    if (!p) throw new Error(`out of wasm memory for a ${bytes.length}-byte model`);
+    this.a.u8(p, bytes.length).set(bytes);
+    this.check(this.ex.atome_engine_open(this.h, window));
+  }
+
+  stat(i) { return this.ex.atome_engine_stat(this.h, i); }
+  get vocab() { return this.stat(0); }
+  get window() { return this.stat(1); }
+  get arenaBytes() { return this.stat(2); }
+  get dModel() { return this.stat(3); }
+  get layers() { return this.stat(4); }
+  get bytes() { return this.stat(5); }
+  get nParams() { return this.stat(6); }
+  get defaultWindow() { return this.stat(7); }
+  get trainSeq() { return this.stat(8); }
+  get encoding() { return this.stat(9); }
+
+  // Integer generation, as `atome generate --model FILE.atome` and the
+  // firmware: an iterator of Uint8Array pieces (n bytes in all). Settings are
+  // decimal text or numbers; a window other than the open one re-opens the
+  // engine. Bad settings, window or prompt throw here (error.usage = true).
+  generate(prompt, { n = 64, temperature = null, topK = null, topP = null, seed = 1, window = 0, chunk = 16 } = {}) {
+    const pb = typeof prompt === 'string' ? enc.encode(prompt) : prompt;
+    if (window && window !== this.window) this.check(this.ex.atome_engine_open(this.h, window));
+    else if (!window && this.window !== this.defaultWindow) this.check(this.ex.atome_engine_open(this.h, 0));
+    const t = settingText(temperature), k = settingText(topK), p = settingText(topP);
+    const withText = (x, fn) => (x === null ? fn(0) : this.a.withBytes(x, fn));
+    withText(t, (tp) => withText(k, (kp) => withText(p, (pp) =>
+      this.check(this.ex.atome_engine_settings(this.h, tp, kp, pp, seed >>> 0)))));
+    this.a.withBytes(pb, (q) => this.check(this.ex.atome_engine_feed(this.h, q, pb.length)));
+    const self = this;
+    return (function* pieces() {
+      const out = self.ex.atome_alloc(Math.max(1, chunk));
+      try {
+        for (let done = 0; done < n;) {
+          const c = Math.min(chunk, n - done);
+          self.check(self.ex.atome_engine_next(self.h, out, c));
+          done += c;
+          yield self.a.u8(out, c).slice();
+        }
+      } finally { self.ex.atome_free(out); }
+    })();
+  }
+
+  generateBytes(prompt, options = {}, onBytes = null) { return Model.prototype.generateBytes.call(this, prompt, options, onBytes); }
+
+  // Feeds one byte and returns a copy of the Q16 logits (value / 65536).
+  step(byte) {
+    const p = this.ex.atome_engine_step(this.h, byte);
+    if (!p) throw new Error('no model open');
+    return new Int32Array(this.ex.memory.buffer, p, this.vocab).slice();
+  }
+}
+
+// ---------------------------------------------------------------- Node CLI
+// `node wasm/atome.mjs generate --model FILE ...`: the flags, defaults,
+// checks, messages and exit codes of the native `atome generate`; the bytes
+// go to stdout raw. For a checkpoint the number rules are the float CLI's
+// (strtod/strtoll, cli/args.c, docs/cli.md); for a packed model the
+// settings are decimal text for the shared fixed-point parser, as in the
+// firmware (mcu/main.c, docs/sampling.md).
+
+class Usage extends Error {}
+
+const FLAGS = ['model', 'prompt', 'prompt-hex', 'n', 'temperature', 'top-k', 'top-p', 'seed', 'window'];
+
+// "--name value" / "--name=value"; the last of a repeated flag wins.
+function parseFlags(argv) {
+  const vals = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (!a.startsWith('--') || a.length === 2)
+      throw new Usage(`generate: unexpected argument '${a}' (flags start with --; see 'atome generate --help')`);
+    const eq = a.indexOf('=');
+    const name = eq >= 0 ? a.slice(2, eq) : a.slice(2);
+    if (!FLAGS.includes(name)) throw new Usage(`generate: unknown flag '--${name}' (see 'atome generate --help')`);
+    let v;
+    if (eq >= 0) v = a.slice(eq + 1);
+    else {
+      if (i + 1 >= argv.length || argv[i + 1].startsWith('--')) throw new Usage(`generate: --${name} needs a value`);
+      v = argv[++i];
+    }
+    vals[name] = v;
+  }
+  return vals;
+}
+
+// Integers as strtoll / the firmware read them: optional sign, digits only.
+function intFlag(f, name, lo, hi, dflt) {
+  const v = f[name];
+  if (v === undefined) return dflt;
+  const x = /^[+-]?\d+$/.test(v) ? Number(v) : NaN;
+  if (!(x >= lo && x <= hi)) throw new Usage(`generate: --${name} must be an integer in ${lo}..${hi} (got '${v}')`);
+  return x;
+}
+// Floats as strtod reads the forms people type (no hex floats, no inf/nan).
+function floatFlag(f, name, lo, hi, loOpen, dflt) {
+  const v = f[name];
+  if (v === undefined) return dflt;
+  const x = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v) ? Number(v) : NaN;
+  if (!(x >= lo && x <= hi) || (loOpen && x === lo))
+    throw new Usage(`generate: --${name} must be a number in ${loOpen ? '(' : '['}${lo}, ${hi}] (got '${v}')`);
+  return x;
+}
+
+const GENERATE_USAGE =
+  'usage: node wasm/atome.mjs generate --model FILE (--prompt TEXT | --prompt-hex HEX) --n N [flags]\n' +
+  '\n' +
+  'FILE is a checkpoint (float generation) or a packed .atome model (integer\n' +
+  'engine). Writes exactly the N new bytes to stdout (no prompt echo, no newline).\n' +
+  '  --prompt TEXT       prompt bytes (empty: a single newline byte)\n' +
+  '  --prompt-hex HEX    prompt as hex digits, e.g. 4f6e6365\n' +
+  '  --n N               bytes to generate\n' +
+  '  --temperature T     0 = greedy argmax (default 0)\n' +
+  '  --top-k K           keep the K most likely bytes (0 = off)\n' +
+  '  --top-p P           nucleus mass (1 = off)\n' +
+  '  --seed S            uint32 sampler seed (1)\n' +
+  '  --window W          attention window in positions (default: training seq;\n' +
+  '                      .atome: the model\'s default window)\n' +
+  'Environment: ATOME_WASM = path of atome.wasm (default build/wasm/atome.wasm);\n' +
+  'ATOME_KERNELS = ref | wasm-simd picks the float matmul kernels, as natively.\n';
+
+async function cliGenerate(argv) {
+  const f = parseFlags(argv);
+  const { readFile } = await import('node:fs/promises');
+  let file = null, readErr = null;
+  if (f.model !== undefined) {
+    try { file = await readFile(f.model); } catch (e) { readErr = e; }
+  }
+  const packed = file !== null && fileKind(file) === 'atome';
+  // Every number is checked before anything else, as the native parser does.
+  const n = intFlag(f, 'n', 0, 1e12, undefined);
+  const topK = intFlag(f, 'top-k', 0, 256, 0);
+  const seed = intFlag(f, 'seed', 0, 4294967295, 1);
+  const window = intFlag(f, 'window', 1, packed ? 65535 : 1048576, 0);
+  let temperature = f.temperature, topP = f['top-p'];
+  if (!packed) {
+    temperature = floatFlag(f, 'temperature', 0, 1000, false, 0);
+    topP = floatFlag(f, 'top-p', 0, 1, true, 1);
+  }
+  if (f.model === undefined) throw new Usage('generate: --model is required');
+  if (n === undefined) throw new Usage('generate: --n is required');
+  if (f.prompt !== undefined && f['prompt-hex'] !== undefined) throw new Usage('generate: give --prompt or --prompt-hex, not both');
+  if (f.prompt === undefined && f['prompt-hex'] === undefined) throw new Usage('generate: --prompt or --prompt-hex is required');
+  let prompt;
+  if (f['prompt-hex'] !== undefined) {
+    const h = f['prompt-hex'];
+    if (h.length % 2) throw new Usage('generate: --prompt-hex needs an even number of hex digits');
+    if (!/^[0-9a-fA-F]*$/.test(h)) throw new Usage('generate: --prompt-hex has a non-hex digit');
+    prompt = Uint8Array.from(h.match(/../g) ?? [], (x) => parseInt(x, 16));
+  } else {
+    prompt = enc.encode(f.prompt);   // the argument's bytes (Node decoded them as UTF-8)
+  }
+  if (readErr) throw new Error(`generate: cannot open '${f.model}': ${readErr.code === 'ENOENT' ? 'No such file or directory' : readErr.message}`);
+
+  const wasmPath = process.env.ATOME_WASM;
+  let wasmBytes;
+  try { wasmBytes = await readFile(wasmPath ?? defaultWasmUrl); } catch {
+    throw new Error(`generate: cannot read ${wasmPath ?? fileURLPath(defaultWasmUrl)} (build it: cmake --preset wasm && cmake --build --preset wasm)`);
+  }
+  const env = process.env.ATOME_KERNELS ? { ATOME_KERNELS: process.env.ATOME_KERNELS } : {};
+  const atome = await loadAtome(wasmBytes, { env, onStderr: (t) => process.stderr.write(t) });
+  let model;
+  try {
+    if (packed) model = atome.loadModel(file, { window });
+    else if (fileKind(file) === 'checkpoint') model = atome.loadCheckpoint(file);
+    else throw new Error(`'${f.model}' is not a checkpoint or a packed .atome model`);
+  } catch (e) {
+    throw e.usage ? new Usage(`generate: ${e.message}`) : new Error(`generate: ${e.message}`);
+  }
+  const opts = { n, temperature, topK: packed && f['top-k'] === undefined ? null : topK, topP, seed, window, chunk: 4096 };
+  const write = (b) => new Promise((res, rej) => process.stdout.write(b, (e) => (e ? rej(e) : res())));
+  try {
+    let pieces;
+    try { pieces = model.generate(prompt, opts); } catch (e) {
+      throw e.usage ? new Usage(`generate: ${e.message}`) : new Error(`generate: ${e.message}`);
+    }
+    for (const piece of pieces) await write(Buffer.from(piece.buffer, piece.byteOffset, piece.length));
+  } finally { model.free(); }
+}
+
+function fileURLPath(u) { return decodeURIComponent(u.pathname); }
+
+export async function main(argv) {
+  const err = (code, msg) => {
+    process.stderr.write(`atome: ${msg.replace(/[\x00-\x1f\x7f]/g, '?')}\n`);
+    return code;
+  };
+  if (argv.length < 1) return err(2, "missing command (try 'node wasm/atome.mjs --help')");
+  const [cmd, ...rest] = argv;
+  if (cmd === '--help' || cmd === '-h' || cmd === 'help' || (cmd === 'generate' && rest.some((a) => a === '--help' || a === '-h'))) {
+    process.stdout.write(GENERATE_USAGE);
+    return 0;
+  }
+  if (cmd !== 'generate') return err(2, `unknown command '${cmd}' (this Node front end has only 'generate')`);
+  try {
+    await cliGenerate(rest);
+    return 0;
+  } catch (e) {
+    return err(e instanceof Usage ? 2 : 1, e.message);
+  }
+}
+
+if (isNode() && process.argv[1]) {
+  const { pathToFileURL } = await import('node:url');
+  const { realpathSync } = await import('node:fs');
+  let self = null;
+  try { self = pathToFileURL(realpathSync(process.argv[1])).href; } catch { /* not a file */ }
+  if (self === import.meta.url) process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,405 @@
+/* wasm/atome_wasm.c — the float trainer's C API exported from atome.wasm.
+ *
+ * Contract. Thin exports over core/train (trainer.h, ckpt.h, data.h,
+ * eval.c's sampler, the family gen API); wasm/atome.mjs is the only intended
+ * caller and docs/wasm.md documents the JS side. A session (atome_new) holds
+ * one model: config and options (set by name before atome_build), the
+ * trainer, the corpus copied in by JS, a float generator and the last
+ * serialised checkpoint. Every function returns 0 / a value on success and
+ * -1 (or NULL, or NaN) on failure, -2 for a bad argument that the CLI calls
+ * a usage error, with a one-line reason in atome_error(s).
+ * Memory: JS copies buffers into blocks from atome_alloc and reads results
+ * through pointers into wasm memory; nothing is shared between sessions.
+ * The module has a fixed memory (no growth), so allocation failures are
+ * reported, never fatal. No stdio or file I/O is reached from here.
+ *
+ * Same semantics as the native CLI (cli/cmd_train.c, cli/cmd_eval.c):
+ * default quantiser per family (ternary for atome, fp32 otherwise), lr2
+ * defaults to lr, split/valid chunking, evaluation and generation with the
+ * quantiser the next training step would use, default generation window =
+ * training seq (vanilla: at most max_seq), an empty prompt is one '\n'. A
+ * checkpoint written here differs from the CLI's only in its data paths
+ * (whatever names JS passes) and elapsed seconds. */
+#define _DEFAULT_SOURCE /* sbrk */
+#include <emscripten/emscripten.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ckpt.h"
+#include "data.h"
+#include "export.h"
+#include "kernels.h"
+#include "model.h"
+#include "trainer.h"
+
+#define API EMSCRIPTEN_KEEPALIVE
+
+typedef struct {
+    atm_config     cfg;
+    atm_train_opts opt;
+    int            quant_set, lr2_set;   /* explicit quant / lr2 (else CLI defaults) */
+    int            dhead_set;            /* vanilla: d-head given (heads follow from it) */
+    atm_trainer   *tr;
+    int            has_adam;   /* 0 until a step runs on a model without moments */
+    atm_ckpt       meta;       /* name, data description, elapsed seconds */
+    uint8_t       *bytes[2];   /* corpus copied in by JS: [0] train, [1] valid */
+    size_t         nbytes[2];
+    atm_chunks     train, eval;
+    int            data_ready;
+    uint8_t       *image;      /* last serialised checkpoint */
+    size_t         image_len;
+    const atm_family *gfam;    /* float generator */
+    void          *gen;
+    float         *gw;         /* [n_params] quantised weights the generator reads */
+    const float   *logits;     /* [V] logits predicting the next byte */
+    atm_rng        grng;
+    int            gpending;   /* last sampled byte not fed yet, or -1 */
+    char           err[600];
+} session;
+
+#define FAIL(s, ...) do { snprintf((s)->err, sizeof (s)->err, __VA_ARGS__); return -1; } while (0)
+/* A bad argument (what the CLI reports as a usage error, exit status 2). */
+#define FAIL_ARG(s, ...) do { snprintf((s)->err, sizeof (s)->err, __VA_ARGS__); return -2; } while (0)
+
+API void *atome_alloc(size_t n) { return malloc(n ? n : 1); }
+/* Top of the malloc heap (its high-water mark: the heap never shrinks). */
+API size_t atome_heap_top(void) { return (size_t)sbrk(0); }
+API void atome_free(void *p) { free(p); }
+API const char *atome_error(session *s) { return s->err; }
+API const char *atome_kernels(void) { return atm_kernels_name(); }
+API int atome_kernels_use(const char *name) { return atm_kernels_select(name); }
+
+static void gen_clear(session *s) {
+    if (s->gen) s->gfam->gen_free(s->gen);
+    free(s->gw);
+    s->gen = NULL; s->gw = NULL; s->logits = NULL;
+}
+
+static void model_clear(session *s) {
+    gen_clear(s);
+    atm_trainer_free(s->tr);
+    s->tr = NULL;
+    s->data_ready = 0;
+}
+
+API session *atome_new(void) {
+    session *s = (session *)calloc(1, sizeof *s);
+    if (!s) return NULL;
+    atm_train_opts_default(&s->opt);
+    atm_ckpt_init(&s->meta);
+    return s;
+}
+
+API void atome_delete(session *s) {
+    if (!s) return;
+    model_clear(s);
+    free(s->bytes[0]); free(s->bytes[1]); free(s->image);
+    free(s);
+}
+
+/* Starts a new model description from a named config (atm_config_names). */
+API int atome_config(session *s, const char *name) {
+    if (atm_config_by_name(name, &s->cfg)) FAIL(s, "unknown config '%s'", name);
+    snprintf(s->meta.name, sizeof s->meta.name, "%s", name);
+    atm_train_opts_default(&s->opt);
+    s->quant_set = s->lr2_set = s->dhead_set = 0;
+    return 0;
+}
+
+/* Shape override or training option by its CLI name (without "--"). */
+API int atome_set(session *s, const char *key, double x) {
+    atm_config *c = &s->cfg;
+    atm_train_opts *o = &s->opt;
+    int32_t i = (int32_t)x;
+    if (!strcmp(key, "d-model")) c->d_model = i;
+    else if (!strcmp(key, "layers")) c->n_layers = i;
+    else if (!strcmp(key, "d-head")) { c->d_head = i; s->dhead_set = 1; }
+    else if (!strcmp(key, "heads")) c->n_heads = i;
+    else if (!strcmp(key, "kernel")) c->kernel = i;
+    else if (!strcmp(key, "attn-top-k")) c->top_k = i;
+    else if (!strcmp(key, "pathways")) c->pathways = i;   /* bitmask: conv 1, ssm 2, attn 4 */
+    else if (!strcmp(key, "d-ff")) c->d_ff = i;
+    else if (!strcmp(key, "d-inner")) c->d_inner = i;
+    else if (!strcmp(key, "max-seq")) c->max_seq = i;
+    else if (!strcmp(key, "quant")) { o->quant = i; s->quant_set = 1; }  /* 0 fp32, 1 ternary */
+    else if (!strcmp(key, "lr")) o->lr = (float)x;
+    else if (!strcmp(key, "lr2")) { o->lr2 = (float)x; s->lr2_set = 1; }
+    else if (!strcmp(key, "beta1")) o->beta1 = (float)x;
+    else if (!strcmp(key, "beta2")) o->beta2 = (float)x;
+    else if (!strcmp(key, "eps")) o->eps = (float)x;
+    else if (!strcmp(key, "wd")) o->wd = (float)x;
+    else if (!strcmp(key, "clip")) o->clip = (float)x;
+    else if (!strcmp(key, "lr-min")) o->lr_min = (float)x;
+    else if (!strcmp(key, "warmup")) o->warmup = (int64_t)x;
+    else if (!strcmp(key, "cosine")) o->cosine = x != 0.0;
+    else if (!strcmp(key, "fp-fraction")) o->fp_fraction = (float)x;
+    else if (!strcmp(key, "steps")) o->steps = (int64_t)x;
+    else if (!strcmp(key, "batch")) o->batch = i;
+    else if (!strcmp(key, "seq")) o->seq = i;
+    else if (!strcmp(key, "seed")) o->seed = (uint32_t)x;
+    else FAIL(s, "unknown setting '%s'", key);
+    return 0;
+}
+
+/* Builds the trainer: weights initialised from the seed as `atome train`
+ * and `atome init` do. Keeps the corpus; chunks it again (atome_data). */
+API int atome_build(session *s) {
+    char why[300];
+    atm_config *c = &s->cfg;
+    if (c->family == ATM_FAMILY_VANILLA) {
+        /* As the CLI: heads follow d-model; d-head, when given, fixes them. */
+        if (s->dhead_set) {
+            if (c->d_head < 1 || c->d_model % c->d_head) FAIL(s, "d-head %d does not divide d-model %d", (int)c->d_head, (int)c->d_model);
+            c->n_heads = c->d_model / c->d_head;
+        }
+        if (c->n_heads < 1 || c->d_model % c->n_heads) FAIL(s, "%d heads do not divide d-model %d", (int)c->n_heads, (int)c->d_model);
+        c->d_head = c->d_model / c->n_heads;
+    }
+    if (atm_config_validate(&s->cfg, why, sizeof why)) FAIL(s, "%s", why);
+    if (!s->quant_set) s->opt.quant = s->cfg.family == ATM_FAMILY_ATOME ? ATM_QUANT_TERNARY : ATM_QUANT_FP32;
+    if (!s->lr2_set) s->opt.lr2 = s->opt.lr;
+    if (atm_train_opts_validate(&s->opt, why, sizeof why)) FAIL(s, "%s", why);
+    if (s->cfg.family == ATM_FAMILY_VANILLA && s->opt.seq - 1 > s->cfg.max_seq)
+        FAIL(s, "seq %d needs %d positions; the model has max-seq %d", (int)s->opt.seq,
+             (int)s->opt.seq - 1, (int)s->cfg.max_seq);
+    model_clear(s);
+    s->tr = atm_trainer_new(&s->cfg, &s->opt);
+    if (!s->tr) FAIL(s, "out of memory for the %s model", atm_family_name(s->cfg.family));
+    s->has_adam = 0;
+    s->meta.elapsed_s = 0.0;
+    return 0;
+}
+
+/* A block of n bytes for corpus `which` (0 train, 1 valid, n = 0 drops it);
+ * JS copies the bytes in, then calls atome_data. */
+API uint8_t *atome_corpus(session *s, int which, size_t n) {
+    if (which < 0 || which > 1) return NULL;
+    free(s->bytes[which]);
+    s->bytes[which] = n ? (uint8_t *)malloc(n) : NULL;
+    s->nbytes[which] = s->bytes[which] ? n : 0;
+    s->data_ready = 0;
+    if (n && !s->bytes[which]) snprintf(s->err, sizeof s->err, "out of memory for %zu corpus bytes", n);
+    return s->bytes[which];
+}
+
+/* Chunks the corpus at the model's seq: with a valid corpus, train = all of
+ * corpus 0 and eval = all of corpus 1; else the split rule of data.h. The
+ * names go into saved checkpoints as the data description. */
+API int atome_data(session *s, double split, const char *train_name, const char *valid_name) {
+    char why[300];
+    if (!s->tr) FAIL(s, "no model (build or load one first)");
+    atm_corpus c0 = { s->bytes[0], s->nbytes[0] }, c1 = { s->bytes[1], s->nbytes[1] };
+    int seq = s->tr->opt.seq;
+    s->data_ready = 0;
+    if (!c0.n_bytes) FAIL(s, "no training corpus");
+    if (c1.n_bytes) {
+        if (atm_chunks_all(&c0, seq, &s->train, why, sizeof why)) FAIL(s, "training corpus: %s", why);
+        if (atm_chunks_all(&c1, seq, &s->eval, why, sizeof why)) FAIL(s, "validation corpus: %s", why);
+    } else if (atm_chunks_split(&c0, seq, split, &s->train, &s->eval, why, sizeof why)) {
+        FAIL(s, "%s", why);
+    }
+    atm_ckpt *m = &s->meta;
+    m->has_data = 1;
+    m->split = c1.n_bytes ? 0.9 : split;
+    m->max_bytes = 0;
+    snprintf(m->data_path, sizeof m->data_path, "%s", train_name ? train_name : "");
+    snprintf(m->valid_path, sizeof m->valid_path, "%s", c1.n_bytes && valid_name ? valid_name : "");
+    if (c1.n_bytes && !m->valid_path[0]) snprintf(m->valid_path, sizeof m->valid_path, "valid");
+    s->data_ready = 1;
+    return 0;
+}
+
+API double atome_chunks(session *s, int which) {
+    return s->data_ready ? (double)(which ? s->eval.n : s->train.n) : 0.0;
+}
+
+/* Up to n more steps, never past the run's total; returns the steps done. */
+API int atome_train(session *s, int n) {
+    if (!s->tr) FAIL(s, "no model (build or load one first)");
+    if (!s->data_ready) FAIL(s, "no data (call data first)");
+    gen_clear(s);
+    int done = 0;
+    while (done < n && s->tr->step < s->tr->opt.steps) {
+        atm_trainer_train_batch(s->tr, &s->train);
+        s->has_adam = 1;
+        done++;
+    }
+    return done;
+}
+
+/* Trainer state for JS: what = 0 step, 1 total steps, 2 last loss, 3 last
+ * lr, 4 last grad norm, 5 parameters, 6 quantiser of the next step, 7 stage,
+ * 8 batch, 9 seq, 10 vocab, 11 family, 12 elapsed seconds. */
+API double atome_stat(session *s, int what) {
+    const atm_trainer *t = s->tr;
+    if (!t) return NAN;
+    switch (what) {
+    case 0: return (double)t->step;
+    case 1: return (double)t->opt.steps;
+    case 2: return t->last_loss;
+    case 3: return t->last_lr;
+    case 4: return t->last_gnorm;
+    case 5: return (double)t->L.n_params;
+    case 6: return atm_trainer_quant(t);
+    case 7: return t->stage;
+    case 8: return t->B;
+    case 9: return t->opt.seq;
+    case 10: return t->L.cfg.vocab;
+    case 11: return t->L.cfg.family;
+    case 12: return s->meta.elapsed_s;
+    default: return NAN;
+    }
+}
+
+API void atome_add_elapsed(session *s, double sec) { s->meta.elapsed_s += sec; }
+
+/* Held-out mean cross-entropy (nats per byte) over the first max_chunks
+ * evaluation chunks (0 = all), in batches of `batch`; NaN on failure. */
+API double atome_evaluate(session *s, int max_chunks, int batch) {
+    if (!s->tr || !s->data_ready) { snprintf(s->err, sizeof s->err, "no model or no data"); return NAN; }
+    atm_chunks ch = s->eval;
+    if (max_chunks > 0 && (size_t)max_chunks < ch.n) ch.n = (size_t)max_chunks;
+    atm_eval_result r;
+    if (atm_eval_chunks(&s->tr->L, s->tr->w, atm_trainer_quant(s->tr), &ch, batch > 0 ? batch : 16,
+                        &r, s->err, sizeof s->err))
+        return NAN;
+    return r.nats_per_byte;
+}
+
+/* Serialises the model into the session's image; returns its length (the
+ * bytes are at atome_image(s)) or -1. */
+API double atome_save(session *s) {
+    if (!s->tr) FAIL(s, "no model (build or load one first)");
+    atm_ckpt ck = s->meta;
+    atm_ckpt_from_trainer(&ck, s->tr);
+    if (!s->has_adam) ck.m = ck.v = NULL;
+    free(s->image);
+    s->image = NULL;
+    s->image_len = 0;
+    if (atm_ckpt_serialize(&ck, &s->image, &s->image_len)) FAIL(s, "out of memory for the checkpoint");
+    return (double)s->image_len;
+}
+
+API uint8_t *atome_image(session *s) { return s->image; }
+
+/* Replaces the model by a checkpoint image buf[len] (JS keeps ownership). */
+API int atome_load(session *s, const uint8_t *buf, size_t len) {
+    atm_ckpt ck;
+    char why[600];
+    if (atm_ckpt_parse(buf, len, &ck, why, sizeof why)) FAIL(s, "%s", why);
+    model_clear(s);
+    s->cfg = ck.cfg;
+    s->opt = ck.opt;
+    s->quant_set = s->lr2_set = 1;
+    s->tr = atm_trainer_new(&ck.cfg, &ck.opt);
+    if (!s->tr || atm_trainer_load_ckpt(s->tr, &ck)) {
+        atm_ckpt_free(&ck);
+        model_clear(s);
+        FAIL(s, "cannot build the %s model of the checkpoint (out of memory?)", atm_family_name(ck.cfg.family));
+    }
+    s->has_adam = ck.m && ck.v;
+    atm_ckpt *m = &s->meta;
+    snprintf(m->name, sizeof m->name, "%s", ck.name);
+    m->has_data = ck.has_data;
+    memcpy(m->data_path, ck.data_path, sizeof m->data_path);
+    memcpy(m->valid_path, ck.valid_path, sizeof m->valid_path);
+    m->max_bytes = ck.max_bytes;
+    m->split = ck.split;
+    m->elapsed_s = ck.elapsed_s;
+    atm_ckpt_free(&ck);
+    return 0;
+}
+
+/* ---- packed model (`.atome`) for the integer engine ---- */
+
+/* Exports the current weights (atome family) as a container into the
+ * session's image (see atome_save); returns its length or -1. encoding:
+ * 1 ATOME01, 2 ATOME02; window 0 = training seq. With calib_len > 0 the
+ * fixed-point formats are tightened by statistics of the float model over
+ * calib[calib_len] at that window (export.h), else provable bounds only. */
+API double atome_export(session *s, int encoding, int window, const uint8_t *calib, size_t calib_len) {
+    if (!s->tr) FAIL(s, "no model (build or load one first)");
+    const atm_layout *L = &s->tr->L;
+    if (L->cfg.family != ATM_FAMILY_ATOME) FAIL(s, "only the atome family has a packed format (this is %s)", atm_family_name(L->cfg.family));
+    atm_calib_stats st;
+    atm_export_opts o = { encoding, window, s->tr->opt.seq, NULL };
+    if (calib_len) {
+        int cw = window > 0 ? window : s->tr->opt.seq;
+        if (atm_calib_collect(L, s->tr->w, calib, calib_len, cw, &st, s->err, sizeof s->err)) return -1;
+        o.calib = &st;
+    }
+    uint8_t *out = NULL;
+    size_t len = 0;
+    if (atm_export_atome(L, s->tr->w, &o, &out, &len, s->err, sizeof s->err)) return -1;
+    free(s->image);
+    s->image = out;
+    s->image_len = len;
+    return (double)len;
+}
+
+/* ---- float generation (what `atome generate --model CKPT` does) ---- */
+
+/* Starts a generator on the current weights; window 0 = the default. */
+API int atome_gen_begin(session *s, int window, uint32_t seed) {
+    if (!s->tr) FAIL(s, "no model (build or load one first)");
+    gen_clear(s);
+    const atm_layout *L = &s->tr->L;
+    if (window <= 0) {
+        window = s->tr->opt.seq;
+        if (L->cfg.family == ATM_FAMILY_VANILLA && window > L->cfg.max_seq) window = L->cfg.max_seq;
+    }
+    if (L->cfg.family == ATM_FAMILY_VANILLA && window > L->cfg.max_seq)
+        FAIL_ARG(s, "--window %d exceeds the model's %d learned positions", window, (int)L->cfg.max_seq);
+    s->gfam = s->tr->fam;
+    if (!s->gfam->gen_new) FAIL(s, "the %s family has no generator", atm_family_name(L->cfg.family));
+    s->gw = (float *)malloc(L->n_params * sizeof(float));
+    if (s->gw) {
+        atm_quantize_layout(L, atm_trainer_quant(s->tr), s->tr->w, s->gw);
+        s->gen = s->gfam->gen_new(L, s->gw, window);
+    }
+    if (!s->gen) { gen_clear(s); FAIL(s, "out of memory for the generator"); }
+    atm_rng_seed(&s->grng, seed);
+    s->gpending = -1;
+    return 0;
+}
+
+/* Feeds prompt bytes (n = 0: one '\n', as the CLI). */
+API int atome_gen_feed(session *s, const uint8_t *p, size_t n) {
+    if (!s->gen) FAIL(s, "no generator (call gen_begin first)");
+    int V = s->tr->L.cfg.vocab;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] >= V) FAIL_ARG(s, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
+    if (n == 0) s->logits = s->gfam->gen_step(s->gen, '\n');
+    for (size_t i = 0; i < n; i++) s->logits = s->gfam->gen_step(s->gen, p[i]);
+    s->gpending = -1;
+    return 0;
+}
+
+/* Samples n bytes into out. A sampled byte is fed back only when the next
+ * one is asked for, so the generator does exactly the CLI's work and calls
+ * may be split anywhere. Returns n or -1. */
+API int atome_gen_next(session *s, uint8_t *out, int n, float temperature, int top_k, float top_p) {
+    if (!s->gen || !s->logits) FAIL(s, "no prompt fed (call gen_feed first)");
+    int V = s->tr->L.cfg.vocab;
+    for (int i = 0; i < n; i++) {
+        if (s->gpending >= 0) s->logits = s->gfam->gen_step(s->gen, s->gpending);
+        int b = atm_sample_logits(s->logits, V, temperature, top_k, top_p, &s->grng);
+        out[i] = (uint8_t)b;
+        s->gpending = b;
+    }
+    return n;
+}
+
+/* ---- kernels, for tests and benchmarks ---- */
+
+/* which = 0: reference kernels; 1: the dispatched (fastest) set. */
+API void atome_matmul_fwd(int which, float *out, const float *inp, const float *w, int N, int IC, int OC) {
+    (which ? atm_matmul_forward : atm_matmul_forward_ref)(out, inp, w, N, IC, OC);
+}
+
+API void atome_matmul_bwd(int which, float *dinp, float *dw, const float *dout, const float *inp,
+                          const float *w, int N, int IC, int OC) {
+    (which ? atm_matmul_backward : atm_matmul_backward_ref)(dinp, dw, dout, inp, w, N, IC, OC);
+}

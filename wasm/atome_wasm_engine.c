@@ -1,0 +1,164 @@
+/* wasm/atome_wasm_engine.c — the integer engine's C API exported from
+ * atome.wasm: open a packed `.atome` model, generate bytes, read logits.
+ *
+ * Contract. An engine session (atome_engine_new) owns a copy of one
+ * container (JS copies the file into atome_engine_blob), the validated model
+ * view (core/container.h), the engine and its arena (core/engine.h), and a
+ * sampler (core/sampler.h) with its xoshiro128** state. Generation does what
+ * the firmware (mcu/main.c) and the native CLI do for a packed model: the
+ * sampling settings are parsed from their decimal TEXT by the shared parser,
+ * the seed defaults to 1, window 0 means the container's default, an empty
+ * prompt is one '\n', bytes outside the vocabulary are refused, and byte i of
+ * n is fed back only when byte i+1 is asked for. So the same model, prompt,
+ * settings and seed give the same bytes here as on every other target.
+ * Returns: 0 / a value, -1 (runtime failure) or -2 (bad argument, the CLI's
+ * usage error) with a one-line reason in atome_engine_error(). */
+#include <emscripten/emscripten.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "container.h"
+#include "engine.h"
+#include "rng.h"
+#include "sampler.h"
+
+#define API EMSCRIPTEN_KEEPALIVE
+
+typedef struct {
+    uint8_t        *blob;        /* [len] the container (owned copy) */
+    size_t          len;
+    atm_model       m;
+    atm_engine      e;
+    void           *arena;       /* [arena_bytes], 4-byte aligned (malloc) */
+    size_t          arena_bytes;
+    int             open;
+    atm_sampler_cfg cfg;
+    atm_rng         rng;
+    const int32_t  *logits;      /* [V] Q16 logits predicting the next byte */
+    int             pending;     /* last sampled byte not fed yet, or -1 */
+    uint8_t         order[256];  /* sampler scratch (truncation order) */
+    char            err[300];
+} engine_session;
+
+#define FAIL(s, code, ...) do { snprintf((s)->err, sizeof (s)->err, __VA_ARGS__); return (code); } while (0)
+
+API engine_session *atome_engine_new(void) {
+    engine_session *s = (engine_session *)calloc(1, sizeof *s);
+    if (s) { atm_sampler_default(&s->cfg); atm_rng_seed(&s->rng, 1u); s->pending = -1; }
+    return s;
+}
+
+API void atome_engine_delete(engine_session *s) {
+    if (!s) return;
+    free(s->arena);
+    free(s->blob);
+    free(s);
+}
+
+API const char *atome_engine_error(engine_session *s) { return s->err; }
+
+/* A block of n bytes for the container; closes the model. */
+API uint8_t *atome_engine_blob(engine_session *s, size_t n) {
+    free(s->blob);
+    free(s->arena);
+    s->arena = NULL;
+    s->open = 0;
+    s->blob = (uint8_t *)malloc(n ? n : 1);
+    s->len = s->blob ? n : 0;
+    return s->blob;
+}
+
+/* Validates the container and lays out the engine for `window` (0 = the
+ * model's default). */
+API int atome_engine_open(engine_session *s, int window) {
+    s->open = 0;
+    free(s->arena);
+    s->arena = NULL;
+    atm_status st = atm_model_open(&s->m, s->blob, s->len);
+    if (st != ATM_OK) FAIL(s, -1, "%s", atm_status_str(st));
+    if (window < 0 || window > ATM_MAX_WINDOW) FAIL(s, -2, "--window must be an integer in 1..%d (got %d)", ATM_MAX_WINDOW, window);
+    size_t need = atm_engine_arena_bytes(&s->m, window);
+    if (!need) FAIL(s, -2, "--window %d is out of range", window);
+    s->arena = malloc(need);
+    if (!s->arena) FAIL(s, -1, "out of memory for the engine arena (%zu bytes)", need);
+    st = atm_engine_init(&s->e, &s->m, window, s->arena, need);
+    if (st != ATM_OK) FAIL(s, -1, "engine: %s", atm_status_str(st));
+    s->arena_bytes = need;
+    s->open = 1;
+    s->logits = NULL;
+    s->pending = -1;
+    return 0;
+}
+
+/* Sampling settings as decimal text (NULL = default: greedy, top-k and
+ * top-p off) and the seed; restarts the generator's random sequence. */
+API int atome_engine_settings(engine_session *s, const char *temperature, const char *top_k,
+                              const char *top_p, uint32_t seed) {
+    atm_sampler_cfg c;
+    int32_t q;
+    uint32_t k;
+    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &q))
+        FAIL(s, -2, "--temperature must be a decimal number in [0, 100] (got '%s')", temperature);
+    if (top_k && (atm_sampler_parse_uint(top_k, 256, &k)))
+        FAIL(s, -2, "--top-k must be an integer in 0..256 (got '%s')", top_k);
+    if (top_p && (atm_sampler_parse(top_p, 65536, &q) || q == 0))
+        FAIL(s, -2, "--top-p must be a decimal number in (0, 1] (got '%s')", top_p);
+    if (atm_sampler_config(&c, temperature, top_k, top_p)) FAIL(s, -2, "sampling settings rejected");
+    s->cfg = c;
+    atm_rng_seed(&s->rng, seed);
+    return 0;
+}
+
+/* Forgets every position, then feeds the prompt (n = 0: one '\n'). */
+API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
+    if (!s->open) FAIL(s, -1, "no model open");
+    int V = s->m.cfg.vocab;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] >= V) FAIL(s, -2, "prompt byte 0x%02X is outside the model's vocabulary", p[i]);
+    atm_engine_reset(&s->e);
+    if (n == 0) s->logits = atm_engine_step(&s->e, '\n');
+    for (size_t i = 0; i < n; i++) s->logits = atm_engine_step(&s->e, p[i]);
+    s->pending = -1;
+    return 0;
+}
+
+/* Samples n bytes into out (see the contract for the feed-back rule). */
+API int atome_engine_next(engine_session *s, uint8_t *out, int n) {
+    if (!s->open || !s->logits) FAIL(s, -1, "no prompt fed");
+    int V = s->m.cfg.vocab;
+    for (int i = 0; i < n; i++) {
+        if (s->pending >= 0) s->logits = atm_engine_step(&s->e, s->pending);
+        int b = atm_sampler_next(&s->cfg, s->logits, V, &s->rng, s->order);
+        out[i] = (uint8_t)b;
+        s->pending = b;
+    }
+    return n;
+}
+
+/* Feeds one byte (after any pending one) and returns the Q16 logits [V]. */
+API const int32_t *atome_engine_step(engine_session *s, int byte) {
+    if (!s->open) return NULL;
+    if (s->pending >= 0) { atm_engine_step(&s->e, s->pending); s->pending = -1; }
+    s->logits = atm_engine_step(&s->e, byte);
+    return s->logits;
+}
+
+API const int32_t *atome_engine_logits(engine_session *s) { return s->logits; }
+
+/* what = 0 vocab, 1 window, 2 arena bytes, 3 d_model, 4 layers, 5 container
+ * bytes, 6 parameters, 7 default window, 8 training seq, 9 encoding. */
+API double atome_engine_stat(engine_session *s, int what) {
+    if (!s->open) return -1;
+    switch (what) {
+    case 0: return s->m.cfg.vocab;
+    case 1: return s->e.window;
+    case 2: return (double)s->arena_bytes;
+    case 3: return s->m.cfg.d_model;
+    case 4: return s->m.cfg.n_layers;
+    case 5: return (double)s->len;
+    case 6: return s->m.n_params;
+    case 7: return s->m.cfg.window;
+    case 8: return s->m.cfg.train_seq;
+    case 9: return s->m.encoding;
+    default: return -1;
+    }
+}
