@@ -236,8 +236,14 @@ export class Model {
 
   // Training corpus (and optional validation corpus) as bytes. Without
   // `valid`, the first floor(split * chunks) chunks train and the rest
-  // evaluate (split default 0.9). Names go into saved checkpoints.
-  setData(train, { valid = null, split = 0.9, trainName = 'train', validName = 'valid' } = {}) {
+  // evaluate (split default 0.9). maxBytes (0 = all) keeps only the first
+  // bytes of each corpus, as `atome train --max-bytes`. The names and
+  // maxBytes go into saved checkpoints (so the native CLI can resume).
+  setData(train, { valid = null, split = 0.9, maxBytes = 0, trainName = 'train', validName = 'valid' } = {}) {
+    if (maxBytes > 0) {
+      train = train.subarray(0, maxBytes);
+      valid = valid && valid.subarray(0, maxBytes);
+    }
     const put = (which, bytes) => {
       const n = bytes ? bytes.length : 0;
       const p = this.ex.atome_corpus(this.h, which, n);
@@ -247,7 +253,7 @@ export class Model {
     put(0, train);
     put(1, valid);
     this.a.withBytes(trainName, (tp) => this.a.withBytes(validName, (vp) =>
-      this.check(this.ex.atome_data(this.h, split, tp, vp))));
+      this.check(this.ex.atome_data(this.h, split, maxBytes, tp, vp))));
     return { trainChunks: this.ex.atome_chunks(this.h, 0), evalChunks: this.ex.atome_chunks(this.h, 1) };
   }
 
@@ -511,7 +517,11 @@ async function cliGenerate(argv) {
   } else {
     prompt = enc.encode(f.prompt);   // the argument's bytes (Node decoded them as UTF-8)
   }
-  if (readErr) throw new Error(`generate: cannot open '${f.model}': ${readErr.code === 'ENOENT' ? 'No such file or directory' : readErr.message}`);
+  if (readErr) {   // worded as cli/ckpt.c's fopen / fread failures
+    if (readErr.code === 'EISDIR') throw new Error(`generate: checkpoint '${f.model}': read error: Is a directory`);
+    const why = { ENOENT: 'No such file or directory', EACCES: 'Permission denied' }[readErr.code] ?? readErr.message;
+    throw new Error(`generate: cannot open checkpoint '${f.model}': ${why}`);
+  }
 
   const wasmPath = process.env.ATOME_WASM;
   let wasmBytes;
@@ -522,11 +532,10 @@ async function cliGenerate(argv) {
   const atome = await loadAtome(wasmBytes, { env, onStderr: (t) => process.stderr.write(t) });
   let model;
   try {
-    if (packed) model = atome.loadModel(file, { window });
-    else if (fileKind(file) === 'checkpoint') model = atome.loadCheckpoint(file);
-    else throw new Error(`'${f.model}' is not a checkpoint or a packed .atome model`);
+    model = packed ? atome.loadModel(file, { window }) : atome.loadCheckpoint(file);
   } catch (e) {
-    throw e.usage ? new Usage(`generate: ${e.message}`) : new Error(`generate: ${e.message}`);
+    const what = e.usage ? '' : `${packed ? 'model' : 'checkpoint'} '${f.model}': `;
+    throw e.usage ? new Usage(`generate: ${e.message}`) : new Error(`generate: ${what}${e.message}`);
   }
   const opts = { n, temperature, topK: packed && f['top-k'] === undefined ? null : topK, topP, seed, window, chunk: 4096 };
   const write = (b) => new Promise((res, rej) => process.stdout.write(b, (e) => (e ? rej(e) : res())));

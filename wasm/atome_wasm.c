@@ -186,8 +186,10 @@ API uint8_t *atome_corpus(session *s, int which, size_t n) {
 
 /* Chunks the corpus at the model's seq: with a valid corpus, train = all of
  * corpus 0 and eval = all of corpus 1; else the split rule of data.h. The
- * names go into saved checkpoints as the data description. */
-API int atome_data(session *s, double split, const char *train_name, const char *valid_name) {
+ * names and max_bytes (0 = whole files; JS has already cut the bytes) go
+ * into saved checkpoints as the data description, as `atome train` records
+ * its --data, --valid and --max-bytes. */
+API int atome_data(session *s, double split, double max_bytes, const char *train_name, const char *valid_name) {
     char why[300];
     if (!s->tr) FAIL(s, "no model (build or load one first)");
     atm_corpus c0 = { s->bytes[0], s->nbytes[0] }, c1 = { s->bytes[1], s->nbytes[1] };
@@ -203,7 +205,7 @@ API int atome_data(session *s, double split, const char *train_name, const char 
     atm_ckpt *m = &s->meta;
     m->has_data = 1;
     m->split = c1.n_bytes ? 0.9 : split;
-    m->max_bytes = 0;
+    m->max_bytes = max_bytes > 0 ? (uint64_t)max_bytes : 0;
     snprintf(m->data_path, sizeof m->data_path, "%s", train_name ? train_name : "");
     snprintf(m->valid_path, sizeof m->valid_path, "%s", c1.n_bytes && valid_name ? valid_name : "");
     if (c1.n_bytes && !m->valid_path[0]) snprintf(m->valid_path, sizeof m->valid_path, "valid");

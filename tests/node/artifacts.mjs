@@ -60,19 +60,24 @@ export function firstDiff(a, b) {
   return a.length === b.length ? -1 : n;
 }
 
-// The fp32 weights of a checkpoint image (its WGHT section).
-export function ckptWeights(img) {
+// The sections of a checkpoint image (docs/checkpoint.md): tag -> payload.
+export function ckptSections(img) {
   const dv = new DataView(img.buffer, img.byteOffset, img.byteLength);
   const nsec = dv.getUint32(12, true);
+  const out = new Map();
   let o = 24;
   for (let s = 0; s < nsec; s++) {
     const tag = String.fromCharCode(...img.subarray(o, o + 4));
     const len = Number(dv.getBigUint64(o + 8, true));
-    if (tag === 'WGHT') {
-      const n = Number(dv.getBigUint64(o + 16, true));
-      return new Float32Array(img.slice(o + 24, o + 24 + 4 * n).buffer);
-    }
+    out.set(tag, img.slice(o + 16, o + 16 + len));
     o += 16 + len;
   }
-  throw new Error('checkpoint has no WGHT section');
+  return out;
+}
+
+// The fp32 weights of a checkpoint image (its WGHT section).
+export function ckptWeights(img) {
+  const w = ckptSections(img).get('WGHT');
+  if (!w) throw new Error('checkpoint has no WGHT section');
+  return new Float32Array(w.slice(8).buffer);
 }
