@@ -106,7 +106,7 @@ static int fail(int code, const char *a, const char *b, const char *c) {
     return code;
 }
 
-/* ---- numbers: the CLI's strtoll-based rules (optional sign, all digits) -- */
+/* ---- numbers: the CLI's strtoll-based integers (optional sign, digits) --- */
 
 static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     int neg = 0;
@@ -170,31 +170,32 @@ static char *word_peek(const words *w) {
     return word_next(&t);
 }
 
+/* Ranges and texts as the native CLI (cli/cmd_eval.c, cli/packed.c):
+ * --n and --window with its strtoll rules, the sampling settings and the
+ * seed with the core parsers (digits only). */
 static int check_value(int f, const char *v) {
     int64_t x;
+    uint32_t u;
+    int32_t q;
     switch (f) {
     case F_N:
         if (parse_int(v, 0, 1000000000000LL, &x)) return fail(MCU_EXIT_USAGE, "--n must be an integer in 0..1000000000000 (got '", v, "')");
         break;
     case F_TOP_K:
-        if (parse_int(v, 0, 256, &x)) return fail(MCU_EXIT_USAGE, "--top-k must be an integer in 0..256 (got '", v, "')");
+        if (atm_sampler_parse_uint(v, 2147483647u, &u)) return fail(MCU_EXIT_USAGE, "--top-k must be an integer in 0..2147483647 (got '", v, "')");
         break;
     case F_SEED:
-        if (parse_int(v, 0, 4294967295LL, &x)) return fail(MCU_EXIT_USAGE, "--seed must be an integer in 0..4294967295 (got '", v, "')");
+        if (atm_sampler_parse_uint(v, 4294967295u, &u)) return fail(MCU_EXIT_USAGE, "--seed must be an integer in 0..4294967295 (got '", v, "')");
         break;
     case F_WINDOW:
         if (parse_int(v, 1, ATM_MAX_WINDOW, &x)) return fail(MCU_EXIT_USAGE, "--window must be an integer in 1..65535 (got '", v, "')");
         break;
-    case F_TEMPERATURE: {
-        int32_t q;
-        if (atm_sampler_parse(v, ATM_SAMPLER_T_MAX, &q)) return fail(MCU_EXIT_USAGE, "--temperature must be a decimal number in [0, 100] (got '", v, "')");
+    case F_TEMPERATURE:
+        if (atm_sampler_parse(v, ATM_SAMPLER_T_MAX, &q)) return fail(MCU_EXIT_USAGE, "--temperature must be a decimal number in 0..100, at most 9 decimals (got '", v, "')");
         break;
-    }
-    case F_TOP_P: {
-        int32_t q;
-        if (atm_sampler_parse(v, 65536, &q) || q == 0) return fail(MCU_EXIT_USAGE, "--top-p must be a decimal number in (0, 1] (got '", v, "')");
+    case F_TOP_P:
+        if (atm_sampler_parse(v, 65536, &q)) return fail(MCU_EXIT_USAGE, "--top-p must be a decimal number in 0..1, at most 9 decimals (got '", v, "')");
         break;
-    }
     default:
         break;
     }
@@ -246,15 +247,13 @@ static int parse_args(words *w, gen_args *g) {
     int64_t x;
     parse_int(flag_val[F_N], 0, 1000000000000LL, &x);
     g->n = (uint64_t)x;
-    g->seed = 1u;
-    if (flag_val[F_SEED]) { parse_int(flag_val[F_SEED], 0, 4294967295LL, &x); g->seed = (uint32_t)x; }
     g->window = 0;
     if (flag_val[F_WINDOW]) { parse_int(flag_val[F_WINDOW], 1, ATM_MAX_WINDOW, &x); g->window = (int32_t)x; }
-    /* temperature and top-p through the shared parser (checked above);
-     * top-k was parsed with the CLI's integer rules */
-    if (atm_sampler_config(&g->sampling, flag_val[F_TEMPERATURE], NULL, flag_val[F_TOP_P]))
-        return fail(MCU_EXIT_USAGE, "sampling settings rejected", 0, 0);   /* unreachable: checked above */
-    if (flag_val[F_TOP_K]) { parse_int(flag_val[F_TOP_K], 0, 256, &x); g->sampling.top_k = (int32_t)x; }
+    g->seed = 1u;
+    if (flag_val[F_SEED]) atm_sampler_parse_uint(flag_val[F_SEED], 4294967295u, &g->seed);
+    /* the same call as the native CLI; every text was checked above */
+    if (atm_sampler_config(&g->sampling, flag_val[F_TEMPERATURE], flag_val[F_TOP_K], flag_val[F_TOP_P]))
+        return fail(MCU_EXIT_USAGE, "invalid sampler settings", 0, 0);
 
     if (flag_val[F_PROMPT_HEX]) {
         char *h = (char *)flag_val[F_PROMPT_HEX];   /* points into cmdline: decode in place */

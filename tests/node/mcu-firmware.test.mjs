@@ -125,9 +125,11 @@ test('echo: flag forms of `atome generate`', async () => {
     [['--n', '0', '--prompt', 'hello'], Buffer.from('hello')],
     [['--n', '0', '--prompt=--x'], Buffer.from('--x')],                   // value starting with --
     [['--prompt-hex', '4142', '--n', '0', '--prompt-hex', '4344'], Buffer.from('CD')],   // last wins
-    [['--n', '+3', '--prompt-hex', 'aBcD'], Buffer.from([0xab, 0xcd])],   // strtoll-style sign, mixed case
+    [['--n', '+3', '--prompt-hex', 'aBcD'], Buffer.from([0xab, 0xcd])],   // --n: strtoll rules; mixed-case hex
     [['--n', '0', '--prompt-hex', '00', '--temperature', '0.8', '--top-k', '40', '--top-p', '.95',
       '--seed', '4294967295', '--window', '65535'], Buffer.from([0])],
+    [['--n', '0', '--prompt-hex', '00', '--temperature', '100', '--top-k', '2147483647', '--top-p', '0',
+      '--seed', '0', '--window', '1'], Buffer.from([0])],
   ];
   for (const b of BOARDS) {
     const rs = await Promise.all(cases.map(([args]) => qemu(template(b), b, ['--echo', ...args])));
@@ -150,12 +152,14 @@ test('usage errors: exit 2, one line on stderr, nothing on stdout', async () => 
     ['--n', 'abc', '--prompt-hex', '41'],
     ['--n', '-1', '--prompt-hex', '41'],
     ['--n', '1000000000001', '--prompt-hex', '41'],
-    ['--n', '1', '--prompt-hex', '41', '--top-k', '257'],
+    ['--n', '1', '--prompt-hex', '41', '--top-k', '+3'],       // settings: digits only
+    ['--n', '1', '--prompt-hex', '41', '--top-k', '2147483648'],
     ['--n', '1', '--prompt-hex', '41', '--temperature', '100.5'],
     ['--n', '1', '--prompt-hex', '41', '--temperature', '1e3'],
-    ['--n', '1', '--prompt-hex', '41', '--top-p', '0'],
+    ['--n', '1', '--prompt-hex', '41', '--top-p', '0.1234567891'],   // 10 decimals
     ['--n', '1', '--prompt-hex', '41', '--top-p', '1.01'],
     ['--n', '1', '--prompt-hex', '41', '--seed', '4294967296'],
+    ['--n', '1', '--prompt-hex', '41', '--seed', '-0'],
     ['--n', '1', '--prompt-hex', '41', '--window', '0'],
     ['--n', '1', '--prompt-hex', '41', '--window', '65536'],
     ['--n', '1', '--prompt-hex', '--seed', '3'],              // missing value
