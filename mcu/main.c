@@ -370,7 +370,7 @@ static int run(void) {
 
     if (blob_len == 0) return fail(MCU_EXIT_NO_MODEL, "no model in this image (patch one in: docs/mcu.md)", 0, 0);
     atm_status st = atm_model_open(&model, blob, blob_len);
-    if (st != ATM_OK) return fail(MCU_EXIT_RUNTIME, "embedded model: ", atm_status_str(st), 0);
+    if (st != ATM_OK) return fail(MCU_EXIT_RUNTIME, "embedded model: ", atm_status_str((int)st), 0);
 
     static const uint8_t newline = '\n';
     if (g.prompt_len == 0) { g.prompt = &newline; g.prompt_len = 1; }   /* as the CLI */
@@ -386,7 +386,7 @@ static int run(void) {
     const size_t need = atm_engine_arena_bytes(&model, window);
     if (need == 0 || need + tail > have) return fail_arena(window, need, tail, have);
     st = atm_engine_init(&engine, &model, window, a0, need);
-    if (st != ATM_OK) return fail(MCU_EXIT_ARENA, "engine: ", atm_status_str(st), 0);
+    if (st != ATM_OK) return fail(MCU_EXIT_ARENA, "engine: ", atm_status_str((int)st), 0);
     uint8_t *order = a0 + (have - tail);   /* free once the prompt is fed */
 
     atm_rng rng;
