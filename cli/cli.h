@@ -14,6 +14,9 @@
 #include "model.h"
 #include "trainer.h"
 #include "ckpt.h"
+#include "export.h"
+#include "container.h"
+#include "sampler.h"
 
 #define CLI_OK 0
 #define CLI_RUNTIME 1
@@ -76,6 +79,41 @@ void cli_json_str(FILE *f, const char *s);
 /* Monotonic seconds. */
 double cli_now(void);
 
+/* ---- files and packed models (cli/packed.c) ---- */
+/* Whole file into a malloc'd buffer; CLI_OK or CLI_RUNTIME (error printed).
+ * Files above max_len are refused before they are read in full. */
+int cli_read_file(const char *cmd, const char *path, size_t max_len, uint8_t **buf, size_t *len);
+enum { CLI_FILE_UNKNOWN = 0, CLI_FILE_CONTAINER, CLI_FILE_CKPT, CLI_FILE_LEGACY };
+/* What the first bytes say: CLI_FILE_*. */
+int cli_file_kind(const uint8_t *b, size_t len);
+/* The same for a path; -1 if it cannot be opened. */
+int cli_sniff(const char *path);
+/* One-line reason for an atm_model_open failure, with the sizes/version. */
+void cli_container_why(const uint8_t *b, size_t len, int status, char *out, size_t n);
+/* Reads and opens a .atome container (*blob malloc'd; the model views it).
+ * CLI_OK, or CLI_RUNTIME with the error printed and nothing to free. */
+int cli_open_container(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m);
+const char *cli_encoding_name(int enc);
+
+/* Calibration sample of a byte region: CLI_CALIB_SEGMENTS streams of
+ * CLI_CALIB_SEGMENT_BYTES, the first at the start, the last at the end and
+ * the others evenly spaced between (the whole region as one stream if it is
+ * no longer than their total), each from a fresh state with the given
+ * attention window; the statistics are the maxima over all of them.
+ * 0, or -1 with a reason. */
+#define CLI_CALIB_SEGMENTS 8
+#define CLI_CALIB_SEGMENT_BYTES 2048
+int cli_calib_sample(const atm_layout *L, const float *w, const uint8_t *bytes, size_t n, int window,
+                     atm_calib_stats *st, char *err, size_t errlen);
+
+/* --temperature/--top-k/--top-p text (NULL = default) -> fixed-point settings
+ * with the core parser (core/sampler.h). CLI_OK or CLI_USAGE (printed). */
+int cli_sampler_settings(const char *cmd, const char *temperature, const char *top_k, const char *top_p,
+                         atm_sampler_cfg *sc);
+/* Float logits -> the Q16 logits the fixed-point sampler takes:
+ * round-half-even of logit * 65536, clamped to +-2^30 (NaN -> -2^30). */
+void cli_logits_q16(const float *logits, int V, int32_t *out);
+
 /* ---- commands ---- */
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
@@ -84,6 +122,10 @@ int cmd_params(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_strip(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Usage texts (cli/main.c). */
 void cli_usage(FILE *f, const char *cmd);

@@ -7,33 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whole file into a malloc'd buffer; 0 or CLI_RUNTIME (error printed). Files
- * above max_len are refused before reading (a hostile size cannot exhaust memory). */
-static int read_all(const char *cmd, const char *path, size_t max_len, uint8_t **buf, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return cli_err(CLI_RUNTIME, "%s: cannot open '%s'", cmd, path);
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *b = (uint8_t *)malloc(cap);
-    while (b) {
-        if (n == cap) {
-            if (cap > max_len) break;
-            uint8_t *nb = (uint8_t *)realloc(b, cap * 2);
-            if (!nb) { free(b); b = NULL; break; }
-            b = nb; cap *= 2;
-        }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!b) return cli_err(CLI_RUNTIME, "%s: out of memory reading '%s'", cmd, path);
-    if (bad) { free(b); return cli_err(CLI_RUNTIME, "%s: read error on '%s'", cmd, path); }
-    if (n > max_len) { free(b); return cli_err(CLI_RUNTIME, "%s: '%s' is larger than %zu bytes", cmd, path, max_len); }
-    *buf = b; *len = n;
-    return CLI_OK;
-}
-
 int cmd_import(int argc, char **argv) {
     const char *legacy = NULL, *config = NULL, *out = NULL;
     int64_t seq = 256;
@@ -56,7 +29,7 @@ int cmd_import(int argc, char **argv) {
     atm_layout L;
     if (atm_layout_build(&c, &L)) return cli_err(CLI_RUNTIME, "import: cannot build the %s layout", config);
     uint8_t *blob = NULL; size_t len = 0;
-    if ((rc = read_all("import", legacy, (size_t)64 << 20, &blob, &len))) return rc;
+    if ((rc = cli_read_file("import", legacy, (size_t)64 << 20, &blob, &len))) return rc;
     float *w = (float *)calloc(L.n_params, sizeof(float));
     if (!w) { free(blob); return cli_err(CLI_RUNTIME, "import: out of memory"); }
     char why[256];

@@ -1,7 +1,15 @@
 /* cli/cmd_eval.c — `atome eval` (held-out cross-entropy as one JSON line) and
- * `atome generate` (N sampled bytes on stdout, nothing else). Both use the
- * checkpoint's quantiser: a ternary model runs on its quantised weights. */
+ * `atome generate` (N sampled bytes on stdout, nothing else).
+ *
+ * Both take a float checkpoint or a packed `.atome` container (recognised by
+ * its magic). A checkpoint runs on the float model with its quantiser (a
+ * ternary model on its quantised weights); a container runs on the integer
+ * engine (core/engine.h). generate samples with the fixed-point sampler of
+ * core/sampler.h on both paths (float logits are rounded to Q16 first), with
+ * the settings parsed from their text by the core parser, so a container
+ * gives the same bytes as the wasm and firmware front ends. */
 #include "cli.h"
+#include "engine.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,9 +24,61 @@ static int load_model(const char *cmd, const char *path, atm_ckpt *ck) {
     return CLI_OK;
 }
 
+static int print_eval(const atm_eval_result *r, size_t chunks, int64_t seq) {
+    FILE *f = stdout;
+    fputs("{\"nats_per_byte\":", f); cli_json_num(f, r->nats_per_byte);
+    fputs(",\"bpb\":", f); cli_json_num(f, r->bpb);
+    fputs(",\"ppl\":", f); cli_json_num(f, r->ppl);
+    fprintf(f, ",\"bytes\":%llu,\"chunks\":%zu,\"seq\":%lld}\n", (unsigned long long)r->bytes, chunks, (long long)seq);
+    if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "eval: cannot write to stdout");
+    return CLI_OK;
+}
+
+/* eval of a container with the integer engine. seq 0: the container's
+ * training seq (its default window if unknown); window 0: seq - 1, so every
+ * position of a chunk is visible, as in the float evaluation. split 0: every
+ * chunk. */
+static int eval_packed(const char *model, const char *data, int64_t max_bytes, double split, int64_t seq, int64_t window) {
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    atm_model m;
+    int rc = cli_open_container("eval", model, &blob, &len, &m);
+    if (rc) return rc;
+    if (seq == 0) seq = m.cfg.train_seq >= 2 ? m.cfg.train_seq : (m.cfg.window >= 1 ? m.cfg.window + 1 : 64);
+    if (window == 0) {
+        if (seq - 1 > ATM_MAX_WINDOW) {
+            free(blob);
+            return cli_err(CLI_USAGE, "eval: --seq %lld needs a window of %lld positions; the engine allows %d (give --window)",
+                           (long long)seq, (long long)seq - 1, ATM_MAX_WINDOW);
+        }
+        window = seq - 1;
+    }
+    atm_corpus corpus;
+    atm_chunks ch;
+    char why[600];
+    if (atm_corpus_load(data, (uint64_t)max_bytes, &corpus, why, sizeof why)) {
+        free(blob);
+        return cli_err(CLI_RUNTIME, "eval: %s", why);
+    }
+    if (split > 0.0) rc = atm_chunks_split(&corpus, (int)seq, split, NULL, &ch, why, sizeof why);
+    else rc = atm_chunks_all(&corpus, (int)seq, &ch, why, sizeof why);
+    if (rc) {
+        atm_corpus_free(&corpus);
+        free(blob);
+        return cli_err(CLI_RUNTIME, "eval: '%s': %s", data, why);
+    }
+    atm_eval_result r;
+    rc = atm_engine_eval(blob, len, &ch, (int)window, &r, why, sizeof why);
+    size_t chunks = ch.n;
+    atm_corpus_free(&corpus);
+    free(blob);
+    if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
+    return print_eval(&r, chunks, seq);
+}
+
 int cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL;
-    int64_t max_bytes = 0, seq = 0, batch = EVAL_BATCH;
+    int64_t max_bytes = 0, seq = 0, batch = EVAL_BATCH, window = 0;
     double split = 0.9;
     cli_opt opts[] = {
         { "model",     OPT_STR,   &model, 0, 0, 0, 0 },
@@ -27,6 +87,7 @@ int cmd_eval(int argc, char **argv) {
         { "split",     OPT_FLOAT, &split, 0, 1, 1, 0 },
         { "seq",       OPT_INT,   &seq, 2, 65537, 0, 0 },
         { "batch",     OPT_INT,   &batch, 1, 65536, 0, 0 },
+        { "window",    OPT_INT,   &window, 1, ATM_MAX_WINDOW, 0, 0 },
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("eval", argc, argv, opts, n);
@@ -35,6 +96,11 @@ int cmd_eval(int argc, char **argv) {
     if (!data) return cli_err(CLI_USAGE, "eval: --data is required");
     if (cli_seen(opts, n, "split") && split >= 1.0)
         return cli_err(CLI_USAGE, "eval: --split must be a number in (0, 1) (got %g)", split);
+    if (cli_sniff(model) == CLI_FILE_CONTAINER)
+        return eval_packed(model, data, max_bytes, cli_seen(opts, n, "split") ? split : 0.0,
+                           cli_seen(opts, n, "seq") ? seq : 0, cli_seen(opts, n, "window") ? window : 0);
+    if (cli_seen(opts, n, "window"))
+        return cli_err(CLI_USAGE, "eval: --window applies to packed .atome models only");
     atm_ckpt ck;
     if ((rc = load_model("eval", model, &ck))) return rc;
     if (!cli_seen(opts, n, "seq")) seq = ck.opt.seq;
@@ -66,13 +132,7 @@ int cmd_eval(int argc, char **argv) {
     atm_corpus_free(&corpus);
     atm_ckpt_free(&ck);
     if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
-    FILE *f = stdout;
-    fputs("{\"nats_per_byte\":", f); cli_json_num(f, r.nats_per_byte);
-    fputs(",\"bpb\":", f); cli_json_num(f, r.bpb);
-    fputs(",\"ppl\":", f); cli_json_num(f, r.ppl);
-    fprintf(f, ",\"bytes\":%llu,\"chunks\":%zu,\"seq\":%lld}\n", (unsigned long long)r.bytes, chunks, (long long)seq);
-    if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "eval: cannot write to stdout");
-    return CLI_OK;
+    return print_eval(&r, chunks, seq);
 }
 
 static int hexval(int c) {
@@ -82,20 +142,84 @@ static int hexval(int c) {
     return -1;
 }
 
+/* Writes the n bytes chosen by the sampler; `step` feeds one byte and
+ * returns the Q16 logits for the next. The last byte is not fed back. */
+typedef const int32_t *(*gen_step_fn)(void *ctx, int byte);
+
+static int sample_loop(void *ctx, gen_step_fn step, const int32_t *logits, int V, int64_t nbytes,
+                       const atm_sampler_cfg *sc, uint32_t seed) {
+    atm_rng rng;
+    atm_rng_seed(&rng, seed);
+    uint8_t scratch[ATM_MAX_VOCAB];
+    for (int64_t i = 0; i < nbytes; i++) {
+        int b = atm_sampler_next(sc, logits, V, &rng, scratch);
+        if (putchar(b) == EOF) break;
+        if (i + 1 < nbytes) logits = step(ctx, b);
+    }
+    if (fflush(stdout) || ferror(stdout)) return cli_err(CLI_RUNTIME, "generate: cannot write to stdout");
+    return CLI_OK;
+}
+
+static const int32_t *engine_step(void *ctx, int byte) { return atm_engine_step((atm_engine *)ctx, byte); }
+
+typedef struct {
+    const atm_family *fam;
+    void *gen;
+    int V;
+    int32_t q[ATM_MAX_VOCAB];
+} float_gen;
+
+static const int32_t *float_step(void *ctx, int byte) {
+    float_gen *g = (float_gen *)ctx;
+    cli_logits_q16(g->fam->gen_step(g->gen, byte), g->V, g->q);
+    return g->q;
+}
+
+static int generate_packed(const char *model, const uint8_t *pbytes, size_t plen, int64_t nbytes,
+                           const atm_sampler_cfg *sc, uint32_t seed, int64_t window) {
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    atm_model m;
+    int rc = cli_open_container("generate", model, &blob, &len, &m);
+    if (rc) return rc;
+    if (window > ATM_MAX_WINDOW) {
+        free(blob);
+        return cli_err(CLI_USAGE, "generate: --window %lld exceeds the engine's %d positions", (long long)window, ATM_MAX_WINDOW);
+    }
+    for (size_t i = 0; i < plen; i++)
+        if (pbytes[i] >= (unsigned)m.cfg.vocab) {
+            unsigned b = pbytes[i];
+            free(blob);
+            return cli_err(CLI_USAGE, "generate: prompt byte 0x%02X is outside the model's vocabulary of %d", b, (int)m.cfg.vocab);
+        }
+    size_t ab = atm_engine_arena_bytes(&m, (int)window);
+    void *arena = ab ? malloc(ab) : NULL;
+    atm_engine e;
+    if (!arena || atm_engine_init(&e, &m, (int)window, arena, ab) != ATM_OK) {
+        free(arena); free(blob);
+        return cli_err(CLI_RUNTIME, "generate: out of memory for the engine arena");
+    }
+    const int32_t *logits = NULL;
+    for (size_t i = 0; i < plen; i++) logits = atm_engine_step(&e, pbytes[i]);
+    rc = sample_loop(&e, engine_step, logits, (int)m.cfg.vocab, nbytes, sc, seed);
+    free(arena);
+    free(blob);
+    return rc;
+}
+
 int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *prompt_hex = NULL;
-    int64_t nbytes = 0, top_k = 0, window = 0;
-    double temperature = 0.0, top_p = 1.0;
-    uint32_t seed = 1;
+    const char *temp_s = NULL, *topk_s = NULL, *topp_s = NULL, *seed_s = NULL;
+    int64_t nbytes = 0, window = 0;
     cli_opt opts[] = {
         { "model",       OPT_STR,   &model, 0, 0, 0, 0 },
         { "prompt",      OPT_STR,   &prompt, 0, 0, 0, 0 },
         { "prompt-hex",  OPT_STR,   &prompt_hex, 0, 0, 0, 0 },
         { "n",           OPT_INT,   &nbytes, 0, 1.0e12, 0, 0 },
-        { "temperature", OPT_FLOAT, &temperature, 0, 1000, 0, 0 },
-        { "top-k",       OPT_INT,   &top_k, 0, 256, 0, 0 },
-        { "top-p",       OPT_FLOAT, &top_p, 0, 1, 1, 0 },
-        { "seed",        OPT_U32,   &seed, 0, 4294967295.0, 0, 0 },
+        { "temperature", OPT_STR,   &temp_s, 0, 0, 0, 0 },
+        { "top-k",       OPT_STR,   &topk_s, 0, 0, 0, 0 },
+        { "top-p",       OPT_STR,   &topp_s, 0, 0, 0, 0 },
+        { "seed",        OPT_STR,   &seed_s, 0, 0, 0, 0 },
         { "window",      OPT_INT,   &window, 1, 1048576, 0, 0 },
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
@@ -105,6 +229,11 @@ int cmd_generate(int argc, char **argv) {
     if (!cli_seen(opts, n, "n")) return cli_err(CLI_USAGE, "generate: --n is required");
     if (prompt && prompt_hex) return cli_err(CLI_USAGE, "generate: give --prompt or --prompt-hex, not both");
     if (!prompt && !prompt_hex) return cli_err(CLI_USAGE, "generate: --prompt or --prompt-hex is required");
+    atm_sampler_cfg sc;
+    if ((rc = cli_sampler_settings("generate", temp_s, topk_s, topp_s, &sc))) return rc;
+    uint32_t seed = 1;
+    if (seed_s && atm_sampler_parse_uint(seed_s, 4294967295u, &seed))
+        return cli_err(CLI_USAGE, "generate: --seed must be an integer in 0..4294967295 (got '%s')", seed_s);
     size_t plen;
     uint8_t *pbytes;
     if (prompt_hex) {
@@ -125,6 +254,12 @@ int cmd_generate(int argc, char **argv) {
         memcpy(pbytes, prompt, plen);
     }
     if (plen == 0) { pbytes[0] = '\n'; plen = 1; }
+
+    if (cli_sniff(model) == CLI_FILE_CONTAINER) {
+        rc = generate_packed(model, pbytes, plen, nbytes, &sc, seed, window);
+        free(pbytes);
+        return rc;
+    }
 
     atm_ckpt ck;
     if ((rc = load_model("generate", model, &ck))) { free(pbytes); return rc; }
@@ -150,33 +285,33 @@ int cmd_generate(int argc, char **argv) {
     const atm_family *fam = atm_family_get(ck.cfg.family);
     atm_layout L;
     float *weff = NULL;
-    void *gen = NULL;
+    float_gen *g = NULL;
     if (!fam || !fam->gen_new || atm_layout_build(&ck.cfg, &L)) {
         free(pbytes);
         atm_ckpt_free(&ck);
         return cli_err(CLI_RUNTIME, "generate: the %s family has no generator in this build", atm_family_name(ck.cfg.family));
     }
-    weff = (float *)malloc(L.n_params * sizeof(float));
-    if (weff) {
-        atm_quantize_layout(&L, cli_ckpt_quant(&ck), ck.w, weff);
-        gen = fam->gen_new(&L, weff, (int)window);
+    if (ck.cfg.vocab > ATM_MAX_VOCAB) {
+        free(pbytes);
+        atm_ckpt_free(&ck);
+        return cli_err(CLI_RUNTIME, "generate: vocabularies above %d bytes are not supported", ATM_MAX_VOCAB);
     }
-    if (!gen) {
-        free(weff); free(pbytes); atm_ckpt_free(&ck);
+    weff = (float *)malloc(L.n_params * sizeof(float));
+    g = (float_gen *)calloc(1, sizeof *g);
+    if (weff && g) {
+        atm_quantize_layout(&L, cli_ckpt_quant(&ck), ck.w, weff);
+        g->fam = fam;
+        g->V = (int)ck.cfg.vocab;
+        g->gen = fam->gen_new(&L, weff, (int)window);
+    }
+    if (!g || !g->gen) {
+        free(g); free(weff); free(pbytes); atm_ckpt_free(&ck);
         return cli_err(CLI_RUNTIME, "generate: out of memory");
     }
-    atm_rng rng;
-    atm_rng_seed(&rng, seed);
-    const float *logits = NULL;
-    for (size_t i = 0; i < plen; i++) logits = fam->gen_step(gen, pbytes[i]);
-    int V = (int)ck.cfg.vocab;
-    for (int64_t i = 0; i < nbytes; i++) {
-        int b = atm_sample_logits(logits, V, (float)temperature, (int)top_k, (float)top_p, &rng);
-        if (putchar(b) == EOF) break;
-        if (i + 1 < nbytes) logits = fam->gen_step(gen, b);
-    }
-    fam->gen_free(gen);
-    free(weff); free(pbytes); atm_ckpt_free(&ck);
-    if (fflush(stdout) || ferror(stdout)) return cli_err(CLI_RUNTIME, "generate: cannot write to stdout");
-    return CLI_OK;
+    const int32_t *logits = NULL;
+    for (size_t i = 0; i < plen; i++) logits = float_step(g, pbytes[i]);
+    rc = sample_loop(g, float_step, logits, g->V, nbytes, &sc, seed);
+    fam->gen_free(g->gen);
+    free(g); free(weff); free(pbytes); atm_ckpt_free(&ck);
+    return rc;
 }

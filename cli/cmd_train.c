@@ -60,12 +60,31 @@ static int same_i(const char *flag, int seen, long long given, long long stored)
                    flag, given, stored);
 }
 
-static int write_ckpt(const char *out, const atm_trainer *tr, const atm_ckpt *meta, double elapsed) {
+/* Saves the trainer. An atome-family checkpoint also carries the activation
+ * statistics that `atome export` calibrates with: the current weights run
+ * over the calibration sample of the training chunks (cli_calib_sample) with
+ * the training seq as attention window, the export's default window. They
+ * depend only on the weights and the data, so saves stay deterministic. */
+static int write_ckpt(const char *out, const atm_trainer *tr, const atm_ckpt *meta, const atm_chunks *train_ch,
+                      double elapsed) {
     atm_ckpt ck = *meta;
     atm_ckpt_from_trainer(&ck, tr);
     ck.elapsed_s = elapsed;
     char why[600];
-    if (atm_ckpt_write(out, &ck, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
+    uint8_t *cal = NULL;
+    if (tr->L.cfg.family == ATM_FAMILY_ATOME) {
+        atm_calib_stats st;
+        int window = tr->opt.seq <= ATM_MAX_WINDOW ? tr->opt.seq : ATM_MAX_WINDOW;
+        size_t nb = atm_calib_bytes(tr->L.cfg.n_layers);
+        if (cli_calib_sample(&tr->L, tr->w, train_ch->base, train_ch->n * (size_t)train_ch->seq, window, &st, why, sizeof why))
+            return cli_err(CLI_RUNTIME, "train: %s", why);
+        if (!(cal = (uint8_t *)malloc(nb))) return cli_err(CLI_RUNTIME, "train: out of memory");
+        ck.calib_len = atm_calib_serialize(&st, cal, nb);
+        ck.calib = cal;
+    }
+    int rc = atm_ckpt_write(out, &ck, why, sizeof why);
+    free(cal);
+    if (rc) return cli_err(CLI_RUNTIME, "train: %s", why);
     return CLI_OK;
 }
 
@@ -340,7 +359,7 @@ int cmd_train(int argc, char **argv) {
         }
         if (a.ckpt_every > 0 && s % a.ckpt_every == 0 && s < stop) {
             fflush(lg);
-            if ((rc = write_ckpt(a.out, tr, &meta, meta.elapsed_s + (cli_now() - t0)))) goto done;
+            if ((rc = write_ckpt(a.out, tr, &meta, &train_ch, meta.elapsed_s + (cli_now() - t0)))) goto done;
         }
     }
     double seconds = meta.elapsed_s + (cli_now() - t0);
@@ -353,7 +372,7 @@ int cmd_train(int argc, char **argv) {
     }
     log_eval(lg, tr->step, &er);
     if (fflush(lg) || ferror(lg)) { rc = cli_err(CLI_RUNTIME, "train: cannot write log '%s'", logpath); goto done; }
-    if ((rc = write_ckpt(a.out, tr, &meta, seconds))) goto done;
+    if ((rc = write_ckpt(a.out, tr, &meta, &train_ch, seconds))) goto done;
     if (!a.quiet) fprintf(stderr, "eval %.4f nats/byte  %.4f bpb  ppl %.3f  (%llu bytes)  %.1f s\n",
                           er.nats_per_byte, er.bpb, er.ppl, (unsigned long long)er.bytes, seconds);
     {

@@ -8,12 +8,16 @@ static const char *const USAGE_MAIN =
     "\n"
     "commands:\n"
     "  train     train a model on a byte corpus, write a checkpoint\n"
-    "  eval      score a checkpoint on held-out bytes (JSON line)\n"
-    "  generate  sample bytes from a checkpoint\n"
+    "  eval      score a checkpoint or .atome model on held-out bytes (JSON line)\n"
+    "  generate  sample bytes from a checkpoint or .atome model\n"
     "  params    parameter counts of a config (JSON)\n"
     "  init      write a randomly initialised checkpoint\n"
     "  import    reference legacy ATOME01/ATOME02 blob -> float checkpoint\n"
     "  strip     copy a checkpoint without its optimiser moments\n"
+    "  export    atome checkpoint -> packed .atome model for the integer engine\n"
+    "  convert   re-encode a .atome model (ATOME01 <-> ATOME02)\n"
+    "  inspect   describe a .atome model, checkpoint or legacy blob (JSON)\n"
+    "  bench     generation speed of a .atome model or checkpoint (JSON line)\n"
     "\n"
     "'atome <command> --help' lists a command's flags. Exit status: 0 ok,\n"
     "2 usage error, 1 runtime error (data, checkpoint, I/O).\n";
@@ -66,28 +70,33 @@ static const char *const USAGE_TRAIN =
     "  --quiet             no progress on stderr\n";
 
 static const char *const USAGE_EVAL =
-    "usage: atome eval --model CKPT --data FILE [--max-bytes N] [--split S] [--seq N]\n"
+    "usage: atome eval --model MODEL --data FILE [--max-bytes N] [--split S] [--seq N]\n"
     "\n"
     "Prints one JSON line: nats_per_byte, bpb, ppl, bytes (predicted bytes), chunks, seq.\n"
-    "  --model CKPT        checkpoint (evaluated with its quantiser)\n"
+    "  --model MODEL       float checkpoint (evaluated with its quantiser) or packed\n"
+    "                      .atome model (integer engine)\n"
     "  --data FILE         bytes to score: all whole chunks of the file\n"
     "  --max-bytes N       read only the first N bytes\n"
     "  --split S           score only the held-out tail: chunks after floor(S*chunks)\n"
-    "  --seq N             chunk length (default: the checkpoint's training seq)\n"
-    "  --batch N           chunks per forward pass (16; does not change the result)\n";
+    "  --seq N             chunk length (default: the model's training seq)\n"
+    "  --batch N           chunks per forward pass (16; does not change the result)\n"
+    "  --window W          .atome only: attention window (default seq-1: the whole chunk)\n";
 
 static const char *const USAGE_GENERATE =
-    "usage: atome generate --model CKPT (--prompt TEXT | --prompt-hex HEX) --n N [flags]\n"
+    "usage: atome generate --model MODEL (--prompt TEXT | --prompt-hex HEX) --n N [flags]\n"
     "\n"
     "Writes exactly the N new bytes to stdout (no prompt echo, no newline).\n"
+    "MODEL is a float checkpoint or a packed .atome model (integer engine).\n"
     "  --prompt TEXT       prompt bytes (empty: a single newline byte)\n"
     "  --prompt-hex HEX    prompt as hex digits, e.g. 4f6e6365\n"
     "  --n N               bytes to generate\n"
-    "  --temperature T     0 = greedy argmax (default 0)\n"
+    "  --temperature T     decimal 0..100; 0 = greedy argmax (default 0)\n"
     "  --top-k K           keep the K most likely bytes (0 = off)\n"
-    "  --top-p P           nucleus mass (1 = off)\n"
+    "  --top-p P           decimal 0..1, nucleus mass (1 = off)\n"
     "  --seed S            uint32 sampler seed (1)\n"
-    "  --window W          attention window in positions (default: training seq)\n";
+    "  --window W          attention window in positions (default: training seq;\n"
+    "                      .atome: the model's window)\n"
+    "Sampling is the fixed-point sampler of core/sampler.h on both paths.\n";
 
 static const char *const USAGE_IMPORT =
     "usage: atome import --legacy FILE --config NAME --out CKPT [--seq N]\n"
@@ -103,6 +112,43 @@ static const char *const USAGE_STRIP =
     "\n"
     "Copies a checkpoint without its AdamW moments (a third of the size). The\n"
     "copy evaluates and generates identically; resuming it restarts the moments.\n";
+
+static const char *const USAGE_EXPORT =
+    "usage: atome export --model CKPT --format atome01|atome02 --out FILE.atome [--calib FILE] [--window W]\n"
+    "\n"
+    "Packs a float atome checkpoint for the integer engine (docs/format.md):\n"
+    "ternary tensors as trits with their scale, the rest in fixed point.\n"
+    "Prints one JSON line (out, encoding, bytes, window, calibration).\n"
+    "  --format F          atome01 (4 trits/byte) or atome02 (5 trits/byte)\n"
+    "  --calib FILE        calibrate on this text (default: the statistics 'train'\n"
+    "                      stored in the checkpoint; else its training data; else\n"
+    "                      provable bounds only)\n"
+    "  --window W          default attention window stored (default: training seq)\n"
+    "  --quiet             no notes on stderr\n";
+
+static const char *const USAGE_CONVERT =
+    "usage: atome convert --model FILE.atome --format atome01|atome02 --out FILE.atome\n"
+    "\n"
+    "Re-encodes the trits of a .atome model; config, scales and fixed-point\n"
+    "vectors are kept, so the engine computes the same logits. Prints one JSON line.\n";
+
+static const char *const USAGE_INSPECT =
+    "usage: atome inspect FILE [--window W]\n"
+    "\n"
+    "Prints one JSON object describing a .atome model (format, version, encoding,\n"
+    "config, params, bytes per section, crc_ok, window, arena_bytes), a float\n"
+    "checkpoint (format \"checkpoint\") or a reference legacy blob (format\n"
+    "\"legacy\"). A damaged .atome file is still described as far as its header\n"
+    "allows, then the error goes to stderr and the exit status is 1.\n"
+    "  --window W          .atome: report arena_bytes at this window\n";
+
+static const char *const USAGE_BENCH =
+    "usage: atome bench --model MODEL [--prompt TEXT] [--n 1024] [--window 64] [--repeat 5]\n"
+    "                   [--kernel auto|portable|lut|sse2]\n"
+    "\n"
+    "Greedy generation speed as one JSON line: a .atome model on the integer\n"
+    "engine, a checkpoint on the float generator. Each repetition feeds the\n"
+    "prompt (\"Once upon a time\" by default), then times N bytes.\n";
 
 static const char *const USAGE_PARAMS =
     "usage: atome params --config NAME [--quant Q] [shape overrides]\n"
@@ -124,6 +170,10 @@ void cli_usage(FILE *f, const char *cmd) {
     else if (strcmp(cmd, "params") == 0) { fputs(USAGE_PARAMS, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
     else if (strcmp(cmd, "import") == 0) fputs(USAGE_IMPORT, f);
     else if (strcmp(cmd, "strip") == 0) fputs(USAGE_STRIP, f);
+    else if (strcmp(cmd, "export") == 0) fputs(USAGE_EXPORT, f);
+    else if (strcmp(cmd, "convert") == 0) fputs(USAGE_CONVERT, f);
+    else if (strcmp(cmd, "inspect") == 0) fputs(USAGE_INSPECT, f);
+    else if (strcmp(cmd, "bench") == 0) fputs(USAGE_BENCH, f);
     else if (strcmp(cmd, "init") == 0) { fputs(USAGE_INIT, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
     else fputs(USAGE_MAIN, f);
 }
@@ -144,7 +194,8 @@ int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } CMDS[] = {
         { "train", cmd_train }, { "eval", cmd_eval }, { "generate", cmd_generate },
         { "params", cmd_params }, { "init", cmd_init }, { "import", cmd_import },
-        { "strip", cmd_strip },
+        { "strip", cmd_strip }, { "export", cmd_export }, { "convert", cmd_convert },
+        { "inspect", cmd_inspect }, { "bench", cmd_bench },
     };
     for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
         if (strcmp(cmd, CMDS[i].name) != 0) continue;

@@ -4,6 +4,7 @@
  * little-endian whatever the host. */
 #define _POSIX_C_SOURCE 200809L
 #include "ckpt.h"
+#include "export.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -61,8 +62,10 @@ void atm_ckpt_init(atm_ckpt *ck) {
 }
 
 void atm_ckpt_free(atm_ckpt *ck) {
-    if (ck->owns) { free(ck->w); free(ck->m); free(ck->v); }
+    if (ck->owns) { free(ck->w); free(ck->m); free(ck->v); free(ck->calib); }
     ck->w = ck->m = ck->v = NULL;
+    ck->calib = NULL;
+    ck->calib_len = 0;
     ck->owns = 0;
 }
 
@@ -79,7 +82,8 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     size_t dp = str_len(ck->data_path, sizeof ck->data_path);
     size_t vp = str_len(ck->valid_path, sizeof ck->valid_path);
     int has_adam = ck->m && ck->v;
-    uint32_t nsec = 4 + (name_len > 0) + (ck->has_data ? 1 : 0) + (has_adam ? 1 : 0);
+    int has_calib = ck->calib && ck->calib_len;
+    uint32_t nsec = 4 + (name_len > 0) + (ck->has_data ? 1 : 0) + (has_adam ? 1 : 0) + (has_calib ? 1 : 0);
     uint64_t total = HEADER_BYTES;
     total += SECTION_HEAD + CONF_BYTES;
     if (name_len) total += SECTION_HEAD + name_len;
@@ -88,6 +92,7 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     if (ck->has_data) total += SECTION_HEAD + 8 + 8 + 4 + dp + 4 + vp;
     total += SECTION_HEAD + 8 + 4 * (uint64_t)np;
     if (has_adam) total += SECTION_HEAD + 8 + 8 * (uint64_t)np;
+    if (has_calib) total += SECTION_HEAD + (uint64_t)ck->calib_len;
     total += CRC_BYTES;
     if (total > (uint64_t)(size_t)-1) return ATM_CKPT_ENOMEM;
     wbuf b = { (uint8_t *)malloc((size_t)total), 0 };
@@ -144,6 +149,10 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
         put_u64(&b, np);
         put_f32s(&b, ck->m, np);
         put_f32s(&b, ck->v, np);
+    }
+    if (has_calib) {
+        put_section(&b, "ACAL", 0, ck->calib_len);
+        put_bytes(&b, ck->calib, ck->calib_len);
     }
     put_u32(&b, atm_crc32(b.p, b.n));
     *out = b.p;
@@ -202,7 +211,8 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
 
     const uint8_t *p = buf + HEADER_BYTES, *end = buf + len - CRC_BYTES;
     const uint8_t *conf = NULL, *topt = NULL, *stat = NULL, *data = NULL, *wght = NULL, *adam = NULL, *name = NULL;
-    uint64_t data_len = 0, wght_len = 0, adam_len = 0, name_len = 0;
+    const uint8_t *calb = NULL;
+    uint64_t data_len = 0, wght_len = 0, adam_len = 0, name_len = 0, calb_len = 0;
     for (uint32_t s = 0; s < nsec; s++) {
         if ((size_t)(end - p) < SECTION_HEAD) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %u header runs past the end", s);
         const uint8_t *tag = p;
@@ -222,6 +232,7 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
         else if (tag_is(tag, "WGHT")) { slot = &wght; lslot = &wght_len; }
         else if (tag_is(tag, "ADAM")) { slot = &adam; lslot = &adam_len; }
         else if (tag_is(tag, "NAME")) { slot = &name; lslot = &name_len; }
+        else if (tag_is(tag, "ACAL")) { slot = &calb; lslot = &calb_len; }
         else if (flags & FLAG_REQUIRED) PFAIL(ATM_CKPT_EFORMAT, "unsupported required section %s (written by a newer build?)", tt);
         if (slot) {
             if (*slot) PFAIL(ATM_CKPT_EFORMAT, "malformed: duplicate section %s", tt);
@@ -304,6 +315,17 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
     if (adam && (adam_len < 8 || get_u64(adam) != (uint64_t)np || adam_len != 8 + 8 * (uint64_t)np))
         PFAIL(ATM_CKPT_EFORMAT, "malformed: ADAM section does not match the config's %zu parameters", np);
 
+    if (calb) {
+        atm_calib_stats cs;
+        char why[160];
+        if (c->family != ATM_FAMILY_ATOME) PFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section in a %s checkpoint", atm_family_name(c->family));
+        if (atm_calib_parse(calb, (size_t)calb_len, &cs, why, sizeof why))
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section: %s", why);
+        if (cs.n_layers != c->n_layers || cs.d_model != c->d_model)
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section is for %d layers of width %d, the config has %d of %d",
+                  (int)cs.n_layers, (int)cs.d_model, (int)c->n_layers, (int)c->d_model);
+    }
+
     ck->n_params = np;
     ck->owns = 1;
     ck->w = (float *)malloc((np ? np : 1) * sizeof(float));
@@ -311,7 +333,11 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
         ck->m = (float *)malloc((np ? np : 1) * sizeof(float));
         ck->v = (float *)malloc((np ? np : 1) * sizeof(float));
     }
-    if (!ck->w || (adam && (!ck->m || !ck->v))) PFAIL(ATM_CKPT_ENOMEM, "out of memory (%zu parameters)", np);
+    if (calb) {
+        ck->calib = (uint8_t *)malloc((size_t)calb_len);
+        if (ck->calib) { memcpy(ck->calib, calb, (size_t)calb_len); ck->calib_len = (size_t)calb_len; }
+    }
+    if (!ck->w || (adam && (!ck->m || !ck->v)) || (calb && !ck->calib)) PFAIL(ATM_CKPT_ENOMEM, "out of memory (%zu parameters)", np);
     for (size_t i = 0; i < np; i++) ck->w[i] = get_f32(wght + 8 + 4 * i);
     if (adam) {
         for (size_t i = 0; i < np; i++) ck->m[i] = get_f32(adam + 8 + 4 * i);

@@ -8,7 +8,9 @@
  * (magic "ATOMECKP", version, section count, file size), a list of tagged
  * sections, and a CRC-32 of everything before it. Unknown sections are skipped
  * unless their REQUIRED flag is set, so later issues can add sections
- * (calibration statistics, import provenance) without a version bump.
+ * without a version bump; the optional ACAL section (activation statistics
+ * that `train` gathers for `export`) was added that way, and checkpoints
+ * without it stay readable.
  *
  * The reader checks, before any use: the magic, the version, the declared
  * size against the real size (truncation), the CRC, every section length and
@@ -61,10 +63,15 @@ typedef struct {
     uint64_t       max_bytes;                  /* 0 = whole file */
     double         split;
     int            has_data;
+    /* activation-calibration statistics (section ACAL, atome family only):
+     * the atm_calib_serialize() bytes of core/train/export.h, validated by
+     * the reader with atm_calib_parse() against the config; NULL if absent */
+    uint8_t       *calib;
+    size_t         calib_len;
     /* tensors, [n_params] each; m and v are NULL when absent */
     size_t         n_params;
     float         *w, *m, *v;
-    int            owns;                       /* 1 if w/m/v were malloc'd by the reader */
+    int            owns;                       /* 1 if w/m/v/calib were malloc'd by the reader */
 } atm_ckpt;
 
 /* Zeroed struct with default options (no tensors). */

@@ -136,7 +136,7 @@ expect 2 "--prompt or --prompt-hex is required" -- generate "${G[@]}" --n 5
 expect 2 "not both" -- generate "${G[@]}" --prompt a --prompt-hex 61 --n 5
 expect 2 "non-hex" -- generate "${G[@]}" --prompt-hex zz --n 5
 expect 2 "even number" -- generate "${G[@]}" --prompt-hex 616 --n 5
-expect 2 "--top-p must be" -- generate "${G[@]}" --prompt a --n 5 --top-p 0
+expect 2 "--top-p must be" -- generate "${G[@]}" --prompt a --n 5 --top-p -0.5
 expect 2 "--top-p must be" -- generate "${G[@]}" --prompt a --n 5 --top-p 1.5
 expect 2 "--temperature must be" -- generate "${G[@]}" --prompt a --n 5 --temperature -1
 expect 2 "--top-k must be" -- generate "${G[@]}" --prompt a --n 5 --top-k -2

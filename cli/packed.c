@@ -1,0 +1,170 @@
+/* cli/packed.c — helpers shared by the commands that read or write packed
+ * models: whole-file reads with a size cap, recognising a file by its first
+ * bytes, one-line reasons for a container that fails to open, the
+ * deterministic calibration sample (used by `train` and `export`), and the
+ * fixed-point sampler settings (parsed from their text by the core parser, as
+ * every front end does) with the float-logit bridge into that sampler. */
+#include "cli.h"
+#include "format.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_read_file(const char *cmd, const char *path, size_t max_len, uint8_t **buf, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_err(CLI_RUNTIME, "%s: cannot open '%s'", cmd, path);
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = (uint8_t *)malloc(cap);
+    while (b) {
+        if (n == cap) {
+            if (cap > max_len) break;
+            uint8_t *nb = (uint8_t *)realloc(b, cap * 2);
+            if (!nb) { free(b); b = NULL; break; }
+            b = nb; cap *= 2;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!b) return cli_err(CLI_RUNTIME, "%s: out of memory reading '%s'", cmd, path);
+    if (bad) { free(b); return cli_err(CLI_RUNTIME, "%s: read error on '%s' (is it a directory?)", cmd, path); }
+    if (n > max_len) { free(b); return cli_err(CLI_RUNTIME, "%s: '%s' is larger than %zu bytes", cmd, path, max_len); }
+    *buf = b; *len = n;
+    return CLI_OK;
+}
+
+static const uint8_t CONTAINER_MAGIC[8] = { 'A', 'T', 'M', 'C', 0x0D, 0x0A, 0x1A, 0x0A };
+
+int cli_file_kind(const uint8_t *b, size_t len) {
+    /* Four bytes suffice to tell the formats apart; a container cut inside
+     * its magic still goes to the container reader, which calls it truncated. */
+    if (len >= 4 && memcmp(b, CONTAINER_MAGIC, 4) == 0) return CLI_FILE_CONTAINER;
+    if (len >= 8 && memcmp(b, "ATOMECKP", 8) == 0) return CLI_FILE_CKPT;
+    if (len >= ATM_LEGACY_MAGIC_LEN && (memcmp(b, "ATOME01", 7) == 0 || memcmp(b, "ATOME02", 7) == 0))
+        return CLI_FILE_LEGACY;
+    return CLI_FILE_UNKNOWN;
+}
+
+int cli_sniff(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    uint8_t head[8];
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return cli_file_kind(head, n);
+}
+
+void cli_container_why(const uint8_t *b, size_t len, int status, char *out, size_t n) {
+    uint32_t declared = len >= 16 ? atm_rd_u32le(b + 12) : 0;
+    switch (status) {
+    case ATM_E_TRUNCATED:
+        if (len >= 16 && declared > len)
+            snprintf(out, n, "truncated: %zu of the %u bytes the container declares", len, (unsigned)declared);
+        else
+            snprintf(out, n, "truncated: %zu bytes, shorter than the %d-byte container header", len, ATM_CONTAINER_HEADER_BYTES);
+        break;
+    case ATM_E_OVERSIZE:
+        if (declared > ATM_CONTAINER_MAX_BYTES)
+            snprintf(out, n, "oversized: the container declares %u bytes, above the %u-byte limit", (unsigned)declared,
+                     (unsigned)ATM_CONTAINER_MAX_BYTES);
+        else
+            snprintf(out, n, "oversized: %zu bytes, %zu more than the %u the container declares (trailing data)", len,
+                     len - declared, (unsigned)declared);
+        break;
+    case ATM_E_VERSION:
+        snprintf(out, n, "unsupported container version %u (this build reads version %d)", (unsigned)atm_rd_u16le(b + 8),
+                 ATM_CONTAINER_VERSION);
+        break;
+    case ATM_E_CRC: {
+        uint32_t stored = atm_rd_u32le(b + declared - 4), actual = atm_crc32(b, declared - 4);
+        snprintf(out, n, "corrupt: CRC-32 mismatch (stored 0x%08X, computed 0x%08X): the file was altered", (unsigned)stored,
+                 (unsigned)actual);
+        break;
+    }
+    default:
+        snprintf(out, n, "%s", atm_status_str(status));
+    }
+}
+
+int cli_open_container(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m) {
+    int rc = cli_read_file(cmd, path, (size_t)ATM_CONTAINER_MAX_BYTES + 64, blob, len);
+    if (rc) return rc;
+    atm_status st = atm_model_open(m, *blob, *len);
+    if (st != ATM_OK) {
+        char why[256];
+        cli_container_why(*blob, *len, st, why, sizeof why);
+        free(*blob);
+        *blob = NULL;
+        return cli_err(CLI_RUNTIME, "%s: '%s': %s", cmd, path, why);
+    }
+    return CLI_OK;
+}
+
+const char *cli_encoding_name(int enc) {
+    return enc == ATM_ENC_ATOME01 ? "ATOME01" : enc == ATM_ENC_ATOME02 ? "ATOME02" : "unknown";
+}
+
+/* ---- calibration ---- */
+
+static void calib_merge(atm_calib_stats *acc, const atm_calib_stats *s, int first) {
+    if (first) { *acc = *s; return; }
+    const int L = s->n_layers;
+    for (int i = 0; i <= L; i++) {
+        if (s->x_max[i] > acc->x_max[i]) acc->x_max[i] = s->x_max[i];
+        if (s->u_max[i] > acc->u_max[i]) acc->u_max[i] = s->u_max[i];
+    }
+    for (int i = 0; i < L; i++) {
+        if (s->s_max[i] > acc->s_max[i]) acc->s_max[i] = s->s_max[i];
+        if (s->q_max[i] > acc->q_max[i]) acc->q_max[i] = s->q_max[i];
+        if (s->k_max[i] > acc->k_max[i]) acc->k_max[i] = s->k_max[i];
+        if (s->v_max[i] > acc->v_max[i]) acc->v_max[i] = s->v_max[i];
+    }
+    if (s->logit_max > acc->logit_max) acc->logit_max = s->logit_max;
+    acc->positions += s->positions;
+}
+
+int cli_calib_sample(const atm_layout *L, const float *w, const uint8_t *bytes, size_t n, int window,
+                     atm_calib_stats *st, char *err, size_t errlen) {
+    if (n == 0) { snprintf(err, errlen, "calibration: no bytes"); return -1; }
+    const uint64_t seg = CLI_CALIB_SEGMENT_BYTES, S = CLI_CALIB_SEGMENTS;
+    if ((uint64_t)n <= seg * S) return atm_calib_collect(L, w, bytes, n, window, st, err, errlen);
+    /* S segments, the first at 0, the last ending at n, evenly spaced between. */
+    for (uint64_t i = 0; i < S; i++) {
+        uint64_t start = i * ((uint64_t)n - seg) / (S - 1);
+        atm_calib_stats one;
+        if (atm_calib_collect(L, w, bytes + start, (size_t)seg, window, &one, err, errlen)) return -1;
+        calib_merge(st, &one, i == 0);
+    }
+    return 0;
+}
+
+/* ---- sampling ---- */
+
+int cli_sampler_settings(const char *cmd, const char *temperature, const char *top_k, const char *top_p,
+                         atm_sampler_cfg *sc) {
+    int32_t q;
+    uint32_t u;
+    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &q))
+        return cli_err(CLI_USAGE, "%s: --temperature must be a decimal number in 0..100, at most 9 decimals (got '%s')",
+                       cmd, temperature);
+    if (top_k && atm_sampler_parse_uint(top_k, 2147483647u, &u))
+        return cli_err(CLI_USAGE, "%s: --top-k must be an integer in 0..2147483647 (got '%s')", cmd, top_k);
+    if (top_p && atm_sampler_parse(top_p, 65536, &q))
+        return cli_err(CLI_USAGE, "%s: --top-p must be a decimal number in 0..1, at most 9 decimals (got '%s')", cmd, top_p);
+    if (atm_sampler_config(sc, temperature, top_k, top_p))
+        return cli_err(CLI_USAGE, "%s: invalid sampler settings", cmd);
+    return CLI_OK;
+}
+
+void cli_logits_q16(const float *logits, int V, int32_t *out) {
+    const double lim = (double)(1 << 30);
+    for (int i = 0; i < V; i++) {
+        double x = (double)logits[i] * 65536.0;   /* exact: a power-of-two scaling */
+        if (!(x == x)) x = -lim;                   /* NaN: never chosen */
+        if (x > lim) x = lim;
+        if (x < -lim) x = -lim;
+        out[i] = (int32_t)nearbyint(x);
+    }
+}
