@@ -186,6 +186,22 @@ void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
     }
 }
 
+void atm_atome_attn_select_ref(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
+                               int DH, int n, float scale, int keff, float *sc) {
+    /* sc[j] = (q . k_j) * scale, the dot summed over e in order from 0, all j < n at once */
+    memset(sc, 0, sizeof(float) * (size_t)n);
+    for (int e = 0; e < DH; e++) axpyf(sc, q[e], kT + (size_t)e * ldk, n);
+    for (int j = 0; j < n; j++) sc[j] *= scale;
+    /* atm_atome_topk_insert over j = 0..n-1; once full, a candidate not
+     * strictly above the current k-th score is rejected there anyway, so
+     * that test is hoisted here. */
+    int j = 0, cnt = 0;
+    for (; j < keff; j++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j);
+    float thr = ps[keff - 1];
+    for (; j < n; j++)
+        if (sc[j] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j); thr = ps[keff - 1]; }
+}
+
 void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
                             const float *k, const float *v, float *scratch,
                             int B, int T, int DH, int C, int TK) {
@@ -200,19 +216,8 @@ void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
             const float *qt = q + n * DH;
             float *ps = p + n * TK;
             int32_t *is = idx + n * TK;
-            int keff = TK < t + 1 ? TK : t + 1, cnt = 0;
-            /* sc[j] = (q_t . k_j) * scale, the dot summed over e in order from 0, all j <= t at once */
-            memset(sc, 0, sizeof(float) * (size_t)(t + 1));
-            for (int e = 0; e < DH; e++) axpyf(sc, qt[e], kT + (size_t)e * T, t + 1);
-            for (int j = 0; j <= t; j++) sc[j] *= scale;
-            /* atm_atome_topk_insert over j = 0..t; once full, a candidate not
-             * strictly above the current k-th score is rejected there anyway,
-             * so that test is hoisted here. */
-            int j = 0;
-            for (; j < keff; j++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j);
-            float thr = ps[keff - 1];
-            for (; j <= t; j++)
-                if (sc[j] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j); thr = ps[keff - 1]; }
+            int keff = TK < t + 1 ? TK : t + 1;
+            atm_atome_attn_select(ps, is, qt, kT, T, DH, t + 1, scale, keff, sc);
             for (int i = keff; i < TK; i++) { ps[i] = 0.0f; is[i] = -1; }
             atm_softmax(ps, keff);
             float *o = out + n * C;

@@ -54,6 +54,18 @@ void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
 void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
                             const float *k, const float *v, float *scratch,
                             int B, int T, int DH, int C, int TK);
+/* One row of that selection: sc[j] = (sum_{e<DH} q[e] * kT[e*ldk + j]) * scale
+ * for j < n, the sum taken in e order from 0 with a separate multiply and add
+ * (the bits of the generation's dot product), offered to atm_atome_topk_insert
+ * in j order with kmax = keff (1 <= keff <= n). ps[keff], is[keff] receive the
+ * kept scores and positions, best first. sc: n floats of scratch (the
+ * reference uses it; SIMD sets may not). The un-suffixed name dispatches to
+ * the layer kernel set in use (kernels_layers.h); every set gives the bits of
+ * the _ref. */
+void atm_atome_attn_select(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
+                           int DH, int n, float scale, int keff, float *sc);
+void atm_atome_attn_select_ref(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
+                               int DH, int n, float scale, int keff, float *sc);
 /* dq, dk [B*T][DH], dv [B*T][C] += ...; the selection idx is held fixed
  * (gradient flows only through the kept scores). */
 void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,

@@ -1,16 +1,80 @@
-/* core/train/kernels_x86.c — AVX2+FMA and AVX-512 matmul kernels (x86 only).
+/* core/train/kernels_x86.c — AVX2+FMA and AVX-512 kernels (x86 only): the
+ * matmuls and the layer kernels.
  *
  * Contract: atm_matmul_{forward,backward}_{avx2,avx512} compute what the _ref
  * functions of layers.h compute, up to float rounding (see kernels.h), for
- * any N, IC, OC. The file compiles without -march flags: each function
- * carries a target attribute, and kernels.c calls a set only after
+ * any N, IC, OC; the layer kernels (layernorm, cross-entropy, exp, attention
+ * row selection; _avx2 and _avx512) follow kernels_layers.h. The file
+ * compiles without -march flags: each function carries a target attribute,
+ * and kernels.c / kernels_layers.c call a set only after
  * __builtin_cpu_supports() has confirmed the CPU (and OS) support it. The
- * algorithm is written once in kernels_x86_tmpl.h and instantiated here per
- * instruction set with its vector width and register-tile shape. */
+ * algorithms are written once in kernels_x86_tmpl.h (matmul) and
+ * kernels_x86_layers_tmpl.h (layers) and instantiated here per instruction
+ * set with its vector width, register-tile shape and vector exp. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <math.h>
 #include <stddef.h>
 #include "kernels.h"
+
+/* ------------------------------------------------------------ vector exp
+ * exp(x) = 2^n * e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
+ * (ln 2 split in two, Cody-Waite, so r is exact to a few ulp), e^r =
+ * 1 + r + r^2 P(r) with Cephes expf's degree-5 P (S. Moshier, Cephes Math
+ * Library, expf.c), evaluated with fused multiply-adds. x is clamped below at
+ * -104, where exp(x) < 2^-150 rounds to 0. The 2^n scaling rounds once: scalef
+ * on AVX-512; on AVX2 2^n = 2^n1 * 2^n2 with n1 = max(n, -125), so p * 2^n1
+ * is exact and only the second product can round (into the subnormals).
+ * Measured error over every float in [-104, 0]: docs/kernels.md. */
+#define KX_EXP_LO -104.0f
+#define KX_LOG2E 1.44269504088896341f
+#define KX_LN2_HI 0.693359375f          /* 8 significant bits: n * LN2_HI is exact */
+#define KX_LN2_LO -2.12194440e-4f       /* ln 2 - LN2_HI */
+#define KX_EXP_P0 1.9875691500e-4f
+#define KX_EXP_P1 1.3981999507e-3f
+#define KX_EXP_P2 8.3334519073e-3f
+#define KX_EXP_P3 4.1665795894e-2f
+#define KX_EXP_P4 1.6666665459e-1f
+#define KX_EXP_P5 5.0000001201e-1f
+
+static inline __attribute__((always_inline, target("avx2,fma"))) __m256 kx_exp_avx2(__m256 x) {
+    x = _mm256_max_ps(_mm256_set1_ps(KX_EXP_LO), x); /* NaN (2nd operand) passes through */
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(KX_LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(KX_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(KX_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(KX_EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KX_EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KX_EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KX_EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KX_EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KX_EXP_P5));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+    p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+    __m256i ni = _mm256_cvtps_epi32(n);
+    __m256i n1 = _mm256_max_epi32(ni, _mm256_set1_epi32(-125));
+    __m256i n2 = _mm256_sub_epi32(ni, n1);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+static inline __attribute__((always_inline, target("avx512f"))) __m512 kx_exp_avx512(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(KX_EXP_LO), x);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(KX_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(KX_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(KX_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(KX_EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KX_EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KX_EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KX_EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KX_EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KX_EXP_P5));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
 
 /* ---------------------------------------------------------------- AVX2+FMA
  * 16 ymm registers: a tile of MR rows x NV vectors needs MR*NV accumulators
@@ -51,6 +115,31 @@ static __attribute__((target("avx2,fma"))) inline float kx_hsum_avx2(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 #include "kernels_x86_tmpl.h"
+#define KX_SET1(x) _mm256_set1_ps(x)
+#define KX_SUB(a, b) _mm256_sub_ps((a), (b))
+#define KX_MUL(a, b) _mm256_mul_ps((a), (b))
+#define KX_MAX(a, b) _mm256_max_ps((a), (b))
+#define KX_MASKZ(m, v) _mm256_and_ps((v), _mm256_castsi256_ps(m))
+#define KX_LOADM_OR(p, m, f) _mm256_blendv_ps((f), _mm256_maskload_ps((p), (m)), _mm256_castsi256_ps(m))
+#define KX_HMAX(v) kx_hmax_avx2(v)
+#define KX_GT_BITS(a, b) _mm256_movemask_ps(_mm256_cmp_ps((a), (b), _CMP_GT_OQ))
+#define KX_EXP(v) kx_exp_avx2(v)
+static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+#include "kernels_x86_layers_tmpl.h"
+#undef KX_SET1
+#undef KX_SUB
+#undef KX_MUL
+#undef KX_MAX
+#undef KX_MASKZ
+#undef KX_LOADM_OR
+#undef KX_HMAX
+#undef KX_GT_BITS
+#undef KX_EXP
 #undef KX_ATTR
 #undef KX_SUFFIX
 #undef KX_VL
@@ -109,6 +198,16 @@ static __attribute__((target("avx2,fma"))) inline float kx_hsum_avx2(__m256 v) {
 #define KX_GATHERM(p, idx, m) _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (m), (idx), (p), 4)
 #define KX_HSUM(v) _mm512_reduce_add_ps(v)
 #include "kernels_x86_tmpl.h"
+#define KX_SET1(x) _mm512_set1_ps(x)
+#define KX_SUB(a, b) _mm512_sub_ps((a), (b))
+#define KX_MUL(a, b) _mm512_mul_ps((a), (b))
+#define KX_MAX(a, b) _mm512_max_ps((a), (b))
+#define KX_MASKZ(m, v) _mm512_maskz_mov_ps((m), (v))
+#define KX_LOADM_OR(p, m, f) _mm512_mask_loadu_ps((f), (m), (p))
+#define KX_HMAX(v) _mm512_reduce_max_ps(v)
+#define KX_GT_BITS(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ)
+#define KX_EXP(v) kx_exp_avx512(v)
+#include "kernels_x86_layers_tmpl.h"
 
 #else
 /* Not x86: the dispatcher never references these kernels. */

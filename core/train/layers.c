@@ -1,5 +1,7 @@
 /* core/train/layers.c — reference float32 layers (see layers.h). Plain C,
- * compiled with -ffp-contract=off; the trainer may use libm here. */
+ * compiled with -ffp-contract=off; the trainer may use libm here. The _ref
+ * functions are the reference twins of the dispatched kernels (kernels.c for
+ * the matmuls, kernels_layers.c for layernorm, cross-entropy and exp). */
 #include "layers.h"
 #include <math.h>
 #include <string.h>
@@ -42,7 +44,7 @@ void atm_matmul_backward_ref(float *dinp, float *dw, const float *dout, const fl
     }
 }
 
-void atm_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+void atm_layernorm_forward_ref(float *out, float *mean, float *rstd, const float *inp,
                            const float *g, const float *b, int N, int C) {
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
@@ -60,7 +62,7 @@ void atm_layernorm_forward(float *out, float *mean, float *rstd, const float *in
     }
 }
 
-void atm_layernorm_backward(float *dinp, float *dg, float *db, const float *dout,
+void atm_layernorm_backward_ref(float *dinp, float *dg, float *db, const float *dout,
                             const float *inp, const float *g, const float *mean,
                             const float *rstd, int N, int C) {
     for (int n = 0; n < N; n++) {
@@ -140,6 +142,10 @@ void atm_embed_backward(float *dtable, float *dpos, const uint8_t *tok, const fl
     }
 }
 
+void atm_exp_ref(float *y, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] = expf(x[i]);
+}
+
 void atm_softmax(float *x, int n) {
     float mx = x[0];
     for (int i = 1; i < n; i++) if (x[i] > mx) mx = x[i];
@@ -149,7 +155,7 @@ void atm_softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
-double atm_xent_forward(float *probs, const float *logits, const uint8_t *tgt, int N, int V) {
+double atm_xent_forward_ref(float *probs, const float *logits, const uint8_t *tgt, int N, int V) {
     double sum = 0.0;
     for (int n = 0; n < N; n++) {
         const float *l = logits + (size_t)n * V;
@@ -169,7 +175,7 @@ double atm_xent_forward(float *probs, const float *logits, const uint8_t *tgt, i
     return sum;
 }
 
-void atm_xent_backward(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
+void atm_xent_backward_ref(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
                        float scale) {
     for (int n = 0; n < N; n++) {
         const float *p = probs + (size_t)n * V;

@@ -3,9 +3,11 @@
  * llm.c conventions: flat arrays, shapes stated per function, backward
  * functions ACCUMULATE (+=) into gradient buffers, a NULL gradient pointer
  * means "not needed". Every function here has a finite-difference test in
- * tests/test_layers.c. The _ref matmuls are the plain-C reference; the
- * un-suffixed names dispatch to the fastest kernel built (kernels*.c) and
- * tests/test_kernels.c checks each against the reference. */
+ * tests/test_layers.c. The _ref functions (matmul, layernorm, cross-entropy,
+ * exp) are the plain-C reference; the un-suffixed names dispatch to the kernel
+ * set in use (kernels.c, kernels_layers.c; ATOME_KERNELS=ref forces the
+ * references) and tests/test_kernels.c, tests/test_kernels_layers.c check
+ * each set against them. */
 #ifndef ATOME_TRAIN_LAYERS_H
 #define ATOME_TRAIN_LAYERS_H
 #include <stddef.h>
@@ -30,6 +32,11 @@ void atm_layernorm_forward(float *out, float *mean, float *rstd, const float *in
 void atm_layernorm_backward(float *dinp, float *dg, float *db, const float *dout,
                             const float *inp, const float *g, const float *mean,
                             const float *rstd, int N, int C);
+void atm_layernorm_forward_ref(float *out, float *mean, float *rstd, const float *inp,
+                               const float *g, const float *b, int N, int C);
+void atm_layernorm_backward_ref(float *dinp, float *dg, float *db, const float *dout,
+                                const float *inp, const float *g, const float *mean,
+                                const float *rstd, int N, int C);
 
 /* GELU with the exact erf: out[n]. */
 void atm_gelu_forward(float *out, const float *inp, int n);
@@ -52,6 +59,13 @@ double atm_xent_forward(float *probs, const float *logits, const uint8_t *tgt, i
 /* dlogits[N][V] += scale * (probs - onehot(tgt)) */
 void atm_xent_backward(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
                        float scale);
+double atm_xent_forward_ref(float *probs, const float *logits, const uint8_t *tgt, int N, int V);
+void atm_xent_backward_ref(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
+                           float scale);
+
+/* y[n] = exp(x[n]) (libm expf; y may alias x). The kernel sets' vector exp
+ * (kernels_layers.h) is checked against it. */
+void atm_exp_ref(float *y, const float *x, int n);
 
 /* In-place softmax over n entries (max-subtracted). */
 void atm_softmax(float *x, int n);

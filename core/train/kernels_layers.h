@@ -1,0 +1,85 @@
+/* core/train/kernels_layers.h — the layer kernels (everything of a training
+ * step that is not a matmul but is hot enough for SIMD): layernorm forward and
+ * backward, softmax + cross-entropy forward and backward, a vector exp, and the
+ * scores + top-k selection of one atome attention row.
+ *
+ * Contract. One layer kernel set exists per matmul kernel set name (kernels.h):
+ * atm_layer_kernels() returns the set whose name is atm_kernels_name(), so
+ * ATOME_KERNELS and atm_kernels_select() choose both together, and a matmul
+ * set without layer kernels here (e.g. "wasm-simd") runs the "ref" layer set.
+ * The "ref" set is the plain-C reference (layers.c, atome.c). Every set is
+ * deterministic (same inputs, same bits; no alignment-dependent paths, no
+ * threads) and computes each row independently of N, so a one-row call (token
+ * generation) gives the bits of the same row inside a batch.
+ *
+ * Per function, against the reference of the same name:
+ *   layernorm_forward/backward  same formulas and the same per-element
+ *       rounding; only the two row sums (mean, variance / the two backward
+ *       means) are summed in vector lanes then across lanes.
+ *   xent_forward/backward       exp is the vector exp below; the row max, the
+ *       row sum (lanes, then across) and 1/sum as the reference; the loss uses
+ *       libm logf of the sum as the reference. The backward is bit-identical.
+ *       The fast forward reads logits[tgt] before writing probs, so probs may
+ *       alias logits with targets too.
+ *   exp                         y = exp(x) for x <= 88 (the callers only pass
+ *       x <= 0), NaN gives NaN, -inf and x < -104 give 0. Relative error
+ *       against the exact exp below 2 ulp (measured maximum in
+ *       docs/kernels.md) where the result is a normal float; absolute error
+ *       at most 2^-149 (one subnormal step) below that.
+ *   attn_select                 bit-identical: scores summed over e in order
+ *       with separate multiply and add, then scaled, then the same top-k
+ *       insertion sequence (only candidates that cannot enter are skipped
+ *       in bulk).
+ * tests/test_kernels_layers.c checks every available set against the
+ * references, odd sizes included. */
+#ifndef ATOME_TRAIN_KERNELS_LAYERS_H
+#define ATOME_TRAIN_KERNELS_LAYERS_H
+#include "layers.h"
+#include <stdint.h>
+
+typedef void (*atm_ln_fwd_fn)(float *out, float *mean, float *rstd, const float *inp,
+                              const float *g, const float *b, int N, int C);
+typedef void (*atm_ln_bwd_fn)(float *dinp, float *dg, float *db, const float *dout,
+                              const float *inp, const float *g, const float *mean,
+                              const float *rstd, int N, int C);
+typedef double (*atm_xent_fwd_fn)(float *probs, const float *logits, const uint8_t *tgt, int N, int V);
+typedef void (*atm_xent_bwd_fn)(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
+                                float scale);
+typedef void (*atm_exp_fn)(float *y, const float *x, int n);
+/* See atm_atome_attn_select in atome_layers.h. */
+typedef void (*atm_attn_select_fn)(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
+                                   int DH, int n, float scale, int keff, float *sc);
+
+typedef struct {
+    const char        *name;    /* the matmul set it goes with: "ref", "avx2", "avx512" */
+    atm_ln_fwd_fn      layernorm_forward;
+    atm_ln_bwd_fn      layernorm_backward;
+    atm_xent_fwd_fn    xent_forward;
+    atm_xent_bwd_fn    xent_backward;
+    atm_exp_fn         exp;
+    atm_attn_select_fn attn_select;
+} atm_layer_kernel_set;
+
+/* The layer set that goes with the matmul set in use (the "ref" layer set if
+ * that matmul set has none). */
+const atm_layer_kernel_set *atm_layer_kernels(void);
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ATM_LAYER_KERNELS_DECL(sfx)                                                                   \
+    void atm_layernorm_forward_##sfx(float *out, float *mean, float *rstd, const float *inp,          \
+                                     const float *g, const float *b, int N, int C);                  \
+    void atm_layernorm_backward_##sfx(float *dinp, float *dg, float *db, const float *dout,          \
+                                      const float *inp, const float *g, const float *mean,           \
+                                      const float *rstd, int N, int C);                              \
+    double atm_xent_forward_##sfx(float *probs, const float *logits, const uint8_t *tgt, int N, int V); \
+    void atm_xent_backward_##sfx(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V, \
+                                 float scale);                                                       \
+    void atm_exp_##sfx(float *y, const float *x, int n);                                             \
+    void atm_atome_attn_select_##sfx(float *ps, int32_t *is, const float *q, const float *kT, int ldk, \
+                                     int DH, int n, float scale, int keff, float *sc);
+ATM_LAYER_KERNELS_DECL(avx2)
+ATM_LAYER_KERNELS_DECL(avx512)
+#undef ATM_LAYER_KERNELS_DECL
+#endif
+
+#endif

@@ -1,0 +1,460 @@
+/* tests/test_kernels_layers.c — every layer kernel set available here
+ * (kernels_layers.h: ref, avx2, avx512, ...) against the plain-C references
+ * of layers.c / atome.c: layernorm forward/backward, softmax + cross-entropy
+ * forward/backward, the vector exp and the attention row selection, on odd
+ * sizes (row lengths 1, 3, 15, 16, 17, 33, 44, 64, 100, 255, 256; N odd).
+ * Also: no access outside the buffers (inputs end at an unmapped page,
+ * outputs carry guard words), bitwise determinism independent of N, of the
+ * row's position and of alignment (what makes gen_step equal the batch
+ * forward), the NULL / "+=" contracts, and the dispatcher.
+ *
+ * Tolerances (u = 2^-24, gamma(k) = k u / (1 - k u), Higham 3.1: any order
+ * of summing k terms is within gamma(k) * sum|terms| of the exact sum):
+ *  - exp: at most 1.5 ulp from exp computed in double where the result is
+ *    normal (1.01 ulp is the measured maximum over every float in [-104, 0]),
+ *    at most 2^-149 (one subnormal step) below, 0 exactly where libm expf is 0.
+ *    (A polynomial coefficient changed in its 4th significant digit gives
+ *    3.2 ulp and fails.)
+ *  - layernorm forward: the sets differ from the reference only in the order
+ *    of the two row sums. Each mean is within gamma(C) * mean|x| (+ the
+ *    division, 1 u) of the exact mean, so two means differ by at most
+ *    dm = 2 (gamma(C) + u) mean|x|. The variance is a sum of C nonnegative
+ *    terms (relative error gamma(C) + 3 u each side, the mean error entering
+ *    only at second order, C dm^2 / sum (x-m)^2), and rstd halves it and adds
+ *    2 u (sqrt, division). Per element: |d out| <= |g| s dm + |x^ g| ds/s +
+ *    the reference's own rounding of (x-m)*s*g+b with perturbed operands,
+ *    4 u (|x^ g| + |b|). The check uses twice that bound; dropping one
+ *    masked tail lane of a row (tested: the "canary") moves the mean by about
+ *    mean|x|/C, far more than 2 (gamma(C) + u) mean|x|.
+ *  - layernorm backward: db and dg use the reference's operations on the same
+ *    operands and must match bit for bit; dinp differs only through the two
+ *    row means of g*d and g*d*x^ (each pair within 2 gamma(C) of the mean of
+ *    the magnitudes), times s, plus 4 u of the terms.
+ *  - cross-entropy: probabilities = e_i / sum e with e_i within 1.01 ulp of
+ *    exp (libm expf is within 1 ulp too, so e_i differ by < 3 u), sums of
+ *    positive terms in different orders (2 gamma(V) relative), 1/sum and the
+ *    product (2 u): relative 2 gamma(V) + 8 u per probability, and per row
+ *    the loss log(sum) moves by the same relative sum error plus logf's
+ *    rounding (8 u |lse| allowance). The backward is bit-identical.
+ *  - attention selection: bit-identical (same scores, same insertions). */
+#if defined(__linux__)
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+#include "check.h"
+#include "atome_layers.h"
+#include "kernels.h"
+#include "kernels_layers.h"
+#include "rng.h"
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#define U 0x1p-24
+static double gam(int k) { return k * U / (1.0 - k * U); }
+
+static atm_rng g_rng;
+static float frand(float lo, float hi) {
+    return lo + (hi - lo) * (float)((double)atm_rng_u32(&g_rng) / 4294967296.0);
+}
+static void fill(float *x, size_t n, float lo, float hi) { for (size_t i = 0; i < n; i++) x[i] = frand(lo, hi); }
+
+/* ---- inputs whose last element touches an unmapped page (Linux), so a
+ * read past the end faults; elsewhere plain malloc. */
+typedef struct { float *p; void *base; size_t len; } gbuf;
+static gbuf gb_new(size_t n) {
+    gbuf g = { NULL, NULL, 0 };
+#if defined(__linux__)
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t bytes = (n * sizeof(float) + pg - 1) / pg * pg;
+    void *b = mmap(NULL, bytes + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b != MAP_FAILED) {
+        mprotect((char *)b + bytes, pg, PROT_NONE);
+        g.base = b; g.len = bytes + pg;
+        g.p = (float *)((char *)b + bytes) - n;
+        return g;
+    }
+#endif
+    g.p = malloc((n ? n : 1) * sizeof(float));
+    return g;
+}
+static void gb_free(gbuf *g) {
+#if defined(__linux__)
+    if (g->base) { munmap(g->base, g->len); return; }
+#endif
+    free(g->p);
+}
+static gbuf gb_copy(const float *x, size_t n) { gbuf g = gb_new(n); memcpy(g.p, x, n * sizeof(float)); return g; }
+
+/* ---- outputs with GUARD sentinel floats on both sides */
+#define GUARD 16
+#define SENT -12345.5f
+static float *out_new(size_t n) {
+    float *b = malloc((n + 2 * GUARD) * sizeof(float));
+    for (size_t i = 0; i < n + 2 * GUARD; i++) b[i] = SENT;
+    return b + GUARD;
+}
+static int guards_ok(const float *p, size_t n) {
+    for (int i = 1; i <= GUARD; i++) if (p[-i] != SENT || p[n - 1 + i] != SENT) return 0;
+    return 1;
+}
+static void out_free(float *p) { free(p - GUARD); }
+
+static int nsets(void) { return atm_kernels_count(); }
+static const atm_layer_kernel_set *use_set(int s) {
+    if (atm_kernels_select(atm_kernels_set(s)->name) != 0) return NULL;
+    return atm_layer_kernels();
+}
+
+/* ------------------------------------------------------------------ exp */
+static void test_exp(void) {
+    /* a stride through every float bit pattern of [-104, 0] (negative
+     * floats: 0x80000000 .. bits(-104)), plus specials and odd lengths */
+    const float lo = -104.0f;
+    uint32_t blo;
+    memcpy(&blo, &lo, 4);
+    enum { STRIDE = 997, CH = 4096 };
+    static float x[CH], y[CH], yl[CH];
+    for (int s = 0; s < nsets(); s++) {
+        const atm_layer_kernel_set *ls = use_set(s);
+        double worst_ulp = 0.0, worst_sub = 0.0;
+        long zero_mismatch = 0, count = 0;
+        for (uint64_t b = 0x80000000u; b <= blo;) {
+            int n = 0;
+            for (; b <= blo && n < CH; b += STRIDE, n++) { uint32_t u = (uint32_t)b; memcpy(&x[n], &u, 4); }
+            ls->exp(y, x, n);
+            atm_exp_ref(yl, x, n);
+            for (int i = 0; i < n; i++, count++) {
+                double e = exp((double)x[i]);
+                if (e >= 0x1p-126) {
+                    int ex;
+                    frexp(e, &ex);
+                    double ulp = ldexp(1.0, ex - 24), err = fabs((double)y[i] - e) / ulp;
+                    if (err > worst_ulp) worst_ulp = err;
+                } else {
+                    double a = fabs((double)y[i] - e);
+                    if (a > worst_sub) worst_sub = a;
+                }
+                zero_mismatch += (y[i] == 0.0f) != (yl[i] == 0.0f);
+            }
+        }
+        printf("exp %-7s %ld values: max %.3f ulp (normal results), max abs %.3g (subnormal)\n", ls->name,
+               count, worst_ulp, worst_sub);
+        CHECKF(worst_ulp <= 1.5, "%s exp: %.3f ulp", ls->name, worst_ulp);
+        CHECKF(worst_sub <= 0x1p-149, "%s exp: subnormal error %g", ls->name, worst_sub);
+        CHECKF(zero_mismatch == 0, "%s exp: %ld underflow mismatches vs expf", ls->name, zero_mismatch);
+        /* specials; in place (y aliases x) */
+        float sp[7] = { -INFINITY, NAN, 0.0f, -0.0f, -104.5f, -1e30f, -103.9f };
+        ls->exp(sp, sp, 7);
+        CHECK(sp[0] == 0.0f && isnan(sp[1]) && sp[2] == 1.0f && sp[3] == 1.0f && sp[4] == 0.0f && sp[5] == 0.0f);
+        CHECK(sp[6] > 0.0f && fabs((double)sp[6] - (double)expf(-103.9f)) <= 0x1p-149);
+        /* every tail length, inputs against the unmapped page, output guards */
+        for (int n = 0; n <= 40; n++) {
+            float tmp[40];
+            fill(tmp, (size_t)n, -20.0f, 0.0f);
+            gbuf in = gb_copy(tmp, (size_t)n);
+            float *o = out_new((size_t)n);
+            ls->exp(o, in.p, n);
+            int ok = guards_ok(o, (size_t)n);
+            for (int i = 0; i < n; i++) ok &= fabs((double)o[i] - exp((double)tmp[i])) <= 1.5 * 0x1p-23 * exp((double)tmp[i]);
+            CHECKF(ok, "%s exp n=%d", ls->name, n);
+            out_free(o);
+            gb_free(&in);
+        }
+    }
+}
+
+/* ----------------------------------------------------------- layernorm */
+/* Number of elements (and mean/rstd entries) of `got` outside the bound
+ * documented at the top, against the reference output `ref`. */
+static int ln_fwd_bad(const float *got, const float *gm, const float *gr, const float *ref,
+                      const float *rm, const float *rr, const float *x, const float *g, const float *b,
+                      int N, int C) {
+    int bad = 0;
+    for (int n = 0; n < N; n++) {
+        const float *xr = x + (size_t)n * C;
+        double ma = 0.0, m = rm[n], s = rr[n], v = 0.0;
+        for (int i = 0; i < C; i++) ma += fabs(xr[i]);
+        ma /= C;
+        for (int i = 0; i < C; i++) v += (xr[i] - m) * (xr[i] - m);
+        double dm = 2.0 * (gam(C) + U) * ma;
+        double dv = 2.0 * (gam(C) + 3 * U) + (v > 0 ? C * dm * dm / v : 1.0);
+        double ds = 0.5 * dv + 4 * U;                       /* relative, of rstd */
+        if (fabs(gm[n] - rm[n]) > 2.0 * dm) bad++;
+        if (fabs(gr[n] - rr[n]) > 2.0 * ds * s) bad++;
+        for (int i = 0; i < C; i++) {
+            double xh = (xr[i] - m) * s;
+            double tol = fabs(g[i]) * s * dm + fabs(xh * g[i]) * ds + 4 * U * (fabs(xh * g[i]) + fabs(b[i]));
+            if (!(fabs((double)got[(size_t)n * C + i] - ref[(size_t)n * C + i]) <= 2.0 * tol)) bad++;
+        }
+    }
+    return bad;
+}
+
+static void test_layernorm(void) {
+    static const int Cs[] = { 1, 3, 15, 16, 17, 33, 44, 64, 100, 256 };
+    static const int Ns[] = { 1, 5, 63 };
+    for (int ci = 0; ci < 10; ci++)
+        for (int ni = 0; ni < 3; ni++) {
+            const int C = Cs[ci], N = Ns[ni];
+            const size_t NC = (size_t)N * C;
+            float *x = malloc(NC * sizeof(float)), *g = malloc(C * sizeof(float)), *b = malloc(C * sizeof(float));
+            float *d = malloc(NC * sizeof(float)), *xc = malloc(NC * sizeof(float));
+            fill(x, NC, -2, 2);
+            for (int n = 0; n < N; n++)                      /* row offsets 0, 3, 100 stress the two passes */
+                for (int i = 0; i < C; i++) x[(size_t)n * C + i] += (n % 3 == 1) ? 3.0f : (n % 3 == 2) ? 100.0f : 0.0f;
+            fill(g, C, 0.5f, 1.5f);
+            fill(b, C, -0.5f, 0.5f);
+            fill(d, NC, -1, 1);
+            float *ro = malloc(NC * sizeof(float)), *rm = malloc(N * sizeof(float)), *rr = malloc(N * sizeof(float));
+            atm_layernorm_forward_ref(ro, rm, rr, x, g, b, N, C);
+            /* canary: the reference on rows whose last element was dropped (0) */
+            memcpy(xc, x, NC * sizeof(float));
+            for (int n = 0; n < N; n++) xc[(size_t)n * C + C - 1] = 0.0f;
+            float *co = malloc(NC * sizeof(float)), *cm = malloc(N * sizeof(float)), *cr = malloc(N * sizeof(float));
+            atm_layernorm_forward_ref(co, cm, cr, xc, g, b, N, C);
+            if (C > 1) CHECKF(ln_fwd_bad(co, cm, cr, ro, rm, rr, x, g, b, N, C) > 0, "ln canary C=%d N=%d passes", C, N);
+            /* reference backward, on initial gradients */
+            float *g0i = malloc(NC * sizeof(float)), *g0g = malloc(C * sizeof(float)), *g0b = malloc(C * sizeof(float));
+            fill(g0i, NC, -1, 1); fill(g0g, C, -1, 1); fill(g0b, C, -1, 1);
+            float *rdi = malloc(NC * sizeof(float)), *rdg = malloc(C * sizeof(float)), *rdb = malloc(C * sizeof(float));
+            memcpy(rdi, g0i, NC * sizeof(float)); memcpy(rdg, g0g, C * sizeof(float)); memcpy(rdb, g0b, C * sizeof(float));
+            atm_layernorm_backward_ref(rdi, rdg, rdb, d, x, g, rm, rr, N, C);
+
+            gbuf X = gb_copy(x, NC), G = gb_copy(g, C), Bb = gb_copy(b, C), D = gb_copy(d, NC);
+            gbuf M = gb_copy(rm, N), R = gb_copy(rr, N);
+            for (int s = 0; s < nsets(); s++) {
+                const atm_layer_kernel_set *ls = use_set(s);
+                float *o = out_new(NC), *om = out_new(N), *orr = out_new(N);
+                ls->layernorm_forward(o, om, orr, X.p, G.p, Bb.p, N, C);
+                CHECKF(guards_ok(o, NC) && guards_ok(om, N) && guards_ok(orr, N), "%s ln fwd guards C=%d", ls->name, C);
+                int bad = ln_fwd_bad(o, om, orr, ro, rm, rr, x, g, b, N, C);
+                CHECKF(bad == 0, "%s ln forward C=%d N=%d: %d outside", ls->name, C, N, bad);
+                /* rows alone (N = 1, another alignment) give the batch's bits; mean/rstd NULL allowed */
+                for (int n = 0; n < N; n++) {
+                    float *x1 = malloc((C + 1) * sizeof(float)), *o1 = malloc(C * sizeof(float)), m1, r1;
+                    memcpy(x1 + 1, x + (size_t)n * C, C * sizeof(float));
+                    ls->layernorm_forward(o1, &m1, &r1, x1 + 1, g, b, 1, C);
+                    CHECK(memcmp(o1, o + (size_t)n * C, C * sizeof(float)) == 0 && m1 == om[n] && r1 == orr[n]);
+                    ls->layernorm_forward(o1, NULL, NULL, x1 + 1, g, b, 1, C);
+                    CHECK(memcmp(o1, o + (size_t)n * C, C * sizeof(float)) == 0);
+                    free(x1); free(o1);
+                }
+                /* backward from the reference's mean/rstd: db, dg bitwise, dinp within the bound */
+                float *di = out_new(NC), *dg = out_new(C), *db = out_new(C);
+                memcpy(di, g0i, NC * sizeof(float)); memcpy(dg, g0g, C * sizeof(float)); memcpy(db, g0b, C * sizeof(float));
+                ls->layernorm_backward(di, dg, db, D.p, X.p, G.p, M.p, R.p, N, C);
+                CHECKF(guards_ok(di, NC) && guards_ok(dg, C) && guards_ok(db, C), "%s ln bwd guards C=%d", ls->name, C);
+                CHECKF(memcmp(db, rdb, C * sizeof(float)) == 0, "%s ln db C=%d", ls->name, C);
+                CHECKF(memcmp(dg, rdg, C * sizeof(float)) == 0, "%s ln dg C=%d", ls->name, C);
+                int badb = 0;
+                for (int n = 0; n < N; n++) {
+                    const float *xr = x + (size_t)n * C, *dr = d + (size_t)n * C;
+                    double s1 = 0.0, s2 = 0.0, sr = rr[n];
+                    for (int i = 0; i < C; i++) {
+                        double xh = (xr[i] - rm[n]) * sr, dn = (double)g[i] * dr[i];
+                        s1 += fabs(dn); s2 += fabs(dn * xh);
+                    }
+                    double e1 = 2.0 * gam(C) * s1 / C, e2 = 2.0 * gam(C) * s2 / C;
+                    for (int i = 0; i < C; i++) {
+                        size_t k = (size_t)n * C + i;
+                        double xh = (xr[i] - rm[n]) * sr, term = fabs((double)g[i] * dr[i]) + s1 / C + fabs(xh) * s2 / C;
+                        double tol = sr * (e1 + fabs(xh) * e2) + 4 * U * sr * term + 2 * U * fabs(rdi[k]);
+                        if (!(fabs((double)di[k] - rdi[k]) <= 2.0 * tol)) badb++;
+                    }
+                }
+                CHECKF(badb == 0, "%s ln dinp C=%d N=%d: %d outside", ls->name, C, N, badb);
+                /* NULL gradients: each alone gives the same bits */
+                float *d1 = calloc(NC, sizeof(float)), *d2 = calloc(C, sizeof(float)), *d3 = calloc(C, sizeof(float));
+                float *e1 = calloc(NC, sizeof(float)), *e2 = calloc(C, sizeof(float)), *e3 = calloc(C, sizeof(float));
+                ls->layernorm_backward(d1, d2, d3, d, x, g, rm, rr, N, C);
+                ls->layernorm_backward(e1, NULL, NULL, d, x, g, rm, rr, N, C);
+                ls->layernorm_backward(NULL, e2, NULL, d, x, g, rm, rr, N, C);
+                ls->layernorm_backward(NULL, NULL, e3, d, x, g, rm, rr, N, C);
+                CHECK(memcmp(d1, e1, NC * sizeof(float)) == 0 && memcmp(d2, e2, C * sizeof(float)) == 0 &&
+                      memcmp(d3, e3, C * sizeof(float)) == 0);
+                free(d1); free(d2); free(d3); free(e1); free(e2); free(e3);
+                out_free(o); out_free(om); out_free(orr); out_free(di); out_free(dg); out_free(db);
+            }
+            gb_free(&X); gb_free(&G); gb_free(&Bb); gb_free(&D); gb_free(&M); gb_free(&R);
+            free(x); free(g); free(b); free(d); free(xc); free(ro); free(rm); free(rr); free(co); free(cm); free(cr);
+            free(g0i); free(g0g); free(g0b); free(rdi); free(rdg); free(rdb);
+        }
+}
+
+/* --------------------------------------------------------- cross-entropy */
+static void test_xent(void) {
+    static const int Vs[] = { 1, 3, 17, 33, 100, 255, 256 };
+    static const int Ns[] = { 1, 7, 130 };                  /* 130 > one 64-row pass of the SIMD forward */
+    for (int vi = 0; vi < 7; vi++)
+        for (int ni = 0; ni < 3; ni++) {
+            const int V = Vs[vi], N = Ns[ni];
+            const size_t NV = (size_t)N * V;
+            float *l = malloc(NV * sizeof(float));
+            uint8_t *tgt = malloc((size_t)N);
+            fill(l, NV, -6, 6);
+            for (int n = 0; n < N; n++) {
+                tgt[n] = (uint8_t)(atm_rng_u32(&g_rng) % (uint32_t)V);
+                float off = (n % 4 == 1) ? 1000.0f : (n % 4 == 2) ? -50.0f : 0.0f;
+                for (int i = 0; i < V; i++) l[(size_t)n * V + i] += off;
+                if (n % 4 == 3 && V > 2) l[(size_t)n * V + V / 2] = -INFINITY;   /* a masked-out class */
+                if (n % 4 == 3 && V > 2 && tgt[n] == V / 2) tgt[n] = 0;
+            }
+            float *rp = malloc(NV * sizeof(float));
+            double rsum = atm_xent_forward_ref(rp, l, tgt, N, V);
+            /* per-row allowance for the loss: relative sum error times 1 plus logf's rounding */
+            double lossTol = 0.0;
+            for (int n = 0; n < N; n++) {
+                double mx = -INFINITY, s = 0.0;
+                for (int i = 0; i < V; i++) if (l[(size_t)n * V + i] > mx) mx = l[(size_t)n * V + i];
+                for (int i = 0; i < V; i++) s += exp((double)l[(size_t)n * V + i] - mx);
+                lossTol += 2.0 * gam(V) + 8 * U + 8 * U * fabs(log(s));
+            }
+            float *g0 = malloc(NV * sizeof(float)), *rd = malloc(NV * sizeof(float));
+            fill(g0, NV, -1, 1);
+            memcpy(rd, g0, NV * sizeof(float));
+            atm_xent_backward_ref(rd, rp, tgt, N, V, 0.37f);
+            gbuf L = gb_copy(l, NV), P = gb_copy(rp, NV);
+            for (int s = 0; s < nsets(); s++) {
+                const atm_layer_kernel_set *ls = use_set(s);
+                float *p = out_new(NV);
+                double sum = ls->xent_forward(p, L.p, tgt, N, V);
+                CHECKF(guards_ok(p, NV), "%s xent guards V=%d", ls->name, V);
+                CHECKF(fabs(sum - rsum) <= lossTol, "%s xent loss V=%d N=%d: %.9g vs %.9g (tol %g)", ls->name, V, N,
+                       sum, rsum, lossTol);
+                int bad = 0;
+                for (size_t k = 0; k < NV; k++)
+                    if (!(fabs((double)p[k] - rp[k]) <= (2.0 * gam(V) + 8 * U) * rp[k])) bad++;
+                CHECKF(bad == 0, "%s xent probs V=%d N=%d: %d outside", ls->name, V, N, bad);
+                /* no targets: same probabilities, 0 returned; in place (probs aliases logits) */
+                float *q = malloc(NV * sizeof(float));
+                CHECK(ls->xent_forward(q, l, NULL, N, V) == 0.0);
+                CHECK(memcmp(q, p, NV * sizeof(float)) == 0);
+                memcpy(q, l, NV * sizeof(float));
+                CHECK(ls->xent_forward(q, q, NULL, N, V) == 0.0);
+                CHECK(memcmp(q, p, NV * sizeof(float)) == 0);
+                if (s > 0) {                    /* the SIMD sets also allow aliasing with targets */
+                    memcpy(q, l, NV * sizeof(float));
+                    CHECK(ls->xent_forward(q, q, tgt, N, V) == sum);
+                    CHECK(memcmp(q, p, NV * sizeof(float)) == 0);
+                }
+                /* a row alone gives the batch's bits */
+                for (int n = 0; n < N; n += 3) {
+                    float *r1 = malloc((V + 1) * sizeof(float));
+                    ls->xent_forward(r1 + 1, l + (size_t)n * V, tgt + n, 1, V);
+                    CHECK(memcmp(r1 + 1, p + (size_t)n * V, V * sizeof(float)) == 0);
+                    free(r1);
+                }
+                free(q);
+                /* backward: bit-identical to the reference */
+                float *d = out_new(NV);
+                memcpy(d, g0, NV * sizeof(float));
+                ls->xent_backward(d, P.p, tgt, N, V, 0.37f);
+                CHECKF(guards_ok(d, NV) && memcmp(d, rd, NV * sizeof(float)) == 0, "%s xent backward V=%d", ls->name, V);
+                out_free(d);
+                out_free(p);
+            }
+            gb_free(&L); gb_free(&P);
+            free(l); free(tgt); free(rp); free(g0); free(rd);
+        }
+}
+
+/* --------------------------------------------------- attention selection */
+static void test_attn_select(void) {
+    static const int DHs[] = { 1, 2, 5, 16, 17, 64 };
+    static const int ns[] = { 1, 2, 4, 15, 16, 17, 63, 64, 65, 130 };
+    static const int ks[] = { 1, 2, 4, 7, 64 };
+    enum { LDK = 140 };
+    for (int di = 0; di < 6; di++)
+        for (int tie = 0; tie < 2; tie++) {
+            const int DH = DHs[di];
+            float *kT = malloc(sizeof(float) * DH * LDK), *q = malloc(sizeof(float) * DH);
+            fill(kT, (size_t)DH * LDK, -1, 1);
+            fill(q, DH, -1, 1);
+            if (tie)    /* few distinct values: many exactly equal scores */
+                for (int i = 0; i < DH * LDK; i++) kT[i] = (float)((int)(kT[i] * 2.0f)) * 0.5f;
+            if (tie) for (int e = 0; e < DH; e++) q[e] = 1.0f;
+            const float scale = 1.0f / sqrtf((float)DH);
+            for (int ni = 0; ni < 10; ni++)
+                for (int ki = 0; ki < 5; ki++) {
+                    const int n = ns[ni], keff = ks[ki] < n ? ks[ki] : n;
+                    float rps[64], rsc[LDK];
+                    int32_t ris[64];
+                    atm_atome_attn_select_ref(rps, ris, q, kT, LDK, DH, n, scale, keff, rsc);
+                    for (int s = 0; s < nsets(); s++) {
+                        const atm_layer_kernel_set *ls = use_set(s);
+                        float ps[64 + 2], sc[LDK];
+                        int32_t is[64 + 2];
+                        ps[keff] = ps[keff + 1] = SENT;
+                        is[keff] = is[keff + 1] = 77;
+                        ls->attn_select(ps, is, q, kT, LDK, DH, n, scale, keff, sc);
+                        CHECKF(memcmp(ps, rps, sizeof(float) * keff) == 0 && memcmp(is, ris, sizeof(int32_t) * keff) == 0 &&
+                               ps[keff] == SENT && is[keff] == 77,
+                               "%s attn_select DH=%d n=%d keff=%d tie=%d", ls->name, DH, n, keff, tie);
+                    }
+                }
+            /* the scores are the generation's dot product, bit for bit */
+            {
+                float ps[1], sc[LDK];
+                int32_t is[1];
+                for (int s = 0; s < nsets(); s++) {
+                    const atm_layer_kernel_set *ls = use_set(s);
+                    for (int j = 0; j < 20; j++) {
+                        float dot = 0.0f;
+                        for (int e = 0; e < DH; e++) dot += q[e] * kT[(size_t)e * LDK + j];
+                        ls->attn_select(ps, is, q, kT + j, LDK, DH, 1, scale, 1, sc);
+                        CHECK(ps[0] == dot * scale && is[0] == 0);
+                    }
+                }
+            }
+            free(kT); free(q);
+        }
+}
+
+/* ---------------------------------------------------------- dispatcher */
+static void test_dispatch(void) {
+    for (int s = 0; s < nsets(); s++) {
+        const char *name = atm_kernels_set(s)->name;
+        CHECK(atm_kernels_select(name) == 0);
+        const atm_layer_kernel_set *ls = atm_layer_kernels();
+        CHECKF(strcmp(ls->name, name) == 0, "matmul set %s runs layer set %s", name, ls->name);
+        /* the un-suffixed entry points follow the selection, bit for bit */
+        enum { N = 9, C = 37, V = 41 };
+        float x[N * C], g[C], b[C], o1[N * C], o2[N * C], m1[N], m2[N], r1[N], r2[N];
+        float l[N * V], p1[N * V], p2[N * V];
+        uint8_t t[N];
+        fill(x, N * C, -3, 3); fill(g, C, -1, 1); fill(b, C, -1, 1); fill(l, N * V, -10, 10);
+        for (int n = 0; n < N; n++) t[n] = (uint8_t)(n * 5 % V);
+        atm_layernorm_forward(o1, m1, r1, x, g, b, N, C);
+        ls->layernorm_forward(o2, m2, r2, x, g, b, N, C);
+        CHECK(memcmp(o1, o2, sizeof o1) == 0 && memcmp(m1, m2, sizeof m1) == 0 && memcmp(r1, r2, sizeof r1) == 0);
+        memset(o1, 0, sizeof o1); memset(o2, 0, sizeof o2);
+        atm_layernorm_backward(o1, NULL, NULL, x, x, g, m1, r1, N, C);
+        ls->layernorm_backward(o2, NULL, NULL, x, x, g, m1, r1, N, C);
+        CHECK(memcmp(o1, o2, sizeof o1) == 0);
+        CHECK(atm_xent_forward(p1, l, t, N, V) == ls->xent_forward(p2, l, t, N, V));
+        CHECK(memcmp(p1, p2, sizeof p1) == 0);
+    }
+    /* ATOME_KERNELS=ref (tests/test_kernels.c checks the variable itself)
+     * selects the reference layer functions too. */
+    CHECK(atm_kernels_select("ref") == 0);
+    CHECK(atm_layer_kernels()->layernorm_forward == atm_layernorm_forward_ref &&
+          atm_layer_kernels()->xent_forward == atm_xent_forward_ref && atm_layer_kernels()->exp == atm_exp_ref &&
+          atm_layer_kernels()->attn_select == atm_atome_attn_select_ref);
+    CHECK(atm_kernels_select("auto") == 0);
+    CHECK(strcmp(atm_layer_kernels()->name, atm_kernels_name()) == 0);
+}
+
+int main(void) {
+    atm_rng_seed(&g_rng, 4242);
+    printf("kernel sets:");
+    for (int s = 0; s < nsets(); s++) printf(" %s", atm_kernels_set(s)->name);
+    printf("\n");
+    test_exp();
+    test_layernorm();
+    test_xent();
+    test_attn_select();
+    test_dispatch();
+    return CHECK_DONE();
+}
