@@ -133,6 +133,22 @@ export class Atome {
     try { return fn(p); } finally { this.ex.atome_free(p); }
   }
 
+  // Runs fn(t, k, p) with the settings as C strings (0 for a null setting).
+  withSettings(temperature, topK, topP, fn) {
+    const texts = [temperature, topK, topP].map(settingText);
+    const ptrs = texts.map((t) => (t === null ? 0 : this.alloc(t)));
+    try { return fn(...ptrs); } finally { for (const p of ptrs) if (p) this.ex.atome_free(p); }
+  }
+
+  // Throws (error.usage) if the settings text would be refused by generate.
+  checkSettings(temperature, topK, topP) {
+    if (this.withSettings(temperature, topK, topP, (t, k, p) => this.ex.atome_settings_check(t, k, p)) !== 0) {
+      const e = new Error(this.cstr(this.ex.atome_settings_error()));
+      e.usage = true;
+      throw e;
+    }
+  }
+
   // Name of the matmul kernel set in use ("wasm-simd" or "ref").
   kernels() { return this.cstr(this.ex.atome_kernels()); }
   useKernels(name) {
@@ -307,13 +323,16 @@ export class Model {
     return this.a.u8(this.ex.atome_image(this.h), n).slice();
   }
 
-  // Float generation, as `atome generate --model CKPT`: returns an iterator
-  // of Uint8Array pieces of at most `chunk` bytes, n bytes in all. prompt:
-  // string (UTF-8) or bytes; empty = one '\n'. window 0 = training seq. A bad
-  // window or prompt byte throws here (error.usage = true), not while iterating.
-  generate(prompt, { n = 64, temperature = 0, topK = 0, topP = 1, seed = 1, window = 0, chunk = 16 } = {}) {
+  // Float generation, as `atome generate --model CKPT`: the float model's
+  // logits go through the fixed-point sampler (Q16), as natively. Returns an
+  // iterator of Uint8Array pieces of at most `chunk` bytes, n bytes in all.
+  // prompt: string (UTF-8) or bytes; empty = one '\n'. window 0 = training
+  // seq. Settings are decimal text (or numbers, written as text; null =
+  // default). A bad setting, window or prompt byte throws here (error.usage).
+  generate(prompt, { n = 64, temperature = null, topK = null, topP = null, seed = 1, window = 0, chunk = 16 } = {}) {
     const pb = typeof prompt === 'string' ? enc.encode(prompt) : prompt;
-    this.check(this.ex.atome_gen_begin(this.h, window, seed >>> 0));
+    this.a.withSettings(temperature, topK, topP, (t, k, p) =>
+      this.check(this.ex.atome_gen_begin(this.h, window, t, k, p, seed >>> 0)));
     this.a.withBytes(pb, (p) => this.check(this.ex.atome_gen_feed(this.h, p, pb.length)));
     const self = this;
     return (function* pieces() {
@@ -321,7 +340,7 @@ export class Model {
       try {
         for (let done = 0; done < n;) {
           const k = Math.min(chunk, n - done);
-          self.check(self.ex.atome_gen_next(self.h, out, k, temperature, topK, topP));
+          self.check(self.ex.atome_gen_next(self.h, out, k));
           done += k;
           yield self.a.u8(out, k).slice();
         }
@@ -389,10 +408,8 @@ export class PackedModel {
     const pb = typeof prompt === 'string' ? enc.encode(prompt) : prompt;
     if (window && window !== this.window) this.check(this.ex.atome_engine_open(this.h, window));
     else if (!window && this.window !== this.defaultWindow) this.check(this.ex.atome_engine_open(this.h, 0));
-    const t = settingText(temperature), k = settingText(topK), p = settingText(topP);
-    const withText = (x, fn) => (x === null ? fn(0) : this.a.withBytes(x, fn));
-    withText(t, (tp) => withText(k, (kp) => withText(p, (pp) =>
-      this.check(this.ex.atome_engine_settings(this.h, tp, kp, pp, seed >>> 0)))));
+    this.a.withSettings(temperature, topK, topP, (t, k, p) =>
+      this.check(this.ex.atome_engine_settings(this.h, t, k, p, seed >>> 0)));
     this.a.withBytes(pb, (q) => this.check(this.ex.atome_engine_feed(this.h, q, pb.length)));
     const self = this;
     return (function* pieces() {
@@ -419,18 +436,18 @@ export class PackedModel {
 }
 
 // ---------------------------------------------------------------- Node CLI
-// `node wasm/atome.mjs generate --model FILE ...`: the flags, defaults,
-// checks, messages and exit codes of the native `atome generate`; the bytes
-// go to stdout raw. For a checkpoint the number rules are the float CLI's
-// (strtod/strtoll, cli/args.c, docs/cli.md); for a packed model the
-// settings are decimal text for the shared fixed-point parser, as in the
-// firmware (mcu/main.c, docs/sampling.md).
+// `node wasm/atome.mjs generate --model FILE ...`: the flags, defaults, order
+// of checks, messages and exit codes of the native `atome generate`
+// (cli/cmd_eval.c, docs/cli.md); the bytes go to stdout raw. Sampling
+// settings are decimal text for the shared fixed-point parser on both paths.
 
 class Usage extends Error {}
 
 const FLAGS = ['model', 'prompt', 'prompt-hex', 'n', 'temperature', 'top-k', 'top-p', 'seed', 'window'];
+const INT_FLAGS = { n: [0, 1e12], window: [1, 1048576] };
 
-// "--name value" / "--name=value"; the last of a repeated flag wins.
+// cli/args.c: "--name value" / "--name=value", the last of a repeated flag
+// wins, integers as strtoll reads them (optional sign, digits) in range.
 function parseFlags(argv) {
   const vals = {};
   for (let i = 0; i < argv.length; i++) {
@@ -446,40 +463,29 @@ function parseFlags(argv) {
       if (i + 1 >= argv.length || argv[i + 1].startsWith('--')) throw new Usage(`generate: --${name} needs a value`);
       v = argv[++i];
     }
-    vals[name] = v;
+    if (name in INT_FLAGS) {
+      const [lo, hi] = INT_FLAGS[name];
+      const x = /^[+-]?\d+$/.test(v) ? Number(v) : NaN;
+      if (!(x >= lo && x <= hi)) throw new Usage(`generate: --${name} must be an integer in ${lo}..${hi} (got '${v}')`);
+      vals[name] = x;
+    } else {
+      vals[name] = v;
+    }
   }
   return vals;
-}
-
-// Integers as strtoll / the firmware read them: optional sign, digits only.
-function intFlag(f, name, lo, hi, dflt) {
-  const v = f[name];
-  if (v === undefined) return dflt;
-  const x = /^[+-]?\d+$/.test(v) ? Number(v) : NaN;
-  if (!(x >= lo && x <= hi)) throw new Usage(`generate: --${name} must be an integer in ${lo}..${hi} (got '${v}')`);
-  return x;
-}
-// Floats as strtod reads the forms people type (no hex floats, no inf/nan).
-function floatFlag(f, name, lo, hi, loOpen, dflt) {
-  const v = f[name];
-  if (v === undefined) return dflt;
-  const x = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v) ? Number(v) : NaN;
-  if (!(x >= lo && x <= hi) || (loOpen && x === lo))
-    throw new Usage(`generate: --${name} must be a number in ${loOpen ? '(' : '['}${lo}, ${hi}] (got '${v}')`);
-  return x;
 }
 
 const GENERATE_USAGE =
   'usage: node wasm/atome.mjs generate --model FILE (--prompt TEXT | --prompt-hex HEX) --n N [flags]\n' +
   '\n' +
-  'FILE is a checkpoint (float generation) or a packed .atome model (integer\n' +
+  'FILE is a checkpoint (float model) or a packed .atome model (integer\n' +
   'engine). Writes exactly the N new bytes to stdout (no prompt echo, no newline).\n' +
   '  --prompt TEXT       prompt bytes (empty: a single newline byte)\n' +
   '  --prompt-hex HEX    prompt as hex digits, e.g. 4f6e6365\n' +
   '  --n N               bytes to generate\n' +
-  '  --temperature T     0 = greedy argmax (default 0)\n' +
+  '  --temperature T     decimal, 0 = greedy argmax (default 0)\n' +
   '  --top-k K           keep the K most likely bytes (0 = off)\n' +
-  '  --top-p P           nucleus mass (1 = off)\n' +
+  '  --top-p P           decimal nucleus mass (1 = off)\n' +
   '  --seed S            uint32 sampler seed (1)\n' +
   '  --window W          attention window in positions (default: training seq;\n' +
   '                      .atome: the model\'s default window)\n' +
@@ -488,26 +494,24 @@ const GENERATE_USAGE =
 
 async function cliGenerate(argv) {
   const f = parseFlags(argv);
-  const { readFile } = await import('node:fs/promises');
-  let file = null, readErr = null;
-  if (f.model !== undefined) {
-    try { file = await readFile(f.model); } catch (e) { readErr = e; }
-  }
-  const packed = file !== null && fileKind(file) === 'atome';
-  // Every number is checked before anything else, as the native parser does.
-  const n = intFlag(f, 'n', 0, 1e12, undefined);
-  const topK = intFlag(f, 'top-k', 0, 256, 0);
-  const seed = intFlag(f, 'seed', 0, 4294967295, 1);
-  const window = intFlag(f, 'window', 1, packed ? 65535 : 1048576, 0);
-  let temperature = f.temperature, topP = f['top-p'];
-  if (!packed) {
-    temperature = floatFlag(f, 'temperature', 0, 1000, false, 0);
-    topP = floatFlag(f, 'top-p', 0, 1, true, 1);
-  }
   if (f.model === undefined) throw new Usage('generate: --model is required');
-  if (n === undefined) throw new Usage('generate: --n is required');
+  if (f.n === undefined) throw new Usage('generate: --n is required');
   if (f.prompt !== undefined && f['prompt-hex'] !== undefined) throw new Usage('generate: give --prompt or --prompt-hex, not both');
   if (f.prompt === undefined && f['prompt-hex'] === undefined) throw new Usage('generate: --prompt or --prompt-hex is required');
+
+  const { readFile } = await import('node:fs/promises');
+  const wasmPath = process.env.ATOME_WASM;
+  let wasmBytes;
+  try { wasmBytes = await readFile(wasmPath ?? defaultWasmUrl); } catch {
+    throw new Error(`generate: cannot read ${wasmPath ?? decodeURIComponent(defaultWasmUrl.pathname)} (build it: cmake --preset wasm && cmake --build --preset wasm)`);
+  }
+  const env = process.env.ATOME_KERNELS ? { ATOME_KERNELS: process.env.ATOME_KERNELS } : {};
+  const atome = await loadAtome(wasmBytes, { env, onStderr: (t) => process.stderr.write(t) });
+
+  const settings = [f.temperature ?? null, f['top-k'] ?? null, f['top-p'] ?? null];
+  try { atome.checkSettings(...settings); } catch (e) { throw new Usage(`generate: ${e.message}`); }
+  if (f.seed !== undefined && !(/^\d+$/.test(f.seed) && Number(f.seed) <= 4294967295))
+    throw new Usage(`generate: --seed must be an integer in 0..4294967295 (got '${f.seed}')`);
   let prompt;
   if (f['prompt-hex'] !== undefined) {
     const h = f['prompt-hex'];
@@ -517,27 +521,24 @@ async function cliGenerate(argv) {
   } else {
     prompt = enc.encode(f.prompt);   // the argument's bytes (Node decoded them as UTF-8)
   }
-  if (readErr) {   // worded as cli/ckpt.c's fopen / fread failures
-    if (readErr.code === 'EISDIR') throw new Error(`generate: checkpoint '${f.model}': read error: Is a directory`);
-    const why = { ENOENT: 'No such file or directory', EACCES: 'Permission denied' }[readErr.code] ?? readErr.message;
+
+  let file;
+  try { file = await readFile(f.model); } catch (e) {   // worded as core/train/ckpt.c's fopen / fread failures
+    if (e.code === 'EISDIR') throw new Error(`generate: checkpoint '${f.model}': read error: Is a directory`);
+    const why = { ENOENT: 'No such file or directory', EACCES: 'Permission denied' }[e.code] ?? e.message;
     throw new Error(`generate: cannot open checkpoint '${f.model}': ${why}`);
   }
-
-  const wasmPath = process.env.ATOME_WASM;
-  let wasmBytes;
-  try { wasmBytes = await readFile(wasmPath ?? defaultWasmUrl); } catch {
-    throw new Error(`generate: cannot read ${wasmPath ?? fileURLPath(defaultWasmUrl)} (build it: cmake --preset wasm && cmake --build --preset wasm)`);
-  }
-  const env = process.env.ATOME_KERNELS ? { ATOME_KERNELS: process.env.ATOME_KERNELS } : {};
-  const atome = await loadAtome(wasmBytes, { env, onStderr: (t) => process.stderr.write(t) });
+  // A container is recognised by its first four bytes, as cli/packed.c does.
+  const packed = file.length >= 4 && ATOME_MAGIC.slice(0, 4).every((b, i) => file[i] === b);
   let model;
   try {
-    model = packed ? atome.loadModel(file, { window }) : atome.loadCheckpoint(file);
+    model = packed ? atome.loadModel(file, { window: f.window ?? 0 }) : atome.loadCheckpoint(file);
   } catch (e) {
-    const what = e.usage ? '' : `${packed ? 'model' : 'checkpoint'} '${f.model}': `;
-    throw e.usage ? new Usage(`generate: ${e.message}`) : new Error(`generate: ${what}${e.message}`);
+    if (e.usage) throw new Usage(`generate: ${e.message}`);
+    throw new Error(packed ? `generate: '${f.model}': ${e.message}` : `generate: checkpoint '${f.model}': ${e.message}`);
   }
-  const opts = { n, temperature, topK: packed && f['top-k'] === undefined ? null : topK, topP, seed, window, chunk: 4096 };
+  const opts = { n: f.n, temperature: settings[0], topK: settings[1], topP: settings[2],
+    seed: f.seed === undefined ? 1 : Number(f.seed), window: f.window ?? 0, chunk: 4096 };
   const write = (b) => new Promise((res, rej) => process.stdout.write(b, (e) => (e ? rej(e) : res())));
   try {
     let pieces;
@@ -547,8 +548,6 @@ async function cliGenerate(argv) {
     for (const piece of pieces) await write(Buffer.from(piece.buffer, piece.byteOffset, piece.length));
   } finally { model.free(); }
 }
-
-function fileURLPath(u) { return decodeURIComponent(u.pathname); }
 
 export async function main(argv) {
   const err = (code, msg) => {

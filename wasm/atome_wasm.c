@@ -13,13 +13,21 @@
  * The module has a fixed memory (no growth), so allocation failures are
  * reported, never fatal. No stdio or file I/O is reached from here.
  *
- * Same semantics as the native CLI (cli/cmd_train.c, cli/cmd_eval.c):
- * default quantiser per family (ternary for atome, fp32 otherwise), lr2
- * defaults to lr, split/valid chunking, evaluation and generation with the
- * quantiser the next training step would use, default generation window =
- * training seq (vanilla: at most max_seq), an empty prompt is one '\n'. A
+ * Same semantics as the native CLI (cli/cmd_train.c, cli/cmd_eval.c,
+ * cli/cmd_pack.c): default quantiser per family (ternary for atome, fp32
+ * otherwise), lr2 defaults to lr, split/valid chunking, evaluation and
+ * generation with the quantiser the next training step would use, default
+ * generation window = training seq (vanilla: at most max_seq), an empty
+ * prompt is one '\n', float logits sampled through the fixed-point sampler
+ * (Q16 bridge below), and atome-family checkpoints carry the ACAL
+ * activation statistics `atome train` stores (calibration sample of the
+ * training chunks, window = seq), which export uses by default. A
  * checkpoint written here differs from the CLI's only in its data paths
- * (whatever names JS passes) and elapsed seconds. */
+ * (whatever names JS passes) and elapsed seconds.
+ *
+ * Two helpers repeat, line for line, code of cli/packed.c that the CLI keeps
+ * outside core: the calibration sample (calib_sample) and the float-logit
+ * bridge into the fixed-point sampler (logits_q16). */
 #define _DEFAULT_SOURCE /* sbrk */
 #include <emscripten/emscripten.h>
 #include <math.h>
@@ -32,6 +40,7 @@
 #include "export.h"
 #include "kernels.h"
 #include "model.h"
+#include "sampler.h"
 #include "trainer.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
@@ -50,12 +59,17 @@ typedef struct {
     int            data_ready;
     uint8_t       *image;      /* last serialised checkpoint */
     size_t         image_len;
+    uint8_t       *calib;      /* ACAL bytes of the loaded checkpoint, while its weights are unchanged */
+    size_t         calib_len;
     const atm_family *gfam;    /* float generator */
     void          *gen;
     float         *gw;         /* [n_params] quantised weights the generator reads */
-    const float   *logits;     /* [V] logits predicting the next byte */
+    int32_t        q[256];     /* [V] Q16 logits predicting the next byte */
+    int            have_q;
+    atm_sampler_cfg gcfg;
     atm_rng        grng;
     int            gpending;   /* last sampled byte not fed yet, or -1 */
+    uint8_t        order[256]; /* sampler scratch */
     char           err[600];
 } session;
 
@@ -74,14 +88,88 @@ API int atome_kernels_use(const char *name) { return atm_kernels_select(name); }
 static void gen_clear(session *s) {
     if (s->gen) s->gfam->gen_free(s->gen);
     free(s->gw);
-    s->gen = NULL; s->gw = NULL; s->logits = NULL;
+    s->gen = NULL; s->gw = NULL; s->have_q = 0;
+}
+
+static void calib_clear(session *s) {
+    free(s->calib);
+    s->calib = NULL;
+    s->calib_len = 0;
 }
 
 static void model_clear(session *s) {
     gen_clear(s);
+    calib_clear(s);
     atm_trainer_free(s->tr);
     s->tr = NULL;
     s->data_ready = 0;
+}
+
+/* ---- copies of cli/packed.c (see the contract) ---- */
+
+#define CALIB_SEGMENTS 8         /* = CLI_CALIB_SEGMENTS */
+#define CALIB_SEGMENT_BYTES 2048 /* = CLI_CALIB_SEGMENT_BYTES */
+
+static void calib_merge(atm_calib_stats *acc, const atm_calib_stats *s, int first) {
+    if (first) { *acc = *s; return; }
+    const int L = s->n_layers;
+    for (int i = 0; i <= L; i++) {
+        if (s->x_max[i] > acc->x_max[i]) acc->x_max[i] = s->x_max[i];
+        if (s->u_max[i] > acc->u_max[i]) acc->u_max[i] = s->u_max[i];
+    }
+    for (int i = 0; i < L; i++) {
+        if (s->s_max[i] > acc->s_max[i]) acc->s_max[i] = s->s_max[i];
+        if (s->q_max[i] > acc->q_max[i]) acc->q_max[i] = s->q_max[i];
+        if (s->k_max[i] > acc->k_max[i]) acc->k_max[i] = s->k_max[i];
+        if (s->v_max[i] > acc->v_max[i]) acc->v_max[i] = s->v_max[i];
+    }
+    if (s->logit_max > acc->logit_max) acc->logit_max = s->logit_max;
+    acc->positions += s->positions;
+}
+
+/* Statistics over CALIB_SEGMENTS streams of CALIB_SEGMENT_BYTES, the first
+ * at the start, the last at the end, evenly spaced between (the whole
+ * region as one stream if it is no longer than that). */
+static int calib_sample(const atm_layout *L, const float *w, const uint8_t *bytes, size_t n, int window,
+                        atm_calib_stats *st, char *err, size_t errlen) {
+    if (n == 0) { snprintf(err, errlen, "calibration: no bytes"); return -1; }
+    const uint64_t seg = CALIB_SEGMENT_BYTES, S = CALIB_SEGMENTS;
+    if ((uint64_t)n <= seg * S) return atm_calib_collect(L, w, bytes, n, window, st, err, errlen);
+    for (uint64_t i = 0; i < S; i++) {
+        uint64_t start = i * ((uint64_t)n - seg) / (S - 1);
+        atm_calib_stats one;
+        if (atm_calib_collect(L, w, bytes + start, (size_t)seg, window, &one, err, errlen)) return -1;
+        calib_merge(st, &one, i == 0);
+    }
+    return 0;
+}
+
+/* Float logits -> Q16 for the fixed-point sampler: x * 65536 (exact),
+ * rounded to nearest-even, clamped to +-2^30; NaN is never chosen. */
+static void logits_q16(const float *logits, int V, int32_t *out) {
+    const double lim = (double)(1 << 30);
+    for (int i = 0; i < V; i++) {
+        double x = (double)logits[i] * 65536.0;
+        if (!(x == x)) x = -lim;
+        if (x > lim) x = lim;
+        if (x < -lim) x = -lim;
+        out[i] = (int32_t)nearbyint(x);
+    }
+}
+
+/* The statistics `atome train` stores with an atome-family checkpoint and
+ * `atome export` uses: the loaded ones while the weights are unchanged,
+ * else the calibration sample of the training chunks at window = seq.
+ * 1 = *st filled, 0 = none available, -1 = error. */
+static int session_calib(session *s, atm_calib_stats *st) {
+    const atm_trainer *t = s->tr;
+    if (t->L.cfg.family != ATM_FAMILY_ATOME) return 0;
+    if (s->calib) return atm_calib_parse(s->calib, s->calib_len, st, s->err, sizeof s->err) ? -1 : 1;
+    if (!s->data_ready) return 0;
+    int window = t->opt.seq <= ATM_MAX_WINDOW ? t->opt.seq : ATM_MAX_WINDOW;
+    if (calib_sample(&t->L, t->w, s->train.base, s->train.n * (size_t)s->train.seq, window, st, s->err, sizeof s->err))
+        return -1;
+    return 1;
 }
 
 API session *atome_new(void) {
@@ -94,7 +182,7 @@ API session *atome_new(void) {
 
 API void atome_delete(session *s) {
     if (!s) return;
-    model_clear(s);
+    model_clear(s);   /* also the generator and the loaded calibration */
     free(s->bytes[0]); free(s->bytes[1]); free(s->image);
     free(s);
 }
@@ -223,6 +311,7 @@ API int atome_train(session *s, int n) {
     if (!s->data_ready) FAIL(s, "no data (call data first)");
     gen_clear(s);
     int done = 0;
+    if (n > 0 && s->tr->step < s->tr->opt.steps) calib_clear(s);   /* the weights change */
     while (done < n && s->tr->step < s->tr->opt.steps) {
         atm_trainer_train_batch(s->tr, &s->train);
         s->has_adam = 1;
@@ -277,10 +366,22 @@ API double atome_save(session *s) {
     atm_ckpt ck = s->meta;
     atm_ckpt_from_trainer(&ck, s->tr);
     if (!s->has_adam) ck.m = ck.v = NULL;
+    atm_calib_stats st;
+    uint8_t *calp = NULL;
+    int have = session_calib(s, &st);
+    if (have < 0) return -1;
+    if (have) {
+        size_t nb = atm_calib_bytes(s->tr->L.cfg.n_layers);
+        if (!(calp = (uint8_t *)malloc(nb))) FAIL(s, "out of memory for the checkpoint");
+        ck.calib_len = atm_calib_serialize(&st, calp, nb);
+        ck.calib = calp;
+    }
     free(s->image);
     s->image = NULL;
     s->image_len = 0;
-    if (atm_ckpt_serialize(&ck, &s->image, &s->image_len)) FAIL(s, "out of memory for the checkpoint");
+    int rc = atm_ckpt_serialize(&ck, &s->image, &s->image_len);
+    free(calp);
+    if (rc) FAIL(s, "out of memory for the checkpoint");
     return (double)s->image_len;
 }
 
@@ -302,6 +403,10 @@ API int atome_load(session *s, const uint8_t *buf, size_t len) {
         FAIL(s, "cannot build the %s model of the checkpoint (out of memory?)", atm_family_name(ck.cfg.family));
     }
     s->has_adam = ck.m && ck.v;
+    if (ck.calib && ck.calib_len) {
+        s->calib = (uint8_t *)malloc(ck.calib_len);
+        if (s->calib) { memcpy(s->calib, ck.calib, ck.calib_len); s->calib_len = ck.calib_len; }
+    }
     atm_ckpt *m = &s->meta;
     snprintf(m->name, sizeof m->name, "%s", ck.name);
     m->has_data = ck.has_data;
@@ -318,20 +423,26 @@ API int atome_load(session *s, const uint8_t *buf, size_t len) {
 
 /* Exports the current weights (atome family) as a container into the
  * session's image (see atome_save); returns its length or -1. encoding:
- * 1 ATOME01, 2 ATOME02; window 0 = training seq. With calib_len > 0 the
- * fixed-point formats are tightened by statistics of the float model over
- * calib[calib_len] at that window (export.h), else provable bounds only. */
+ * 1 ATOME01, 2 ATOME02; window 0 = training seq. Calibration as `atome
+ * export`: the calibration sample of calib[calib_len] when given (at the
+ * export window), else the statistics a saved checkpoint would carry
+ * (session_calib), else provable bounds only. */
 API double atome_export(session *s, int encoding, int window, const uint8_t *calib, size_t calib_len) {
     if (!s->tr) FAIL(s, "no model (build or load one first)");
     const atm_layout *L = &s->tr->L;
-    if (L->cfg.family != ATM_FAMILY_ATOME) FAIL(s, "only the atome family has a packed format (this is %s)", atm_family_name(L->cfg.family));
-    atm_calib_stats st;
-    atm_export_opts o = { encoding, window, s->tr->opt.seq, NULL };
-    if (calib_len) {
-        int cw = window > 0 ? window : s->tr->opt.seq;
-        if (atm_calib_collect(L, s->tr->w, calib, calib_len, cw, &st, s->err, sizeof s->err)) return -1;
-        o.calib = &st;
+    if (L->cfg.family != ATM_FAMILY_ATOME) FAIL(s, "only the atome family can be packed (this is a %s model)", atm_family_name(L->cfg.family));
+    int seq = s->tr->opt.seq;
+    if (window <= 0) {
+        if (seq > ATM_MAX_WINDOW) FAIL(s, "the training seq %d exceeds the engine's %d positions; give a window", seq, ATM_MAX_WINDOW);
+        window = seq;
     }
+    atm_calib_stats st;
+    atm_export_opts o = { encoding, window, seq <= ATM_MAX_WINDOW ? seq : 0, NULL };
+    int have;
+    if (calib_len) have = calib_sample(L, s->tr->w, calib, calib_len, window, &st, s->err, sizeof s->err) ? -1 : 1;
+    else have = session_calib(s, &st);
+    if (have < 0) return -1;
+    if (have) o.calib = &st;
     uint8_t *out = NULL;
     size_t len = 0;
     if (atm_export_atome(L, s->tr->w, &o, &out, &len, s->err, sizeof s->err)) return -1;
@@ -343,10 +454,48 @@ API double atome_export(session *s, int encoding, int window, const uint8_t *cal
 
 /* ---- float generation (what `atome generate --model CKPT` does) ---- */
 
-/* Starts a generator on the current weights; window 0 = the default. */
-API int atome_gen_begin(session *s, int window, uint32_t seed) {
+/* Parses sampling settings the way every front end does (core/sampler.h:
+ * decimal text, NULL = default) with the native CLI's ranges and messages
+ * (cli/packed.c cli_sampler_settings). 0 or -2 with the reason in err. */
+int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
+                           char *err, size_t errlen) {
+    int32_t q;
+    uint32_t u;
+    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &q)) {
+        snprintf(err, errlen, "--temperature must be a decimal number in 0..100, at most 9 decimals (got '%s')", temperature);
+        return -2;
+    }
+    if (top_k && atm_sampler_parse_uint(top_k, 2147483647u, &u)) {
+        snprintf(err, errlen, "--top-k must be an integer in 0..2147483647 (got '%s')", top_k);
+        return -2;
+    }
+    if (top_p && atm_sampler_parse(top_p, 65536, &q)) {
+        snprintf(err, errlen, "--top-p must be a decimal number in 0..1, at most 9 decimals (got '%s')", top_p);
+        return -2;
+    }
+    if (atm_sampler_config(c, temperature, top_k, top_p)) { snprintf(err, errlen, "invalid sampler settings"); return -2; }
+    return 0;
+}
+
+/* The settings check alone (no model needed; the Node CLI validates its
+ * flags before it reads the model, as the native CLI does): 0 or -2, the
+ * reason in atome_settings_error(). */
+static char settings_err[200];
+API int atome_settings_check(const char *temperature, const char *top_k, const char *top_p) {
+    atm_sampler_cfg c;
+    return atome_sampler_settings(&c, temperature, top_k, top_p, settings_err, sizeof settings_err);
+}
+API const char *atome_settings_error(void) { return settings_err; }
+
+/* Starts a generator on the current weights; window 0 = the default;
+ * settings as decimal text (NULL = default). */
+API int atome_gen_begin(session *s, int window, const char *temperature, const char *top_k, const char *top_p,
+                        uint32_t seed) {
     if (!s->tr) FAIL(s, "no model (build or load one first)");
     gen_clear(s);
+    atm_sampler_cfg c;
+    int rc = atome_sampler_settings(&c, temperature, top_k, top_p, s->err, sizeof s->err);
+    if (rc) return rc;
     const atm_layout *L = &s->tr->L;
     if (window <= 0) {
         window = s->tr->opt.seq;
@@ -354,6 +503,7 @@ API int atome_gen_begin(session *s, int window, uint32_t seed) {
     }
     if (L->cfg.family == ATM_FAMILY_VANILLA && window > L->cfg.max_seq)
         FAIL_ARG(s, "--window %d exceeds the model's %d learned positions", window, (int)L->cfg.max_seq);
+    if (L->cfg.vocab > 256) FAIL(s, "vocabularies above 256 bytes are not supported");
     s->gfam = s->tr->fam;
     if (!s->gfam->gen_new) FAIL(s, "the %s family has no generator", atm_family_name(L->cfg.family));
     s->gw = (float *)malloc(L->n_params * sizeof(float));
@@ -362,9 +512,15 @@ API int atome_gen_begin(session *s, int window, uint32_t seed) {
         s->gen = s->gfam->gen_new(L, s->gw, window);
     }
     if (!s->gen) { gen_clear(s); FAIL(s, "out of memory for the generator"); }
+    s->gcfg = c;
     atm_rng_seed(&s->grng, seed);
     s->gpending = -1;
     return 0;
+}
+
+static void gen_step(session *s, int byte) {
+    logits_q16(s->gfam->gen_step(s->gen, byte), s->tr->L.cfg.vocab, s->q);
+    s->have_q = 1;
 }
 
 /* Feeds prompt bytes (n = 0: one '\n', as the CLI). */
@@ -373,21 +529,21 @@ API int atome_gen_feed(session *s, const uint8_t *p, size_t n) {
     int V = s->tr->L.cfg.vocab;
     for (size_t i = 0; i < n; i++)
         if (p[i] >= V) FAIL_ARG(s, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
-    if (n == 0) s->logits = s->gfam->gen_step(s->gen, '\n');
-    for (size_t i = 0; i < n; i++) s->logits = s->gfam->gen_step(s->gen, p[i]);
+    if (n == 0) gen_step(s, '\n');
+    for (size_t i = 0; i < n; i++) gen_step(s, p[i]);
     s->gpending = -1;
     return 0;
 }
 
-/* Samples n bytes into out. A sampled byte is fed back only when the next
- * one is asked for, so the generator does exactly the CLI's work and calls
- * may be split anywhere. Returns n or -1. */
-API int atome_gen_next(session *s, uint8_t *out, int n, float temperature, int top_k, float top_p) {
-    if (!s->gen || !s->logits) FAIL(s, "no prompt fed (call gen_feed first)");
+/* Samples n bytes into out with the fixed-point sampler. A sampled byte is
+ * fed back only when the next one is asked for, so the generator does
+ * exactly the CLI's work and calls may be split anywhere. n or -1. */
+API int atome_gen_next(session *s, uint8_t *out, int n) {
+    if (!s->gen || !s->have_q) FAIL(s, "no prompt fed (call gen_feed first)");
     int V = s->tr->L.cfg.vocab;
     for (int i = 0; i < n; i++) {
-        if (s->gpending >= 0) s->logits = s->gfam->gen_step(s->gen, s->gpending);
-        int b = atm_sample_logits(s->logits, V, temperature, top_k, top_p, &s->grng);
+        if (s->gpending >= 0) gen_step(s, s->gpending);
+        int b = atm_sampler_next(&s->gcfg, s->q, V, &s->grng, s->order);
         out[i] = (uint8_t)b;
         s->gpending = b;
     }

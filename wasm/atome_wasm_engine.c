@@ -5,12 +5,15 @@
  * container (JS copies the file into atome_engine_blob), the validated model
  * view (core/container.h), the engine and its arena (core/engine.h), and a
  * sampler (core/sampler.h) with its xoshiro128** state. Generation does what
- * the firmware (mcu/main.c) and the native CLI do for a packed model: the
- * sampling settings are parsed from their decimal TEXT by the shared parser,
- * the seed defaults to 1, window 0 means the container's default, an empty
- * prompt is one '\n', bytes outside the vocabulary are refused, and byte i of
- * n is fed back only when byte i+1 is asked for. So the same model, prompt,
- * settings and seed give the same bytes here as on every other target.
+ * the native CLI (cli/cmd_eval.c generate_packed) and the firmware
+ * (mcu/main.c) do for a packed model: the sampling settings are parsed from
+ * their decimal TEXT by the shared parser (atome_sampler_settings, with the
+ * CLI's ranges and messages), the seed defaults to 1, window 0 means the
+ * container's default, an empty prompt is one '\n', bytes outside the
+ * vocabulary are refused, and byte i of n is fed back only when byte i+1 is
+ * asked for. So the same model, prompt, settings and seed give the same
+ * bytes here as on every other target. Open failures are worded as the
+ * CLI's (container_why repeats cli/packed.c's cli_container_why).
  * Returns: 0 / a value, -1 (runtime failure) or -2 (bad argument, the CLI's
  * usage error) with a one-line reason in atome_engine_error(). */
 #include <emscripten/emscripten.h>
@@ -18,8 +21,13 @@
 #include <stdlib.h>
 #include "container.h"
 #include "engine.h"
+#include "format.h"
 #include "rng.h"
 #include "sampler.h"
+
+/* wasm/atome_wasm.c */
+int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
+                           char *err, size_t errlen);
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -67,6 +75,39 @@ API uint8_t *atome_engine_blob(engine_session *s, size_t n) {
     return s->blob;
 }
 
+/* Why a container failed to open, in the CLI's words. */
+static void container_why(const uint8_t *b, size_t len, int status, char *out, size_t n) {
+    uint32_t declared = len >= 16 ? atm_rd_u32le(b + 12) : 0;
+    switch (status) {
+    case ATM_E_TRUNCATED:
+        if (len >= 16 && declared > len)
+            snprintf(out, n, "truncated: %zu of the %u bytes the container declares", len, (unsigned)declared);
+        else
+            snprintf(out, n, "truncated: %zu bytes, shorter than the %d-byte container header", len, ATM_CONTAINER_HEADER_BYTES);
+        break;
+    case ATM_E_OVERSIZE:
+        if (declared > ATM_CONTAINER_MAX_BYTES)
+            snprintf(out, n, "oversized: the container declares %u bytes, above the %u-byte limit", (unsigned)declared,
+                     (unsigned)ATM_CONTAINER_MAX_BYTES);
+        else
+            snprintf(out, n, "oversized: %zu bytes, %zu more than the %u the container declares (trailing data)", len,
+                     len - declared, (unsigned)declared);
+        break;
+    case ATM_E_VERSION:
+        snprintf(out, n, "unsupported container version %u (this build reads version %d)", (unsigned)atm_rd_u16le(b + 8),
+                 ATM_CONTAINER_VERSION);
+        break;
+    case ATM_E_CRC: {
+        uint32_t stored = atm_rd_u32le(b + declared - 4), actual = atm_crc32(b, declared - 4);
+        snprintf(out, n, "corrupt: CRC-32 mismatch (stored 0x%08X, computed 0x%08X): the file was altered", (unsigned)stored,
+                 (unsigned)actual);
+        break;
+    }
+    default:
+        snprintf(out, n, "%s", atm_status_str(status));
+    }
+}
+
 /* Validates the container and lays out the engine for `window` (0 = the
  * model's default). */
 API int atome_engine_open(engine_session *s, int window) {
@@ -74,12 +115,15 @@ API int atome_engine_open(engine_session *s, int window) {
     free(s->arena);
     s->arena = NULL;
     atm_status st = atm_model_open(&s->m, s->blob, s->len);
-    if (st != ATM_OK) FAIL(s, -1, "%s", atm_status_str(st));
-    if (window < 0 || window > ATM_MAX_WINDOW) FAIL(s, -2, "--window must be an integer in 1..%d (got %d)", ATM_MAX_WINDOW, window);
+    if (st != ATM_OK) {
+        container_why(s->blob, s->len, st, s->err, sizeof s->err);
+        return -1;
+    }
+    if (window < 0) FAIL(s, -2, "--window must be an integer in 1..1048576 (got '%d')", window);
+    if (window > ATM_MAX_WINDOW) FAIL(s, -2, "--window %d exceeds the engine's %d positions", window, ATM_MAX_WINDOW);
     size_t need = atm_engine_arena_bytes(&s->m, window);
-    if (!need) FAIL(s, -2, "--window %d is out of range", window);
-    s->arena = malloc(need);
-    if (!s->arena) FAIL(s, -1, "out of memory for the engine arena (%zu bytes)", need);
+    s->arena = need ? malloc(need) : NULL;
+    if (!s->arena) FAIL(s, -1, "out of memory for the engine arena");
     st = atm_engine_init(&s->e, &s->m, window, s->arena, need);
     if (st != ATM_OK) FAIL(s, -1, "engine: %s", atm_status_str(st));
     s->arena_bytes = need;
@@ -94,15 +138,8 @@ API int atome_engine_open(engine_session *s, int window) {
 API int atome_engine_settings(engine_session *s, const char *temperature, const char *top_k,
                               const char *top_p, uint32_t seed) {
     atm_sampler_cfg c;
-    int32_t q;
-    uint32_t k;
-    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &q))
-        FAIL(s, -2, "--temperature must be a decimal number in [0, 100] (got '%s')", temperature);
-    if (top_k && (atm_sampler_parse_uint(top_k, 256, &k)))
-        FAIL(s, -2, "--top-k must be an integer in 0..256 (got '%s')", top_k);
-    if (top_p && (atm_sampler_parse(top_p, 65536, &q) || q == 0))
-        FAIL(s, -2, "--top-p must be a decimal number in (0, 1] (got '%s')", top_p);
-    if (atm_sampler_config(&c, temperature, top_k, top_p)) FAIL(s, -2, "sampling settings rejected");
+    int rc = atome_sampler_settings(&c, temperature, top_k, top_p, s->err, sizeof s->err);
+    if (rc) return rc;
     s->cfg = c;
     atm_rng_seed(&s->rng, seed);
     return 0;
@@ -113,7 +150,7 @@ API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
     if (!s->open) FAIL(s, -1, "no model open");
     int V = s->m.cfg.vocab;
     for (size_t i = 0; i < n; i++)
-        if (p[i] >= V) FAIL(s, -2, "prompt byte 0x%02X is outside the model's vocabulary", p[i]);
+        if (p[i] >= V) FAIL(s, -2, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
     atm_engine_reset(&s->e);
     if (n == 0) s->logits = atm_engine_step(&s->e, '\n');
     for (size_t i = 0; i < n; i++) s->logits = atm_engine_step(&s->e, p[i]);

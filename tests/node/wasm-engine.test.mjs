@@ -39,7 +39,7 @@ test('export: deterministic, both trit encodings, calibration changes only the f
   assert.deepEqual(p2.generateBytes('Once upon a time', opts), p1.generateBytes('Once upon a time', opts));
   assert.ok(pc.generateBytes('Once', { n: 40 }).length === 40);
   const v = a.createModel('vanilla-tiny');
-  assert.throws(() => v.exportAtome(), /only the atome family/);
+  assert.throws(() => v.exportAtome(), /only the atome family can be packed/);
   assert.throws(() => trained.exportAtome({ encoding: 3 }), /encoding/);
   v.free(); p1.free(); p2.free(); pc.free();
 });
@@ -83,11 +83,13 @@ test('settings are decimal text for the shared fixed-point parser (numbers are w
   assert.deepEqual(gen(0.8), gen('0.8'));
   assert.deepEqual(gen('0.80'), gen('.8'));
   assert.deepEqual(gen(0), gen(null));   // 0 = greedy = default
-  for (const bad of ['1e-1', '-1', '+1', ' 1', 'nan', '100.00001', '0x1'])
-    assert.throws(() => gen(bad), (e) => e.usage && /--temperature must be a decimal number in \[0, 100\]/.test(e.message), bad);
-  assert.throws(() => gen(1, { topP: '0' }), (e) => e.usage && /--top-p must be a decimal number in \(0, 1\]/.test(e.message));
-  assert.throws(() => gen(1, { topK: 257 }), (e) => e.usage && /--top-k must be an integer in 0\.\.256/.test(e.message));
-  assert.throws(() => p.generateBytes('x', { window: 70000 }), (e) => e.usage);
+  for (const bad of ['1e-1', '-1', '+1', ' 1', 'nan', '100.00001', '0x1', '0.1234567891'])
+    assert.throws(() => gen(bad), (e) => e.usage && /--temperature must be a decimal number in 0\.\.100, at most 9 decimals/.test(e.message), bad);
+  assert.throws(() => gen(1, { topP: '1.01' }), (e) => e.usage && /--top-p must be a decimal number in 0\.\.1/.test(e.message));
+  assert.throws(() => gen(1, { topK: '-3' }), (e) => e.usage && /--top-k must be an integer in 0\.\.2147483647/.test(e.message));
+  // top-p 0 keeps only the most likely byte: greedy.
+  assert.deepEqual(gen(1, { topP: '0' }), gen(0));
+  assert.throws(() => p.generateBytes('x', { window: 70000 }), (e) => e.usage && /exceeds the engine's 65535 positions/.test(e.message));
   const bad = blob1.slice();
   bad[bad.length - 1] ^= 1;
   assert.throws(() => a.loadModel(bad), /CRC/);
@@ -99,7 +101,7 @@ test('node wasm/atome.mjs generate on a .atome file writes what the JS API gener
   const file = path.join(dir, 'm.atome');
   for (const [args, opts] of [
     [['--prompt', 'Once upon a time', '--n', '100'], { n: 100 }],
-    [['--prompt-hex', 'c3a9e282ac', '--n', '64', '--temperature', '0.7', '--top-k', '+12', '--seed', '3', '--window', '32'],
+    [['--prompt-hex', 'c3a9e282ac', '--n', '64', '--temperature', '0.7', '--top-k', '12', '--seed', '3', '--window', '32'],
       { n: 64, temperature: '0.7', topK: 12, seed: 3, window: 32 }],
     [['--prompt-hex=', '--n', '50', '--temperature=1', '--top-p', '0.5', '--seed', '0'], { n: 50, temperature: '1', topP: '0.5', seed: 0 }],
   ]) {
@@ -109,9 +111,9 @@ test('node wasm/atome.mjs generate on a .atome file writes what the JS API gener
     assert.equal(firstDiff(r.stdout, want), -1, args.join(' '));
   }
   for (const [args, msg] of [
-    [['--temperature', '1e-1'], "atome: generate: --temperature must be a decimal number in [0, 100] (got '1e-1')\n"],
-    [['--top-p', '0'], "atome: generate: --top-p must be a decimal number in (0, 1] (got '0')\n"],
-    [['--window', '65536'], "atome: generate: --window must be an integer in 1..65535 (got '65536')\n"],
+    [['--temperature', '1e-1'], "atome: generate: --temperature must be a decimal number in 0..100, at most 9 decimals (got '1e-1')\n"],
+    [['--top-p', '2'], "atome: generate: --top-p must be a decimal number in 0..1, at most 9 decimals (got '2')\n"],
+    [['--window', '65536'], "atome: generate: --window 65536 exceeds the engine's 65535 positions\n"],
   ]) {
     const r = await nodeCli(['generate', '--model', file, '--prompt', 'a', '--n', '5', ...args]);
     assert.deepEqual({ code: r.code, stderr: r.stderr, out: r.stdout.length }, { code: 2, stderr: msg, out: 0 });

@@ -74,11 +74,16 @@ test('training from one checkpoint with the reference kernels: atome-family weig
     const m = ref.loadCheckpoint(readFileSync(init));
     m.setData(TEXT, { split: 0.9 });
     m.trainSteps(5);
-    const wn = ckptWeights(new Uint8Array(readFileSync(out))), ww = ckptWeights(m.saveCheckpoint());
+    const nat = new Uint8Array(readFileSync(out)), was = m.saveCheckpoint();
+    const wn = ckptWeights(nat), ww = ckptWeights(was);
     const nloss = lastLogLoss(`${out}.log.jsonl`);
     if (config.startsWith('atome')) {
       assert.equal(firstDiff(new Uint8Array(ww.buffer), new Uint8Array(wn.buffer)), -1, `${config}: weights differ from native`);
       assert.equal(m.loss, nloss, `${config}: loss ${m.loss} vs native ${nloss}`);
+      // The activation statistics `atome train` stores for export (ACAL).
+      const an = ckptSections(nat).get('ACAL'), aw = ckptSections(was).get('ACAL');
+      assert.ok(an && aw, `${config}: ACAL section missing`);
+      assert.equal(firstDiff(aw, an), -1, `${config}: ACAL statistics differ from native`);
     } else {
       // GELU's erff rounds differently in musl and glibc: close, not equal.
       assert.ok(Math.abs(m.loss - nloss) / nloss < 1e-5, `${config}: loss ${m.loss} vs native ${nloss}`);
@@ -105,15 +110,17 @@ test('a checkpoint trained in wasm evaluates to the same nats/byte in `atome eva
   await ok(['train', '--resume', tmp('wasm-trained.ckpt'), '--max-bytes', String(MAXB), '--steps', '8', '--out', tmp('resumed.ckpt'), '--quiet'], REF);
 });
 
-test('a native checkpoint loads in wasm and saves back byte for byte', async () => {
-  const out = tmp('native-rt.ckpt');
-  await ok(['train', '--config', 'gssm-tiny', '--data', corpusPath(), '--max-bytes', String(MAXB), '--steps', '3',
-    '--out', out, '--quiet', '--seed', '4', '--fp-fraction', '0.5', '--quant', 'ternary']);
-  const nat = new Uint8Array(readFileSync(out));
-  const m = ref.loadCheckpoint(nat);
-  assert.equal(firstDiff(m.saveCheckpoint(), nat), -1);
-  assert.equal(m.step, 3);
-  m.free();
+test('native checkpoints load in wasm and save back byte for byte (two-stage options, ACAL statistics)', async () => {
+  for (const config of ['gssm-tiny', 'atome-tiny']) {
+    const out = tmp(`native-rt-${config}.ckpt`);
+    await ok(['train', '--config', config, '--data', corpusPath(), '--max-bytes', String(MAXB), '--steps', '3',
+      '--out', out, '--quiet', '--seed', '4', '--fp-fraction', '0.5', '--quant', 'ternary']);
+    const nat = new Uint8Array(readFileSync(out));
+    const m = ref.loadCheckpoint(nat);
+    assert.equal(firstDiff(m.saveCheckpoint(), nat), -1, config);
+    assert.equal(m.step, 3);
+    m.free();
+  }
 });
 
 // Prompts: ASCII, multi-byte UTF-8, empty, and longer than the window.
@@ -127,8 +134,32 @@ const CASES = [
   ['--prompt-hex', LONG, '--n', '60', '--window', '32', '--seed', '0', '--temperature', '2'],
 ];
 
-test('node wasm/atome.mjs generate = native atome generate, byte for byte (float checkpoints, reference kernels)', async () => {
-  const models = [path.join(repo, 'models/atome-60k.ckpt'), tmp('wasm-trained.ckpt')];
+test('`atome export` and exportAtome() write the same .atome bytes (statistics stored in the checkpoint, a calibration file, bounds only)', async () => {
+  const ck = readFileSync(tmp('wasm-trained.ckpt'));   // has a DATA section and, from wasm, ACAL statistics
+  const m = ref.loadCheckpoint(ck);
+  const calib = tmp('calib.txt');
+  writeFileSync(calib, corpus(40000).subarray(20000));
+  for (const [flags, opts] of [
+    [['--format', 'atome01'], { encoding: 1 }],
+    [['--format', 'atome02', '--window', '32'], { encoding: 2, window: 32 }],
+    [['--format', 'atome01', '--calib', calib], { encoding: 1, calibration: readFileSync(calib) }],
+  ]) {
+    const out = tmp('exported.atome');
+    await ok(['export', '--model', tmp('wasm-trained.ckpt'), '--out', out, '--quiet', ...flags]);
+    const at = firstDiff(m.exportAtome(opts), new Uint8Array(readFileSync(out)));
+    assert.equal(at, -1, `export ${flags.join(' ')}: first differing byte at offset ${at}`);
+  }
+  // No statistics and no data: provable bounds on both sides.
+  await ok(['init', '--config', 'atome-tiny', '--seed', '2', '--out', tmp('bare.ckpt')]);
+  await ok(['export', '--model', tmp('bare.ckpt'), '--format', 'atome01', '--out', tmp('bare.atome'), '--quiet']);
+  const bare = ref.loadCheckpoint(readFileSync(tmp('bare.ckpt')));
+  assert.equal(firstDiff(bare.exportAtome({ encoding: 1 }), new Uint8Array(readFileSync(tmp('bare.atome')))), -1, 'bounds-only export');
+  writeFileSync(tmp('wasm-trained.atome'), m.exportAtome({ encoding: 1 }));
+  m.free(); bare.free();
+});
+
+test('node wasm/atome.mjs generate = native atome generate, byte for byte (checkpoints with the reference kernels, .atome models)', async () => {
+  const models = [path.join(repo, 'models/atome-60k.ckpt'), tmp('wasm-trained.ckpt'), tmp('wasm-trained.atome')];
   for (const model of models) {
     for (const c of CASES) {
       const args = ['generate', '--model', model, ...c];
@@ -147,6 +178,11 @@ test('node wasm/atome.mjs generate refuses bad input exactly like the native CLI
   const m = tmp('start-vanilla-tiny.ckpt');   // written by the training test above
   writeFileSync(tmp('short.ckpt'), readFileSync(m).subarray(0, 1000));
   writeFileSync(tmp('text.ckpt'), 'not a model\n');
+  const packed = readFileSync(tmp('wasm-trained.atome'));   // written by the export test above
+  const flipped = Buffer.from(packed);
+  flipped[100] ^= 4;
+  writeFileSync(tmp('bad.atome'), flipped);
+  writeFileSync(tmp('short.atome'), packed.subarray(0, 30));
   const bad = [
     ['--prompt', 'a', '--n', '3'],
     ['--model', m, '--n', '3'],
@@ -155,10 +191,12 @@ test('node wasm/atome.mjs generate refuses bad input exactly like the native CLI
     ['--model', m, '--prompt-hex', '6', '--n', '1'],
     ['--model', m, '--prompt-hex', 'zz', '--n', '1'],
     ['--model', m, '--prompt', 'a', '--n', 'x'],
-    ['--model', m, '--prompt', 'a', '--n', '1', '--top-p', '0'],
+    ['--model', m, '--prompt', 'a', '--n', '1', '--top-p', '1.5'],
     ['--model', m, '--prompt', 'a', '--n', '1', '--temperature=-1'],
-    ['--model', m, '--prompt', 'a', '--n', '1', '--top-k', '257'],
+    ['--model', m, '--prompt', 'a', '--n', '1', '--temperature', '1e-3'],
+    ['--model', m, '--prompt', 'a', '--n', '1', '--top-k', '-1'],
     ['--model', m, '--prompt', 'a', '--n', '1', '--seed', '4294967296'],
+    ['--model', m, '--prompt', 'a', '--n', '1', '--seed', '+5'],
     ['--model', m, '--prompt', 'a', '--n', '1', '--window', '0'],
     ['--model', m, '--prompt', 'a', '--n', '1', '--window', '65'],
     ['--model', m, '--prompt', 'a', '--n', '1', '--bogus', '3'],
@@ -167,6 +205,9 @@ test('node wasm/atome.mjs generate refuses bad input exactly like the native CLI
     ['--model', tmp('missing.ckpt'), '--prompt', 'a', '--n', '1'],
     ['--model', tmp('short.ckpt'), '--prompt', 'a', '--n', '1'],
     ['--model', tmp('text.ckpt'), '--prompt', 'a', '--n', '1'],
+    ['--model', tmp('wasm-trained.atome'), '--prompt', 'a', '--n', '1', '--window', '65536'],
+    ['--model', tmp('bad.atome'), '--prompt', 'a', '--n', '1'],
+    ['--model', tmp('short.atome'), '--prompt', 'a', '--n', '1'],
   ];
   for (const c of bad) {
     const args = ['generate', ...c];
