@@ -8,6 +8,7 @@
  * entry), FS = SSM state fractional bits (aux of SSM_A). A ternary tensor's
  * scale is alpha = mant * 2^-exp; an int16 vector's element is v * 2^-exp. */
 #include "engine.h"
+#include "engine_kernels.h"
 #include "fixmath.h"
 
 /* ---- trit decoding -------------------------------------------------------
@@ -129,46 +130,158 @@ static void matvec_t2_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const
 #define ATM_LUT_MAX_D 128
 #endif
 
-/* A matvec input: the int16 vector and, for the SIMD / LUT kernels, what
- * they prepare from it once per LayerNorm output (used by up to five
- * matvecs). */
-typedef struct {
+/* ATOME02 payloads reach the row kernels re-encoded as ATOME01: T10[b] is
+ * the 10-bit ATOME01 code of the 5 trits of ATOME02 byte b (0 for the
+ * invalid bytes 243..255), so 4 ATOME02 bytes (20 trits) become 5 ATOME01
+ * bytes with two shifts and ORs. Blocks of whole rows are re-encoded into a
+ * stack buffer (RECODE_GROUPS * 5 bytes) starting at a trit index that is a
+ * multiple of 20; with cols % 4 == 0 every row then starts on a byte of the
+ * buffer. Left out on Cortex-M0 (no row kernel there, and little stack). */
+#if !defined(ATM_ENGINE_PORTABLE) && !defined(__ARM_ARCH_6M__)
+#define ATM_T5_RECODE 1
+#define C3(d) ((d) == 0 ? 3u : ((d) == 1 ? 0u : 1u))      /* base-3 digit (trit + 1) -> ATOME01 code */
+#define T10E(b) ((b) < 243 ? (uint16_t)(C3((b) % 3) | C3((b) / 3 % 3) << 2 | C3((b) / 9 % 3) << 4 \
+                                        | C3((b) / 27 % 3) << 6 | C3((b) / 81 % 3) << 8) : (uint16_t)0)
+static const uint16_t T10[256] = { REP256(T10E) };
+/* 52 groups = 260 bytes = 1040 trits: one row of the widest model (1024
+ * columns) plus the up to 16 trits the block start lies before its row */
+#define RECODE_GROUPS 52
+
+/* ATOME01 bytes out[0 .. 5 ng) of the trits [20 g0, 20 (g0 + ng)) of an
+ * ATOME02 payload p[nbytes]; bytes past the payload read as 0. */
+static void t5_to_t2(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
+    uint32_t j = 4 * g0, g = 0;
+    for (; g < ng && j + 4 <= nbytes; g++, j += 4, out += 5) {
+        const uint32_t c3 = T10[p[j + 3]];
+        const uint32_t w = T10[p[j]] | (uint32_t)T10[p[j + 1]] << 10 | (uint32_t)T10[p[j + 2]] << 20 | c3 << 30;
+        out[0] = (uint8_t)w; out[1] = (uint8_t)(w >> 8); out[2] = (uint8_t)(w >> 16); out[3] = (uint8_t)(w >> 24);
+        out[4] = (uint8_t)(c3 >> 2);
+    }
+    for (; g < ng; g++, j += 4, out += 5) {
+        uint32_t c[4];
+        for (int k = 0; k < 4; k++) c[k] = j + (uint32_t)k < nbytes ? T10[p[j + (uint32_t)k]] : 0u;
+        const uint32_t w = c[0] | c[1] << 10 | c[2] << 20 | c[3] << 30;
+        out[0] = (uint8_t)w; out[1] = (uint8_t)(w >> 8); out[2] = (uint8_t)(w >> 16); out[3] = (uint8_t)(w >> 24);
+        out[4] = (uint8_t)(c[3] >> 2);
+    }
+}
+#endif
+
+/* Plain-C twin of the row kernels (engine_kernels.h): each byte's 4 trits
+ * through T2, times x. */
+void atm_ek_matvec_ref(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *x, int32_t *out) {
+    const uint32_t nb = cols / 4;
+    for (uint32_t r = 0; r < rows; r++, b += nb) {
+        int32_t acc = 0;
+        for (uint32_t j = 0; j < nb; j++) {
+            const int8_t *t = T2[b[j]];
+            const int16_t *xj = x + 4 * j;
+            acc += t[0] * xj[0] + t[1] * xj[1] + t[2] * xj[2] + t[3] * xj[3];
+        }
+        out[r] = acc;
+    }
+}
+
+/* A matvec input: the int16 vector, the row kernel chosen for it (NULL: the
+ * decode path below) and what that kernel prepares from the vector once per
+ * LayerNorm output (used by up to five matvecs). */
+typedef struct vin vin;
+typedef void (*row_kernel)(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out);
+struct vin {
     const int16_t *x;            /* [cols] */
-    int     kernel;              /* ATM_KERNEL_* in use */
+    row_kernel     rk;
 #ifdef ATM_T2_SIMD
-    int16_t xd[ATM_MAX_D];       /* xd[64 k + 16 p + i] = x[64 k + 4 i + p] */
+    int16_t xd[ATM_MAX_D];       /* SSE2: xd[64 k + 16 p + i] = x[64 k + 4 i + p] */
+#endif
+#ifdef ATM_EK_X86
+    atm_ek_vec xv;               /* AVX2 / AVX-512 */
 #endif
 #ifdef ATM_T2_LUT
     int32_t lut[ATM_LUT_MAX_D / 2 * 16];
 #endif
-} vin;
+};
 
-/* The kernel a model can use given the engine's choice: the SIMD and LUT
- * kernels need ATOME01 and their shape conditions, else portable. */
-static int pick_kernel(int want, int d, int enc) {
-    (void)want; (void)d;
-    if (enc != ATM_ENC_ATOME01) return ATM_KERNEL_PORTABLE;
 #ifdef ATM_T2_SIMD
-    if ((want == ATM_KERNEL_AUTO || want == ATM_KERNEL_SSE2) && d % 64 == 0) return ATM_KERNEL_SSE2;
+static void rk_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
+    matvec_t2_sse2(b, rows, cols, in->xd, out);
+}
+#endif
+#ifdef ATM_EK_X86
+static void rk_avx2(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
+    atm_ek_matvec_avx2(b, rows, cols, &in->xv, out);
+}
+static void rk_avx512(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
+    atm_ek_matvec_avx512(b, rows, cols, &in->xv, out);
+}
 #endif
 #ifdef ATM_T2_LUT
-    if ((want == ATM_KERNEL_AUTO || want == ATM_KERNEL_LUT) && d % 4 == 0 && d <= ATM_LUT_MAX_D) return ATM_KERNEL_LUT;
+static void rk_lut(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
+    const uint32_t nb = cols / 4;
+    for (uint32_t r = 0; r < rows; r++) {
+        const int32_t *lt = in->lut;
+        int32_t acc = 0;
+        for (uint32_t j = 0; j < nb; j++, lt += 32) {
+            const unsigned v = *b++;
+            acc += lt[v & 15u] + lt[16 + (v >> 4)];
+        }
+        out[r] = acc;
+    }
+}
 #endif
+
+/* The kernel used for a model of width d: the requested one if this build
+ * and CPU have it and d fits it, else the best that does (AUTO: AVX-512,
+ * AVX2, SSE2, pair-sum table, portable). Row kernels need d % 4 == 0
+ * (rows start on a byte); SSE2 needs d % 64 == 0, the table d <= 128. */
+static int kernel_fits(int k, int d) {
+    (void)d;
+    switch (k) {
+    case ATM_KERNEL_PORTABLE: return 1;
+#ifdef ATM_T2_LUT
+    case ATM_KERNEL_LUT: return d % 4 == 0 && d <= ATM_LUT_MAX_D;
+#endif
+#ifdef ATM_T2_SIMD
+    case ATM_KERNEL_SSE2: return d % 64 == 0;
+#endif
+#ifdef ATM_EK_X86
+    case ATM_KERNEL_AVX2: case ATM_KERNEL_AVX512: return d % 4 == 0 && atm_ek_x86_supported(k);
+#endif
+    default: return 0;
+    }
+}
+static int pick_kernel(int want, int d) {
+    static const int order[] = { ATM_KERNEL_AVX512, ATM_KERNEL_AVX2, ATM_KERNEL_SSE2, ATM_KERNEL_LUT };
+    if (want != ATM_KERNEL_AUTO) return kernel_fits(want, d) ? want : ATM_KERNEL_PORTABLE;
+    for (unsigned i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (kernel_fits(order[i], d)) return order[i];
     return ATM_KERNEL_PORTABLE;
 }
 
 static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
     in->x = x;
-    in->kernel = kernel;
+    in->rk = 0;
     (void)d;
+    switch (kernel) {
 #ifdef ATM_T2_SIMD
-    if (kernel == ATM_KERNEL_SSE2)
+    case ATM_KERNEL_SSE2:
         for (int k = 0; k < d; k += 64)
             for (int p = 0; p < 4; p++)
                 for (int i = 0; i < 16; i++) in->xd[k + 16 * p + i] = x[k + 4 * i + p];
+        in->rk = rk_sse2;
+        break;
+#endif
+#ifdef ATM_EK_X86
+    case ATM_KERNEL_AVX2:
+        atm_ek_prep_avx2(x, (uint32_t)d, &in->xv);
+        in->rk = rk_avx2;
+        break;
+    case ATM_KERNEL_AVX512:
+        atm_ek_prep_avx512(x, (uint32_t)d, &in->xv);
+        in->rk = rk_avx512;
+        break;
 #endif
 #ifdef ATM_T2_LUT
-    if (kernel == ATM_KERNEL_LUT)
+    case ATM_KERNEL_LUT:
         for (int g = 0; g < d / 2; g++) {
             const int32_t a = x[2 * g], b = x[2 * g + 1];
             int32_t *t = in->lut + 16 * g;
@@ -180,32 +293,34 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
                 t[4 * c1 + 2] = vb; t[4 * c1 + 3] = va[3] + vb;
             }
         }
+        in->rk = rk_lut;
+        break;
 #endif
+    default:
+        break;
+    }
 }
 
 /* out[r] = sum_c T[r][c] * x[c] for r < rows (T is rows x cols). */
 static void matvec(const atm_tensor_view *T, int enc, uint32_t rows, uint32_t cols,
                    const vin *in, int32_t *out) {
     const int16_t *x = in->x;
-#ifdef ATM_T2_SIMD
-    if (in->kernel == ATM_KERNEL_SSE2 && cols % 64u == 0) { matvec_t2_sse2(T->data, rows, cols, in->xd, out); return; }
-#endif
-#ifdef ATM_T2_LUT
-    if (in->kernel == ATM_KERNEL_LUT && cols % 4u == 0) {
-        const uint8_t *b = T->data;
-        const uint32_t nb = cols / 4;
-        for (uint32_t r = 0; r < rows; r++) {
-            const int32_t *lt = in->lut;
-            int32_t acc = 0;
-            for (uint32_t j = 0; j < nb; j++, lt += 32) {
-                const unsigned v = *b++;
-                acc += lt[v & 15u] + lt[16 + (v >> 4)];
-            }
-            out[r] = acc;
+    if (in->rk && cols % 4u == 0) {
+        if (enc == ATM_ENC_ATOME01) { in->rk(T->data, rows, cols, in, out); return; }
+#ifdef ATM_T5_RECODE
+        uint8_t buf[RECODE_GROUPS * 5];
+        const uint32_t maxr = (RECODE_GROUPS * 20 - 16) / cols;
+        for (uint32_t r0 = 0; r0 < rows; ) {
+            const uint32_t nr = rows - r0 < maxr ? rows - r0 : maxr;
+            const uint32_t first = r0 * cols, g0 = first / 20;
+            const uint32_t ng = ((r0 + nr) * cols - 20 * g0 + 19) / 20;
+            t5_to_t2(T->data, T->bytes, g0, ng, buf);
+            in->rk(buf + (first - 20 * g0) / 4, nr, cols, in, out + r0);
+            r0 += nr;
         }
         return;
-    }
 #endif
+    }
     int8_t buf[BUF];
     if (cols == CH) {
         for (uint32_t r = 0; r < rows; r++) out[r] = dot_full(decode(T->data, enc, r * CH, CH, buf), x);
@@ -390,10 +505,20 @@ int atm_engine_set_kernel(atm_engine *e, int kernel) {
 #ifdef ATM_T2_SIMD
     case ATM_KERNEL_SSE2: break;
 #endif
+#ifdef ATM_EK_X86
+    case ATM_KERNEL_AVX2: case ATM_KERNEL_AVX512:
+        if (!atm_ek_x86_supported(kernel)) return -1;
+        break;
+#endif
     default: return -1;
     }
     e->kernel = kernel;
     return 0;
+}
+
+int atm_engine_kernel(const atm_engine *e) {
+    if (!e || !e->m) return ATM_KERNEL_PORTABLE;
+    return pick_kernel(e->kernel, e->m->cfg.d_model);
 }
 
 void atm_engine_reset(atm_engine *e) {
@@ -581,7 +706,7 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     if (byte < 0 || byte >= V) byte = 0;
     atm_tensor_view T, G, B;
     vin in;
-    const int kern = pick_kernel(e->kernel, d, enc);
+    const int kern = pick_kernel(e->kernel, d);
 
     /* embedding: x = trit * round(alpha_E * 2^FX) */
     tensor(m, ATM_T_EMBED, 0, &T);
@@ -640,4 +765,21 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     }
     if (++e->pos_lo == 0) e->pos_hi++;
     return e->wide;
+}
+
+void atm_ek_dots_ref(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out) {
+    for (int j = 0; j < n; j++, k += dh) {
+        int32_t acc = 0;
+        for (int i = 0; i < dh; i++) acc += q[i] * k[i];
+        out[j] = acc;
+    }
+}
+
+void atm_ek_mix_ref(const int32_t *w, const int8_t *const *rows, int n, int d, int32_t *out) {
+    for (int c = 0; c < d; c++) out[c] = 0;
+    for (int i = 0; i < n; i++) {
+        const int32_t wi = w[i];
+        const int8_t *vi = rows[i];
+        for (int c = 0; c < d; c++) out[c] += wi * vi[c];
+    }
 }

@@ -36,11 +36,13 @@
 
 #define ATM_LOGIT_FRAC 16
 
-/* Ternary matvec kernels. They compute the same integers (exact sums), so
- * the choice changes speed only; AUTO picks the fastest built for the target
- * and the model (SSE2 on x86-64, the pair-sum table on Cortex-M3/M4 and
- * wasm, portable on Cortex-M0 and for ATOME02 payloads). */
-enum { ATM_KERNEL_AUTO = 0, ATM_KERNEL_PORTABLE = 1, ATM_KERNEL_LUT = 2, ATM_KERNEL_SSE2 = 3 };
+/* Kernel sets. They compute the same integers (exact sums), so the choice
+ * changes speed only; AUTO picks the fastest this build, this CPU and the
+ * model allow: AVX-512 (with VNNI), AVX2 or SSE2 on x86-64 (chosen at run
+ * time, docs/fixed-point.md), the pair-sum table on Cortex-M3/M4 and wasm,
+ * portable on Cortex-M0. */
+enum { ATM_KERNEL_AUTO = 0, ATM_KERNEL_PORTABLE = 1, ATM_KERNEL_LUT = 2, ATM_KERNEL_SSE2 = 3,
+       ATM_KERNEL_AVX2 = 4, ATM_KERNEL_AVX512 = 5 };
 
 typedef struct {
     const atm_model *m;
@@ -75,9 +77,14 @@ size_t atm_engine_arena_bytes(const atm_model *m, int window);
 atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window,
                            void *arena, size_t arena_len);
 
-/* Forces a matvec kernel (tests, benchmarks): 0, or -1 if this build does
- * not have it. A kernel that does not fit the model falls back to portable. */
+/* Forces a kernel set (tests, benchmarks): 0, or -1 if this build or this
+ * CPU does not have it. A kernel that does not fit the model (its width)
+ * falls back to portable. */
 int atm_engine_set_kernel(atm_engine *e, int kernel);
+
+/* The kernel set a step of e actually runs (never AUTO): what AUTO or the
+ * forced kernel resolves to for e's model on this CPU. */
+int atm_engine_kernel(const atm_engine *e);
 
 /* Forgets every position (fresh conv ring, SSM state, caches). */
 void atm_engine_reset(atm_engine *e);
