@@ -140,7 +140,8 @@ static const char *const USAGE_INSPECT =
     "checkpoint (format \"checkpoint\") or a reference legacy blob (format\n"
     "\"legacy\"). A damaged .atome file is still described as far as its header\n"
     "allows, then the error goes to stderr and the exit status is 1.\n"
-    "  --window W          .atome: report arena_bytes at this window\n";
+    "  --window W          .atome: report arena_bytes at this window\n"
+    "  --model FILE        the same as the positional FILE\n";
 
 static const char *const USAGE_BENCH =
     "usage: atome bench --model MODEL [--prompt TEXT] [--n 1024] [--window 64] [--repeat 5]\n"
