@@ -410,6 +410,38 @@ static void test_attn_select(void) {
             }
             free(kT); free(q);
         }
+    /* Scores that are NaN (the SIMD sets then replay the insertion sequence),
+     * +-inf, and runs of exact ties, around the 64-position fast path. */
+    {
+        enum { DH = 3 };
+        static const int ns2[] = { 5, 9, 40, 64, 65, 100 };
+        static const int ks2[] = { 1, 4, 8, 9 };
+        float kT[DH * LDK], q[DH] = { 0.5f, 1.0f, 0.25f };
+        for (int variant = 0; variant < 4; variant++) {
+            fill(kT, DH * LDK, -1, 1);
+            for (int j = 0; j < LDK; j += 3) kT[j] = kT[LDK + j] = kT[2 * LDK + j] = 0.5f;    /* ties */
+            if (variant & 1) { kT[LDK + 2] = NAN; kT[LDK + 70] = NAN; }
+            if (variant & 2) {
+                kT[7] = INFINITY; kT[9] = -INFINITY; kT[30] = INFINITY; kT[80] = INFINITY;
+                kT[LDK + 31] = -INFINITY;
+            }
+            for (int ni = 0; ni < 6; ni++)
+                for (int ki = 0; ki < 4; ki++) {
+                    const int n = ns2[ni], keff = ks2[ki] < n ? ks2[ki] : n;
+                    float rps[16], rsc[LDK];
+                    int32_t ris[16];
+                    atm_atome_attn_select_ref(rps, ris, q, kT, LDK, DH, n, 0.5f, keff, rsc);
+                    for (int s = 0; s < nsets(); s++) {
+                        const atm_layer_kernel_set *ls = use_set(s);
+                        float ps[16], sc[LDK];
+                        int32_t is[16];
+                        ls->attn_select(ps, is, q, kT, LDK, DH, n, 0.5f, keff, sc);
+                        CHECKF(memcmp(ps, rps, sizeof(float) * keff) == 0 && memcmp(is, ris, sizeof(int32_t) * keff) == 0,
+                               "%s attn_select specials variant %d n=%d keff=%d", ls->name, variant, n, keff);
+                    }
+                }
+        }
+    }
 }
 
 /* ---------------------------------------------------------- dispatcher */

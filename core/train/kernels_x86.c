@@ -123,7 +123,15 @@ static __attribute__((target("avx2,fma"))) inline float kx_hsum_avx2(__m256 v) {
 #define KX_LOADM_OR(p, m, f) _mm256_blendv_ps((f), _mm256_maskload_ps((p), (m)), _mm256_castsi256_ps(m))
 #define KX_HMAX(v) kx_hmax_avx2(v)
 #define KX_GT_BITS(a, b) _mm256_movemask_ps(_mm256_cmp_ps((a), (b), _CMP_GT_OQ))
+#define KX_EQ_BITS(a, b) _mm256_movemask_ps(_mm256_cmp_ps((a), (b), _CMP_EQ_OQ))
+#define KX_NAN_BITS(a) _mm256_movemask_ps(_mm256_cmp_ps((a), (a), _CMP_UNORD_Q))
+#define KX_SELECT(bits, v, f) _mm256_blendv_ps((f), (v), kx_bits_avx2(bits))
 #define KX_EXP(v) kx_exp_avx2(v)
+/* all-ones in lane l where bit l of bits is set */
+static __attribute__((target("avx2,fma"))) inline __m256 kx_bits_avx2(unsigned bits) {
+    const __m256i b = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), b), b));
+}
 static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
@@ -139,6 +147,9 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
 #undef KX_LOADM_OR
 #undef KX_HMAX
 #undef KX_GT_BITS
+#undef KX_SELECT
+#undef KX_NAN_BITS
+#undef KX_EQ_BITS
 #undef KX_EXP
 #undef KX_ATTR
 #undef KX_SUFFIX
@@ -206,6 +217,9 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
 #define KX_LOADM_OR(p, m, f) _mm512_mask_loadu_ps((f), (m), (p))
 #define KX_HMAX(v) _mm512_reduce_max_ps(v)
 #define KX_GT_BITS(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ)
+#define KX_EQ_BITS(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_EQ_OQ)
+#define KX_NAN_BITS(a) _mm512_cmp_ps_mask((a), (a), _CMP_UNORD_Q)
+#define KX_SELECT(bits, v, f) _mm512_mask_mov_ps((f), (__mmask16)(bits), (v))
 #define KX_EXP(v) kx_exp_avx512(v)
 #include "kernels_x86_layers_tmpl.h"
 

@@ -10,6 +10,9 @@
  *   KX_LOADM_OR(p,m,f)   masked load, lanes outside m taken from vector f
  *   KX_HMAX(v)           largest lane
  *   KX_GT_BITS(a,b)      bit l set where a[l] > b[l] (ordered: NaN gives 0)
+ *   KX_EQ_BITS(a,b)      bit l set where a[l] == b[l] (ordered)
+ *   KX_NAN_BITS(a)       bit l set where a[l] is NaN
+ *   KX_SELECT(bits,v,f)  lane l from v where bit l of bits is set, else from f
  *   KX_EXP(v)            the vector exp (kernels_x86.c)
  * KX_TAILMASK(n) must accept n in 0..KX_VL.
  *
@@ -24,6 +27,14 @@
 #define KL_CAT(a, b) KL_CAT2(a, b)
 #define KL(name) KL_CAT(name, KX_SUFFIX)
 #define KL_INLINE static inline __attribute__((always_inline)) KX_ATTR
+/* Loops over a register array must unroll completely (kernels_x86_tmpl.h). */
+#if defined(__clang__)
+#define KL_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define KL_UNROLL _Pragma("GCC unroll 8")
+#endif
+/* Vectors in a group of 64 positions of the attention selection. */
+#define KL_NB (64 / KX_VL)
 
 /* sqrt as one correctly rounded instruction (same value as sqrtf, without
  * the errno path that would call libm for a negative argument). */
@@ -203,9 +214,9 @@ KX_ATTR void KL(atm_xent_backward)(float *dlogits, const float *probs, const uin
  * multiply then add, then times scale; lanes past rem hold 0. */
 KL_INLINE void KL(kl_scores)(const int NV, float *sc, const float *q, const float *kT, ptrdiff_t ldk,
                              int DH, int rem, KX_V sv) {
-    KX_V acc[4];
-    KX_MASK mk[4];
-    for (int v = 0; v < NV; v++) {
+    KX_V acc[KL_NB];
+    KX_MASK mk[KL_NB];
+    KL_UNROLL for (int v = 0; v < NV; v++) {
         int c = rem - v * KX_VL;
         acc[v] = KX_ZERO();
         mk[v] = KX_TAILMASK(c < KX_VL ? c : KX_VL);
@@ -213,28 +224,80 @@ KL_INLINE void KL(kl_scores)(const int NV, float *sc, const float *q, const floa
     for (int e = 0; e < DH; e++) {
         const KX_V qe = KX_SET1(q[e]);
         const float *row = kT + e * ldk;
-        for (int v = 0; v < NV; v++) acc[v] = KX_ADD(acc[v], KX_MUL(qe, KX_LOADM(row + v * KX_VL, mk[v])));
+        KL_UNROLL for (int v = 0; v < NV; v++) acc[v] = KX_ADD(acc[v], KX_MUL(qe, KX_LOADM(row + v * KX_VL, mk[v])));
     }
-    for (int v = 0; v < NV; v++) KX_STORE(sc + v * KX_VL, KX_MUL(acc[v], sv));
+    KL_UNROLL for (int v = 0; v < NV; v++) KX_STORE(sc + v * KX_VL, KX_MUL(acc[v], sv));
+}
+
+#define KL_SCORES_CASE(NV_) case NV_: KL(kl_scores)(NV_, sc, q, kb, ldk, DH, rem, sv); break;
+/* kl_scores for nv = ceil(min(rem, 64) / VL) vectors (nv >= 1). */
+static KX_ATTR void KL(kl_scores_n)(int nv, float *sc, const float *q, const float *kb, ptrdiff_t ldk, int DH,
+                                    int rem, KX_V sv) {
+    switch (nv) {
+        KL_SCORES_CASE(1) KL_SCORES_CASE(2) KL_SCORES_CASE(3)
+#if KL_NB > 4
+        KL_SCORES_CASE(4) KL_SCORES_CASE(5) KL_SCORES_CASE(6) KL_SCORES_CASE(7)
+#endif
+        default: KL(kl_scores)(KL_NB, sc, q, kb, ldk, DH, rem, sv); break;
+    }
+}
+#undef KL_SCORES_CASE
+
+/* The top keff of n <= 64 scores without NaN, in the order the insertion
+ * sequence leaves them: by score descending, equal scores by position
+ * ascending (-0 and +0 compare equal there as here). Each round takes the
+ * largest live score and the first live position holding a score equal to
+ * it, then retires that position: no data-dependent branch. */
+static KX_ATTR void KL(kl_topk_small)(float *ps, int32_t *is, const float *sc, int n, int keff) {
+    const int nv = (n + KX_VL - 1) / KX_VL;
+    const KX_V ninf = KX_SET1(-INFINITY);
+    uint64_t live = n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1u);
+    for (int r = 0; r < keff; r++) {
+        KX_V mx = ninf;
+        for (int v = 0; v < nv; v++)
+            mx = KX_MAX(mx, KX_SELECT((unsigned)(live >> (v * KX_VL)), KX_LOAD(sc + v * KX_VL), ninf));
+        const KX_V mv = KX_SET1(KX_HMAX(mx));
+        uint64_t eq = 0;
+        for (int v = 0; v < nv; v++) eq |= (uint64_t)(unsigned)KX_EQ_BITS(KX_LOAD(sc + v * KX_VL), mv) << (v * KX_VL);
+        eq &= live;
+        const int j = __builtin_ctzll(eq);
+        ps[r] = sc[j];
+        is[r] = j;
+        live &= ~((uint64_t)1 << j);
+    }
 }
 
 KX_ATTR void KL(atm_atome_attn_select)(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
                                        int DH, int n, float scale, int keff, float *scratch) {
     (void)scratch;
-    float sc[4 * KX_VL] __attribute__((aligned(64)));
+    float sc[64] __attribute__((aligned(64)));
     const KX_V sv = KX_SET1(scale);
     int cnt = 0;
-    float thr = 0.0f;                          /* ps[keff - 1] once cnt == keff */
-    for (int j0 = 0; j0 < n; j0 += 4 * KX_VL) {
-        const int rem = n - j0, lanes = rem < 4 * KX_VL ? rem : 4 * KX_VL;
-        const int nv = (lanes + KX_VL - 1) / KX_VL;
-        const float *kb = kT + j0;
-        switch (nv) {
-        case 1: KL(kl_scores)(1, sc, q, kb, ldk, DH, rem, sv); break;
-        case 2: KL(kl_scores)(2, sc, q, kb, ldk, DH, rem, sv); break;
-        case 3: KL(kl_scores)(3, sc, q, kb, ldk, DH, rem, sv); break;
-        default: KL(kl_scores)(4, sc, q, kb, ldk, DH, rem, sv); break;
+    if (n <= 64 && keff <= 8) {
+        const int nv = (n + KX_VL - 1) / KX_VL;
+        KL(kl_scores_n)(nv, sc, q, kT, ldk, DH, n, sv);
+        unsigned nan = 0;
+        for (int v = 0; v < nv; v++) {
+            int c = n - v * KX_VL;
+            nan |= (unsigned)KX_NAN_BITS(KX_LOAD(sc + v * KX_VL)) & (c >= KX_VL ? ~0u : (1u << c) - 1u);
         }
+        if (!nan) {
+            KL(kl_topk_small)(ps, is, sc, n, keff);
+        } else {                               /* the insertion sequence itself */
+            int j = 0;
+            for (; j < keff; j++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j);
+            float thr = ps[keff - 1];
+            for (; j < n; j++)
+                if (sc[j] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j); thr = ps[keff - 1]; }
+        }
+        _mm256_zeroupper();
+        return;
+    }
+    float thr = 0.0f;                          /* ps[keff - 1] once cnt == keff */
+    for (int j0 = 0; j0 < n; j0 += 64) {
+        const int rem = n - j0, lanes = rem < 64 ? rem : 64;
+        const int nv = (lanes + KX_VL - 1) / KX_VL;
+        KL(kl_scores_n)(nv, sc, q, kT + j0, ldk, DH, rem, sv);
         int l = 0;
         if (cnt < keff) {
             for (; l < lanes && cnt < keff; l++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[l], j0 + l);
@@ -265,6 +328,8 @@ KX_ATTR void KL(atm_atome_attn_select)(float *ps, int32_t *is, const float *q, c
 }
 
 #undef KL_XCH
+#undef KL_NB
+#undef KL_UNROLL
 #undef KL_INLINE
 #undef KL
 #undef KL_CAT
