@@ -145,7 +145,7 @@ static const char *const USAGE_INSPECT =
 
 static const char *const USAGE_BENCH =
     "usage: atome bench --model MODEL [--prompt TEXT] [--n 1024] [--window 64] [--repeat 5]\n"
-    "                   [--kernel auto|portable|lut|sse2]\n"
+    "                   [--kernel auto|portable|lut|sse2|avx2|avx512]\n"
     "\n"
     "Greedy generation speed as one JSON line: a .atome model on the integer\n"
     "engine, a checkpoint on the float generator. Each repetition feeds the\n"
