@@ -39,6 +39,7 @@
 #include "data.h"
 #include "export.h"
 #include "kernels.h"
+#include "kernels_layers.h"
 #include "model.h"
 #include "sampler.h"
 #include "trainer.h"
@@ -560,4 +561,49 @@ API void atome_matmul_fwd(int which, float *out, const float *inp, const float *
 API void atome_matmul_bwd(int which, float *dinp, float *dw, const float *dout, const float *inp,
                           const float *w, int N, int IC, int OC) {
     (which ? atm_matmul_backward : atm_matmul_backward_ref)(dinp, dw, dout, inp, w, N, IC, OC);
+}
+
+/* Layer kernels: which = 0 the references, 1 the dispatched set, 2 the wasm
+ * SIMD set itself (the references in a build without -msimd128). */
+#if defined(__wasm_simd128__)
+void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const float *inp,
+                                const float *g, const float *b, int N, int C);
+void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,
+                                 const float *inp, const float *g, const float *mean,
+                                 const float *rstd, int N, int C);
+double atm_xent_forward_wasm(float *probs, const float *logits, const uint8_t *tgt, int N, int V);
+void atm_xent_backward_wasm(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
+                            float scale);
+void atm_exp_wasm(float *y, const float *x, int n);
+#define LAYER(which, name) ((which) == 2 ? name##_wasm : (which) == 1 ? name : name##_ref)
+#else
+#define LAYER(which, name) ((which) ? name : name##_ref)
+#endif
+
+API void atome_layer_ln_fwd(int which, float *out, float *mean, float *rstd, const float *inp,
+                            const float *g, const float *b, int N, int C) {
+    LAYER(which, atm_layernorm_forward)(out, mean, rstd, inp, g, b, N, C);
+}
+
+API void atome_layer_ln_bwd(int which, float *dinp, float *dg, float *db, const float *dout,
+                            const float *inp, const float *g, const float *mean, const float *rstd,
+                            int N, int C) {
+    LAYER(which, atm_layernorm_backward)(dinp, dg, db, dout, inp, g, mean, rstd, N, C);
+}
+
+API double atome_layer_xent_fwd(int which, float *probs, const float *logits, const uint8_t *tgt, int N, int V) {
+    return LAYER(which, atm_xent_forward)(probs, logits, tgt, N, V);
+}
+
+API void atome_layer_xent_bwd(int which, float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
+                              float scale) {
+    LAYER(which, atm_xent_backward)(dlogits, probs, tgt, N, V, scale);
+}
+
+API void atome_layer_exp(int which, float *y, const float *x, int n) {
+#if defined(__wasm_simd128__)
+    if (which == 2) { atm_exp_wasm(y, x, n); return; }
+#endif
+    if (which == 1) atm_layer_kernels()->exp(y, x, n);
+    else atm_exp_ref(y, x, n);
 }

@@ -1,0 +1,187 @@
+// tests/node/wasm-layers.test.mjs — the wasm SIMD layer kernels
+// (core/train/kernels_layers_wasm.c) against their contract in
+// kernels_layers.h, called directly (which = 2) and through the dispatcher
+// (which = 1) of atome.wasm:
+//  - layernorm: the row sums taken in 4 lanes, combined (l0+l2)+(l1+l3), and
+//    otherwise the reference's operations. A float-by-float model of exactly
+//    that in JS (Math.fround after every operation) must give the same bits;
+//    dg and db, which involve no sum, must equal the reference's bits.
+//  - exp: at most 2 ulp from the exact exp where the result is normal, at
+//    most 2^-149 below; NaN stays NaN; -inf and x < -104 give 0.
+//  - cross-entropy: the backward equals the reference's bits; the forward
+//    differs from the reference only through exp and the summation order.
+// Sizes: 1, 3, 5, 15, 17, 63, 64, 65, 256 (tails of 1, 2, 3 lanes).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { load } from './artifacts.mjs';
+
+const SIZES = [1, 3, 5, 15, 17, 63, 64, 65, 256];
+const f = Math.fround;
+const EPS = f(1e-5);   // ATM_LN_EPS
+
+function rng(seed) {   // mulberry32
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = (n, r, scale = 1, off = 0) => Float32Array.from({ length: n }, () => f(off + scale * (2 * r() - 1)));
+
+// The kernels' row sum: 4 lanes in index order (a tail adds zeros), then (l0+l2)+(l1+l3).
+function laneSum(get, n) {
+  const l = [0, 0, 0, 0];
+  for (let i = 0; i < n; i++) l[i % 4] = f(l[i % 4] + get(i));
+  return f(f(l[0] + l[2]) + f(l[1] + l[3]));
+}
+
+const simd = await load('simd');
+const put = (arr) => { const p = simd.ex.atome_alloc(4 * arr.length + 4); simd.f32(p, arr.length).set(arr); return p; };
+const get = (p, n) => simd.f32(p, n).slice();
+const bitsEqual = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]) || (Number.isNaN(x) && Number.isNaN(b[i])));
+
+test('layernorm forward: the lane-sum model bit for bit', () => {
+  const r = rng(1);
+  for (const C of SIZES) for (const N of [1, 3]) {
+    const x = rand(N * C, r, 3, 0.5), g = rand(C, r, 1, 1), b = rand(C, r, 0.5);
+    const px = put(x), pg = put(g), pb = put(b), po = put(new Float32Array(N * C).fill(NaN));
+    const pm = put(new Float32Array(N)), ps = put(new Float32Array(N));
+    simd.ex.atome_layer_ln_fwd(2, po, pm, ps, px, pg, pb, N, C);
+    const out = get(po, N * C), mean = get(pm, N), rstd = get(ps, N);
+    for (let n = 0; n < N; n++) {
+      const row = (i) => x[n * C + i];
+      const mu = f(laneSum(row, C) / C);
+      const v = f(laneSum((i) => { const d = f(row(i) - mu); return f(d * d); }, C) / C);
+      const s = f(1 / f(Math.sqrt(f(v + EPS))));
+      assert.equal(mean[n], mu, `C=${C} row ${n}: mean`);
+      assert.equal(rstd[n], s, `C=${C} row ${n}: rstd`);
+      for (let i = 0; i < C; i++)
+        assert.equal(out[n * C + i], f(f(f(f(row(i) - mu) * s) * g[i]) + b[i]), `C=${C} row ${n} element ${i}`);
+    }
+    for (const p of [px, pg, pb, po, pm, ps]) simd.ex.atome_free(p);
+  }
+});
+
+test('layernorm backward: dg, db as the reference bit for bit; dinp as the lane-sum model bit for bit', () => {
+  const r = rng(2);
+  for (const C of SIZES) {
+    const N = 3;
+    const x = rand(N * C, r, 2), d = rand(N * C, r), g = rand(C, r, 1, 1);
+    const mean = Float32Array.from({ length: N }, () => f(0.1 * r())), rstd = Float32Array.from({ length: N }, () => f(0.5 + r()));
+    const dinp0 = rand(N * C, r), dg0 = rand(C, r), db0 = rand(C, r);
+    const res = [0, 2].map((which) => {
+      const pd = put(d), px = put(x), pg = put(g), pm = put(mean), ps = put(rstd);
+      const pdi = put(dinp0), pdg = put(dg0), pdb = put(db0);
+      simd.ex.atome_layer_ln_bwd(which, pdi, pdg, pdb, pd, px, pg, pm, ps, N, C);
+      const out = { di: get(pdi, N * C), dg: get(pdg, C), db: get(pdb, C) };
+      for (const p of [pd, px, pg, pm, ps, pdi, pdg, pdb]) simd.ex.atome_free(p);
+      return out;
+    });
+    assert.ok(bitsEqual(res[1].dg, res[0].dg), `C=${C}: dg differs from the reference`);
+    assert.ok(bitsEqual(res[1].db, res[0].db), `C=${C}: db differs from the reference`);
+    for (let n = 0; n < N; n++) {
+      const m = mean[n], s = rstd[n];
+      const xh = (i) => f(f(x[n * C + i] - m) * s);
+      const dn = (i) => f(g[i] * d[n * C + i]);
+      const dm = f(laneSum(dn, C) / C), dnm = f(laneSum((i) => f(dn(i) * xh(i)), C) / C);
+      for (let i = 0; i < C; i++) {
+        const want = f(dinp0[n * C + i] + f(f(f(dn(i) - dm) - f(xh(i) * dnm)) * s));
+        assert.equal(res[1].di[n * C + i], want, `C=${C} row ${n} element ${i}`);
+      }
+    }
+  }
+});
+
+test('exp: <= 2 ulp from the exact value over [-104, 0] (every 997th float), special values, any length', () => {
+  const ex = simd.ex;
+  const lo = new Uint32Array(Float32Array.of(-104).buffer)[0];
+  const CH = 1 << 15, xs = new Float32Array(CH), xb = new Uint32Array(xs.buffer);
+  const xp = ex.atome_alloc(4 * CH), yp = ex.atome_alloc(4 * CH);
+  let worst = 0, worstAt = 0, sub = 0, count = 0;
+  for (let u = 0x80000000; u <= lo;) {
+    let k = 0;
+    for (; k < CH && u <= lo; k++, u += 997) xb[k] = u;
+    simd.f32(xp, k).set(xs.subarray(0, k));
+    ex.atome_layer_exp(2, yp, xp, k);
+    const y = simd.f32(yp, k);
+    for (let i = 0; i < k; i++) {
+      const exact = Math.exp(xs[i]);
+      if (f(exact) < 2 ** -126) { sub = Math.max(sub, Math.abs(y[i] - exact)); continue; }
+      const ulp = 2 ** (Math.floor(Math.log2(f(exact))) - 23);
+      const e = Math.abs(y[i] - exact) / ulp;
+      if (e > worst) { worst = e; worstAt = xs[i]; }
+    }
+    count += k;
+  }
+  // Measured over every 61st float: 0.96 ulp (docs/wasm.md); the contract allows 2.
+  assert.ok(worst <= 2, `error ${worst} ulp at x = ${worstAt}`);
+  assert.ok(sub <= 2 ** -149, `subnormal error ${sub}`);
+  assert.ok(count > 1e6);
+  const special = Float32Array.of(NaN, -Infinity, -105, -104, 0, -0, 1, 10, 88);
+  simd.f32(xp, special.length).set(special);
+  ex.atome_layer_exp(2, yp, xp, special.length);
+  const y = get(yp, special.length);
+  assert.ok(Number.isNaN(y[0]));
+  assert.deepEqual([...y.subarray(1, 3)], [0, 0]);
+  assert.equal(y[4], 1);
+  assert.equal(y[5], 1);
+  for (const i of [3, 6, 7, 8]) assert.ok(Math.abs(y[i] - Math.exp(special[i])) <= 2 * 2 ** (Math.floor(Math.log2(y[i])) - 23) + 2 ** -149, `exp(${special[i]}) = ${y[i]}`);
+  // Tails: a length-n call writes n values and nothing after them.
+  for (const n of [1, 2, 3, 5, 7]) {
+    const guard = put(new Float32Array(n + 4).fill(7));
+    simd.f32(xp, n).set(new Float32Array(n));
+    ex.atome_layer_exp(2, guard, xp, n);
+    assert.deepEqual([...get(guard, n + 4)], [...new Array(n).fill(1), 7, 7, 7, 7], `n=${n}`);
+    ex.atome_free(guard);
+  }
+  ex.atome_free(xp); ex.atome_free(yp);
+});
+
+test('cross-entropy: backward bit-identical to the reference; forward within the exp and summation bound', () => {
+  const r = rng(3);
+  // Offset -150: every logit is far below 0, so a row max taken over the
+  // zero-filled lanes of a tail (instead of the row) would underflow the sum.
+  for (const [V, off] of [...SIZES.map((v) => [v, 0]), [3, -150], [65, -150]]) {
+    const N = 5;
+    const logits = rand(N * V, r, 6, off);
+    const tgt = Uint8Array.from({ length: N }, () => Math.floor(r() * V));
+    const pt = simd.ex.atome_alloc(N);
+    simd.u8(pt, N).set(tgt);
+    const run = (which) => {
+      const pl = put(logits), pp = put(new Float32Array(N * V));
+      const loss = simd.ex.atome_layer_xent_fwd(which, pp, pl, pt, N, V);
+      const probs = get(pp, N * V);
+      const pd = put(new Float32Array(N * V).fill(0.25));
+      simd.ex.atome_layer_xent_bwd(which, pd, pp, pt, N, V, f(1 / 7));
+      const d = get(pd, N * V);
+      // probs may alias the logits (the contract of layers.h).
+      const aliasLoss = simd.ex.atome_layer_xent_fwd(which, pl, pl, pt, N, V);
+      const alias = get(pl, N * V);
+      for (const p of [pl, pp, pd]) simd.ex.atome_free(p);
+      return { loss, probs, d, aliasLoss, alias };
+    };
+    const ref = run(0), w = run(2);
+    assert.equal(w.aliasLoss, w.loss, `V=${V}: aliasing changed the loss`);
+    assert.ok(bitsEqual(w.alias, w.probs), `V=${V}: aliasing changed the probabilities`);
+    // Each probability is e_i * (1/s): exp within 2 ulp (the reference's libm
+    // expf within 1), s summed in another order (<= (V-1) roundings of the
+    // sum of positive terms), 1/s and the product one rounding each. Relative
+    // (V + 6) * 2^-24 covers all of it.
+    const tol = (V + 6) * 2 ** -24;
+    assert.ok(w.probs.every(Number.isFinite), `V=${V} offset ${off}: non-finite probabilities`);
+    for (let i = 0; i < N * V; i++)
+      assert.ok(Math.abs(w.probs[i] - ref.probs[i]) <= tol * ref.probs[i] + 2 ** -149, `V=${V} p[${i}] ${w.probs[i]} vs ${ref.probs[i]}`);
+    // The loss is sum(log s - z_t): s agrees to the relative tol above, so
+    // each row's loss to tol in absolute nats (|d log s| = |ds| / s).
+    assert.ok(Math.abs(w.loss - ref.loss) <= N * tol + 1e-12, `V=${V}: loss ${w.loss} vs ${ref.loss}`);
+    // The backward itself is the reference's arithmetic: give it the same probabilities.
+    const pp = put(ref.probs), pd1 = put(new Float32Array(N * V).fill(0.25)), pd2 = put(new Float32Array(N * V).fill(0.25));
+    simd.ex.atome_layer_xent_bwd(0, pd1, pp, pt, N, V, f(1 / 7));
+    simd.ex.atome_layer_xent_bwd(2, pd2, pp, pt, N, V, f(1 / 7));
+    assert.ok(bitsEqual(get(pd2, N * V), get(pd1, N * V)), `V=${V}: backward differs from the reference`);
+    for (const p of [pp, pd1, pd2, pt]) simd.ex.atome_free(p);
+  }
+});
