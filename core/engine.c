@@ -11,6 +11,43 @@
 #include "engine_kernels.h"
 #include "fixmath.h"
 
+/* ---- tensor views ---- */
+
+/* The fields of a tensor the engine uses, read straight from its table
+ * entry (the reader validated the table; docs/format.md §3). */
+typedef struct {
+    const uint8_t *data;
+    uint32_t mant, bytes;      /* bytes: payload length */
+    int exp, aux;
+} tview;
+
+static uint32_t rd_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* the tensor of a kind (present: the caller checked the pathways) */
+static tview tensor(const atm_model *m, int kind, int layer) {
+    const int nb = m->cfg.n_layers * m->per_layer;
+    int idx;
+    switch (kind) {
+    case ATM_T_EMBED: idx = 0; break;
+    case ATM_T_LNF_G: idx = 1 + nb; break;
+    case ATM_T_LNF_B: idx = 2 + nb; break;
+    case ATM_T_UNEMBED: idx = 3 + nb; break;
+    default: idx = 1 + layer * m->per_layer + m->slot[kind];
+    }
+    const uint8_t *en = m->blob + ATM_CONTAINER_HEADER_BYTES + (size_t)idx * ATM_CONTAINER_ENTRY_BYTES;
+    const uint32_t count = rd_u32(en + 8);
+    tview t;
+    t.data = m->blob + rd_u32(en + 12);
+    t.aux = en[3];
+    t.exp = en[4];
+    t.mant = atm_rd_u16le(en + 6);
+    t.bytes = en[2] != ATM_DT_TRITS ? 2 * count
+              : (m->encoding == ATM_ENC_ATOME01 ? (count + 3) / 4 : (count + 4) / 5);
+    return t;
+}
+
 /* ---- trit decoding -------------------------------------------------------
  * Rows are decoded in chunks of up to CH trits into a small stack buffer and
  * then dotted with int16 activations. ATOME01 bytes map through T2 (4 trits
@@ -302,7 +339,7 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
 }
 
 /* out[r] = sum_c T[r][c] * x[c] for r < rows (T is rows x cols). */
-static void matvec(const atm_tensor_view *T, int enc, uint32_t rows, uint32_t cols,
+static void matvec(const tview *T, int enc, uint32_t rows, uint32_t cols,
                    const vin *in, int32_t *out) {
     const int16_t *x = in->x;
     if (in->rk && cols % 4u == 0) {
@@ -342,19 +379,17 @@ static void matvec(const atm_tensor_view *T, int enc, uint32_t rows, uint32_t co
 
 static const int32_t X_LIM = (1 << 30) - 1;   /* residual / state clamp: differences fit int32 */
 
-static int16_t rd16(const atm_tensor_view *t, uint32_t i) { return atm_rd_i16le(t->data + 2 * i); }
+static int16_t rd16(const tview *t, uint32_t i) { return atm_rd_i16le(t->data + 2 * i); }
 
-static void tensor(const atm_model *m, int kind, int layer, atm_tensor_view *t) {
-    (void)atm_model_tensor(m, kind, layer, t);   /* present: the caller checked pathways */
-}
-
-/* v * mul rounded to 2^-s (half up): the fast form for 1 <= s <= 62 (every
- * well-formed model), atm_rnd64 (saturating left shifts, s >= 63 -> 0)
- * otherwise; both give the same value where both apply. */
+/* v * mul rounded to 2^-s (half up). fast: 1 <= s <= 62 and mul fits int32
+ * (every well-formed model: the multipliers are products of a Q15 weight
+ * and a 16-bit mantissa, < 2^31), computed as (v mul + 2^(s-1)) >> s with
+ * a 32 x 32 -> 64-bit product; otherwise atm_rnd64 (saturating left shifts,
+ * s >= 63 -> 0). Both give the same value where both apply. */
 typedef struct { int64_t mul, half; int s, fast; } scaler;
 static scaler mk_scaler(int64_t mul, int s) {
     scaler k;
-    k.mul = mul; k.s = s; k.fast = s >= 1 && s <= 62;
+    k.mul = mul; k.s = s; k.fast = s >= 1 && s <= 62 && mul >= -INT32_MAX && mul <= INT32_MAX;
     k.half = k.fast ? (int64_t)1 << (s - 1) : 0;
     return k;
 }
@@ -364,6 +399,55 @@ static int64_t scale(const scaler *k, int64_t v) {
 /* residual update with its clamp */
 static int32_t add_x(int32_t x, const scaler *k, int64_t v) {
     return atm_clamp32((int64_t)x + scale(k, v), X_LIM);
+}
+/* The elementwise and attention kernels of a kernel set (engine_kernels.h):
+ * the plain-C twins everywhere, their AVX2 versions in the x86 sets. conv_ch
+ * is how many trits the conv pathway decodes per chunk for the set's conv
+ * kernel (the portable chunk fits a small stack). */
+typedef struct {
+    void (*dots)(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);
+    void (*mix)(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
+    void (*addsc)(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+    void (*scale)(int32_t *v, int n, int32_t mul, int s);
+    uint8_t (*quant32)(const int32_t *src, int n, int8_t *dst);
+    uint8_t (*quant16)(const int16_t *src, int n, int8_t *dst);
+    void (*ln_stats)(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);
+    int64_t (*ln_center)(const int32_t *x, int d, int32_t mean, int k, int16_t *u);
+    void (*ln_out)(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
+    void (*ssm)(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
+    void (*conv)(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
+                 const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
+    void (*scores)(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
+    int conv_ch;
+} kset;
+
+static const kset KS_REF = {
+    atm_ek_dots_ref, atm_ek_mix_ref, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
+    atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_ref, atm_ek_ssm_ref,
+    atm_ek_conv_ref, atm_ek_scores_ref, CH
+};
+#ifdef ATM_EK_X86
+#define CONV_CH_X86 1024      /* trits per conv chunk on x86 (a 1 KiB stack buffer) */
+static const kset KS_AVX2 = {
+    atm_ek_dots_avx2, atm_ek_mix_avx2, atm_ek_addsc_avx2, atm_ek_scale_avx2, atm_ek_quant32_avx2,
+    atm_ek_quant16_avx2, atm_ek_ln_stats_avx2, atm_ek_ln_center_avx2, atm_ek_ln_out_avx2, atm_ek_ssm_avx2,
+    atm_ek_conv_avx2, atm_ek_scores_avx2, CONV_CH_X86
+};
+#endif
+
+static const kset *pick_kset(int kernel) {
+#ifdef ATM_EK_X86
+    if (kernel == ATM_KERNEL_AVX2 || kernel == ATM_KERNEL_AVX512) return &KS_AVX2;
+#else
+    (void)kernel;
+#endif
+    return &KS_REF;
+}
+
+/* x[c] = clamp(x[c] + round(v[c] * mul / 2^s)) for c < n */
+static void add_scaled(const kset *ks, int32_t *x, const int32_t *v, int n, const scaler *k) {
+    if (k->fast) ks->addsc(x, v, n, (int32_t)k->mul, k->s);
+    else for (int c = 0; c < n; c++) x[c] = add_x(x[c], k, v[c]);
 }
 
 /* floor(a / b + 1/2) for b >= 1 */
@@ -380,32 +464,25 @@ static int64_t div_round(int64_t a, int64_t b) {
  * y * (r >> 15) * g rescaled to Q(FU) plus beta rescaled to Q(FU). */
 #define EPS_Q32 42950   /* round(1e-5 * 2^32) */
 
-static void layernorm(const int32_t *x, int d, int fx, const atm_tensor_view *G,
-                      const atm_tensor_view *B, int16_t *u) {
+static void layernorm(const kset *ks, const int32_t *x, int d, int fx, const tview *G, const tview *B,
+                      int16_t *u) {
     const int fu = G->aux;
-    int64_t sum = 0;
-    for (int i = 0; i < d; i++) sum += x[i];
+    int64_t sum;
+    int32_t lo, hi;
+    ks->ln_stats(x, d, &sum, &lo, &hi);
     const int32_t mean = (int32_t)div_round(sum, d);
-    uint32_t maxabs = 0;
-    for (int i = 0; i < d; i++) {
-        uint32_t a = atm_abs32(x[i] - mean);
-        if (a > maxabs) maxabs = a;
-    }
+    /* max |x - mean| is reached at the smallest or the largest x */
+    const uint32_t a0 = atm_abs32(hi - mean), a1 = atm_abs32(lo - mean);
+    const uint32_t maxabs = a0 > a1 ? a0 : a1;
     const scaler sb = mk_scaler(1, B->exp - fu);
     if (maxabs == 0) {
         for (int i = 0; i < d; i++) u[i] = atm_sat16(scale(&sb, rd16(B, (uint32_t)i)));
         return;
     }
-    /* y = (x - mean) * 2^-k, floor for k > 0: |y| <= 2^15 - 1 fits int16 (kept in u) */
+    /* y = (x - mean) * 2^-k, floor for k > 0: -2^15 <= y < 2^15 fits int16 (kept in u) */
     const int k = atm_bitlen32(maxabs) - 15;
-    uint64_t vs = 0;
-    for (int i = 0; i < d; i++) {
-        int32_t dx = x[i] - mean;
-        int32_t y = k > 0 ? atm_asr32(dx, k) : dx * (1 << -k);
-        u[i] = (int16_t)y;
-        vs += (uint64_t)((int64_t)y * y);
-    }
-    uint64_t var = (vs + (uint64_t)d / 2) / (uint64_t)d;
+    const int64_t vs = ks->ln_center(x, d, mean, k, u);
+    uint64_t var = ((uint64_t)vs + (uint64_t)d / 2) / (uint64_t)d;
     /* eps in units of y^2: 1e-5 * 2^(2 (fx - k)) = EPS_Q32 * 2^(2 (fx - k) - 32) */
     const int e2 = 2 * (fx - k) - 32;
     uint64_t eps = e2 >= 0 ? (uint64_t)EPS_Q32 << (e2 > 46 ? 46 : e2) : (uint64_t)atm_rnd64(EPS_Q32, -e2);
@@ -413,9 +490,13 @@ static void layernorm(const int32_t *x, int d, int fx, const atm_tensor_view *G,
     const uint32_t r = atm_rsqrt64(var + eps, &sh);
     const int32_t r15 = (int32_t)(r >> 15);                 /* [2^14, 2^15] */
     const scaler sg = mk_scaler(1, sh + G->exp - fu - 15);
-    for (int i = 0; i < d; i++) {
-        int32_t gr = r15 * rd16(G, (uint32_t)i);              /* |gr| <= 2^30 */
-        u[i] = atm_sat16(scale(&sg, (int64_t)u[i] * gr) + scale(&sb, rd16(B, (uint32_t)i)));
+    if (sg.fast && sb.fast && sb.s <= 30) {                 /* the kernel's ranges */
+        ks->ln_out(u, G->data, B->data, d, r15, sg.s, sb.s);
+    } else {
+        for (int i = 0; i < d; i++) {
+            const int32_t gr = r15 * rd16(G, (uint32_t)i);  /* |gr| <= 2^30 */
+            u[i] = atm_sat16(scale(&sg, (int64_t)u[i] * gr) + scale(&sb, rd16(B, (uint32_t)i)));
+        }
     }
 }
 
@@ -534,106 +615,69 @@ void atm_engine_reset(atm_engine *e) {
 /* ---- pathways ---- */
 
 /* conv: acc[c] = sum_j trit[c][j] * u_{t-j}[c] in Q(FU) (ring rows are
- * int8 << exponent), x += r * alpha * acc; then u_t enters the ring. */
-static void conv_path(atm_engine *e, int l, int32_t r, int fu) {
+ * int8 << exponent), x += r * alpha * acc; then u_t enters the ring. The
+ * trits are decoded in chunks of whole channels (ks->conv_ch trits at
+ * most) and summed tap by tap (atm_ek_conv_*); acc collects in `wide`
+ * (free until the attention pathway). */
+static void conv_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
     const atm_model *m = e->m;
     const int d = m->cfg.d_model, K = m->cfg.kernel, kh = K - 1;
-    atm_tensor_view C;
-    tensor(m, ATM_T_CONV, l, &C);
+    const tview C = tensor(m, ATM_T_CONV, l);
+#ifdef ATM_EK_X86
+    int8_t buf[CONV_CH_X86 + 16];
+#else
     int8_t buf[BUF];
+#endif
     int8_t *ring = e->ring + (size_t)l * (size_t)kh * (size_t)d;
     uint8_t *rexp = e->ringexp + (size_t)l * (size_t)kh;
     const scaler sc = mk_scaler((int64_t)r * (int64_t)C.mant, C.exp + fu + 15 - m->cfg.fx);
     const int taps = 1 + ((int)e->ring_count < kh ? (int)e->ring_count : kh);
-    /* tap j >= 1 reads ring row tp[j] (u of position t - j) scaled by 2^ts[j] */
-    const int8_t *tp[ATM_MAX_KERNEL];
-    int ts[ATM_MAX_KERNEL];
-    int slot = (int)e->ring_next;
-    for (int j = 1; j < taps; j++) {
-        slot = slot == 0 ? kh - 1 : slot - 1;
-        tp[j] = ring + (size_t)slot * (size_t)d;
-        ts[j] = rexp[slot];
-    }
-    /* channels in groups whose K trits each fit one decoded chunk */
-    const int g = CH / K;
+    int32_t *acc = e->wide;
+    const int g = ks->conv_ch / K;                         /* channels per decoded chunk */
     for (int c0 = 0; c0 < d; c0 += g) {
         const int nc = d - c0 < g ? d - c0 : g;
         const int8_t *t = decode(C.data, m->encoding, (uint32_t)c0 * (uint32_t)K, nc * K, buf);
-        for (int c = c0; c < c0 + nc; c++, t += K) {
-            int32_t acc = t[0] * e->u[c];
-            for (int j = 1; j < taps; j++) acc += t[j] * (tp[j][c] * (1 << ts[j]));
-            e->x[c] = add_x(e->x[c], &sc, acc);
-        }
+        ks->conv(t, K, nc, e->u + c0, ring + c0, d, rexp, (int)e->ring_next, kh, taps, acc + c0);
     }
-    if (kh > 0) {
-        uint32_t mx = 0;
-        for (int c = 0; c < d; c++) { uint32_t a = atm_abs32(e->u[c]); if (a > mx) mx = a; }
-        const int sh = atm_fit_shift(mx, 127);
-        const int32_t half = (1 << sh) >> 1;
-        int8_t *row = ring + (size_t)e->ring_next * (size_t)d;
-        for (int c = 0; c < d; c++) row[c] = (int8_t)atm_clamp32(atm_asr32(e->u[c] + half, sh), 127);
-        rexp[e->ring_next] = (uint8_t)sh;
-    }
+    add_scaled(ks, e->x, acc, d, &sc);
+    if (kh > 0) rexp[e->ring_next] = ks->quant16(e->u, d, ring + (size_t)e->ring_next * (size_t)d);
 }
 
 /* ssm: s = a * s + (b c) * u in Q(FS); x += r * s. */
-static void ssm_path(atm_engine *e, int l, int32_t r, int fu) {
+static void ssm_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
     const atm_model *m = e->m;
     const int d = m->cfg.d_model;
-    atm_tensor_view A, BC;
-    tensor(m, ATM_T_SSM_A, l, &A);
-    tensor(m, ATM_T_SSM_BC, l, &BC);
+    const tview A = tensor(m, ATM_T_SSM_A, l), BC = tensor(m, ATM_T_SSM_BC, l);
     const int fs = A.aux;
-    const scaler sa = mk_scaler(1, 15), sb = mk_scaler(1, BC.exp + fu - fs);
+    const scaler sb = mk_scaler(1, BC.exp + fu - fs);
     const scaler sx = mk_scaler(r, 15 + fs - m->cfg.fx);
     int32_t *s = e->ssm + (size_t)l * (size_t)d;
-    for (int c = 0; c < d; c++) {
-        int64_t v = scale(&sa, (int64_t)rd16(&A, (uint32_t)c) * s[c])
-                  + scale(&sb, (int64_t)rd16(&BC, (uint32_t)c) * e->u[c]);
-        s[c] = atm_clamp32(v, X_LIM);
-        e->x[c] = add_x(e->x[c], &sx, s[c]);
+    if (sb.fast) {
+        ks->ssm(s, A.data, BC.data, e->u, d, sb.s);
+    } else {
+        for (int c = 0; c < d; c++) {
+            /* a s: Q15 times Q(FS), rounded back to Q(FS) (|a s| < 2^45) */
+            const int64_t v = atm_asr64((int64_t)rd16(&A, (uint32_t)c) * s[c] + (1 << 14), 15)
+                            + scale(&sb, (int64_t)rd16(&BC, (uint32_t)c) * e->u[c]);
+            s[c] = atm_clamp32(v, X_LIM);
+        }
     }
-}
-
-/* int8 row with exponent: dst[i] = round(src[i] / 2^sh), sh the smallest
- * shift that fits every value in [-127, 127]. */
-static uint8_t quant_row(const int32_t *src, int n, int8_t *dst) {
-    uint32_t mx = 0;
-    for (int i = 0; i < n; i++) { uint32_t a = atm_abs32(src[i]); if (a > mx) mx = a; }
-    const int sh = atm_fit_shift(mx, 127);
-    const int64_t half = ((int64_t)1 << sh) >> 1;
-    for (int i = 0; i < n; i++) dst[i] = (int8_t)atm_clamp32(atm_asr64(src[i] + half, sh), 127);
-    return (uint8_t)sh;
-}
-
-/* q . k over n entries; 16-entry blocks with a constant trip count so
- * compilers vectorise them */
-static int32_t dot_q_k(const int16_t *q, const int8_t *k, int n) {
-    int32_t acc = 0;
-    int t = 0;
-    for (; t + 16 <= n; t += 16) {
-        int32_t a = 0;
-        for (int i = 0; i < 16; i++) a += q[t + i] * k[t + i];
-        acc += a;
-    }
-    for (; t < n; t++) acc += q[t] * k[t];
-    return acc;
+    add_scaled(ks, e->x, s, d, &sx);
 }
 
 /* attention: k, v of the current position enter cache slot `slot`; scores
  * q . k_j / sqrt(dh) over the n cached positions, oldest first, in Q16; the
  * top_k highest are kept (a later position replaces the last kept one only
  * if strictly greater, so ties keep the older); softmax in Q15; the kept
- * value rows are mixed with the weights realigned to the largest exponent. */
-static void attn_path(atm_engine *e, int l, int32_t r, int fu, const vin *in, uint32_t slot, uint32_t n,
-                      uint32_t oldest) {
+ * value rows are mixed with the weights realigned to the largest exponent.
+ * The scores are computed a run of consecutive slots at a time into `wide`
+ * (at most cap of them: the ring wraps at most once, wide holds cap). */
+static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, const vin *in,
+                      uint32_t slot, uint32_t n, uint32_t oldest) {
     const atm_model *m = e->m;
     const int d = m->cfg.d_model, dh = m->cfg.d_head, W = e->window;
     const int tk = m->cfg.top_k;
-    atm_tensor_view Q, Kt, V;
-    tensor(m, ATM_T_WQ, l, &Q);
-    tensor(m, ATM_T_WK, l, &Kt);
-    tensor(m, ATM_T_WV, l, &V);
+    const tview Q = tensor(m, ATM_T_WQ, l), Kt = tensor(m, ATM_T_WK, l), V = tensor(m, ATM_T_WV, l);
     int32_t *wide = e->wide;
     int8_t *kc = e->kc + (size_t)l * (size_t)W * (size_t)dh;
     int8_t *vc = e->vc + (size_t)l * (size_t)W * (size_t)d;
@@ -645,38 +689,44 @@ static void attn_path(atm_engine *e, int l, int32_t r, int fu, const vin *in, ui
     for (int i = 0; i < dh; i++) { uint32_t a = atm_abs32(wide[i]); if (a > mx) mx = a; }
     const int qe = atm_fit_shift(mx, 32767);
     for (int i = 0; i < dh; i++) e->q[i] = atm_sat16(atm_rnd64(wide[i], qe));
+    /* k, v rows: int8 with their exponents (|matvec sums| < 2^25) */
     matvec(&Kt, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
-    kexp[slot] = quant_row(wide, dh, kc + (size_t)slot * (size_t)dh);
+    kexp[slot] = ks->quant32(wide, dh, kc + (size_t)slot * (size_t)dh);
     matvec(&V, m->encoding, (uint32_t)d, (uint32_t)d, in, wide);
-    vexp[slot] = quant_row(wide, d, vc + (size_t)slot * (size_t)d);
+    vexp[slot] = ks->quant32(wide, d, vc + (size_t)slot * (size_t)d);
 
     /* score scale: alpha_q alpha_k / sqrt(dh) * 2^(16 - 2 FU)
      *   = ms * 2^(32 - Q.exp - K.exp - rsh) * 2^(16 - 2 FU), ms <= 2^30 */
     int rsh;
     const uint32_t rs = atm_rsqrt64((uint64_t)dh, &rsh);
-    const uint64_t ms = ((((uint64_t)Q.mant * Kt.mant) >> 2) * (rs >> 14)) >> 16;
+    const int64_t ms = (int64_t)(((((uint64_t)Q.mant * Kt.mant) >> 2) * (rs >> 14)) >> 16);
     const int sbase = Q.exp + Kt.exp + rsh + 2 * fu - 48 - qe;
     const int keff = (uint32_t)tk < n ? tk : (int)n;
+    const uint32_t cap = max3((uint32_t)m->cfg.vocab, (uint32_t)d, (uint32_t)dh);
     int cnt = 0;
-    uint32_t j = oldest;
-    for (uint32_t i = 0; i < n; i++) {
-        const int8_t *kj = kc + (size_t)j * (size_t)dh;
-        const int32_t dot = dot_q_k(e->q, kj, dh);
-        int32_t sc = atm_clamp32(atm_rnd64((int64_t)dot * (int64_t)ms, sbase - kexp[j]), X_LIM);
-        int pos;
-        if (cnt < keff) pos = cnt++;
-        else if (sc > e->sel_s[keff - 1]) pos = keff - 1;
-        else pos = -1;
-        if (pos >= 0) {
+    uint32_t j = oldest, left = n;
+    while (left > 0) {
+        uint32_t run = (uint32_t)W - j < left ? (uint32_t)W - j : left;
+        if (run > cap) run = cap;
+        ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide);
+        ks->scores(wide, kexp + j, (int)run, ms, sbase, wide);
+        for (uint32_t i = 0; i < run; i++) {
+            const int32_t sc = wide[i];
+            int pos;
+            if (cnt < keff) pos = cnt++;
+            else if (sc > e->sel_s[keff - 1]) pos = keff - 1;
+            else continue;
             while (pos > 0 && e->sel_s[pos - 1] < sc) {
                 e->sel_s[pos] = e->sel_s[pos - 1];
                 e->sel_i[pos] = e->sel_i[pos - 1];
                 pos--;
             }
             e->sel_s[pos] = sc;
-            e->sel_i[pos] = (int32_t)j;
+            e->sel_i[pos] = (int32_t)(j + i);
         }
-        j = j + 1 == (uint32_t)W ? 0 : j + 1;
+        j += run;
+        if (j == (uint32_t)W) j = 0;
+        left -= run;
     }
     atm_softmax_q15(e->sel_s, keff, e->sel_s);       /* weights, Q15 */
     int emax = 0;
@@ -684,15 +734,10 @@ static void attn_path(atm_engine *e, int l, int32_t r, int fu, const vin *in, ui
     for (int i = 0; i < keff; i++)
         e->sel_s[i] = (int32_t)atm_rnd64(e->sel_s[i], emax - vexp[e->sel_i[i]]);
     /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15;
-     * the sums (|.| < 2^22) collect in wide, free again after the matvecs */
+     * the sums (|.| < 2^22) collect in wide, free again after the scores */
     const scaler sv = mk_scaler((int64_t)r * (int64_t)V.mant, V.exp + fu + 30 - m->cfg.fx - emax);
-    for (int c = 0; c < d; c++) wide[c] = 0;
-    for (int i = 0; i < keff; i++) {
-        const int32_t wi = e->sel_s[i];
-        const int8_t *vi = vc + (size_t)e->sel_i[i] * (size_t)d;
-        for (int c = 0; c < d; c++) wide[c] += wi * vi[c];
-    }
-    for (int c = 0; c < d; c++) e->x[c] = add_x(e->x[c], &sv, wide[c]);
+    ks->mix(e->sel_s, e->sel_i, vc, keff, d, wide);
+    add_scaled(ks, e->x, wide, d, &sv);
 }
 
 /* ---- one step ---- */
@@ -704,13 +749,13 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     const int d = c->d_model, V = c->vocab, pw = c->pathways, P = m->n_paths;
     const int enc = m->encoding;
     if (byte < 0 || byte >= V) byte = 0;
-    atm_tensor_view T, G, B;
     vin in;
     const int kern = pick_kernel(e->kernel, d);
+    const kset *ks = pick_kset(kern);
 
     /* embedding: x = trit * round(alpha_E * 2^FX) */
-    tensor(m, ATM_T_EMBED, 0, &T);
     {
+        const tview T = tensor(m, ATM_T_EMBED, 0);
         const int64_t me = atm_clamp32(atm_rnd64(T.mant, T.exp - c->fx), X_LIM);
         int8_t buf[BUF];
         for (int i = 0; i < d; i += CH) {
@@ -726,32 +771,31 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     const uint32_t oldest = (slot + 1u + W - n) % W;
 
     for (int l = 0; l < c->n_layers; l++) {
-        tensor(m, ATM_T_LN_G, l, &G);
-        tensor(m, ATM_T_LN_B, l, &B);
+        const tview G = tensor(m, ATM_T_LN_G, l), B = tensor(m, ATM_T_LN_B, l);
         const int fu = G.aux;
-        layernorm(e->x, d, c->fx, &G, &B, e->u);
+        layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
         vin_prep(&in, e->u, d, kern);
         /* router: logits in Q16, weights in Q15 */
-        tensor(m, ATM_T_ROUTER, l, &T);
-        matvec(&T, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);
+        const tview R = tensor(m, ATM_T_ROUTER, l);
+        matvec(&R, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);
         for (int p = 0; p < P; p++)
-            e->rw[p] = atm_clamp32(atm_rnd64((int64_t)e->rw[p] * T.mant, T.exp + fu - 16), X_LIM);
+            e->rw[p] = atm_clamp32(atm_rnd64((int64_t)e->rw[p] * R.mant, R.exp + fu - 16), X_LIM);
         atm_softmax_q15(e->rw, P, e->rw);
         int np = 0;
-        if (pw & ATM_PW_CONV) conv_path(e, l, e->rw[np++], fu);
-        if (pw & ATM_PW_SSM) ssm_path(e, l, e->rw[np++], fu);
-        if (pw & ATM_PW_ATTN) attn_path(e, l, e->rw[np++], fu, &in, slot, n, oldest);
+        if (pw & ATM_PW_CONV) conv_path(e, ks, l, e->rw[np++], fu);
+        if (pw & ATM_PW_SSM) ssm_path(e, ks, l, e->rw[np++], fu);
+        if (pw & ATM_PW_ATTN) attn_path(e, ks, l, e->rw[np++], fu, &in, slot, n, oldest);
     }
 
     /* final LayerNorm and unembedding: logits in Q16 */
-    tensor(m, ATM_T_LNF_G, 0, &G);
-    tensor(m, ATM_T_LNF_B, 0, &B);
-    layernorm(e->x, d, c->fx, &G, &B, e->u);
+    const tview G = tensor(m, ATM_T_LNF_G, 0), B = tensor(m, ATM_T_LNF_B, 0);
+    layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
     vin_prep(&in, e->u, d, kern);
-    tensor(m, ATM_T_UNEMBED, 0, &T);
-    matvec(&T, enc, (uint32_t)V, (uint32_t)d, &in, e->wide);
-    const scaler sl = mk_scaler(T.mant, T.exp + G.aux - ATM_LOGIT_FRAC);
-    for (int v = 0; v < V; v++) e->wide[v] = atm_clamp32(scale(&sl, e->wide[v]), X_LIM);
+    const tview U = tensor(m, ATM_T_UNEMBED, 0);
+    matvec(&U, enc, (uint32_t)V, (uint32_t)d, &in, e->wide);
+    const scaler sl = mk_scaler(U.mant, U.exp + G.aux - ATM_LOGIT_FRAC);
+    if (sl.fast) ks->scale(e->wide, V, (int32_t)sl.mul, sl.s);
+    else for (int v = 0; v < V; v++) e->wide[v] = atm_clamp32(scale(&sl, e->wide[v]), X_LIM);
 
     /* advance the windows */
     if (pw & ATM_PW_ATTN) {
@@ -767,19 +811,124 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     return e->wide;
 }
 
+/* ---- plain-C kernels (engine_kernels.h); the portable engine runs these ---- */
+
+/* 16-entry blocks with a constant trip count, which compilers vectorise
+ * where the target has SIMD */
 void atm_ek_dots_ref(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out) {
     for (int j = 0; j < n; j++, k += dh) {
         int32_t acc = 0;
-        for (int i = 0; i < dh; i++) acc += q[i] * k[i];
+        int t = 0;
+        for (; t + 16 <= dh; t += 16) {
+            int32_t a = 0;
+            for (int i = 0; i < 16; i++) a += q[t + i] * k[t + i];
+            acc += a;
+        }
+        for (; t < dh; t++) acc += q[t] * k[t];
         out[j] = acc;
     }
 }
 
-void atm_ek_mix_ref(const int32_t *w, const int8_t *const *rows, int n, int d, int32_t *out) {
+void atm_ek_mix_ref(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out) {
     for (int c = 0; c < d; c++) out[c] = 0;
     for (int i = 0; i < n; i++) {
         const int32_t wi = w[i];
-        const int8_t *vi = rows[i];
+        const int8_t *vi = base + (size_t)idx[i] * (size_t)d;
         for (int c = 0; c < d; c++) out[c] += wi * vi[c];
     }
+}
+
+void atm_ek_addsc_ref(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
+    const int64_t half = (int64_t)1 << (s - 1);
+    for (int c = 0; c < n; c++)
+        x[c] = atm_clamp32((int64_t)x[c] + atm_asr64((int64_t)v[c] * mul + half, s), X_LIM);
+}
+
+void atm_ek_scale_ref(int32_t *v, int n, int32_t mul, int s) {
+    const int64_t half = (int64_t)1 << (s - 1);
+    for (int c = 0; c < n; c++) v[c] = atm_clamp32(atm_asr64((int64_t)v[c] * mul + half, s), X_LIM);
+}
+
+uint8_t atm_ek_quant32_ref(const int32_t *src, int n, int8_t *dst) {
+    uint32_t mx = 0;
+    for (int i = 0; i < n; i++) { uint32_t a = atm_abs32(src[i]); if (a > mx) mx = a; }
+    const int sh = atm_fit_shift(mx, 127);
+    const int32_t half = (int32_t)(((uint32_t)1 << sh) >> 1);
+    for (int i = 0; i < n; i++) dst[i] = (int8_t)atm_clamp32(atm_asr32(src[i] + half, sh), 127);
+    return (uint8_t)sh;
+}
+
+uint8_t atm_ek_quant16_ref(const int16_t *src, int n, int8_t *dst) {
+    uint32_t mx = 0;
+    for (int i = 0; i < n; i++) { uint32_t a = atm_abs32(src[i]); if (a > mx) mx = a; }
+    const int sh = atm_fit_shift(mx, 127);
+    const int32_t half = (1 << sh) >> 1;
+    for (int i = 0; i < n; i++) dst[i] = (int8_t)atm_clamp32(atm_asr32(src[i] + half, sh), 127);
+    return (uint8_t)sh;
+}
+
+void atm_ek_ln_stats_ref(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi) {
+    int64_t s = 0;
+    int32_t l = x[0], h = x[0];
+    for (int i = 0; i < d; i++) {
+        s += x[i];
+        l = x[i] < l ? x[i] : l;
+        h = x[i] > h ? x[i] : h;
+    }
+    *sum = s; *lo = l; *hi = h;
+}
+
+int64_t atm_ek_ln_center_ref(const int32_t *x, int d, int32_t mean, int k, int16_t *u) {
+    int64_t vs = 0;
+    if (k > 0) {
+        for (int i = 0; i < d; i++) {
+            const int32_t y = atm_asr32(x[i] - mean, k);
+            u[i] = (int16_t)y;
+            vs += (int64_t)y * y;
+        }
+    } else {
+        const int32_t m = (int32_t)1 << -k;
+        for (int i = 0; i < d; i++) {
+            const int32_t y = (x[i] - mean) * m;
+            u[i] = (int16_t)y;
+            vs += (int64_t)y * y;
+        }
+    }
+    return vs;
+}
+
+void atm_ek_ln_out_ref(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb) {
+    const int64_t hg = (int64_t)1 << (sg - 1);
+    const int32_t hb = (int32_t)1 << (sb - 1);
+    for (int i = 0; i < d; i++) {
+        const int32_t gr = r15 * atm_rd_i16le(g + 2 * i);            /* |gr| <= 2^30 */
+        u[i] = atm_sat16(atm_asr64((int64_t)u[i] * gr + hg, sg) + atm_asr32(atm_rd_i16le(b + 2 * i) + hb, sb));
+    }
+}
+
+void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
+    const int64_t hb = (int64_t)1 << (sb - 1);
+    for (int c = 0; c < d; c++) {
+        /* a s: Q15 times Q(FS), rounded back to Q(FS) (|a s| < 2^45) */
+        const int64_t v = atm_asr64((int64_t)atm_rd_i16le(a + 2 * c) * s[c] + (1 << 14), 15)
+                        + atm_asr64((int64_t)(atm_rd_i16le(bc + 2 * c) * u[c]) + hb, sb);
+        s[c] = atm_clamp32(v, X_LIM);
+    }
+}
+
+void atm_ek_conv_ref(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
+                     const uint8_t *rexp, int next, int kh, int taps, int32_t *acc) {
+    for (int c = 0; c < nc; c++) acc[c] = t[c * K] * u[c];
+    int slot = next;
+    for (int j = 1; j < taps; j++) {
+        slot = slot == 0 ? kh - 1 : slot - 1;
+        const int8_t *rp = ring + (size_t)slot * (size_t)ld;
+        const int s = rexp[slot];
+        for (int c = 0; c < nc; c++) acc[c] += t[c * K + j] * (rp[c] * (1 << s));
+    }
+}
+
+void atm_ek_scores_ref(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out) {
+    for (int j = 0; j < n; j++)
+        out[j] = atm_clamp32(atm_rnd64((int64_t)dots[j] * ms, sbase - kexp[j]), X_LIM);
 }

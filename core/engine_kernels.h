@@ -20,17 +20,61 @@
 #include <stdint.h>
 #include "container.h"
 
-/* ---- plain-C twins (engine.c) ---- */
+/* ---- plain-C twins (engine.c) ----
+ * Shifts s are "round half up" shifts: round(v / 2^s) = (v + 2^(s-1)) >> s
+ * with an arithmetic (floor) shift; every clamp is symmetric. The ranges
+ * stated are preconditions the engine guarantees (docs/fixed-point.md). */
 
 /* out[r] = sum_c trit(b, r * cols + c) * x[c], rows x cols, cols % 4 == 0. */
 void atm_ek_matvec_ref(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *x, int32_t *out);
 
-/* out[j] = sum_i q[i] * k[j * dh + i] for j < n (int8 keys, int16 query). */
+/* out[j] = sum_i q[i] * k[j * dh + i] for j < n (int8 keys, int16 query;
+ * dh <= 512 keeps |out| < 2^31). */
 void atm_ek_dots_ref(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);
 
-/* out[c] = sum_{i < n} w[i] * rows[i][c] for c < d (int8 rows, int32
- * weights with |w| <= 2^15 and sum |w| <= 2^15, so |out| < 2^22). */
-void atm_ek_mix_ref(const int32_t *w, const int8_t *const *rows, int n, int d, int32_t *out);
+/* out[c] = sum_{i < n} w[i] * row_i[c] for c < d, row_i = base + idx[i] * d
+ * (int8 rows, int32 weights with sum |w| <= 2^15, so |out| < 2^22). */
+void atm_ek_mix_ref(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
+
+/* x[c] = clamp(x[c] + round(v[c] * mul / 2^s), +-(2^30 - 1)) for c < n;
+ * 1 <= s <= 62, |x| <= 2^30 - 1, |v| <= 2^31 - 1, |mul| <= 2^31 - 1. */
+void atm_ek_addsc_ref(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+
+/* v[c] = clamp(round(v[c] * mul / 2^s), +-(2^30 - 1)); same ranges. */
+void atm_ek_scale_ref(int32_t *v, int n, int32_t mul, int s);
+
+/* Per-row exponent quantisation to int8: sh = the smallest shift with
+ * round(max |src| / 2^sh) <= 127, dst[i] = clamp(round(src[i] / 2^sh),
+ * +-127); returns sh. |src| <= 2^30. */
+uint8_t atm_ek_quant32_ref(const int32_t *src, int n, int8_t *dst);
+uint8_t atm_ek_quant16_ref(const int16_t *src, int n, int8_t *dst);
+
+/* LayerNorm pieces (engine.c, layernorm). stats: *sum = sum x, *lo / *hi
+ * = min / max x (d >= 1, |x| <= 2^30). center: u[i] = (x[i] - mean) >> k
+ * for k > 0, (x[i] - mean) * 2^-k for k <= 0 (the result fits int16 by the
+ * choice of k), returns sum u[i]^2. out: u[i] = sat16(round(u[i] * r15 *
+ * g[i] / 2^sg) + round(b[i] / 2^sb)) with g, b little-endian int16 at any
+ * address; 1 <= sg <= 62, 1 <= sb <= 30, |r15| <= 2^15, |g|, |b| <= 32767. */
+void atm_ek_ln_stats_ref(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);
+int64_t atm_ek_ln_center_ref(const int32_t *x, int d, int32_t mean, int k, int16_t *u);
+void atm_ek_ln_out_ref(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
+
+/* SSM update: s[c] = clamp(round(a[c] * s[c] / 2^15) + round(bc[c] * u[c] /
+ * 2^sb), +-(2^30 - 1)), a and bc little-endian int16 at any address;
+ * 1 <= sb <= 62, |s| <= 2^30 - 1. */
+void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
+
+/* Conv taps of channels [0, nc): acc[c] = t[c K] u[c] + sum_{j=1}^{taps-1}
+ * t[c K + j] * (ring_j[c] << e_j), where ring_j = ring + slot_j * ld is the
+ * row of the position j back, slot_j = (next - j) mod kh, e_j = rexp[slot_j]
+ * (0 <= e_j <= 31 and |ring << e| <= 2^16, as the ring holds int16 values
+ * rounded to 8 bits). t: trits (int8 -1/0/1), readable up to t[nc K + 2]. */
+void atm_ek_conv_ref(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
+                     const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
+
+/* Attention scores: out[j] = clamp(atm_rnd64(dots[j] * ms, sbase - kexp[j]),
+ * +-(2^30 - 1)) for j < n; 0 <= ms < 2^30; out may alias dots. */
+void atm_ek_scores_ref(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
 
 #if defined(__x86_64__) && !defined(ATM_ENGINE_PORTABLE)
 #define ATM_EK_X86 1
@@ -62,9 +106,20 @@ void atm_ek_prep_avx512(const int16_t *x, uint32_t cols, atm_ek_vec *v);
 void atm_ek_matvec_avx2(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v, int32_t *out);
 void atm_ek_matvec_avx512(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v, int32_t *out);
 
-/* atm_ek_dots_ref / atm_ek_mix_ref (AVX2; the AVX-512 set uses them too). */
+/* The twins above, AVX2 (the AVX-512 set uses them too). */
 void atm_ek_dots_avx2(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);
-void atm_ek_mix_avx2(const int32_t *w, const int8_t *const *rows, int n, int d, int32_t *out);
+void atm_ek_mix_avx2(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
+void atm_ek_addsc_avx2(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+void atm_ek_scale_avx2(int32_t *v, int n, int32_t mul, int s);
+uint8_t atm_ek_quant32_avx2(const int32_t *src, int n, int8_t *dst);
+uint8_t atm_ek_quant16_avx2(const int16_t *src, int n, int8_t *dst);
+void atm_ek_ln_stats_avx2(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);
+int64_t atm_ek_ln_center_avx2(const int32_t *x, int d, int32_t mean, int k, int16_t *u);
+void atm_ek_ln_out_avx2(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
+void atm_ek_ssm_avx2(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
+void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
+                      const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
+void atm_ek_scores_avx2(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
 #endif
 
 #endif

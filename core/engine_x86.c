@@ -25,6 +25,7 @@
  * code 0, and the activations past cols are 0. */
 #include "engine.h"
 #include "engine_kernels.h"
+#include "fixmath.h"
 
 #ifdef ATM_EK_X86
 #include <immintrin.h>
@@ -164,20 +165,296 @@ ATTR_AVX2 void atm_ek_dots_avx2(const int16_t *q, const int8_t *k, int dh, int n
 }
 
 /* out[c] = sum_i w[i] rows[i][c], 8 columns per vector (vpmulld: |w| may be 2^15) */
-ATTR_AVX2 void atm_ek_mix_avx2(const int32_t *w, const int8_t *const *rows, int n, int d, int32_t *out) {
+ATTR_AVX2 void atm_ek_mix_avx2(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d,
+                               int32_t *out) {
     int c = 0;
     for (; c + 8 <= d; c += 8) {
         __m256i acc = _mm256_setzero_si256();
         for (int i = 0; i < n; i++) {
-            const __m256i r = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rows[i] + c)));
+            const __m256i r = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(base + (size_t)idx[i] * (size_t)d + c)));
             acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(r, _mm256_set1_epi32(w[i])));
         }
         _mm256_storeu_si256((__m256i *)(void *)(out + c), acc);
     }
     for (; c < d; c++) {
         int32_t acc = 0;
-        for (int i = 0; i < n; i++) acc += w[i] * rows[i][c];
+        for (int i = 0; i < n; i++) acc += w[i] * base[(size_t)idx[i] * (size_t)d + (size_t)c];
         out[c] = acc;
+    }
+}
+
+/* ---- AVX2: elementwise kernels ----
+ * 64-bit lanes where the products need them (vpmuldq: signed 32 x 32 ->
+ * 64 of the low halves). AVX2 has no 64-bit arithmetic right shift: it is
+ * the logical shift with the sign bits put back (sra64). Lengths not a
+ * multiple of the vector width finish with the twin's scalar formula. */
+
+static const int32_t XLIM = (1 << 30) - 1;
+
+/* floor(v / 2^s), 1 <= s <= 63 (cnt = s, cntl = 64 - s) */
+static ATTR_AVX2 inline __m256i sra64(__m256i v, __m128i cnt, __m128i cntl) {
+    const __m256i sign = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
+    return _mm256_or_si256(_mm256_srl_epi64(v, cnt), _mm256_sll_epi64(sign, cntl));
+}
+static ATTR_AVX2 inline __m256i clamp64(__m256i v, __m256i lim) {
+    const __m256i nlim = _mm256_sub_epi64(_mm256_setzero_si256(), lim);
+    v = _mm256_blendv_epi8(v, lim, _mm256_cmpgt_epi64(v, lim));
+    return _mm256_blendv_epi8(v, nlim, _mm256_cmpgt_epi64(nlim, v));
+}
+/* four int64 lanes holding int32 values -> four int32 */
+static ATTR_AVX2 inline __m128i narrow64(__m256i v) {
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+}
+/* even / odd int32 lanes of v sign-extended to int64 */
+static ATTR_AVX2 inline __m256i even64(__m256i v) { return _mm256_mul_epi32(v, _mm256_set1_epi64x(1)); }
+static ATTR_AVX2 inline __m256i odd64(__m256i v) { return _mm256_mul_epi32(_mm256_srli_epi64(v, 32), _mm256_set1_epi64x(1)); }
+/* int64 lanes of an even and an odd result (each fitting int32) -> eight int32 in order */
+static ATTR_AVX2 inline __m256i join64(__m256i ev, __m256i od) {
+    return _mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA);
+}
+/* eight int32 in [-127, 127] -> eight int8 stored at p */
+static ATTR_AVX2 inline void store8x8(int8_t *p, __m256i v) {
+    const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v, v), _mm256_setzero_si256());
+    const __m256i b = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    _mm_storel_epi64((__m128i *)(void *)p, _mm256_castsi256_si128(b));
+}
+/* eight int32 in int16 range -> eight int16 stored at p */
+static ATTR_AVX2 inline void store8x16(int16_t *p, __m256i v) {
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08);
+    _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(w));
+}
+#define LOADU(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define LOAD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+
+ATTR_AVX2 void atm_ek_addsc_avx2(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
+    const int64_t half = (int64_t)1 << (s - 1);
+    const __m256i M = _mm256_set1_epi64x(mul), H = _mm256_set1_epi64x(half);
+    const __m256i L = _mm256_set1_epi64x(XLIM);
+    const __m128i cnt = _mm_cvtsi32_si128(s), cntl = _mm_cvtsi32_si128(64 - s);
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256i vv = LOADU(v + c), xx = LOADU(x + c);
+        __m256i pe = sra64(_mm256_add_epi64(_mm256_mul_epi32(vv, M), H), cnt, cntl);
+        __m256i po = sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(vv, 32), M), H), cnt, cntl);
+        pe = clamp64(_mm256_add_epi64(pe, even64(xx)), L);
+        po = clamp64(_mm256_add_epi64(po, odd64(xx)), L);
+        _mm256_storeu_si256((__m256i *)(void *)(x + c), join64(pe, po));
+    }
+    for (; c < n; c++) x[c] = atm_clamp32((int64_t)x[c] + (((int64_t)v[c] * mul + half) >> s), XLIM);
+}
+
+ATTR_AVX2 void atm_ek_scale_avx2(int32_t *v, int n, int32_t mul, int s) {
+    const int64_t half = (int64_t)1 << (s - 1);
+    const __m256i M = _mm256_set1_epi64x(mul), H = _mm256_set1_epi64x(half);
+    const __m256i L = _mm256_set1_epi64x(XLIM);
+    const __m128i cnt = _mm_cvtsi32_si128(s), cntl = _mm_cvtsi32_si128(64 - s);
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256i vv = LOADU(v + c);
+        const __m256i pe = clamp64(sra64(_mm256_add_epi64(_mm256_mul_epi32(vv, M), H), cnt, cntl), L);
+        const __m256i po = clamp64(sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(vv, 32), M), H), cnt, cntl), L);
+        _mm256_storeu_si256((__m256i *)(void *)(v + c), join64(pe, po));
+    }
+    for (; c < n; c++) v[c] = atm_clamp32(((int64_t)v[c] * mul + half) >> s, XLIM);
+}
+
+static ATTR_AVX2 inline uint32_t hmax_epu32(__m256i v) {
+    __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0x4E));
+    m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0xB1));
+    return (uint32_t)_mm_cvtsi128_si32(m);
+}
+
+/* dst[i] = clamp((src[i] + half) >> sh, +-127) for eight int32 */
+static ATTR_AVX2 inline __m256i q8(__m256i v, __m256i half, __m128i cnt) {
+    v = _mm256_sra_epi32(_mm256_add_epi32(v, half), cnt);
+    return _mm256_max_epi32(_mm256_min_epi32(v, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+}
+
+ATTR_AVX2 uint8_t atm_ek_quant32_avx2(const int32_t *src, int n, int8_t *dst) {
+    __m256i vm = _mm256_setzero_si256();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) vm = _mm256_max_epu32(vm, _mm256_abs_epi32(LOADU(src + i)));
+    uint32_t mx = hmax_epu32(vm);
+    for (; i < n; i++) { const uint32_t a = src[i] < 0 ? 0u - (uint32_t)src[i] : (uint32_t)src[i]; if (a > mx) mx = a; }
+    const int sh = atm_fit_shift(mx, 127);
+    const int32_t half = (int32_t)(((uint32_t)1 << sh) >> 1);
+    const __m256i H = _mm256_set1_epi32(half);
+    const __m128i cnt = _mm_cvtsi32_si128(sh);
+    for (i = 0; i + 8 <= n; i += 8) store8x8(dst + i, q8(LOADU(src + i), H, cnt));
+    for (; i < n; i++) dst[i] = (int8_t)atm_clamp32((src[i] + half) >> sh, 127);
+    return (uint8_t)sh;
+}
+
+ATTR_AVX2 uint8_t atm_ek_quant16_avx2(const int16_t *src, int n, int8_t *dst) {
+    __m256i vm = _mm256_setzero_si256();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) vm = _mm256_max_epu16(vm, _mm256_abs_epi16(LOADU(src + i)));
+    vm = _mm256_max_epu32(_mm256_and_si256(vm, _mm256_set1_epi32(0xFFFF)), _mm256_srli_epi32(vm, 16));
+    uint32_t mx = hmax_epu32(vm);
+    for (; i < n; i++) { const uint32_t a = (uint32_t)(src[i] < 0 ? -src[i] : src[i]); if (a > mx) mx = a; }
+    const int sh = atm_fit_shift(mx, 127);
+    const int32_t half = (1 << sh) >> 1;
+    const __m256i H = _mm256_set1_epi32(half);
+    const __m128i cnt = _mm_cvtsi32_si128(sh);
+    for (i = 0; i + 8 <= n; i += 8) store8x8(dst + i, q8(_mm256_cvtepi16_epi32(LOAD128(src + i)), H, cnt));
+    for (; i < n; i++) dst[i] = (int8_t)atm_clamp32((src[i] + half) >> sh, 127);
+    return (uint8_t)sh;
+}
+
+ATTR_AVX2 void atm_ek_ln_stats_avx2(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi) {
+    __m256i s = _mm256_setzero_si256(), mn = _mm256_set1_epi32(x[0]), mxv = mn;
+    int i = 0;
+    for (; i + 8 <= d; i += 8) {
+        const __m256i v = LOADU(x + i);
+        s = _mm256_add_epi64(s, _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)),
+                                                 _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1))));
+        mn = _mm256_min_epi32(mn, v);
+        mxv = _mm256_max_epi32(mxv, v);
+    }
+    int64_t t[4];
+    int32_t a[8], b[8];
+    _mm256_storeu_si256((__m256i *)(void *)t, s);
+    _mm256_storeu_si256((__m256i *)(void *)a, mn);
+    _mm256_storeu_si256((__m256i *)(void *)b, mxv);
+    int64_t sm = t[0] + t[1] + t[2] + t[3];
+    int32_t l = a[0], h = b[0];
+    for (int k = 1; k < 8; k++) { l = a[k] < l ? a[k] : l; h = b[k] > h ? b[k] : h; }
+    for (; i < d; i++) { sm += x[i]; l = x[i] < l ? x[i] : l; h = x[i] > h ? x[i] : h; }
+    *sum = sm; *lo = l; *hi = h;
+}
+
+ATTR_AVX2 int64_t atm_ek_ln_center_avx2(const int32_t *x, int d, int32_t mean, int k, int16_t *u) {
+    const __m256i M = _mm256_set1_epi32(mean);
+    const __m128i cnt = _mm_cvtsi32_si128(k > 0 ? k : -k);
+    __m256i acc = _mm256_setzero_si256();
+    int i = 0;
+    for (; i + 16 <= d; i += 16) {
+        __m256i y0 = _mm256_sub_epi32(LOADU(x + i), M), y1 = _mm256_sub_epi32(LOADU(x + i + 8), M);
+        if (k > 0) { y0 = _mm256_sra_epi32(y0, cnt); y1 = _mm256_sra_epi32(y1, cnt); }
+        else { y0 = _mm256_sll_epi32(y0, cnt); y1 = _mm256_sll_epi32(y1, cnt); }
+        /* -2^15 <= y < 2^15: the saturating pack is exact; a pair of squares
+         * is at most 2^31 (two y = -2^15), so it is read as unsigned */
+        const __m256i y = _mm256_permute4x64_epi64(_mm256_packs_epi32(y0, y1), 0xD8);
+        _mm256_storeu_si256((__m256i *)(void *)(u + i), y);
+        const __m256i q = _mm256_madd_epi16(y, y);
+        acc = _mm256_add_epi64(acc, _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(q)),
+                                                     _mm256_cvtepu32_epi64(_mm256_extracti128_si256(q, 1))));
+    }
+    int64_t t[4];
+    _mm256_storeu_si256((__m256i *)(void *)t, acc);
+    int64_t vs = t[0] + t[1] + t[2] + t[3];
+    for (; i < d; i++) {
+        const int32_t y = k > 0 ? (x[i] - mean) >> k : (x[i] - mean) * ((int32_t)1 << -k);
+        u[i] = (int16_t)y;
+        vs += (int64_t)y * y;
+    }
+    return vs;
+}
+
+ATTR_AVX2 void atm_ek_ln_out_avx2(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb) {
+    const int64_t hg = (int64_t)1 << (sg - 1);
+    const int32_t hb = (int32_t)1 << (sb - 1);
+    const __m256i R = _mm256_set1_epi32(r15), HG = _mm256_set1_epi64x(hg), HB = _mm256_set1_epi32(hb);
+    const __m256i L = _mm256_set1_epi64x(32767);
+    const __m128i cg = _mm_cvtsi32_si128(sg), cgl = _mm_cvtsi32_si128(64 - sg), cb = _mm_cvtsi32_si128(sb);
+    int i = 0;
+    for (; i + 8 <= d; i += 8) {
+        const __m256i uu = _mm256_cvtepi16_epi32(LOAD128(u + i));
+        const __m256i gr = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(LOAD128(g + 2 * i)), R);
+        const __m256i bt = _mm256_sra_epi32(_mm256_add_epi32(_mm256_cvtepi16_epi32(LOAD128(b + 2 * i)), HB), cb);
+        __m256i pe = sra64(_mm256_add_epi64(_mm256_mul_epi32(uu, gr), HG), cg, cgl);
+        __m256i po = sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(uu, 32), _mm256_srli_epi64(gr, 32)), HG),
+                           cg, cgl);
+        pe = clamp64(_mm256_add_epi64(pe, even64(bt)), L);
+        po = clamp64(_mm256_add_epi64(po, odd64(bt)), L);
+        store8x16(u + i, join64(pe, po));
+    }
+    for (; i < d; i++) {
+        const int32_t gr = r15 * atm_rd_i16le(g + 2 * i);
+        u[i] = atm_sat16((((int64_t)u[i] * gr + hg) >> sg) + ((atm_rd_i16le(b + 2 * i) + hb) >> sb));
+    }
+}
+
+ATTR_AVX2 void atm_ek_ssm_avx2(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
+    const int64_t hb = (int64_t)1 << (sb - 1);
+    const __m256i HA = _mm256_set1_epi64x(1 << 14), HB = _mm256_set1_epi64x(hb), L = _mm256_set1_epi64x(XLIM);
+    const __m128i c15 = _mm_cvtsi32_si128(15), c15l = _mm_cvtsi32_si128(49);
+    const __m128i cb = _mm_cvtsi32_si128(sb), cbl = _mm_cvtsi32_si128(64 - sb);
+    int c = 0;
+    for (; c + 8 <= d; c += 8) {
+        const __m256i ss = LOADU(s + c), aa = _mm256_cvtepi16_epi32(LOAD128(a + 2 * c));
+        const __m256i bu = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(LOAD128(bc + 2 * c)),
+                                              _mm256_cvtepi16_epi32(LOAD128(u + c)));      /* |.| <= 2^30 */
+        __m256i pe = sra64(_mm256_add_epi64(_mm256_mul_epi32(aa, ss), HA), c15, c15l);
+        __m256i po = sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(aa, 32), _mm256_srli_epi64(ss, 32)), HA),
+                           c15, c15l);
+        pe = clamp64(_mm256_add_epi64(pe, sra64(_mm256_add_epi64(even64(bu), HB), cb, cbl)), L);
+        po = clamp64(_mm256_add_epi64(po, sra64(_mm256_add_epi64(odd64(bu), HB), cb, cbl)), L);
+        _mm256_storeu_si256((__m256i *)(void *)(s + c), join64(pe, po));
+    }
+    for (; c < d; c++) {
+        const int64_t v = (((int64_t)atm_rd_i16le(a + 2 * c) * s[c] + (1 << 14)) >> 15)
+                        + (((int64_t)(atm_rd_i16le(bc + 2 * c) * u[c]) + hb) >> sb);
+        s[c] = atm_clamp32(v, XLIM);
+    }
+}
+
+/* eight trits t[idx + lane * K] (gathered as 32-bit words, low byte kept) */
+static ATTR_AVX2 inline __m256i trits8(const int8_t *t, __m256i idx) {
+    const __m256i w = _mm256_i32gather_epi32((const int *)(const void *)t, idx, 1);
+    return _mm256_srai_epi32(_mm256_slli_epi32(w, 24), 24);
+}
+
+ATTR_AVX2 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
+                                const uint8_t *rexp, int next, int kh, int taps, int32_t *acc) {
+    const int8_t *rp[ATM_MAX_KERNEL];
+    __m128i sh[ATM_MAX_KERNEL];
+    int slot = next;
+    for (int j = 1; j < taps; j++) {
+        slot = slot == 0 ? kh - 1 : slot - 1;
+        rp[j] = ring + (size_t)slot * (size_t)ld;
+        sh[j] = _mm_cvtsi32_si128(rexp[slot]);
+    }
+    const __m256i lane = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(K));
+    int c = 0;
+    for (; c + 8 <= nc; c += 8) {
+        const __m256i base = _mm256_add_epi32(lane, _mm256_set1_epi32(c * K));
+        __m256i a = _mm256_sign_epi32(_mm256_cvtepi16_epi32(LOAD128(u + c)), trits8(t, base));
+        for (int j = 1; j < taps; j++) {
+            const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[j] + c))),
+                                               sh[j]);
+            a = _mm256_add_epi32(a, _mm256_sign_epi32(v, trits8(t, _mm256_add_epi32(base, _mm256_set1_epi32(j)))));
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(acc + c), a);
+    }
+    for (; c < nc; c++) {
+        int32_t a = t[c * K] * u[c];
+        for (int j = 1; j < taps; j++) a += t[c * K + j] * (rp[j][c] * (1 << _mm_cvtsi128_si32(sh[j])));
+        acc[c] = a;
+    }
+}
+
+ATTR_AVX2 void atm_ek_scores_avx2(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out) {
+    const __m256i MS = _mm256_set1_epi64x(ms), SB = _mm256_set1_epi64x(sbase), ONE = _mm256_set1_epi64x(1);
+    const __m256i L = _mm256_set1_epi64x(XLIM), C64 = _mm256_set1_epi64x(64);
+    const __m256i S0 = _mm256_setzero_si256();
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        uint32_t k4 = (uint32_t)kexp[j] | (uint32_t)kexp[j + 1] << 8 | (uint32_t)kexp[j + 2] << 16 | (uint32_t)kexp[j + 3] << 24;
+        const __m256i sv = _mm256_sub_epi64(SB, _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((int)k4)));
+        /* the rounding shift needs 1 <= s <= 62 in every lane; else the scalar rule */
+        if (!_mm256_testz_si256(_mm256_or_si256(_mm256_cmpgt_epi64(ONE, sv), _mm256_cmpgt_epi64(sv, _mm256_set1_epi64x(62))),
+                                _mm256_set1_epi64x(-1))) break;
+        __m256i p = _mm256_mul_epi32(_mm256_cvtepi32_epi64(LOAD128(dots + j)), MS);
+        p = _mm256_add_epi64(p, _mm256_sllv_epi64(ONE, _mm256_sub_epi64(sv, ONE)));
+        const __m256i sign = _mm256_cmpgt_epi64(S0, p);
+        p = _mm256_or_si256(_mm256_srlv_epi64(p, sv), _mm256_sllv_epi64(sign, _mm256_sub_epi64(C64, sv)));
+        _mm_storeu_si128((__m128i *)(void *)(out + j), narrow64(clamp64(p, L)));
+    }
+    for (; j < n; j++) {
+        const int64_t r = atm_rnd64((int64_t)dots[j] * ms, sbase - kexp[j]);
+        out[j] = atm_clamp32(r, XLIM);
     }
 }
 

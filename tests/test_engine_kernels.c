@@ -30,7 +30,17 @@ static int atm_ek_x86_supported(int k) { (void)k; return 0; }
 #define atm_ek_matvec_avx2(b, r, c, v, o) ((void)0)
 #define atm_ek_matvec_avx512(b, r, c, v, o) ((void)0)
 #define atm_ek_dots_avx2(q, k, dh, n, o) ((void)0)
-#define atm_ek_mix_avx2(w, r, n, d, o) ((void)0)
+#define atm_ek_mix_avx2(w, i, b, n, d, o) ((void)0)
+#define atm_ek_addsc_avx2 atm_ek_addsc_ref
+#define atm_ek_scale_avx2 atm_ek_scale_ref
+#define atm_ek_quant32_avx2 atm_ek_quant32_ref
+#define atm_ek_quant16_avx2 atm_ek_quant16_ref
+#define atm_ek_ln_stats_avx2 atm_ek_ln_stats_ref
+#define atm_ek_ln_center_avx2 atm_ek_ln_center_ref
+#define atm_ek_ln_out_avx2 atm_ek_ln_out_ref
+#define atm_ek_ssm_avx2 atm_ek_ssm_ref
+#define atm_ek_conv_avx2 atm_ek_conv_ref
+#define atm_ek_scores_avx2 atm_ek_scores_ref
 #endif
 
 static atm_rng rng;
@@ -42,7 +52,7 @@ static int32_t pick(int p, uint32_t i, int32_t lim) {
     case 1: return lim;
     case 2: return -lim;
     case 3: return (i & 1) ? lim : -lim;
-    default: return (int32_t)rnd(2u * (uint32_t)lim + 1u) - lim;
+    default: return (int32_t)((int64_t)(atm_rng_u32(&rng) % (2u * (uint32_t)lim + 1u)) - lim);
     }
 }
 
@@ -146,18 +156,15 @@ static void test_dots_mix(void) {
     static const int ds[] = { 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1024 };
     static const int ms[] = { 1, 2, 3, 4, 5, 8, 64 };
     int8_t *rows_mem = malloc(64 * 1024 + 1);
-    const int8_t *rows[64];
-    int32_t w[64], *mref = malloc(1024 * sizeof(int32_t)), *mgot = malloc(1024 * sizeof(int32_t));
+    int32_t w[64], idx[64], *mref = malloc(1024 * sizeof(int32_t)), *mgot = malloc(1024 * sizeof(int32_t));
     bad_ref = bad = cases = 0;
     for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++)
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
             for (int p = 0; p < 4; p++) {
                 const int d = ds[di], n = ms[mi];
                 int8_t *base = rows_mem + (p & 1);
-                for (int i = 0; i < n; i++) {
-                    rows[n - 1 - i] = base + (size_t)i * (size_t)d;   /* rows in any order */
-                    for (int c = 0; c < d; c++) base[(size_t)i * (size_t)d + (size_t)c] = (int8_t)pick(p, (uint32_t)c, 127);
-                }
+                for (int i = 0; i < 64 * d; i++) base[i] = (int8_t)pick(p, (uint32_t)i, 127);
+                for (int i = 0; i < n; i++) idx[i] = (int32_t)rnd(64);     /* any rows, in any order */
                 /* weights: sum |w| <= 2^15, one weight of exactly 2^15 when n = 1 */
                 int32_t left = 32768;
                 for (int i = 0; i < n; i++) {
@@ -165,14 +172,14 @@ static void test_dots_mix(void) {
                     left -= w[i];
                     if (p == 2 || (p == 3 && (i & 1))) w[i] = -w[i];
                 }
-                atm_ek_mix_ref(w, rows, n, d, mref);
+                atm_ek_mix_ref(w, idx, base, n, d, mref);
                 for (int c = 0; c < d; c++) {
                     int64_t s = 0;
-                    for (int i = 0; i < n; i++) s += (int64_t)w[i] * rows[i][c];
+                    for (int i = 0; i < n; i++) s += (int64_t)w[i] * base[idx[i] * d + c];
                     bad_ref += s != mref[c];
                 }
                 if (have2) {
-                    atm_ek_mix_avx2(w, rows, n, d, mgot);
+                    atm_ek_mix_avx2(w, idx, base, n, d, mgot);
                     bad += memcmp(mref, mgot, (size_t)d * sizeof(int32_t)) != 0;
                 }
                 cases++;
@@ -180,6 +187,166 @@ static void test_dots_mix(void) {
     CHECKF(bad_ref == 0, "mix ref wrong in %d entries", bad_ref);
     CHECKF(bad == 0, "mix AVX2 differs in %d of %d cases", bad, cases);
     free(rows_mem); free(mref); free(mgot);
+}
+
+/* floor(a / 2^s) and round-half-up a / 2^s, written without shifts of
+ * negative values: the definitions the kernels' shifts must meet */
+static int64_t floor_div(int64_t a, int s) {
+    const int64_t p = (int64_t)1 << s;
+    int64_t q = a / p;
+    if (a % p != 0 && a < 0) q--;
+    return q;
+}
+static int64_t rnd_div(int64_t a, int s) { return floor_div(a + ((int64_t)1 << (s - 1)), s); }
+static int64_t clampl(int64_t v, int64_t lim) { return v > lim ? lim : (v < -lim ? -lim : v); }
+
+static const int lens[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 256, 1023, 1024 };
+#define NLENS ((int)(sizeof lens / sizeof lens[0]))
+#define XL ((1 << 30) - 1)
+
+static void test_elementwise(void) {
+    const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2);
+    int32_t *x0 = malloc(1024 * 4), *x1 = malloc(1024 * 4), *v = malloc(1024 * 4), *s0 = malloc(1024 * 4), *s1 = malloc(1024 * 4);
+    int16_t *u0 = malloc(1024 * 2), *u1 = malloc(1024 * 2);
+    int8_t *q0 = malloc(1024), *q1 = malloc(1024);
+    uint8_t *g = malloc(2 * 1024 + 1), *b = malloc(2 * 1024 + 1), *kx = malloc(1024);
+    int bad[10] = { 0 }, bad_def[10] = { 0 }, cases = 0;
+    for (int li = 0; li < NLENS; li++)
+        for (int p = 0; p < 4; p++) {
+            const int n = lens[li];
+            cases++;
+            /* addsc / scale: every shift, multipliers up to +-(2^31 - 1) */
+            for (int sh = 1; sh <= 62; sh += (sh < 40 ? 1 : 7)) {
+                const int32_t mul = p == 1 ? INT32_MAX : (p == 2 ? -INT32_MAX : (int32_t)(atm_rng_u32(&rng) >> (sh % 20)));
+                for (int i = 0; i < n; i++) { x0[i] = x1[i] = pick(p, (uint32_t)i, XL); v[i] = pick(p == 3 ? 0 : p, (uint32_t)i, INT32_MAX); }
+                atm_ek_addsc_ref(x0, v, n, mul, sh);
+                if (run) atm_ek_addsc_avx2(x1, v, n, mul, sh);
+                for (int i = 0; i < n; i++) {
+                    const int64_t xi = pick(p, (uint32_t)i, XL);     /* pick is deterministic for p != 0 */
+                    if (p != 0) bad_def[0] += x0[i] != clampl(xi + rnd_div((int64_t)v[i] * mul, sh), XL);
+                }
+                bad[0] += run && memcmp(x0, x1, (size_t)n * 4) != 0;
+                memcpy(x0, v, (size_t)n * 4); memcpy(x1, v, (size_t)n * 4);
+                atm_ek_scale_ref(x0, n, mul, sh);
+                if (run) atm_ek_scale_avx2(x1, n, mul, sh);
+                for (int i = 0; i < n; i++) bad_def[1] += x0[i] != clampl(rnd_div((int64_t)v[i] * mul, sh), XL);
+                bad[1] += run && memcmp(x0, x1, (size_t)n * 4) != 0;
+            }
+            /* quantisation to int8 rows */
+            const int32_t lims[3] = { 127, 40000, 1 << 30 };
+            for (int k = 0; k < 3; k++) {
+                for (int i = 0; i < n; i++) v[i] = pick(p, (uint32_t)i, lims[k]);
+                const uint8_t e0 = atm_ek_quant32_ref(v, n, q0);
+                const uint8_t e1 = run ? atm_ek_quant32_avx2(v, n, q1) : e0;
+                if (!run) memcpy(q1, q0, (size_t)n);
+                bad[2] += e0 != e1 || memcmp(q0, q1, (size_t)n) != 0;
+                for (int i = 0; i < n; i++) bad_def[2] += q0[i] != clampl(e0 ? rnd_div(v[i], e0) : v[i], 127);
+                for (int i = 0; i < n; i++) u0[i] = (int16_t)pick(p, (uint32_t)i, k == 0 ? 127 : 32767);
+                const uint8_t f0 = atm_ek_quant16_ref(u0, n, q0);
+                const uint8_t f1 = run ? atm_ek_quant16_avx2(u0, n, q1) : f0;
+                if (!run) memcpy(q1, q0, (size_t)n);
+                bad[3] += f0 != f1 || memcmp(q0, q1, (size_t)n) != 0;
+            }
+            /* LayerNorm pieces */
+            for (int i = 0; i < n; i++) x0[i] = pick(p, (uint32_t)i, XL);
+            int64_t sa, sb2; int32_t la, ha, lb, hb;
+            atm_ek_ln_stats_ref(x0, n, &sa, &la, &ha);
+            if (run) atm_ek_ln_stats_avx2(x0, n, &sb2, &lb, &hb); else { sb2 = sa; lb = la; hb = ha; }
+            bad[4] += sa != sb2 || la != lb || ha != hb;
+            static const int ks[] = { -14, -9, -4, 0, 1, 6, 11, 15 };
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                const int k = ks[ki];
+                /* values whose centred magnitude fits the shift k as the engine chooses it */
+                const int32_t span = k > 0 ? (int32_t)(((int64_t)1 << (15 + k)) - 1) : (int32_t)((1 << (15 + k)) - 1);
+                for (int i = 0; i < n; i++) x0[i] = pick(p, (uint32_t)i, span) + 12345;
+                const int64_t va = atm_ek_ln_center_ref(x0, n, 12345, k, u0);
+                const int64_t vb = run ? atm_ek_ln_center_avx2(x0, n, 12345, k, u1) : va;
+                if (!run) memcpy(u1, u0, (size_t)n * 2);
+                bad[5] += va != vb || memcmp(u0, u1, (size_t)n * 2) != 0;
+            }
+            for (int sg = 1; sg <= 62; sg += 3)
+                for (int sb = 1; sb <= 30; sb += 7) {
+                    const int32_t r15 = (int32_t)(16384 + atm_rng_u32(&rng) % 16385);
+                    for (int i = 0; i < n; i++) {
+                        u0[i] = u1[i] = (int16_t)pick(p, (uint32_t)i, 32767);
+                        const int32_t gv = pick(p == 3 ? 0 : p, (uint32_t)i, 32767), bv = pick(p, (uint32_t)i + 1, 32767);
+                        g[1 + 2 * i] = (uint8_t)gv; g[2 + 2 * i] = (uint8_t)((uint32_t)gv >> 8);
+                        b[1 + 2 * i] = (uint8_t)bv; b[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
+                    }
+                    atm_ek_ln_out_ref(u0, g + 1, b + 1, n, r15, sg, sb);     /* odd addresses */
+                    if (run) atm_ek_ln_out_avx2(u1, g + 1, b + 1, n, r15, sg, sb); else memcpy(u1, u0, (size_t)n * 2);
+                    bad[6] += memcmp(u0, u1, (size_t)n * 2) != 0;
+                }
+            /* SSM update */
+            for (int sb = 1; sb <= 62; sb += 5) {
+                for (int i = 0; i < n; i++) {
+                    s0[i] = s1[i] = pick(p, (uint32_t)i, XL);
+                    u0[i] = (int16_t)pick(p == 3 ? 0 : p, (uint32_t)i, 32767);
+                    const int32_t av = pick(p, (uint32_t)i, 32767), bv = pick(3, (uint32_t)i, 32767);
+                    g[1 + 2 * i] = (uint8_t)av; g[2 + 2 * i] = (uint8_t)((uint32_t)av >> 8);
+                    b[1 + 2 * i] = (uint8_t)bv; b[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
+                }
+                atm_ek_ssm_ref(s0, g + 1, b + 1, u0, n, sb);
+                if (run) atm_ek_ssm_avx2(s1, g + 1, b + 1, u0, n, sb); else memcpy(s1, s0, (size_t)n * 4);
+                bad[7] += memcmp(s0, s1, (size_t)n * 4) != 0;
+            }
+            /* attention scores: shifts on both sides of the fast range */
+            for (int sbase = -70; sbase <= 100; sbase += 17) {
+                const int64_t ms = p == 1 ? (1 << 30) - 1 : (int64_t)(atm_rng_u32(&rng) >> 2);
+                for (int i = 0; i < n; i++) { v[i] = pick(p, (uint32_t)i, INT32_MAX); kx[i] = (uint8_t)(p == 3 ? 31 : rnd(32)); }
+                atm_ek_scores_ref(v, kx, n, ms, sbase, s0);
+                memcpy(s1, v, (size_t)n * 4);
+                if (run) atm_ek_scores_avx2(s1, kx, n, ms, sbase, s1); else memcpy(s1, s0, (size_t)n * 4);   /* aliased */
+                bad[8] += memcmp(s0, s1, (size_t)n * 4) != 0;
+            }
+        }
+    static const char *names[9] = { "addsc", "scale", "quant32", "quant16", "ln_stats", "ln_center", "ln_out", "ssm", "scores" };
+    for (int k = 0; k < 9; k++) {
+        CHECKF(bad[k] == 0, "%s: AVX2 differs from the twin in %d of %d lengths x patterns", names[k], bad[k], cases);
+        CHECKF(bad_def[k] == 0, "%s: twin differs from its definition in %d entries", names[k], bad_def[k]);
+    }
+    free(x0); free(x1); free(v); free(s0); free(s1); free(u0); free(u1); free(q0); free(q1); free(g); free(b); free(kx);
+}
+
+static void test_conv(void) {
+    const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2);
+    static const int Ks[] = { 1, 2, 3, 5, 8, 17, 64 };
+    int8_t *t = malloc(64 * 1024 + 16), *ring = malloc(63 * 1027);
+    int16_t *u = malloc(1024 * 2);
+    uint8_t rexp[63];
+    int32_t *a0 = malloc(1024 * 4), *a1 = malloc(1024 * 4);
+    int bad = 0, bad_def = 0, cases = 0;
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+        for (int li = 0; li < NLENS; li++)
+            for (int p = 0; p < 4; p++) {
+                const int K = Ks[ki], nc = lens[li], kh = K - 1;
+                if (nc * K > 64 * 1024) continue;
+                const int ld = nc + 3;                      /* ring rows wider than the channel chunk */
+                for (int i = 0; i < nc * K + 16; i++) t[i] = (int8_t)(p == 1 ? 1 : (p == 2 ? -1 : (int)rnd(3) - 1));
+                for (int i = 0; i < nc; i++) u[i] = (int16_t)pick(p, (uint32_t)i, 32767);
+                for (int i = 0; i < kh * ld; i++) ring[i] = (int8_t)pick(p, (uint32_t)i, 127);
+                for (int i = 0; i < kh; i++) rexp[i] = (uint8_t)(p == 3 ? 9 : rnd(10));
+                for (int taps = 1; taps <= K; taps++) {
+                    const int next = kh ? (int)rnd((uint32_t)kh) : 0;
+                    atm_ek_conv_ref(t, K, nc, u, ring, ld, rexp, next, kh, taps, a0);
+                    for (int c = 0; c < nc; c++) {
+                        int64_t sum = (int64_t)t[c * K] * u[c];
+                        for (int j = 1; j < taps; j++) {
+                            const int sl = ((next - j) % kh + kh) % kh;
+                            sum += (int64_t)t[c * K + j] * ring[sl * ld + c] * ((int64_t)1 << rexp[sl]);
+                        }
+                        bad_def += sum != a0[c];
+                    }
+                    if (run) {
+                        atm_ek_conv_avx2(t, K, nc, u, ring, ld, rexp, next, kh, taps, a1);
+                        bad += memcmp(a0, a1, (size_t)nc * 4) != 0;
+                    }
+                    cases++;
+                }
+            }
+    CHECKF(bad_def == 0, "conv twin differs from its definition in %d entries", bad_def);
+    CHECKF(bad == 0, "conv AVX2 differs in %d of %d cases", bad, cases);
+    free(t); free(ring); free(u); free(a0); free(a1);
 }
 
 /* ---- engine level ---- */
@@ -261,6 +428,8 @@ int main(void) {
     atm_rng_seed(&rng, 12345);
     test_matvec();
     test_dots_mix();
+    test_elementwise();
+    test_conv();
     test_engine_sets();
     return CHECK_DONE();
 }
