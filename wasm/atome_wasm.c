@@ -39,6 +39,7 @@
 #include "data.h"
 #include "export.h"
 #include "kernels.h"
+#include "atome_layers.h"
 #include "kernels_layers.h"
 #include "model.h"
 #include "sampler.h"
@@ -575,6 +576,8 @@ double atm_xent_forward_wasm(float *probs, const float *logits, const uint8_t *t
 void atm_xent_backward_wasm(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
                             float scale);
 void atm_exp_wasm(float *y, const float *x, int n);
+void atm_atome_attn_select_wasm(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
+                                int DH, int n, float scale, int keff, float *scratch);
 #define LAYER(which, name) ((which) == 2 ? name##_wasm : (which) == 1 ? name : name##_ref)
 #else
 #define LAYER(which, name) ((which) ? name : name##_ref)
@@ -598,6 +601,11 @@ API double atome_layer_xent_fwd(int which, float *probs, const float *logits, co
 API void atome_layer_xent_bwd(int which, float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
                               float scale) {
     LAYER(which, atm_xent_backward)(dlogits, probs, tgt, N, V, scale);
+}
+
+API void atome_layer_attn_select(int which, float *ps, int32_t *is, const float *q, const float *kT, int ldk,
+                                 int DH, int n, float scale, int keff, float *sc) {
+    LAYER(which, atm_atome_attn_select)(ps, is, q, kT, ldk, DH, n, scale, keff, sc);
 }
 
 API void atome_layer_exp(int which, float *y, const float *x, int n) {

@@ -13,7 +13,13 @@
  *   exp         2^n e^r with Cody-Waite reduction and Cephes expf's degree-5
  *               polynomial, as the x86 sets, but with a separate multiply and
  *               add (wasm has no FMA); measured error in
- *               tests/node/wasm-kernels.test.mjs and docs/wasm.md.
+ *               tests/node/wasm-layers.test.mjs and docs/wasm.md.
+ *   attn_select bit-identical to the reference: the scores of 16 positions
+ *               at a time summed over e in order (multiply, then add), then
+ *               scaled; the reference's insertion sequence, where a group of
+ *               4 scores none of which exceeds the current threshold is
+ *               skipped with one compare (the threshold never decreases, so
+ *               the reference would reject them too).
  * Rows are independent and computed in an order that depends only on their
  * length; column tails use lane loads/stores (no reads or writes outside the
  * buffers). Functions of the layer set without a vector version here are the
@@ -22,6 +28,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <wasm_simd128.h>
+#include "atome_layers.h"
 #include "kernels_layers.h"
 
 #define KL_INLINE static inline __attribute__((always_inline))
@@ -250,6 +257,72 @@ void atm_xent_backward_wasm(float *dlogits, const float *probs, const uint8_t *t
             wasm_v128_store(d + i, wasm_f32x4_add(wasm_v128_load(d + i), wasm_f32x4_mul(sv, wasm_v128_load(p + i))));
         if (tail) kl_store(d + i, wasm_f32x4_add(kl_load(d + i, tail), wasm_f32x4_mul(sv, kl_load(p + i, tail))), tail);
         d[tgt[n]] -= scale;
+    }
+}
+
+/* ---- attention row selection ---- */
+
+/* Scores of positions j0 .. j0 + cnt - 1 (1 <= cnt <= 16) into sc[0 .. cnt). */
+static void kl_scores16(float *sc, const float *q, const float *kT, ptrdiff_t ldk, int DH, int cnt, v128_t sv) {
+    v128_t a0 = wasm_f32x4_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    if (cnt == 16) {
+        for (int e = 0; e < DH; e++) {
+            const v128_t qe = wasm_f32x4_splat(q[e]);
+            const float *row = kT + e * ldk;
+            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(qe, wasm_v128_load(row)));
+            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(qe, wasm_v128_load(row + 4)));
+            a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(qe, wasm_v128_load(row + 8)));
+            a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(qe, wasm_v128_load(row + 12)));
+        }
+        wasm_v128_store(sc, wasm_f32x4_mul(a0, sv));
+        wasm_v128_store(sc + 4, wasm_f32x4_mul(a1, sv));
+        wasm_v128_store(sc + 8, wasm_f32x4_mul(a2, sv));
+        wasm_v128_store(sc + 12, wasm_f32x4_mul(a3, sv));
+        return;
+    }
+    /* A partial group: lanes past cnt load zeros and are never read. */
+    const int c0 = cnt < 4 ? cnt : 4, c1 = cnt - 4, c2 = cnt - 8, c3 = cnt - 12;
+    for (int e = 0; e < DH; e++) {
+        const v128_t qe = wasm_f32x4_splat(q[e]);
+        const float *row = kT + e * ldk;
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(qe, kl_load(row, c0)));
+        if (c1 > 0) a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(qe, kl_load(row + 4, c1 < 4 ? c1 : 4)));
+        if (c2 > 0) a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(qe, kl_load(row + 8, c2 < 4 ? c2 : 4)));
+        if (c3 > 0) a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(qe, kl_load(row + 12, c3)));
+    }
+    wasm_v128_store(sc, wasm_f32x4_mul(a0, sv));
+    wasm_v128_store(sc + 4, wasm_f32x4_mul(a1, sv));
+    wasm_v128_store(sc + 8, wasm_f32x4_mul(a2, sv));
+    wasm_v128_store(sc + 12, wasm_f32x4_mul(a3, sv));
+}
+
+void atm_atome_attn_select_wasm(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
+                                int DH, int n, float scale, int keff, float *scratch) {
+    (void)scratch;
+    float sc[16];
+    const v128_t sv = wasm_f32x4_splat(scale);
+    int cnt = 0;
+    float thr = 0.0f;                     /* ps[keff - 1] once cnt == keff */
+    for (int j0 = 0; j0 < n; j0 += 16) {
+        const int m = n - j0 < 16 ? n - j0 : 16;
+        kl_scores16(sc, q, kT + j0, ldk, DH, m, sv);
+        int l = 0;
+        if (cnt < keff) {
+            for (; l < m && cnt < keff; l++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[l], j0 + l);
+            if (cnt < keff) continue;
+            thr = ps[keff - 1];
+        }
+        for (; l < m; l++) {
+            /* At a group boundary with a whole group left: skip it when no
+             * lane exceeds the threshold (NaN compares false, as in the
+             * reference's test). */
+            if ((l & 3) == 0 && l + 4 <= m &&
+                !wasm_i32x4_bitmask(wasm_f32x4_gt(wasm_v128_load(sc + l), wasm_f32x4_splat(thr)))) {
+                l += 3;
+                continue;
+            }
+            if (sc[l] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[l], j0 + l); thr = ps[keff - 1]; }
+        }
     }
 }
 

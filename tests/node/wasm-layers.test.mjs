@@ -185,3 +185,28 @@ test('cross-entropy: backward bit-identical to the reference; forward within the
     for (const p of [pp, pd1, pd2, pt]) simd.ex.atome_free(p);
   }
 });
+
+test('attention row selection: scores, kept positions and their order bit-identical to the reference', () => {
+  const r = rng(4);
+  let rows = 0;
+  for (const DH of [1, 3, 16, 17]) for (const n of [1, 2, 3, 4, 5, 15, 16, 17, 31, 63, 64, 65, 130]) for (const k0 of [1, 4, 8, 64]) {
+    const keff = Math.min(k0, n), ldk = n + 3;
+    const q = rand(DH, r), kT = rand(DH * ldk, r);
+    // Ties and special values: repeated columns, a -0/+0 pair, +-inf and a NaN column.
+    if (n > 6) for (let e = 0; e < DH; e++) { kT[e * ldk + 5] = kT[e * ldk + 2]; kT[e * ldk + 6] = kT[e * ldk + 2]; }
+    if (DH === 3 && n > 9) { kT[9] = Infinity; kT[ldk + 8] = -Infinity; q.fill(0); q[0] = 1; kT[7] = NaN; }
+    const out = [0, 2].map((which) => {
+      const pq = put(q), pk = put(kT), pps = put(new Float32Array(keff).fill(NaN)), pis = simd.ex.atome_alloc(4 * keff);
+      const psc = simd.ex.atome_alloc(4 * n + 4);
+      simd.ex.atome_layer_attn_select(which, pps, pis, pq, pk, ldk, DH, n, f(1 / Math.sqrt(DH)), keff, psc);
+      const res = { ps: get(pps, keff), is: new Int32Array(simd.memory.buffer, pis, keff).slice() };
+      for (const p of [pq, pk, pps, pis, psc]) simd.ex.atome_free(p);
+      return res;
+    });
+    const tag = `DH=${DH} n=${n} keff=${keff}`;
+    assert.ok(bitsEqual(out[1].ps, out[0].ps), `${tag}: kept scores differ`);
+    assert.deepEqual([...out[1].is], [...out[0].is], `${tag}: kept positions differ`);
+    rows++;
+  }
+  assert.equal(rows, 4 * 13 * 4);
+});
