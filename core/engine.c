@@ -309,12 +309,9 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
 #endif
 #ifdef ATM_EK_X86
     case ATM_KERNEL_AVX2:
-        atm_ek_prep_avx2(x, (uint32_t)d, &in->xv);
-        in->rk = rk_avx2;
-        break;
     case ATM_KERNEL_AVX512:
-        atm_ek_prep_avx512(x, (uint32_t)d, &in->xv);
-        in->rk = rk_avx512;
+        atm_ek_prep_avx2(x, (uint32_t)d, &in->xv);
+        in->rk = kernel == ATM_KERNEL_AVX2 ? rk_avx2 : rk_avx512;
         break;
 #endif
 #ifdef ATM_T2_LUT
@@ -490,7 +487,7 @@ static void layernorm(const kset *ks, const int32_t *x, int d, int fx, const tvi
     const uint32_t r = atm_rsqrt64(var + eps, &sh);
     const int32_t r15 = (int32_t)(r >> 15);                 /* [2^14, 2^15] */
     const scaler sg = mk_scaler(1, sh + G->exp - fu - 15);
-    if (sg.fast && sb.fast && sb.s <= 30) {                 /* the kernel's ranges */
+    if (sg.fast && sb.s >= -16 && sb.s <= 30) {             /* the kernel's ranges */
         ks->ln_out(u, G->data, B->data, d, r15, sg.s, sb.s);
     } else {
         for (int i = 0; i < d; i++) {
@@ -652,7 +649,7 @@ static void ssm_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
     const scaler sb = mk_scaler(1, BC.exp + fu - fs);
     const scaler sx = mk_scaler(r, 15 + fs - m->cfg.fx);
     int32_t *s = e->ssm + (size_t)l * (size_t)d;
-    if (sb.fast) {
+    if (sb.s >= -32 && sb.s <= 62) {                        /* the kernel's range */
         ks->ssm(s, A.data, BC.data, e->u, d, sb.s);
     } else {
         for (int c = 0; c < d; c++) {
@@ -899,19 +896,22 @@ int64_t atm_ek_ln_center_ref(const int32_t *x, int d, int32_t mean, int k, int16
 
 void atm_ek_ln_out_ref(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb) {
     const int64_t hg = (int64_t)1 << (sg - 1);
-    const int32_t hb = (int32_t)1 << (sb - 1);
+    const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0, mb = sb >= 1 ? 1 : (int32_t)1 << -sb;
+    const int s_b = sb >= 1 ? sb : 0;
     for (int i = 0; i < d; i++) {
         const int32_t gr = r15 * atm_rd_i16le(g + 2 * i);            /* |gr| <= 2^30 */
-        u[i] = atm_sat16(atm_asr64((int64_t)u[i] * gr + hg, sg) + atm_asr32(atm_rd_i16le(b + 2 * i) + hb, sb));
+        const int32_t bt = atm_asr32(atm_rd_i16le(b + 2 * i) * mb + hb, s_b);   /* |b| 2^16 < 2^31 */
+        u[i] = atm_sat16(atm_asr64((int64_t)u[i] * gr + hg, sg) + bt);
     }
 }
 
 void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
-    const int64_t hb = (int64_t)1 << (sb - 1);
+    const int64_t hb = sb >= 1 ? (int64_t)1 << (sb - 1) : 0, mb = sb >= 1 ? 1 : (int64_t)1 << -sb;
+    const int s_b = sb >= 1 ? sb : 0;
     for (int c = 0; c < d; c++) {
         /* a s: Q15 times Q(FS), rounded back to Q(FS) (|a s| < 2^45) */
         const int64_t v = atm_asr64((int64_t)atm_rd_i16le(a + 2 * c) * s[c] + (1 << 14), 15)
-                        + atm_asr64((int64_t)(atm_rd_i16le(bc + 2 * c) * u[c]) + hb, sb);
+                        + atm_asr64((int64_t)(atm_rd_i16le(bc + 2 * c) * u[c]) * mb + hb, s_b);
         s[c] = atm_clamp32(v, X_LIM);
     }
 }

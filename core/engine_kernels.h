@@ -54,14 +54,16 @@ uint8_t atm_ek_quant16_ref(const int16_t *src, int n, int8_t *dst);
  * for k > 0, (x[i] - mean) * 2^-k for k <= 0 (the result fits int16 by the
  * choice of k), returns sum u[i]^2. out: u[i] = sat16(round(u[i] * r15 *
  * g[i] / 2^sg) + round(b[i] / 2^sb)) with g, b little-endian int16 at any
- * address; 1 <= sg <= 62, 1 <= sb <= 30, |r15| <= 2^15, |g|, |b| <= 32767. */
+ * address; 1 <= sg <= 62, -16 <= sb <= 30 (sb <= 0: b * 2^-sb, exact),
+ * |r15| <= 2^15, |g|, |b| <= 32767. */
 void atm_ek_ln_stats_ref(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);
 int64_t atm_ek_ln_center_ref(const int32_t *x, int d, int32_t mean, int k, int16_t *u);
 void atm_ek_ln_out_ref(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
 
 /* SSM update: s[c] = clamp(round(a[c] * s[c] / 2^15) + round(bc[c] * u[c] /
  * 2^sb), +-(2^30 - 1)), a and bc little-endian int16 at any address;
- * 1 <= sb <= 62, |s| <= 2^30 - 1. */
+ * -32 <= sb <= 62 (sb <= 0: bc u * 2^-sb, exact in 64 bits as |bc u| <=
+ * 2^30), |s| <= 2^30 - 1. */
 void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 
 /* Conv taps of channels [0, nc): acc[c] = t[c K] u[c] + sum_{j=1}^{taps-1}
@@ -83,9 +85,9 @@ void atm_ek_scores_ref(const int32_t *dots, const uint8_t *kexp, int n, int64_t 
  * grouped in chunks of 64; within chunk g, entry 64 g + 16 p + i holds
  * column 64 g + 4 i + p (the p-th trit of row byte 16 g + i), and entries
  * past cols are 0.
- *   xd   int16 value (AVX2)
+ *   xd   int16 value (AVX2, any width)
  *   lo   its low byte, unsigned; hi its high byte, signed: x = 256 hi + lo
- *        (AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes)
+ *        (vpmaddubsw / vpdpbusd multiply unsigned by signed bytes)
  *   hsum sum of hi over the columns */
 typedef struct {
     int16_t xd[ATM_MAX_D];
@@ -98,9 +100,8 @@ typedef struct {
  * of engine.h): 1 or 0. */
 int atm_ek_x86_supported(int kernel);
 
-/* Fills v from x[cols] (cols <= ATM_MAX_D) for the AVX2 / AVX-512 kernels. */
+/* Fills v from x[cols] (cols <= ATM_MAX_D) for the AVX2 and AVX-512 kernels. */
 void atm_ek_prep_avx2(const int16_t *x, uint32_t cols, atm_ek_vec *v);
-void atm_ek_prep_avx512(const int16_t *x, uint32_t cols, atm_ek_vec *v);
 
 /* atm_ek_matvec_ref with the prepared input (cols % 4 == 0, cols <= ATM_MAX_D). */
 void atm_ek_matvec_avx2(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v, int32_t *out);

@@ -32,6 +32,15 @@
 
 #define ATTR_AVX2 __attribute__((target("avx2")))
 #define ATTR_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vnni")))
+/* loops over the 8 rows / keys of a group must unroll fully so that their
+ * accumulators live in registers */
+#if defined(__clang__)
+#define UNROLL8 _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL8 _Pragma("GCC unroll 8")
+#endif
+#define LOADU(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define LOAD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 
 int atm_ek_x86_supported(int kernel) {
     __builtin_cpu_init();
@@ -45,33 +54,54 @@ int atm_ek_x86_supported(int kernel) {
 
 /* ---- prepared input ---- */
 
-/* entry 64 g + 16 p + i <- column 64 g + 4 i + p (0 past cols), over whole chunks */
-static uint32_t chunked(uint32_t cols) { return (cols + 63u) & ~63u; }
-
-void atm_ek_prep_avx2(const int16_t *x, uint32_t cols, atm_ek_vec *v) {
-    const uint32_t n = chunked(cols);
-    for (uint32_t g = 0; g < n; g += 64)
+/* Entry 64 g + 16 p + i <- column 64 g + 4 i + p. A whole chunk of 64
+ * columns: within each 128-bit lane the words are grouped by p (a byte
+ * shuffle), a 4 x 4 transpose of 32-bit pairs gathers each p, and a dword
+ * permutation puts i in order; lo / hi are the bytes of the result
+ * (packs are exact: lo in 0..255, hi in -128..127). A partial last chunk
+ * (cols % 64) is filled in scalar code with zeros past cols. */
+ATTR_AVX2 void atm_ek_prep_avx2(const int16_t *x, uint32_t cols, atm_ek_vec *v) {
+    const __m256i grp = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+                                         0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+    const __m256i ord = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i m8 = _mm256_set1_epi16(0xFF), ones = _mm256_set1_epi16(1);
+    __m256i hs = _mm256_setzero_si256();
+    uint32_t g = 0;
+    for (; g + 64 <= cols; g += 64) {
+        __m256i y[4], f[4];
+        for (int q = 0; q < 4; q++) y[q] = _mm256_shuffle_epi8(LOADU(x + g + 16 * q), grp);
+        const __m256i a0 = _mm256_unpacklo_epi32(y[0], y[1]), a1 = _mm256_unpackhi_epi32(y[0], y[1]);
+        const __m256i b0 = _mm256_unpacklo_epi32(y[2], y[3]), b1 = _mm256_unpackhi_epi32(y[2], y[3]);
+        f[0] = _mm256_unpacklo_epi64(a0, b0); f[1] = _mm256_unpackhi_epi64(a0, b0);
+        f[2] = _mm256_unpacklo_epi64(a1, b1); f[3] = _mm256_unpackhi_epi64(a1, b1);
+        for (int p = 0; p < 4; p++) {
+            f[p] = _mm256_permutevar8x32_epi32(f[p], ord);
+            _mm256_storeu_si256((__m256i *)(void *)(v->xd + g + 16 * p), f[p]);
+        }
+        for (int h = 0; h < 2; h++) {
+            const __m256i l = _mm256_packus_epi16(_mm256_and_si256(f[2 * h], m8), _mm256_and_si256(f[2 * h + 1], m8));
+            const __m256i s0 = _mm256_srai_epi16(f[2 * h], 8), s1 = _mm256_srai_epi16(f[2 * h + 1], 8);
+            _mm256_storeu_si256((__m256i *)(void *)(v->lo + g + 32 * h), _mm256_permute4x64_epi64(l, 0xD8));
+            _mm256_storeu_si256((__m256i *)(void *)(v->hi + g + 32 * h),
+                                _mm256_permute4x64_epi64(_mm256_packs_epi16(s0, s1), 0xD8));
+            hs = _mm256_add_epi32(hs, _mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s1, ones)));
+        }
+    }
+    int32_t t[8];
+    _mm256_storeu_si256((__m256i *)(void *)t, hs);
+    int32_t hsum = t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+    if (g < cols)
         for (uint32_t p = 0; p < 4; p++)
             for (uint32_t i = 0; i < 16; i++) {
-                const uint32_t c = g + 4 * i + p;
-                v->xd[g + 16 * p + i] = c < cols ? x[c] : 0;
-            }
-}
-
-void atm_ek_prep_avx512(const int16_t *x, uint32_t cols, atm_ek_vec *v) {
-    const uint32_t n = chunked(cols);
-    int32_t hs = 0;
-    for (uint32_t g = 0; g < n; g += 64)
-        for (uint32_t p = 0; p < 4; p++)
-            for (uint32_t i = 0; i < 16; i++) {
-                const uint32_t c = g + 4 * i + p;
+                const uint32_t c = g + 4 * i + p, e = g + 16 * p + i;
                 const int32_t xv = c < cols ? x[c] : 0;
                 const int32_t lo = xv & 255, hi = (xv - lo) / 256;    /* exact: xv - lo is a multiple of 256 */
-                v->lo[g + 16 * p + i] = (uint8_t)lo;
-                v->hi[g + 16 * p + i] = (int8_t)hi;
-                hs += hi;
+                v->xd[e] = (int16_t)xv;
+                v->lo[e] = (uint8_t)lo;
+                v->hi[e] = (int8_t)hi;
+                hsum += hi;
             }
-    v->hsum = hs;
+    v->hsum = hsum;
 }
 
 /* ---- AVX2 ---- */
@@ -97,70 +127,146 @@ static ATTR_AVX2 inline __m256i chunk_avx2(__m256i acc, __m128i bytes, const int
     return acc;
 }
 
-static ATTR_AVX2 inline int32_t hsum_avx2(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
+/* sums of the lanes of a[0..7]: lane u of the result is the sum of a[u]
+ * (a hadd tree: 9 instructions for 8 vectors) */
+static ATTR_AVX2 inline __m256i hsum8_avx2(const __m256i *a) {
+    const __m256i h0 = _mm256_hadd_epi32(a[0], a[1]), h1 = _mm256_hadd_epi32(a[2], a[3]);
+    const __m256i h2 = _mm256_hadd_epi32(a[4], a[5]), h3 = _mm256_hadd_epi32(a[6], a[7]);
+    const __m256i g0 = _mm256_hadd_epi32(h0, h1), g1 = _mm256_hadd_epi32(h2, h3);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
 }
 
-ATTR_AVX2 void atm_ek_matvec_avx2(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v,
-                                  int32_t *out) {
-    const uint32_t nb = cols / 4, nfull = nb / 16, tail = nb % 16;
-    for (uint32_t r = 0; r < rows; r++, b += nb) {
-        __m256i acc = _mm256_setzero_si256();
-        for (uint32_t g = 0; g < nfull; g++)
-            acc = chunk_avx2(acc, _mm_loadu_si128((const __m128i *)(const void *)(b + 16 * g)), v->xd + 64 * g);
-        if (tail) {
-            uint8_t tmp[16] = { 0 };
-            for (uint32_t i = 0; i < tail; i++) tmp[i] = b[16 * nfull + i];
-            acc = chunk_avx2(acc, _mm_loadu_si128((const __m128i *)(const void *)tmp), v->xd + 64 * nfull);
+/* cols == 64: a row is 16 bytes, one 32-byte load holds 2 rows (one per
+ * 128-bit lane); field p is extracted with one shift, and vpmaddubsw
+ * multiplies the unsigned low bytes by t and t + 1 by the signed high
+ * bytes (pairs of products: |t lo + t lo| <= 510, |(t+1) hi + (t+1) hi| <=
+ * 512, no saturation; the four fields sum to at most 2048 in int16). The
+ * int16 sums are widened once per row pair; 8 rows (four vectors) are
+ * reduced together. The last rows are copied into a zeroed block. */
+static ATTR_AVX2 void matvec64_avx2(const uint8_t *b, uint32_t rows, const atm_ek_vec *v, int32_t *out) {
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi16(1), s256 = _mm256_set1_epi16(256);
+    const __m256i lut_t = _mm256_set1_epi32(-0x00FFFF00);   /* bytes 0, 1, 0, -1 (0xFF000100) */
+    const __m256i lut_t1 = _mm256_set1_epi32(0x00010201);    /* bytes 1, 2, 1, 0: t + 1 */
+    __m256i lo[4], hi[4];
+    for (int p = 0; p < 4; p++) {
+        lo[p] = _mm256_broadcastsi128_si256(LOAD128(v->lo + 16 * p));
+        hi[p] = _mm256_broadcastsi128_si256(LOAD128(v->hi + 16 * p));
+    }
+    const __m256i corr = _mm256_set1_epi32(256 * v->hsum);
+    const __m256i ord = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i dw = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (uint32_t r0 = 0; r0 < rows; r0 += 8) {
+        const uint32_t m = rows - r0 < 8 ? rows - r0 : 8;
+        const uint8_t *src = b + (size_t)r0 * 16;
+        __m256i acc[4];
+        UNROLL8
+        for (int h = 0; h < 4; h++) {
+            /* rows 2h, 2h + 1: the dwords of missing rows are masked (not read) */
+            const int nd = 4 * ((int)m - 2 * h);
+            const __m256i w = m == 8 ? LOADU(src + 32 * h)
+                            : _mm256_maskload_epi32((const int *)(const void *)(src + 32 * h),
+                                                    _mm256_cmpgt_epi32(_mm256_set1_epi32(nd), dw));
+            __m256i P = _mm256_setzero_si256(), Q = _mm256_setzero_si256();
+            UNROLL8
+            for (int p = 0; p < 4; p++) {
+                const __m256i code = _mm256_and_si256(_mm256_srli_epi16(w, 2 * p), m3);
+                P = _mm256_add_epi16(P, _mm256_maddubs_epi16(lo[p], _mm256_shuffle_epi8(lut_t, code)));
+                Q = _mm256_add_epi16(Q, _mm256_maddubs_epi16(_mm256_shuffle_epi8(lut_t1, code), hi[p]));
+            }
+            acc[h] = _mm256_add_epi32(_mm256_madd_epi16(P, one), _mm256_madd_epi16(Q, s256));
         }
-        out[r] = hsum_avx2(acc);
+        /* lanes: acc[h] = (row 2h | row 2h + 1) */
+        const __m256i g0 = _mm256_hadd_epi32(acc[0], acc[1]), g1 = _mm256_hadd_epi32(acc[2], acc[3]);
+        const __m256i s = _mm256_sub_epi32(_mm256_permutevar8x32_epi32(_mm256_hadd_epi32(g0, g1), ord), corr);
+        if (m == 8) _mm256_storeu_si256((__m256i *)(void *)(out + r0), s);
+        else {
+            int32_t r[8];
+            _mm256_storeu_si256((__m256i *)(void *)r, s);
+            for (uint32_t u = 0; u < m; u++) out[r0 + u] = r[u];
+        }
     }
 }
 
-/* out[j] = q . k_j: 8 keys at a time, their int32 partial vectors summed
- * by a hadd tree; 16-entry blocks of the query in registers, the rest of
- * each key (dh % 16) in scalar code. */
+/* rows in groups of 8 (the last one padded with zero vectors), reduced
+ * together by hsum8 */
+ATTR_AVX2 void atm_ek_matvec_avx2(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v,
+                                  int32_t *out) {
+    if (cols == 64) { matvec64_avx2(b, rows, v, out); return; }
+    const uint32_t nb = cols / 4, nfull = nb / 16, tail = nb % 16;
+    for (uint32_t r0 = 0; r0 < rows; r0 += 8) {
+        const uint32_t m = rows - r0 < 8 ? rows - r0 : 8;
+        __m256i acc[8];
+        UNROLL8
+        for (uint32_t u = 0; u < 8; u++) {
+            __m256i a = _mm256_setzero_si256();
+            if (u < m) {
+                const uint8_t *rb = b + (size_t)(r0 + u) * nb;
+                for (uint32_t g = 0; g < nfull; g++) a = chunk_avx2(a, LOAD128(rb + 16 * g), v->xd + 64 * g);
+                if (tail) {
+                    uint8_t tmp[16] = { 0 };
+                    for (uint32_t i = 0; i < tail; i++) tmp[i] = rb[16 * nfull + i];
+                    a = chunk_avx2(a, LOAD128(tmp), v->xd + 64 * nfull);
+                }
+            }
+            acc[u] = a;
+        }
+        const __m256i s = hsum8_avx2(acc);
+        if (m == 8) _mm256_storeu_si256((__m256i *)(void *)(out + r0), s);
+        else {
+            int32_t r[8];
+            _mm256_storeu_si256((__m256i *)(void *)r, s);
+            for (uint32_t u = 0; u < m; u++) out[r0 + u] = r[u];
+        }
+    }
+}
+
+/* q . k over the 16-entry blocks of q (nq >= 1 of them), as a vector of
+ * partial sums */
+static ATTR_AVX2 inline __m256i key_dot(const int16_t *q, const int8_t *kj, int nq) {
+    __m256i s = _mm256_madd_epi16(LOADU(q), _mm256_cvtepi8_epi16(LOAD128(kj)));
+    for (int b = 1; b < nq; b++)
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(LOADU(q + 16 * b), _mm256_cvtepi8_epi16(LOAD128(kj + 16 * b))));
+    return s;
+}
+
+/* out[j] = q . k_j: groups of 8 keys reduced together by hsum8, the keys
+ * past the last whole group one by one; the rest of each key (dh % 16) in
+ * scalar code. */
 ATTR_AVX2 void atm_ek_dots_avx2(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out) {
     const int nq = dh / 16, rest = dh - 16 * nq;
     int j = 0;
-    if (nq > 0 && nq <= 4) {
-        __m256i qv[4];
-        for (int b = 0; b < nq; b++) qv[b] = _mm256_loadu_si256((const __m256i *)(const void *)(q + 16 * b));
+    if (nq > 0) {
         for (; j + 8 <= n; j += 8) {
+            const int8_t *kj = k + (size_t)j * (size_t)dh;
             __m256i a[8];
-            for (int u = 0; u < 8; u++) {
-                const int8_t *kj = k + (size_t)(j + u) * (size_t)dh;
-                __m256i s = _mm256_madd_epi16(qv[0], _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)kj)));
-                for (int b = 1; b < nq; b++)
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(qv[b],
-                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(kj + 16 * b)))));
-                a[u] = s;
-            }
-            const __m256i h0 = _mm256_hadd_epi32(a[0], a[1]), h1 = _mm256_hadd_epi32(a[2], a[3]);
-            const __m256i h2 = _mm256_hadd_epi32(a[4], a[5]), h3 = _mm256_hadd_epi32(a[6], a[7]);
-            const __m256i g0 = _mm256_hadd_epi32(h0, h1), g1 = _mm256_hadd_epi32(h2, h3);
-            __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+            UNROLL8
+            for (int u = 0; u < 8; u++) a[u] = key_dot(q, kj + (size_t)u * (size_t)dh, nq);
+            __m256i s = hsum8_avx2(a);
             if (rest) {
-                int32_t tail[8];
+                int32_t t[8];
                 for (int u = 0; u < 8; u++) {
-                    const int8_t *kj = k + (size_t)(j + u) * (size_t)dh + 16 * nq;
-                    int32_t t = 0;
-                    for (int i = 0; i < rest; i++) t += q[16 * nq + i] * kj[i];
-                    tail[u] = t;
+                    const int8_t *kr = kj + (size_t)u * (size_t)dh + 16 * nq;
+                    int32_t r = 0;
+                    for (int i = 0; i < rest; i++) r += q[16 * nq + i] * kr[i];
+                    t[u] = r;
                 }
-                s = _mm256_add_epi32(s, _mm256_loadu_si256((const __m256i *)(void *)tail));
+                s = _mm256_add_epi32(s, LOADU(t));
             }
             _mm256_storeu_si256((__m256i *)(void *)(out + j), s);
         }
     }
     for (; j < n; j++) {
         const int8_t *kj = k + (size_t)j * (size_t)dh;
-        int32_t t = 0;
-        for (int i = 0; i < dh; i++) t += q[i] * kj[i];
-        out[j] = t;
+        int32_t r = 0;
+        if (nq > 0) {
+            const __m256i v = key_dot(q, kj, nq);
+            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+            r = _mm_cvtsi128_si32(h);
+        }
+        for (int i = 16 * nq; i < dh; i++) r += q[i] * kj[i];
+        out[j] = r;
     }
 }
 
@@ -223,8 +329,6 @@ static ATTR_AVX2 inline void store8x16(int16_t *p, __m256i v) {
     const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08);
     _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(w));
 }
-#define LOADU(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-#define LOAD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 
 ATTR_AVX2 void atm_ek_addsc_avx2(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
     const int64_t half = (int64_t)1 << (s - 1);
@@ -354,15 +458,16 @@ ATTR_AVX2 int64_t atm_ek_ln_center_avx2(const int32_t *x, int d, int32_t mean, i
 
 ATTR_AVX2 void atm_ek_ln_out_avx2(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb) {
     const int64_t hg = (int64_t)1 << (sg - 1);
-    const int32_t hb = (int32_t)1 << (sb - 1);
+    const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0;
     const __m256i R = _mm256_set1_epi32(r15), HG = _mm256_set1_epi64x(hg), HB = _mm256_set1_epi32(hb);
     const __m256i L = _mm256_set1_epi64x(32767);
-    const __m128i cg = _mm_cvtsi32_si128(sg), cgl = _mm_cvtsi32_si128(64 - sg), cb = _mm_cvtsi32_si128(sb);
+    const __m128i cg = _mm_cvtsi32_si128(sg), cgl = _mm_cvtsi32_si128(64 - sg);
+    const __m128i cbr = _mm_cvtsi32_si128(sb >= 1 ? sb : 0), cbl = _mm_cvtsi32_si128(sb >= 1 ? 0 : -sb);
     int i = 0;
     for (; i + 8 <= d; i += 8) {
         const __m256i uu = _mm256_cvtepi16_epi32(LOAD128(u + i));
         const __m256i gr = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(LOAD128(g + 2 * i)), R);
-        const __m256i bt = _mm256_sra_epi32(_mm256_add_epi32(_mm256_cvtepi16_epi32(LOAD128(b + 2 * i)), HB), cb);
+        const __m256i bt = _mm256_sra_epi32(_mm256_add_epi32(_mm256_sll_epi32(_mm256_cvtepi16_epi32(LOAD128(b + 2 * i)), cbl), HB), cbr);
         __m256i pe = sra64(_mm256_add_epi64(_mm256_mul_epi32(uu, gr), HG), cg, cgl);
         __m256i po = sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(uu, 32), _mm256_srli_epi64(gr, 32)), HG),
                            cg, cgl);
@@ -370,17 +475,21 @@ ATTR_AVX2 void atm_ek_ln_out_avx2(int16_t *u, const uint8_t *g, const uint8_t *b
         po = clamp64(_mm256_add_epi64(po, odd64(bt)), L);
         store8x16(u + i, join64(pe, po));
     }
+    const int32_t mb = sb >= 1 ? 1 : (int32_t)1 << -sb;
+    const int s_b = sb >= 1 ? sb : 0;
     for (; i < d; i++) {
         const int32_t gr = r15 * atm_rd_i16le(g + 2 * i);
-        u[i] = atm_sat16((((int64_t)u[i] * gr + hg) >> sg) + ((atm_rd_i16le(b + 2 * i) + hb) >> sb));
+        u[i] = atm_sat16((((int64_t)u[i] * gr + hg) >> sg) + ((atm_rd_i16le(b + 2 * i) * mb + hb) >> s_b));
     }
 }
 
 ATTR_AVX2 void atm_ek_ssm_avx2(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
-    const int64_t hb = (int64_t)1 << (sb - 1);
+    /* sb <= 0: a left shift (bc u * 2^-sb, exact); sb >= 1: rounding right shift */
+    const int64_t hb = sb >= 1 ? (int64_t)1 << (sb - 1) : 0, mb = sb >= 1 ? 1 : (int64_t)1 << -sb;
+    const int s_b = sb >= 1 ? sb : 0;
     const __m256i HA = _mm256_set1_epi64x(1 << 14), HB = _mm256_set1_epi64x(hb), L = _mm256_set1_epi64x(XLIM);
     const __m128i c15 = _mm_cvtsi32_si128(15), c15l = _mm_cvtsi32_si128(49);
-    const __m128i cb = _mm_cvtsi32_si128(sb), cbl = _mm_cvtsi32_si128(64 - sb);
+    const __m128i cb = _mm_cvtsi32_si128(s_b), cbl = _mm_cvtsi32_si128(64 - s_b), cup = _mm_cvtsi32_si128(sb >= 1 ? 0 : -sb);
     int c = 0;
     for (; c + 8 <= d; c += 8) {
         const __m256i ss = LOADU(s + c), aa = _mm256_cvtepi16_epi32(LOAD128(a + 2 * c));
@@ -389,13 +498,13 @@ ATTR_AVX2 void atm_ek_ssm_avx2(int32_t *s, const uint8_t *a, const uint8_t *bc, 
         __m256i pe = sra64(_mm256_add_epi64(_mm256_mul_epi32(aa, ss), HA), c15, c15l);
         __m256i po = sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(aa, 32), _mm256_srli_epi64(ss, 32)), HA),
                            c15, c15l);
-        pe = clamp64(_mm256_add_epi64(pe, sra64(_mm256_add_epi64(even64(bu), HB), cb, cbl)), L);
-        po = clamp64(_mm256_add_epi64(po, sra64(_mm256_add_epi64(odd64(bu), HB), cb, cbl)), L);
+        pe = clamp64(_mm256_add_epi64(pe, sra64(_mm256_add_epi64(_mm256_sll_epi64(even64(bu), cup), HB), cb, cbl)), L);
+        po = clamp64(_mm256_add_epi64(po, sra64(_mm256_add_epi64(_mm256_sll_epi64(odd64(bu), cup), HB), cb, cbl)), L);
         _mm256_storeu_si256((__m256i *)(void *)(s + c), join64(pe, po));
     }
     for (; c < d; c++) {
         const int64_t v = (((int64_t)atm_rd_i16le(a + 2 * c) * s[c] + (1 << 14)) >> 15)
-                        + (((int64_t)(atm_rd_i16le(bc + 2 * c) * u[c]) + hb) >> sb);
+                        + (((int64_t)(atm_rd_i16le(bc + 2 * c) * u[c]) * mb + hb) >> s_b);
         s[c] = atm_clamp32(v, XLIM);
     }
 }
@@ -460,8 +569,51 @@ ATTR_AVX2 void atm_ek_scores_avx2(const int32_t *dots, const uint8_t *kexp, int 
 
 /* ---- AVX-512 VNNI ---- */
 
+/* cols == 64: a row is 16 bytes, so one 64-byte load holds 4 rows, one per
+ * 128-bit lane; field p of every lane is extracted with one shift and the
+ * activations of field p are broadcast to the 4 lanes. Each lane
+ * accumulates its row; 8 rows (two vectors) are reduced together. Loads of
+ * the last rows are masked to the matrix. */
+static ATTR_AVX512 void matvec64_avx512(const uint8_t *b, uint32_t rows, const atm_ek_vec *v, int32_t *out) {
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m512i lut_t = _mm512_set1_epi32(-0x00FFFF00);   /* bytes 0, 1, 0, -1 (0xFF000100) */
+    const __m512i lut_t1 = _mm512_set1_epi32(0x00010201);    /* bytes 1, 2, 1, 0: t + 1 */
+    __m512i lo[4], hi[4];
+    for (int p = 0; p < 4; p++) {
+        lo[p] = _mm512_broadcast_i32x4(LOAD128(v->lo + 16 * p));
+        hi[p] = _mm512_broadcast_i32x4(LOAD128(v->hi + 16 * p));
+    }
+    const __m256i corr = _mm256_set1_epi32(256 * v->hsum);
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (uint32_t r0 = 0; r0 < rows; r0 += 8) {
+        __m512i acc[2];
+        UNROLL8
+        for (int h = 0; h < 2; h++) {
+            const uint32_t first = r0 + 4 * (uint32_t)h;
+            const uint32_t nr = first >= rows ? 0 : (rows - first < 4 ? rows - first : 4);
+            const __mmask64 mk = nr == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * nr)) - 1);
+            const __m512i w = _mm512_maskz_loadu_epi8(mk, b + (size_t)first * 16);
+            __m512i alo = _mm512_setzero_si512(), ahi = _mm512_setzero_si512();
+            UNROLL8
+            for (int p = 0; p < 4; p++) {
+                const __m512i code = _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(2 * p)), m3);
+                alo = _mm512_dpbusd_epi32(alo, lo[p], _mm512_shuffle_epi8(lut_t, code));
+                ahi = _mm512_dpbusd_epi32(ahi, _mm512_shuffle_epi8(lut_t1, code), hi[p]);
+            }
+            acc[h] = _mm512_add_epi32(alo, _mm512_slli_epi32(ahi, 8));
+        }
+        /* per 128-bit lane: rows (lane, 4 + lane); sum each lane's 4 entries */
+        const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[0], acc[1]), _mm512_unpackhi_epi32(acc[0], acc[1]));
+        const __m512i u = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x4E));
+        const __m256i s = _mm256_sub_epi32(_mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, u)), corr);
+        const uint32_t m = rows - r0 < 8 ? rows - r0 : 8;
+        _mm256_mask_storeu_epi32(out + r0, (__mmask8)((1u << m) - 1u), s);
+    }
+}
+
 ATTR_AVX512 void atm_ek_matvec_avx512(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v,
                                       int32_t *out) {
+    if (cols == 64) { matvec64_avx512(b, rows, v, out); return; }
     const uint32_t nb = cols / 4, nfull = nb / 16, tail = nb % 16;
     const __mmask16 tmask = (__mmask16)((1u << tail) - 1u);
     const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0002000200020002LL, 0x0002000200020002LL,
@@ -471,19 +623,35 @@ ATTR_AVX512 void atm_ek_matvec_avx512(const uint8_t *b, uint32_t rows, uint32_t 
     const __m512i lut_t = _mm512_set1_epi32(-0x00FFFF00);   /* bytes 0, 1, 0, -1 (0xFF000100) */
     const __m512i lut_t1 = _mm512_set1_epi32(0x00010201);    /* bytes 1, 2, 1, 0: t + 1 */
     const __m512i *lo = (const __m512i *)(const void *)v->lo, *hi = (const __m512i *)(const void *)v->hi;
-    const int32_t corr = 256 * v->hsum;
-    for (uint32_t r = 0; r < rows; r++, b += nb) {
-        __m512i alo = _mm512_setzero_si512(), ahi = _mm512_setzero_si512();
-        for (uint32_t g = 0; g <= nfull; g++) {
-            __m128i bytes;
-            if (g < nfull) bytes = _mm_loadu_si128((const __m128i *)(const void *)(b + 16 * g));
-            else if (tail) bytes = _mm_maskz_loadu_epi8(tmask, b + 16 * g);
-            else break;
-            const __m512i code = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i32x4(bytes), shifts), m3);
-            alo = _mm512_dpbusd_epi32(alo, _mm512_loadu_si512(lo + g), _mm512_shuffle_epi8(lut_t, code));
-            ahi = _mm512_dpbusd_epi32(ahi, _mm512_shuffle_epi8(lut_t1, code), _mm512_loadu_si512(hi + g));
+    const __m256i corr = _mm256_set1_epi32(256 * v->hsum);
+    for (uint32_t r0 = 0; r0 < rows; r0 += 8) {
+        const uint32_t m = rows - r0 < 8 ? rows - r0 : 8;
+        __m256i acc[8];
+        UNROLL8
+        for (uint32_t u = 0; u < 8; u++) {
+            __m512i alo = _mm512_setzero_si512(), ahi = _mm512_setzero_si512();
+            if (u < m) {
+                const uint8_t *rb = b + (size_t)(r0 + u) * nb;
+                for (uint32_t g = 0; g <= nfull; g++) {
+                    __m128i bytes;
+                    if (g < nfull) bytes = LOAD128(rb + 16 * g);
+                    else if (tail) bytes = _mm_maskz_loadu_epi8(tmask, rb + 16 * g);
+                    else break;
+                    const __m512i code = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i32x4(bytes), shifts), m3);
+                    alo = _mm512_dpbusd_epi32(alo, _mm512_loadu_si512(lo + g), _mm512_shuffle_epi8(lut_t, code));
+                    ahi = _mm512_dpbusd_epi32(ahi, _mm512_shuffle_epi8(lut_t1, code), _mm512_loadu_si512(hi + g));
+                }
+            }
+            const __m512i a = _mm512_add_epi32(alo, _mm512_slli_epi32(ahi, 8));
+            acc[u] = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
         }
-        out[r] = _mm512_reduce_add_epi32(_mm512_add_epi32(alo, _mm512_slli_epi32(ahi, 8))) - corr;
+        const __m256i s = _mm256_sub_epi32(hsum8_avx2(acc), corr);
+        if (m == 8) _mm256_storeu_si256((__m256i *)(void *)(out + r0), s);
+        else {
+            int32_t r[8];
+            _mm256_storeu_si256((__m256i *)(void *)r, s);
+            for (uint32_t u = 0; u < m; u++) out[r0 + u] = r[u];
+        }
     }
 }
 
