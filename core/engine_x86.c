@@ -596,7 +596,7 @@ static ATTR_AVX512 void matvec64_avx512(const uint8_t *b, uint32_t rows, const a
             __m512i alo = _mm512_setzero_si512(), ahi = _mm512_setzero_si512();
             UNROLL8
             for (int p = 0; p < 4; p++) {
-                const __m512i code = _mm512_and_si512(_mm512_srli_epi16(w, (unsigned)(2 * p)), m3);
+                const __m512i code = _mm512_and_si512(_mm512_srl_epi16(w, _mm_cvtsi32_si128(2 * p)), m3);
                 alo = _mm512_dpbusd_epi32(alo, lo[p], _mm512_shuffle_epi8(lut_t, code));
                 ahi = _mm512_dpbusd_epi32(ahi, _mm512_shuffle_epi8(lut_t1, code), hi[p]);
             }
