@@ -444,6 +444,249 @@ static void test_attn_select(void) {
     }
 }
 
+/* ------------------------------------------------------------- softmax */
+static void test_softmax(void) {
+    static const int ns[] = { 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 33, 64, 70, 256 };
+    for (int ni = 0; ni < 14; ni++)
+        for (int kind = 0; kind < 3; kind++) {
+            const int n = ns[ni];
+            float x[256], r[256];
+            fill(x, (size_t)n, -8, 8);
+            if (kind == 1) for (int i = 0; i < n; i++) x[i] += 500.0f;
+            if (kind == 2 && n > 1) x[n / 2] = -INFINITY;
+            memcpy(r, x, sizeof(float) * n);
+            atm_softmax_ref(r, n);
+            for (int s = 0; s < nsets(); s++) {
+                const atm_layer_kernel_set *ls = use_set(s);
+                gbuf in = gb_copy(x, (size_t)n);
+                float *y = out_new((size_t)n);
+                memcpy(y, x, sizeof(float) * n);
+                ls->softmax(y, n);
+                int bad = !guards_ok(y, (size_t)n);
+                /* the cross-entropy bound (top of file) with V = n */
+                for (int i = 0; i < n; i++) bad += !(fabs((double)y[i] - r[i]) <= (2.0 * gam(n) + 8 * U) * r[i]);
+                ls->softmax(in.p, n);               /* in place at the end of a page: same bits */
+                bad += memcmp(in.p, y, sizeof(float) * n) != 0;
+                CHECKF(bad == 0, "%s softmax n=%d kind %d", ls->name, n, kind);
+                out_free(y);
+                gb_free(&in);
+            }
+        }
+}
+
+/* -------------------------------------------------------- atome pathways */
+static int same(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
+/* equal, or both NaN (NaN payloads are not compared) */
+static int feq(float a, float b) { return a == b ? memcmp(&a, &b, sizeof a) == 0 || a != 0.0f : (isnan(a) && isnan(b)); }
+static int feqn(const float *a, const float *b, int n) { int ok = 1; for (int i = 0; i < n; i++) ok &= feq(a[i], b[i]); return ok; }
+static float *fdup(const float *x, size_t n) { float *y = malloc(n * sizeof(float) + 1); memcpy(y, x, n * sizeof(float)); return y; }
+
+/* conv, SSM, attention backward and mixing backward: bit for bit against the
+ * references, every gradient alone and all together, on odd widths. */
+static void test_paths_bitwise(void) {
+    static const int shapes[][5] = {   /* B, T, C, K, DH */
+        { 1, 1, 1, 1, 1 }, { 2, 5, 3, 2, 2 }, { 3, 20, 17, 5, 5 }, { 2, 63, 64, 5, 16 }, { 1, 70, 33, 7, 16 },
+        { 2, 9, 8, 3, 9 },
+    };
+    for (int si = 0; si < 6; si++) {
+        const int B = shapes[si][0], T = shapes[si][1], C = shapes[si][2], K = shapes[si][3], DH = shapes[si][4];
+        const size_t N = (size_t)B * T, NC = N * C, KC = (size_t)K * C;
+        float *u = malloc(NC * sizeof(float)), *d = malloc(NC * sizeof(float)), *w = malloc(KC * sizeof(float));
+        float *ar = malloc(C * sizeof(float)), *bb = malloc(C * sizeof(float)), *cc = malloc(C * sizeof(float));
+        fill(u, NC, -1, 1); fill(d, NC, -1, 1); fill(w, KC, -1, 1);
+        fill(ar, C, -2, 2); fill(bb, C, -1, 1); fill(cc, C, -1, 1);
+        float *scr = malloc(sizeof(float) * (ATM_ATOME_SCRATCH(C, K) + 1));
+        /* conv */
+        float *ro = malloc(NC * sizeof(float)), *rdu = malloc(NC * sizeof(float)), *rdw = malloc(KC * sizeof(float));
+        atm_atome_conv_forward_ref(ro, u, w, scr, B, T, C, K);
+        fill(rdu, NC, -1, 1); fill(rdw, KC, -1, 1);
+        float *du0 = fdup(rdu, NC), *dw0 = fdup(rdw, KC);
+        atm_atome_conv_backward_ref(rdu, rdw, d, u, w, scr, B, T, C, K);
+        /* ssm */
+        float *rs = malloc(NC * sizeof(float)), *rso = malloc(NC * sizeof(float));
+        atm_atome_ssm_forward_ref(rs, rso, u, ar, bb, cc, scr, B, T, C);
+        float *rsdu = fdup(du0, NC), *rda = malloc(C * sizeof(float)), *rdb = malloc(C * sizeof(float)), *rdc = malloc(C * sizeof(float));
+        fill(rda, C, -1, 1); fill(rdb, C, -1, 1); fill(rdc, C, -1, 1);
+        float *da0 = fdup(rda, C), *db0 = fdup(rdb, C), *dc0 = fdup(rdc, C);
+        atm_atome_ssm_backward_ref(rsdu, rda, rdb, rdc, d, u, rs, ar, bb, cc, scr, B, T, C);
+        for (int s = 0; s < nsets(); s++) {
+            const atm_layer_kernel_set *ls = use_set(s);
+            float *o = out_new(NC), *gdu = out_new(NC), *gdw = out_new(KC);
+            float *sc2 = malloc(sizeof(float) * (ATM_ATOME_SCRATCH(C, K) + 1));
+            ls->conv_forward(o, u, w, sc2, B, T, C, K);
+            CHECKF(same(o, ro, NC) && guards_ok(o, NC), "%s conv forward B%d T%d C%d K%d", ls->name, B, T, C, K);
+            memcpy(gdu, du0, NC * sizeof(float)); memcpy(gdw, dw0, KC * sizeof(float));
+            ls->conv_backward(gdu, gdw, d, u, w, sc2, B, T, C, K);
+            CHECKF(same(gdu, rdu, NC) && same(gdw, rdw, KC) && guards_ok(gdu, NC) && guards_ok(gdw, KC),
+                   "%s conv backward B%d T%d C%d K%d", ls->name, B, T, C, K);
+            memcpy(gdu, du0, NC * sizeof(float)); memcpy(gdw, dw0, KC * sizeof(float));
+            ls->conv_backward(gdu, NULL, d, u, w, sc2, B, T, C, K);
+            ls->conv_backward(NULL, gdw, d, u, w, sc2, B, T, C, K);
+            CHECKF(same(gdu, rdu, NC) && same(gdw, rdw, KC), "%s conv backward NULL B%d T%d C%d", ls->name, B, T, C);
+            /* ssm */
+            float *gs = out_new(NC), *gso = out_new(NC), *gda = out_new(C), *gdb = out_new(C), *gdc = out_new(C);
+            ls->ssm_forward(gs, gso, u, ar, bb, cc, sc2, B, T, C);
+            CHECKF(same(gs, rs, NC) && same(gso, rso, NC) && guards_ok(gs, NC) && guards_ok(gso, NC),
+                   "%s ssm forward B%d T%d C%d", ls->name, B, T, C);
+            memcpy(gdu, du0, NC * sizeof(float)); memcpy(gda, da0, C * sizeof(float));
+            memcpy(gdb, db0, C * sizeof(float)); memcpy(gdc, dc0, C * sizeof(float));
+            ls->ssm_backward(gdu, gda, gdb, gdc, d, u, rs, ar, bb, cc, sc2, B, T, C);
+            CHECKF(same(gdu, rsdu, NC) && same(gda, rda, C) && same(gdb, rdb, C) && same(gdc, rdc, C) &&
+                   guards_ok(gdu, NC) && guards_ok(gda, C) && guards_ok(gdb, C) && guards_ok(gdc, C),
+                   "%s ssm backward B%d T%d C%d", ls->name, B, T, C);
+            memcpy(gdu, du0, NC * sizeof(float)); memcpy(gda, da0, C * sizeof(float));
+            memcpy(gdb, db0, C * sizeof(float)); memcpy(gdc, dc0, C * sizeof(float));
+            ls->ssm_backward(gdu, NULL, NULL, NULL, d, u, rs, ar, bb, cc, sc2, B, T, C);
+            ls->ssm_backward(NULL, gda, gdb, gdc, d, u, rs, ar, bb, cc, sc2, B, T, C);
+            CHECKF(same(gdu, rsdu, NC) && same(gda, rda, C) && same(gdb, rdb, C) && same(gdc, rdc, C),
+                   "%s ssm backward NULL B%d T%d C%d", ls->name, B, T, C);
+            out_free(o); out_free(gdu); out_free(gdw); out_free(gs); out_free(gso);
+            out_free(gda); out_free(gdb); out_free(gdc);
+            free(sc2);
+        }
+        /* attention backward and mixing backward from a reference forward */
+        for (int TK = 1; TK <= 7; TK += 3) {
+            const size_t NDH = N * DH;
+            float *q = malloc(NDH * sizeof(float)), *k = malloc(NDH * sizeof(float)), *v = malloc(NC * sizeof(float));
+            fill(q, NDH, -1, 1); fill(k, NDH, -1, 1); fill(v, NC, -1, 1);
+            float *ao = malloc(NC * sizeof(float)), *pp = malloc(N * TK * sizeof(float));
+            int32_t *ix = malloc(N * TK * sizeof(int32_t));
+            float *ascr = malloc(sizeof(float) * (DH + 1) * T);
+            atm_atome_attn_forward_ref(ao, ix, pp, q, k, v, ascr, B, T, DH, C, TK);
+            float *rq = malloc(NDH * sizeof(float)), *rk = malloc(NDH * sizeof(float)), *rv = malloc(NC * sizeof(float));
+            fill(rq, NDH, -1, 1); fill(rk, NDH, -1, 1); fill(rv, NC, -1, 1);
+            float *q0 = fdup(rq, NDH), *k0 = fdup(rk, NDH), *v0 = fdup(rv, NC);
+            atm_atome_attn_backward_ref(rq, rk, rv, d, ix, pp, q, k, v, B, T, DH, C, TK);
+            /* mixing over P = 1..3 paths */
+            const int P = 1 + TK % 3;
+            const float *paths[3] = { u, v, ao };
+            float *rr = malloc(N * P * sizeof(float)), *drl = malloc(N * P * sizeof(float));
+            fill(rr, N * P, 0, 1);
+            fill(drl, N * P, -1, 1);
+            float *drl0 = fdup(drl, N * P), *dp[3], *dp0[3];
+            for (int i = 0; i < 3; i++) { dp[i] = malloc(NC * sizeof(float)); fill(dp[i], NC, -1, 1); dp0[i] = fdup(dp[i], NC); }
+            atm_atome_mix_backward_ref(drl, dp, d, rr, paths, (int)N, C, P);
+            for (int s = 0; s < nsets(); s++) {
+                const atm_layer_kernel_set *ls = use_set(s);
+                float *gq = out_new(NDH), *gk = out_new(NDH), *gv = out_new(NC);
+                memcpy(gq, q0, NDH * sizeof(float)); memcpy(gk, k0, NDH * sizeof(float)); memcpy(gv, v0, NC * sizeof(float));
+                ls->attn_backward(gq, gk, gv, d, ix, pp, q, k, v, B, T, DH, C, TK);
+                CHECKF(same(gq, rq, NDH) && same(gk, rk, NDH) && same(gv, rv, NC) && guards_ok(gq, NDH) &&
+                       guards_ok(gk, NDH) && guards_ok(gv, NC), "%s attn backward B%d T%d C%d DH%d TK%d", ls->name, B, T, C, DH, TK);
+                memcpy(gq, q0, NDH * sizeof(float)); memcpy(gk, k0, NDH * sizeof(float)); memcpy(gv, v0, NC * sizeof(float));
+                ls->attn_backward(gq, NULL, NULL, d, ix, pp, q, k, v, B, T, DH, C, TK);
+                ls->attn_backward(NULL, gk, NULL, d, ix, pp, q, k, v, B, T, DH, C, TK);
+                ls->attn_backward(NULL, NULL, gv, d, ix, pp, q, k, v, B, T, DH, C, TK);
+                CHECKF(same(gq, rq, NDH) && same(gk, rk, NDH) && same(gv, rv, NC), "%s attn backward NULL", ls->name);
+                float *gdrl = out_new(N * P), *gp[3];
+                memcpy(gdrl, drl0, N * P * sizeof(float));
+                for (int i = 0; i < 3; i++) { gp[i] = out_new(NC); memcpy(gp[i], dp0[i], NC * sizeof(float)); }
+                ls->mix_backward(gdrl, gp, d, rr, paths, (int)N, C, P);
+                int ok = same(gdrl, drl, N * P) && guards_ok(gdrl, N * P);
+                for (int i = 0; i < P; i++) ok &= same(gp[i], dp[i], NC) && guards_ok(gp[i], NC);
+                CHECKF(ok, "%s mix backward N%d C%d P%d", ls->name, (int)N, C, P);
+                out_free(gq); out_free(gk); out_free(gv); out_free(gdrl);
+                for (int i = 0; i < 3; i++) out_free(gp[i]);
+            }
+            free(q); free(k); free(v); free(ao); free(pp); free(ix); free(ascr); free(rq); free(rk); free(rv);
+            free(q0); free(k0); free(v0); free(rr); free(drl); free(drl0);
+            for (int i = 0; i < 3; i++) { free(dp[i]); free(dp0[i]); }
+        }
+        free(u); free(d); free(w); free(ar); free(bb); free(cc); free(scr); free(ro); free(rdu); free(rdw);
+        free(du0); free(dw0); free(rs); free(rso); free(rsdu); free(rda); free(rdb); free(rdc);
+        free(da0); free(db0); free(dc0);
+    }
+}
+
+/* Attention and mixing forward: the kept positions bit for bit; weights
+ * within the softmax bound of the references, and equal bit for bit to the
+ * set's atm_softmax of the kept scores (what generation computes); given the
+ * set's own weights, outputs bit for bit (sum over kept positions / paths in
+ * order, multiply then add). Variants: plain, many exact ties, NaN and +-inf
+ * scores in some rows. */
+static void test_paths_forward(void) {
+    static const int shapes[][5] = { { 1, 1, 1, 1, 1 }, { 2, 9, 7, 5, 2 }, { 2, 63, 64, 16, 4 }, { 1, 70, 33, 5, 7 },
+                                     { 2, 40, 16, 16, 8 }, { 1, 20, 5, 3, 9 }, { 1, 30, 8, 65, 3 } };
+    for (int si = 0; si < 7 * 3; si++) {
+        const int variant = si / 7;
+        const int B = shapes[si % 7][0], T = shapes[si % 7][1], C = shapes[si % 7][2], DH = shapes[si % 7][3],
+                  TK = shapes[si % 7][4];
+        const size_t N = (size_t)B * T, NC = N * C, NDH = N * DH;
+        float *q = malloc(NDH * sizeof(float)), *k = malloc(NDH * sizeof(float)), *v = malloc(NC * sizeof(float));
+        fill(q, NDH, -2, 2); fill(k, NDH, -2, 2); fill(v, NC, -1, 1);
+        if (variant == 1)                                  /* keys from {-1, 0, 1}, queries 1: exact ties */
+            for (size_t i = 0; i < NDH; i++) { k[i] = (float)((int)(k[i] * 0.75f)); q[i] = 1.0f; }
+        if (variant == 2 && N > 6) {
+            k[3 * DH] = NAN;                               /* position 3 of sequence 0: NaN scores */
+            k[5 * DH] = INFINITY; k[6 * DH] = -INFINITY;
+            q[(N - 1) * DH] = INFINITY;                    /* the last row: +-inf scores */
+        }
+        float *ro = malloc(NC * sizeof(float)), *rp = malloc(N * TK * sizeof(float));
+        int32_t *ri = malloc(N * TK * sizeof(int32_t));
+        float *scr = malloc(sizeof(float) * (DH + 1) * T);
+        atm_atome_attn_forward_ref(ro, ri, rp, q, k, v, scr, B, T, DH, C, TK);
+        const int P = 3;
+        float *hin = malloc(NC * sizeof(float)), *rl = malloc(N * P * sizeof(float)), *rr = malloc(N * P * sizeof(float));
+        float *rh = malloc(NC * sizeof(float));
+        fill(hin, NC, -1, 1); fill(rl, N * P, -3, 3);
+        const float *paths[3] = { v, ro, hin };
+        memcpy(rr, rl, N * P * sizeof(float));
+        atm_atome_mix_forward_ref(rh, rr, hin, paths, (int)N, C, P);
+        for (int s = 0; s < nsets(); s++) {
+            const atm_layer_kernel_set *ls = use_set(s);
+            float *o = out_new(NC), *p = out_new(N * TK), *sc2 = malloc(sizeof(float) * (DH + 1) * T);
+            int32_t *ix = malloc(N * TK * sizeof(int32_t));
+            ls->attn_forward(o, ix, p, q, k, v, sc2, B, T, DH, C, TK);
+            int bad = !guards_ok(o, NC) || !guards_ok(p, N * TK) || memcmp(ix, ri, N * TK * sizeof(int32_t)) != 0;
+            for (size_t n = 0; n < N; n++) {
+                const int t = (int)(n % T), keff = TK < t + 1 ? TK : t + 1;
+                int finite = 1;
+                for (int i = 0; i < TK; i++) finite &= isfinite(rp[n * TK + i]);
+                for (int i = 0; i < TK && finite; i++)
+                    bad += !(fabs((double)p[n * TK + i] - rp[n * TK + i]) <= (2.0 * gam(keff) + 8 * U) * rp[n * TK + i]);
+                /* the kept scores, by the reference, through this set's softmax */
+                float ks[16], sc3[128];
+                int32_t ki[16];
+                const float scale = 1.0f / sqrtf((float)DH);
+                size_t kT_n = (size_t)DH * (t + 1);
+                float *kT = malloc(kT_n * sizeof(float) + 1);
+                for (int e = 0; e < DH; e++)
+                    for (int j = 0; j <= t; j++) kT[(size_t)e * (t + 1) + j] = k[((n / T) * T + j) * DH + e];
+                atm_atome_attn_select_ref(ks, ki, q + n * DH, kT, t + 1, DH, t + 1, scale, keff, sc3);
+                ls->softmax(ks, keff);
+                bad += !feqn(ks, p + n * TK, keff);
+                free(kT);
+                for (int c = 0; c < C; c++) {
+                    float acc = 0.0f;
+                    for (int i = 0; i < keff; i++) acc += p[n * TK + i] * v[((n / T) * T + ix[n * TK + i]) * C + c];
+                    bad += !feq(acc, o[n * C + c]);
+                }
+            }
+            CHECKF(bad == 0, "%s attn forward B%d T%d C%d DH%d TK%d variant %d: %d", ls->name, B, T, C, DH, TK,
+                   variant, bad);
+            float *h = out_new(NC), *r = out_new(N * P);
+            memcpy(r, rl, N * P * sizeof(float));
+            ls->mix_forward(h, r, hin, paths, (int)N, C, P);
+            bad = !guards_ok(h, NC) || !guards_ok(r, N * P);
+            for (size_t n = 0; n < N; n++) {
+                float r1[3];
+                memcpy(r1, rl + n * P, sizeof r1);
+                ls->softmax(r1, P);
+                bad += !feqn(r1, r + n * P, P);
+                for (int i = 0; i < P; i++) bad += !(fabs((double)r[n * P + i] - rr[n * P + i]) <= (2.0 * gam(P) + 8 * U) * rr[n * P + i]);
+                for (int c = 0; c < C; c++) {
+                    float acc = hin[n * C + c];
+                    for (int i = 0; i < P; i++) acc += r[n * P + i] * paths[i][n * C + c];
+                    bad += !feq(acc, h[n * C + c]);
+                }
+            }
+            CHECKF(bad == 0, "%s mix forward N%d C%d: %d", ls->name, (int)N, C, bad);
+            out_free(o); out_free(p); out_free(h); out_free(r); free(sc2); free(ix);
+        }
+        free(q); free(k); free(v); free(ro); free(rp); free(ri); free(scr); free(hin); free(rl); free(rr); free(rh);
+    }
+}
+
 /* ---------------------------------------------------------- dispatcher */
 static void test_dispatch(void) {
     for (int s = 0; s < nsets(); s++) {
@@ -486,7 +729,10 @@ int main(void) {
     test_exp();
     test_layernorm();
     test_xent();
+    test_softmax();
     test_attn_select();
+    test_paths_bitwise();
+    test_paths_forward();
     test_dispatch();
     return CHECK_DONE();
 }

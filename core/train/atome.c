@@ -100,10 +100,12 @@ static inline void ssm_bwd_step(float *restrict du, float *restrict carry, float
 }
 
 /* ------------------------------------------------------------------------- */
-/* pathway primitives (atome_layers.h)                                        */
+/* pathway primitives (atome_layers.h): the plain-C references. The model
+ * calls the un-suffixed names, which run the layer kernel set in use
+ * (kernels_layers.c); the SIMD sets reproduce these bits (see the header). */
 
-void atm_atome_conv_forward(float *out, const float *u, const float *w, float *scratch,
-                            int B, int T, int C, int K) {
+void atm_atome_conv_forward_ref(float *out, const float *u, const float *w, float *scratch,
+                                int B, int T, int C, int K) {
     float *wT = scratch;                                  /* [K][C]: wT[j][c] = w[c][j] */
     for (int c = 0; c < C; c++)
         for (int j = 0; j < K; j++) wT[(size_t)j * C + c] = w[(size_t)c * K + j];
@@ -118,8 +120,8 @@ void atm_atome_conv_forward(float *out, const float *u, const float *w, float *s
     }
 }
 
-void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
-                             const float *w, float *scratch, int B, int T, int C, int K) {
+void atm_atome_conv_backward_ref(float *du, float *dw, const float *dout, const float *u,
+                                 const float *w, float *scratch, int B, int T, int C, int K) {
     const size_t KC = (size_t)K * C;
     float *wT = scratch, *dwT = scratch + KC;            /* [K][C] each */
     for (int c = 0; c < C; c++)
@@ -143,9 +145,9 @@ void atm_atome_conv_backward(float *du, float *dw, const float *dout, const floa
             for (int j = 0; j < K; j++) dw[(size_t)c * K + j] += dwT[(size_t)j * C + c];
 }
 
-void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_raw,
-                           const float *b, const float *c_out, float *scratch,
-                           int B, int T, int C) {
+void atm_atome_ssm_forward_ref(float *s, float *out, const float *u, const float *a_raw,
+                               const float *b, const float *c_out, float *scratch,
+                               int B, int T, int C) {
     float *a = scratch;                                   /* [C] tanh(a_raw) */
     for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
     for (int bb = 0; bb < B; bb++) {
@@ -160,10 +162,10 @@ void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_
     }
 }
 
-void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
-                            const float *dout, const float *u, const float *s,
-                            const float *a_raw, const float *b, const float *c_out,
-                            float *scratch, int B, int T, int C) {
+void atm_atome_ssm_backward_ref(float *du, float *da_raw, float *db, float *dc,
+                                const float *dout, const float *u, const float *s,
+                                const float *a_raw, const float *b, const float *c_out,
+                                float *scratch, int B, int T, int C) {
     /* scratch rows [C] each: a, carry (= a * dL/ds_{t+1}), the three
      * per-channel accumulators, a zero row (s_{-1}) and a sink for du == NULL */
     float *a = scratch, *carry = a + C, *acc_da = carry + C, *acc_db = acc_da + C, *acc_dc = acc_db + C,
@@ -202,9 +204,9 @@ void atm_atome_attn_select_ref(float *ps, int32_t *is, const float *q, const flo
         if (sc[j] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j); thr = ps[keff - 1]; }
 }
 
-void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
-                            const float *k, const float *v, float *scratch,
-                            int B, int T, int DH, int C, int TK) {
+void atm_atome_attn_forward_ref(float *out, int32_t *idx, float *p, const float *q,
+                                const float *k, const float *v, float *scratch,
+                                int B, int T, int DH, int C, int TK) {
     const float scale = 1.0f / sqrtf((float)DH);
     float *kT = scratch, *sc = scratch + (size_t)DH * T; /* [DH][T] keys of one sequence, [T] scores */
     for (int b = 0; b < B; b++) {
@@ -217,9 +219,9 @@ void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
             float *ps = p + n * TK;
             int32_t *is = idx + n * TK;
             int keff = TK < t + 1 ? TK : t + 1;
-            atm_atome_attn_select(ps, is, qt, kT, T, DH, t + 1, scale, keff, sc);
+            atm_atome_attn_select_ref(ps, is, qt, kT, T, DH, t + 1, scale, keff, sc);
             for (int i = keff; i < TK; i++) { ps[i] = 0.0f; is[i] = -1; }
-            atm_softmax(ps, keff);
+            atm_softmax_ref(ps, keff);
             float *o = out + n * C;
             memset(o, 0, sizeof(float) * (size_t)C);
             for (int i = 0; i < keff; i++) axpyf(o, ps[i], v + (n0 + (size_t)is[i]) * C, C);
@@ -227,10 +229,10 @@ void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
     }
 }
 
-void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
-                             const int32_t *idx, const float *p, const float *q,
-                             const float *k, const float *v,
-                             int B, int T, int DH, int C, int TK) {
+void atm_atome_attn_backward_ref(float *dq, float *dk, float *dv, const float *dout,
+                                 const int32_t *idx, const float *p, const float *q,
+                                 const float *k, const float *v,
+                                 int B, int T, int DH, int C, int TK) {
     const float scale = 1.0f / sqrtf((float)DH);
     float dp[ATM_ATOME_MAX_TOPK];
     for (int b = 0; b < B; b++) {
@@ -257,20 +259,20 @@ void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
     }
 }
 
-void atm_atome_mix_forward(float *hout, float *r, const float *hin,
-                           const float *const *paths, int N, int C, int P) {
+void atm_atome_mix_forward_ref(float *hout, float *r, const float *hin,
+                               const float *const *paths, int N, int C, int P) {
     for (int n = 0; n < N; n++) {
         float *rn = r + (size_t)n * P;
-        atm_softmax(rn, P);
+        atm_softmax_ref(rn, P);
         float *ho = hout + (size_t)n * C;
         memcpy(ho, hin + (size_t)n * C, sizeof(float) * (size_t)C);
         for (int pp = 0; pp < P; pp++) axpyf(ho, rn[pp], paths[pp] + (size_t)n * C, C);
     }
 }
 
-void atm_atome_mix_backward(float *drl, float *const *dpaths, const float *dhout,
-                            const float *r, const float *const *paths,
-                            int N, int C, int P) {
+void atm_atome_mix_backward_ref(float *drl, float *const *dpaths, const float *dhout,
+                                const float *r, const float *const *paths,
+                                int N, int C, int P) {
     float dr[ATM_ATOME_MAX_PATHS];
     for (int n = 0; n < N; n++) {
         const float *d = dhout + (size_t)n * C, *rn = r + (size_t)n * P;

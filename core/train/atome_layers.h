@@ -7,7 +7,13 @@
  * taps before t = 0 read zeros, the SSM state starts at 0, attention sees only
  * positions 0..t of its own sequence). Forward functions WRITE (=) their
  * outputs; backward functions ACCUMULATE (+=) into every gradient buffer, and
- * a NULL gradient pointer means "not needed". */
+ * a NULL gradient pointer means "not needed".
+ *
+ * Each primitive has a plain-C reference (_ref, atome.c) and an un-suffixed
+ * entry point that runs the layer kernel set in use (kernels_layers.h;
+ * ATOME_KERNELS=ref runs the references). The SIMD sets give the references'
+ * bits, except that attention and mixing forward use the set's softmax
+ * (vector exp; atm_softmax), which differs from libm's by rounding. */
 #ifndef ATOME_TRAIN_ATOME_LAYERS_H
 #define ATOME_TRAIN_ATOME_LAYERS_H
 #include <stddef.h>
@@ -27,9 +33,13 @@
  * order). scratch: K*C floats (forward), 2*K*C (backward). */
 void atm_atome_conv_forward(float *out, const float *u, const float *w, float *scratch,
                             int B, int T, int C, int K);
+void atm_atome_conv_forward_ref(float *out, const float *u, const float *w, float *scratch,
+                                int B, int T, int C, int K);
 /* du[B*T][C] += ...; dw[C][K] += ... */
 void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
                              const float *w, float *scratch, int B, int T, int C, int K);
+void atm_atome_conv_backward_ref(float *du, float *dw, const float *dout, const float *u,
+                                 const float *w, float *scratch, int B, int T, int C, int K);
 
 /* Diagonal linear SSM, a = tanh(a_raw):
  *   s[t][c] = b[c]*u[t][c] + a[c]*s[t-1][c]  (s[-1] = 0),  out[t][c] = c_out[c]*s[t][c]
@@ -37,11 +47,18 @@ void atm_atome_conv_backward(float *du, float *dw, const float *dout, const floa
 void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_raw,
                            const float *b, const float *c_out, float *scratch,
                            int B, int T, int C);
+void atm_atome_ssm_forward_ref(float *s, float *out, const float *u, const float *a_raw,
+                               const float *b, const float *c_out, float *scratch,
+                               int B, int T, int C);
 /* du[B*T][C], da_raw[C], db[C], dc[C] += ...; scratch: 7*C floats. */
 void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
                             const float *dout, const float *u, const float *s,
                             const float *a_raw, const float *b, const float *c_out,
                             float *scratch, int B, int T, int C);
+void atm_atome_ssm_backward_ref(float *du, float *da_raw, float *db, float *dc,
+                                const float *dout, const float *u, const float *s,
+                                const float *a_raw, const float *b, const float *c_out,
+                                float *scratch, int B, int T, int C);
 
 /* Single-head top-k causal attention, q,k [B*T][DH], v [B*T][C]:
  *   score[t][j] = (q_t . k_j) * (1/sqrt(DH)), the dot product summed over e
@@ -54,6 +71,9 @@ void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
 void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
                             const float *k, const float *v, float *scratch,
                             int B, int T, int DH, int C, int TK);
+void atm_atome_attn_forward_ref(float *out, int32_t *idx, float *p, const float *q,
+                                const float *k, const float *v, float *scratch,
+                                int B, int T, int DH, int C, int TK);
 /* One row of that selection: sc[j] = (sum_{e<DH} q[e] * kT[e*ldk + j]) * scale
  * for j < n, the sum taken in e order from 0 with a separate multiply and add
  * (the bits of the generation's dot product), offered to atm_atome_topk_insert
@@ -72,6 +92,10 @@ void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                              const int32_t *idx, const float *p, const float *q,
                              const float *k, const float *v,
                              int B, int T, int DH, int C, int TK);
+void atm_atome_attn_backward_ref(float *dq, float *dk, float *dv, const float *dout,
+                                 const int32_t *idx, const float *p, const float *q,
+                                 const float *k, const float *v,
+                                 int B, int T, int DH, int C, int TK);
 
 /* Router softmax and residual mixing over P <= 3 pathways:
  *   r[n][.] = softmax(r[n][.])  (in place: router logits in, weights out)
@@ -79,12 +103,17 @@ void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
  * hout must not overlap hin or the paths. */
 void atm_atome_mix_forward(float *hout, float *r, const float *hin,
                            const float *const *paths, int N, int C, int P);
+void atm_atome_mix_forward_ref(float *hout, float *r, const float *hin,
+                               const float *const *paths, int N, int C, int P);
 /* drl[N][P] += d loss / d router logits; dpaths[p][N][C] += r_p * dhout
  * (dpaths[p] may be NULL). d loss / d hin is dhout itself (identity); the
  * caller keeps it. */
 void atm_atome_mix_backward(float *drl, float *const *dpaths, const float *dhout,
                             const float *r, const float *const *paths,
                             int N, int C, int P);
+void atm_atome_mix_backward_ref(float *drl, float *const *dpaths, const float *dhout,
+                                const float *r, const float *const *paths,
+                                int N, int C, int P);
 
 /* Top-k selection step, shared by training and generation. sel_s/sel_i hold
  * *n entries in descending score order (capacity kmax >= 1). The candidate

@@ -1,6 +1,7 @@
 /* core/train/kernels_layers.c — run-time choice of the layer kernels
  * (kernels_layers.h) and the dispatched entry points atm_layernorm_*,
- * atm_xent_* (layers.h) and atm_atome_attn_select (atome_layers.h).
+ * atm_xent_*, atm_softmax (layers.h) and the atome pathway primitives
+ * atm_atome_* (atome_layers.h).
  *
  * Contract: each call runs the layer set named like the matmul set in use
  * (atm_kernels_name(), kernels.c), so there is one switch for both:
@@ -13,16 +14,20 @@
 #include <string.h>
 
 /* Ordered like the matmul sets; "ref" first (the fallback). */
+#define LSET(name, sfx)                                                                             \
+    { name, atm_layernorm_forward_##sfx, atm_layernorm_backward_##sfx, atm_xent_forward_##sfx,       \
+      atm_xent_backward_##sfx, atm_exp_##sfx, atm_softmax_##sfx, atm_atome_attn_select_##sfx,        \
+      atm_atome_conv_forward_##sfx, atm_atome_conv_backward_##sfx, atm_atome_ssm_forward_##sfx,      \
+      atm_atome_ssm_backward_##sfx, atm_atome_attn_forward_##sfx, atm_atome_attn_backward_##sfx,     \
+      atm_atome_mix_forward_##sfx, atm_atome_mix_backward_##sfx }
 static const atm_layer_kernel_set LSETS[] = {
-    { "ref", atm_layernorm_forward_ref, atm_layernorm_backward_ref, atm_xent_forward_ref,
-      atm_xent_backward_ref, atm_exp_ref, atm_atome_attn_select_ref },
+    LSET("ref", ref),
 #if defined(__x86_64__) || defined(__i386__)
-    { "avx2", atm_layernorm_forward_avx2, atm_layernorm_backward_avx2, atm_xent_forward_avx2,
-      atm_xent_backward_avx2, atm_exp_avx2, atm_atome_attn_select_avx2 },
-    { "avx512", atm_layernorm_forward_avx512, atm_layernorm_backward_avx512, atm_xent_forward_avx512,
-      atm_xent_backward_avx512, atm_exp_avx512, atm_atome_attn_select_avx512 },
+    LSET("avx2", avx2),
+    LSET("avx512", avx512),
 #endif
 };
+#undef LSET
 #define N_LSETS ((int)(sizeof(LSETS) / sizeof(LSETS[0])))
 
 static const char *g_for = NULL;                 /* matmul set name the cache is for */
@@ -63,4 +68,53 @@ void atm_xent_backward(float *dlogits, const float *probs, const uint8_t *tgt, i
 void atm_atome_attn_select(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
                            int DH, int n, float scale, int keff, float *sc) {
     atm_layer_kernels()->attn_select(ps, is, q, kT, ldk, DH, n, scale, keff, sc);
+}
+
+void atm_softmax(float *x, int n) { atm_layer_kernels()->softmax(x, n); }
+
+void atm_atome_conv_forward(float *out, const float *u, const float *w, float *scratch,
+                            int B, int T, int C, int K) {
+    atm_layer_kernels()->conv_forward(out, u, w, scratch, B, T, C, K);
+}
+
+void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
+                             const float *w, float *scratch, int B, int T, int C, int K) {
+    atm_layer_kernels()->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
+}
+
+void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_raw,
+                           const float *b, const float *c_out, float *scratch,
+                           int B, int T, int C) {
+    atm_layer_kernels()->ssm_forward(s, out, u, a_raw, b, c_out, scratch, B, T, C);
+}
+
+void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
+                            const float *dout, const float *u, const float *s,
+                            const float *a_raw, const float *b, const float *c_out,
+                            float *scratch, int B, int T, int C) {
+    atm_layer_kernels()->ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
+}
+
+void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
+                            const float *k, const float *v, float *scratch,
+                            int B, int T, int DH, int C, int TK) {
+    atm_layer_kernels()->attn_forward(out, idx, p, q, k, v, scratch, B, T, DH, C, TK);
+}
+
+void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                             const int32_t *idx, const float *p, const float *q,
+                             const float *k, const float *v,
+                             int B, int T, int DH, int C, int TK) {
+    atm_layer_kernels()->attn_backward(dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, TK);
+}
+
+void atm_atome_mix_forward(float *hout, float *r, const float *hin,
+                           const float *const *paths, int N, int C, int P) {
+    atm_layer_kernels()->mix_forward(hout, r, hin, paths, N, C, P);
+}
+
+void atm_atome_mix_backward(float *drl, float *const *dpaths, const float *dhout,
+                            const float *r, const float *const *paths,
+                            int N, int C, int P) {
+    atm_layer_kernels()->mix_backward(drl, dpaths, dhout, r, paths, N, C, P);
 }

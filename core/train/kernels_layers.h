@@ -1,7 +1,8 @@
 /* core/train/kernels_layers.h — the layer kernels (everything of a training
  * step that is not a matmul but is hot enough for SIMD): layernorm forward and
- * backward, softmax + cross-entropy forward and backward, a vector exp, and the
- * scores + top-k selection of one atome attention row.
+ * backward, softmax + cross-entropy forward and backward, a vector exp, a
+ * softmax, and the atome pathway primitives (conv, SSM, attention with its
+ * row selection, router mixing; forward and backward).
  *
  * Contract. One layer kernel set exists per matmul kernel set name (kernels.h):
  * atm_layer_kernels() returns the set whose name is atm_kernels_name(), so
@@ -26,10 +27,16 @@
  *       against the exact exp below 2 ulp (measured maximum in
  *       docs/kernels.md) where the result is a normal float; absolute error
  *       at most 2^-149 (one subnormal step) below that.
+ *   softmax                     max, the vector exp, sum (lanes, then
+ *       across), times 1/sum.
  *   attn_select                 bit-identical: scores summed over e in order
- *       with separate multiply and add, then scaled, then the same top-k
- *       insertion sequence (only candidates that cannot enter are skipped
- *       in bulk).
+ *       with separate multiply and add, then scaled, then the top-k the
+ *       insertion sequence keeps, in its order.
+ *   conv, ssm, attn_backward, mix_backward   bit-identical: every element
+ *       sees the reference's operations in the reference's order (separate
+ *       multiply and add; dot products in the reference's 8 lanes).
+ *   attn_forward, mix_forward   bit-identical given the softmax: they use
+ *       the set's softmax where the reference uses libm's.
  * tests/test_kernels_layers.c checks every available set against the
  * references, odd sizes included. */
 #ifndef ATOME_TRAIN_KERNELS_LAYERS_H
@@ -50,6 +57,26 @@ typedef void (*atm_exp_fn)(float *y, const float *x, int n);
 typedef void (*atm_attn_select_fn)(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
                                    int DH, int n, float scale, int keff, float *sc);
 
+/* The atome pathway primitives (atome_layers.h). */
+typedef void (*atm_conv_fwd_fn)(float *out, const float *u, const float *w, float *scratch,
+                                int B, int T, int C, int K);
+typedef void (*atm_conv_bwd_fn)(float *du, float *dw, const float *dout, const float *u,
+                                const float *w, float *scratch, int B, int T, int C, int K);
+typedef void (*atm_ssm_fwd_fn)(float *s, float *out, const float *u, const float *a_raw,
+                               const float *b, const float *c_out, float *scratch, int B, int T, int C);
+typedef void (*atm_ssm_bwd_fn)(float *du, float *da_raw, float *db, float *dc, const float *dout,
+                               const float *u, const float *s, const float *a_raw, const float *b,
+                               const float *c_out, float *scratch, int B, int T, int C);
+typedef void (*atm_attn_fwd_fn)(float *out, int32_t *idx, float *p, const float *q, const float *k,
+                                const float *v, float *scratch, int B, int T, int DH, int C, int TK);
+typedef void (*atm_attn_bwd_fn)(float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
+                                const float *p, const float *q, const float *k, const float *v,
+                                int B, int T, int DH, int C, int TK);
+typedef void (*atm_mix_fwd_fn)(float *hout, float *r, const float *hin, const float *const *paths,
+                               int N, int C, int P);
+typedef void (*atm_mix_bwd_fn)(float *drl, float *const *dpaths, const float *dhout, const float *r,
+                               const float *const *paths, int N, int C, int P);
+
 typedef struct {
     const char        *name;    /* the matmul set it goes with: "ref", "avx2", "avx512" */
     atm_ln_fwd_fn      layernorm_forward;
@@ -57,7 +84,16 @@ typedef struct {
     atm_xent_fwd_fn    xent_forward;
     atm_xent_bwd_fn    xent_backward;
     atm_exp_fn         exp;
+    void             (*softmax)(float *x, int n);
     atm_attn_select_fn attn_select;
+    atm_conv_fwd_fn    conv_forward;
+    atm_conv_bwd_fn    conv_backward;
+    atm_ssm_fwd_fn     ssm_forward;
+    atm_ssm_bwd_fn     ssm_backward;
+    atm_attn_fwd_fn    attn_forward;
+    atm_attn_bwd_fn    attn_backward;
+    atm_mix_fwd_fn     mix_forward;
+    atm_mix_bwd_fn     mix_backward;
 } atm_layer_kernel_set;
 
 /* The layer set that goes with the matmul set in use (the "ref" layer set if
@@ -75,8 +111,31 @@ const atm_layer_kernel_set *atm_layer_kernels(void);
     void atm_xent_backward_##sfx(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V, \
                                  float scale);                                                       \
     void atm_exp_##sfx(float *y, const float *x, int n);                                             \
+    void atm_softmax_##sfx(float *x, int n);                                                         \
     void atm_atome_attn_select_##sfx(float *ps, int32_t *is, const float *q, const float *kT, int ldk, \
-                                     int DH, int n, float scale, int keff, float *sc);
+                                     int DH, int n, float scale, int keff, float *sc);               \
+    void atm_atome_conv_forward_##sfx(float *out, const float *u, const float *w, float *scratch,    \
+                                      int B, int T, int C, int K);                                   \
+    void atm_atome_conv_backward_##sfx(float *du, float *dw, const float *dout, const float *u,     \
+                                       const float *w, float *scratch, int B, int T, int C, int K);  \
+    void atm_atome_ssm_forward_##sfx(float *s, float *out, const float *u, const float *a_raw,      \
+                                     const float *b, const float *c_out, float *scratch, int B,      \
+                                     int T, int C);                                                  \
+    void atm_atome_ssm_backward_##sfx(float *du, float *da_raw, float *db, float *dc,               \
+                                      const float *dout, const float *u, const float *s,             \
+                                      const float *a_raw, const float *b, const float *c_out,        \
+                                      float *scratch, int B, int T, int C);                          \
+    void atm_atome_attn_forward_##sfx(float *out, int32_t *idx, float *p, const float *q,           \
+                                      const float *k, const float *v, float *scratch, int B, int T,  \
+                                      int DH, int C, int TK);                                        \
+    void atm_atome_attn_backward_##sfx(float *dq, float *dk, float *dv, const float *dout,          \
+                                       const int32_t *idx, const float *p, const float *q,           \
+                                       const float *k, const float *v, int B, int T, int DH, int C,  \
+                                       int TK);                                                      \
+    void atm_atome_mix_forward_##sfx(float *hout, float *r, const float *hin,                       \
+                                     const float *const *paths, int N, int C, int P);                \
+    void atm_atome_mix_backward_##sfx(float *drl, float *const *dpaths, const float *dhout,         \
+                                      const float *r, const float *const *paths, int N, int C, int P);
 ATM_LAYER_KERNELS_DECL(avx2)
 ATM_LAYER_KERNELS_DECL(avx512)
 #undef ATM_LAYER_KERNELS_DECL

@@ -3,14 +3,15 @@
  *
  * Contract: atm_matmul_{forward,backward}_{avx2,avx512} compute what the _ref
  * functions of layers.h compute, up to float rounding (see kernels.h), for
- * any N, IC, OC; the layer kernels (layernorm, cross-entropy, exp, attention
- * row selection; _avx2 and _avx512) follow kernels_layers.h. The file
+ * any N, IC, OC; the layer kernels (layernorm, cross-entropy, exp, softmax,
+ * atome pathways; _avx2 and _avx512) follow kernels_layers.h. The file
  * compiles without -march flags: each function carries a target attribute,
  * and kernels.c / kernels_layers.c call a set only after
  * __builtin_cpu_supports() has confirmed the CPU (and OS) support it. The
- * algorithms are written once in kernels_x86_tmpl.h (matmul) and
- * kernels_x86_layers_tmpl.h (layers) and instantiated here per instruction
- * set with its vector width, register-tile shape and vector exp. */
+ * algorithms are written once in kernels_x86_tmpl.h (matmul),
+ * kernels_x86_layers_tmpl.h (layers) and kernels_x86_atome_tmpl.h (atome
+ * pathways) and instantiated here per instruction set with its vector width,
+ * register-tile shape and vector exp. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #include <math.h>
@@ -127,6 +128,23 @@ static __attribute__((target("avx2,fma"))) inline float kx_hsum_avx2(__m256 v) {
 #define KX_NAN_BITS(a) _mm256_movemask_ps(_mm256_cmp_ps((a), (a), _CMP_UNORD_Q))
 #define KX_SELECT(bits, v, f) _mm256_blendv_ps((f), (v), kx_bits_avx2(bits))
 #define KX_EXP(v) kx_exp_avx2(v)
+#define KX_HSUMT(v) kx_hsum_avx2(v)
+#define KX_DIV(a, b) _mm256_div_ps((a), (b))
+#define KX_BM __m256
+#define KX_BM_ZERO() _mm256_setzero_ps()
+#define KX_BM_GT(a, b) _mm256_cmp_ps((a), (b), _CMP_GT_OQ)
+#define KX_BM_NAN(a) _mm256_cmp_ps((a), (a), _CMP_UNORD_Q)
+#define KX_BM_AND(x, y) _mm256_and_ps((x), (y))
+#define KX_BM_OR(x, y) _mm256_or_ps((x), (y))
+#define KX_BM_ANDNOT(x, y) _mm256_andnot_ps((x), (y))
+#define KX_BM_BITS(x) ((unsigned)_mm256_movemask_ps(x))
+#define KX_BM_FROM(bits) kx_bits_avx2(bits)
+#define KX_BM_KEEP(m, v) _mm256_and_ps((v), (m))
+#define KX_BLEND(m, a, b) _mm256_blendv_ps((a), (b), (m))
+#define KX_SET1I(x) _mm256_set1_epi32(x)
+#define KX_BLENDI(m, a, b) \
+    _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), (m)))
+#define KX_STOREI(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
 /* all-ones in lane l where bit l of bits is set */
 static __attribute__((target("avx2,fma"))) inline __m256 kx_bits_avx2(unsigned bits) {
     const __m256i b = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
@@ -139,6 +157,7 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 #include "kernels_x86_layers_tmpl.h"
+#include "kernels_x86_atome_tmpl.h"
 #undef KX_SET1
 #undef KX_SUB
 #undef KX_MUL
@@ -151,6 +170,22 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
 #undef KX_NAN_BITS
 #undef KX_EQ_BITS
 #undef KX_EXP
+#undef KX_HSUMT
+#undef KX_STOREI
+#undef KX_BLENDI
+#undef KX_SET1I
+#undef KX_BLEND
+#undef KX_BM_KEEP
+#undef KX_BM_FROM
+#undef KX_BM_BITS
+#undef KX_BM_ANDNOT
+#undef KX_BM_OR
+#undef KX_BM_AND
+#undef KX_BM_NAN
+#undef KX_BM_GT
+#undef KX_BM_ZERO
+#undef KX_BM
+#undef KX_DIV
 #undef KX_ATTR
 #undef KX_SUFFIX
 #undef KX_VL
@@ -221,7 +256,33 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
 #define KX_NAN_BITS(a) _mm512_cmp_ps_mask((a), (a), _CMP_UNORD_Q)
 #define KX_SELECT(bits, v, f) _mm512_mask_mov_ps((f), (__mmask16)(bits), (v))
 #define KX_EXP(v) kx_exp_avx512(v)
+/* ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) after l_i += l_{i+8}: the AVX2 tree
+ * (kx_hsum_avx2) on the folded halves, written out so it cannot change. */
+#define KX_HSUMT(v) kx_hsumt_avx512(v)
+#define KX_DIV(a, b) _mm512_div_ps((a), (b))
+#define KX_BM __mmask16
+#define KX_BM_ZERO() ((__mmask16)0)
+#define KX_BM_GT(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ)
+#define KX_BM_NAN(a) _mm512_cmp_ps_mask((a), (a), _CMP_UNORD_Q)
+#define KX_BM_AND(x, y) _mm512_kand((x), (y))
+#define KX_BM_OR(x, y) _mm512_kor((x), (y))
+#define KX_BM_ANDNOT(x, y) _mm512_kandn((x), (y))
+#define KX_BM_BITS(x) ((unsigned)(x))
+#define KX_BM_FROM(bits) ((__mmask16)(bits))
+#define KX_BM_KEEP(m, v) _mm512_maskz_mov_ps((m), (v))
+#define KX_BLEND(m, a, b) _mm512_mask_blend_ps((m), (a), (b))
+#define KX_SET1I(x) _mm512_set1_epi32(x)
+#define KX_BLENDI(m, a, b) _mm512_mask_blend_epi32((m), (a), (b))
+#define KX_STOREI(p, v) _mm512_storeu_si512((void *)(p), (v))
+static __attribute__((target("avx512f"))) inline float kx_hsumt_avx512(__m512 v) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
 #include "kernels_x86_layers_tmpl.h"
+#include "kernels_x86_atome_tmpl.h"
 
 #else
 /* Not x86: the dispatcher never references these kernels. */

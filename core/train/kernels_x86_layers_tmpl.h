@@ -1,6 +1,8 @@
-/* core/train/kernels_x86_layers_tmpl.h — one SIMD layer kernel set
- * (kernels_layers.h), instantiated by kernels_x86.c once per instruction set
- * right after kernels_x86_tmpl.h (never included elsewhere).
+/* core/train/kernels_x86_layers_tmpl.h — the generic layers of one SIMD layer
+ * kernel set (kernels_layers.h): layernorm, cross-entropy, exp, softmax;
+ * instantiated by kernels_x86.c once per instruction set right after
+ * kernels_x86_tmpl.h (never included elsewhere). The atome pathways follow in
+ * kernels_x86_atome_tmpl.h.
  *
  * Besides the matmul template's macros (KX_ATTR KX_SUFFIX KX_VL KX_V KX_MASK
  * KX_ZERO KX_LOAD KX_LOADM KX_STORE KX_STOREM KX_ADD KX_TAILMASK KX_HSUM) the
@@ -9,32 +11,22 @@
  *   KX_MASKZ(m,v)        v with the lanes outside m zeroed
  *   KX_LOADM_OR(p,m,f)   masked load, lanes outside m taken from vector f
  *   KX_HMAX(v)           largest lane
- *   KX_GT_BITS(a,b)      bit l set where a[l] > b[l] (ordered: NaN gives 0)
- *   KX_EQ_BITS(a,b)      bit l set where a[l] == b[l] (ordered)
- *   KX_NAN_BITS(a)       bit l set where a[l] is NaN
- *   KX_SELECT(bits,v,f)  lane l from v where bit l of bits is set, else from f
  *   KX_EXP(v)            the vector exp (kernels_x86.c)
+ *   KX_HSUMT(v)          sum of the lanes by the fixed tree of kernels_x86.c
+ *                        (the softmax's; kernels_x86_atome_tmpl.h repeats it
+ *                        across vectors)
  * KX_TAILMASK(n) must accept n in 0..KX_VL.
  *
  * Every row is computed on its own, in a fixed order that depends only on
  * the row length, so results never depend on N, on the row's position or on
  * pointer alignment. Entry points end with vzeroupper (see kernels_x86_tmpl.h)
  * and call no libm function while upper vector halves may be dirty. */
-#include "atome_layers.h"
 #include "kernels_layers.h"
 
 #define KL_CAT2(a, b) a##_##b
 #define KL_CAT(a, b) KL_CAT2(a, b)
 #define KL(name) KL_CAT(name, KX_SUFFIX)
 #define KL_INLINE static inline __attribute__((always_inline)) KX_ATTR
-/* Loops over a register array must unroll completely (kernels_x86_tmpl.h). */
-#if defined(__clang__)
-#define KL_UNROLL _Pragma("clang loop unroll(full)")
-#else
-#define KL_UNROLL _Pragma("GCC unroll 8")
-#endif
-/* Vectors in a group of 64 positions of the attention selection. */
-#define KL_NB (64 / KX_VL)
 
 /* sqrt as one correctly rounded instruction (same value as sqrtf, without
  * the errno path that would call libm for a negative argument). */
@@ -209,127 +201,40 @@ KX_ATTR void KL(atm_xent_backward)(float *dlogits, const float *probs, const uin
     _mm256_zeroupper();
 }
 
-/* Scores of NV vectors of positions j0 .. j0 + rem - 1 (rem > (NV-1)*VL)
- * into sc: for each lane the sum over e in order from 0 of q[e] * kT[e][j],
- * multiply then add, then times scale; lanes past rem hold 0. */
-KL_INLINE void KL(kl_scores)(const int NV, float *sc, const float *q, const float *kT, ptrdiff_t ldk,
-                             int DH, int rem, KX_V sv) {
-    KX_V acc[KL_NB];
-    KX_MASK mk[KL_NB];
-    KL_UNROLL for (int v = 0; v < NV; v++) {
-        int c = rem - v * KX_VL;
-        acc[v] = KX_ZERO();
-        mk[v] = KX_TAILMASK(c < KX_VL ? c : KX_VL);
-    }
-    for (int e = 0; e < DH; e++) {
-        const KX_V qe = KX_SET1(q[e]);
-        const float *row = kT + e * ldk;
-        KL_UNROLL for (int v = 0; v < NV; v++) acc[v] = KX_ADD(acc[v], KX_MUL(qe, KX_LOADM(row + v * KX_VL, mk[v])));
-    }
-    KL_UNROLL for (int v = 0; v < NV; v++) KX_STORE(sc + v * KX_VL, KX_MUL(acc[v], sv));
-}
-
-#define KL_SCORES_CASE(NV_) case NV_: KL(kl_scores)(NV_, sc, q, kb, ldk, DH, rem, sv); break;
-/* kl_scores for nv = ceil(min(rem, 64) / VL) vectors (nv >= 1). */
-static KX_ATTR void KL(kl_scores_n)(int nv, float *sc, const float *q, const float *kb, ptrdiff_t ldk, int DH,
-                                    int rem, KX_V sv) {
-    switch (nv) {
-        KL_SCORES_CASE(1) KL_SCORES_CASE(2) KL_SCORES_CASE(3)
-#if KL_NB > 4
-        KL_SCORES_CASE(4) KL_SCORES_CASE(5) KL_SCORES_CASE(6) KL_SCORES_CASE(7)
-#endif
-        default: KL(kl_scores)(KL_NB, sc, q, kb, ldk, DH, rem, sv); break;
-    }
-}
-#undef KL_SCORES_CASE
-
-/* The top keff of n <= 64 scores without NaN, in the order the insertion
- * sequence leaves them: by score descending, equal scores by position
- * ascending (-0 and +0 compare equal there as here). Each round takes the
- * largest live score and the first live position holding a score equal to
- * it, then retires that position: no data-dependent branch. */
-static KX_ATTR void KL(kl_topk_small)(float *ps, int32_t *is, const float *sc, int n, int keff) {
-    const int nv = (n + KX_VL - 1) / KX_VL;
+/* Softmax of one row in place (max-subtracted); kept inline for the
+ * attention and router code of kernels_x86_atome_tmpl.h. */
+KL_INLINE void KL(kl_softmax)(float *x, int n) {
+    if (n <= 0) return;
+    const int full = n / KX_VL * KX_VL, tail = n - full;
+    const KX_MASK m = KX_TAILMASK(tail);
     const KX_V ninf = KX_SET1(-INFINITY);
-    uint64_t live = n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1u);
-    for (int r = 0; r < keff; r++) {
-        KX_V mx = ninf;
-        for (int v = 0; v < nv; v++)
-            mx = KX_MAX(mx, KX_SELECT((unsigned)(live >> (v * KX_VL)), KX_LOAD(sc + v * KX_VL), ninf));
-        const KX_V mv = KX_SET1(KX_HMAX(mx));
-        uint64_t eq = 0;
-        for (int v = 0; v < nv; v++) eq |= (uint64_t)(unsigned)KX_EQ_BITS(KX_LOAD(sc + v * KX_VL), mv) << (v * KX_VL);
-        eq &= live;
-        const int j = __builtin_ctzll(eq);
-        ps[r] = sc[j];
-        is[r] = j;
-        live &= ~((uint64_t)1 << j);
+    int i;
+    KX_V mx = ninf;
+    for (i = 0; i < full; i += KX_VL) mx = KX_MAX(mx, KX_LOAD(x + i));
+    if (tail) mx = KX_MAX(mx, KX_LOADM_OR(x + i, m, ninf));
+    const KX_V mv = KX_SET1(KX_HMAX(mx));
+    KX_V acc = KX_ZERO();
+    for (i = 0; i < full; i += KX_VL) {
+        KX_V e = KX_EXP(KX_SUB(KX_LOAD(x + i), mv));
+        KX_STORE(x + i, e);
+        acc = KX_ADD(acc, e);
     }
+    if (tail) {
+        KX_V e = KX_MASKZ(m, KX_EXP(KX_SUB(KX_LOADM(x + i, m), mv)));
+        KX_STOREM(x + i, m, e);
+        acc = KX_ADD(acc, e);
+    }
+    const KX_V inv = KX_SET1(1.0f / KX_HSUMT(acc));
+    for (i = 0; i < full; i += KX_VL) KX_STORE(x + i, KX_MUL(KX_LOAD(x + i), inv));
+    if (tail) KX_STOREM(x + i, m, KX_MUL(KX_LOADM(x + i, m), inv));
 }
 
-KX_ATTR void KL(atm_atome_attn_select)(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
-                                       int DH, int n, float scale, int keff, float *scratch) {
-    (void)scratch;
-    float sc[64] __attribute__((aligned(64)));
-    const KX_V sv = KX_SET1(scale);
-    int cnt = 0;
-    if (n <= 64 && keff <= 8) {
-        const int nv = (n + KX_VL - 1) / KX_VL;
-        KL(kl_scores_n)(nv, sc, q, kT, ldk, DH, n, sv);
-        unsigned nan = 0;
-        for (int v = 0; v < nv; v++) {
-            int c = n - v * KX_VL;
-            nan |= (unsigned)KX_NAN_BITS(KX_LOAD(sc + v * KX_VL)) & (c >= KX_VL ? ~0u : (1u << c) - 1u);
-        }
-        if (!nan) {
-            KL(kl_topk_small)(ps, is, sc, n, keff);
-        } else {                               /* the insertion sequence itself */
-            int j = 0;
-            for (; j < keff; j++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j);
-            float thr = ps[keff - 1];
-            for (; j < n; j++)
-                if (sc[j] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j); thr = ps[keff - 1]; }
-        }
-        _mm256_zeroupper();
-        return;
-    }
-    float thr = 0.0f;                          /* ps[keff - 1] once cnt == keff */
-    for (int j0 = 0; j0 < n; j0 += 64) {
-        const int rem = n - j0, lanes = rem < 64 ? rem : 64;
-        const int nv = (lanes + KX_VL - 1) / KX_VL;
-        KL(kl_scores_n)(nv, sc, q, kT + j0, ldk, DH, rem, sv);
-        int l = 0;
-        if (cnt < keff) {
-            for (; l < lanes && cnt < keff; l++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[l], j0 + l);
-            if (cnt < keff) continue;          /* every lane of this group went in */
-            thr = ps[keff - 1];
-        }
-        /* The rest of the lanes in j order; a lane not above the threshold
-         * it is compared with here is not above the current (never lower)
-         * one either, and is rejected without the insertion call. */
-        for (int v = l / KX_VL; v < nv; v++) {
-            int lo = l - v * KX_VL, hi = lanes - v * KX_VL;
-            if (lo < 0) lo = 0;
-            if (hi > KX_VL) hi = KX_VL;
-            unsigned bits = (unsigned)KX_GT_BITS(KX_LOAD(sc + v * KX_VL), KX_SET1(thr));
-            bits &= ((1u << hi) - 1u) & ~((1u << lo) - 1u);
-            while (bits) {
-                int ln = __builtin_ctz(bits);
-                float s = sc[v * KX_VL + ln];
-                if (s > thr) {
-                    atm_atome_topk_insert(ps, is, &cnt, keff, s, j0 + v * KX_VL + ln);
-                    thr = ps[keff - 1];
-                }
-                bits &= bits - 1u;
-            }
-        }
-    }
+KX_ATTR void KL(atm_softmax)(float *x, int n) {
+    KL(kl_softmax)(x, n);
     _mm256_zeroupper();
 }
 
 #undef KL_XCH
-#undef KL_NB
-#undef KL_UNROLL
 #undef KL_INLINE
 #undef KL
 #undef KL_CAT

@@ -1,7 +1,8 @@
 /* core/train/layers.c — reference float32 layers (see layers.h). Plain C,
  * compiled with -ffp-contract=off; the trainer may use libm here. The _ref
  * functions are the reference twins of the dispatched kernels (kernels.c for
- * the matmuls, kernels_layers.c for layernorm, cross-entropy and exp). */
+ * the matmuls, kernels_layers.c for layernorm, cross-entropy, softmax and
+ * exp). */
 #include "layers.h"
 #include <math.h>
 #include <string.h>
@@ -146,7 +147,7 @@ void atm_exp_ref(float *y, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] = expf(x[i]);
 }
 
-void atm_softmax(float *x, int n) {
+void atm_softmax_ref(float *x, int n) {
     float mx = x[0];
     for (int i = 1; i < n; i++) if (x[i] > mx) mx = x[i];
     float s = 0.0f;

@@ -4,7 +4,7 @@
  * functions ACCUMULATE (+=) into gradient buffers, a NULL gradient pointer
  * means "not needed". Every function here has a finite-difference test in
  * tests/test_layers.c. The _ref functions (matmul, layernorm, cross-entropy,
- * exp) are the plain-C reference; the un-suffixed names dispatch to the kernel
+ * softmax, exp) are the plain-C reference; the un-suffixed names dispatch to the kernel
  * set in use (kernels.c, kernels_layers.c; ATOME_KERNELS=ref forces the
  * references) and tests/test_kernels.c, tests/test_kernels_layers.c check
  * each set against them. */
@@ -69,5 +69,6 @@ void atm_exp_ref(float *y, const float *x, int n);
 
 /* In-place softmax over n entries (max-subtracted). */
 void atm_softmax(float *x, int n);
+void atm_softmax_ref(float *x, int n);
 
 #endif
