@@ -277,30 +277,40 @@ KX_ATTR void KA(atm_atome_conv_backward)(float *du, float *dw, const float *dout
             for (int j = 0; j < K; j++) dw[(size_t)c * K + j] += dwT[(size_t)j * C + c];
 }
 
-/* Vector chunks of the C channels outermost: each channel's scan over time
- * is the reference's, with the previous state kept in a register. */
+/* The forward scan runs over time with all channels of a step in the inner
+ * loop, as the reference (the previous state is read back from s), so the
+ * vector chunks of a step overlap. */
 KX_ATTR void KA(atm_atome_ssm_forward)(float *s, float *out, const float *u, const float *a_raw,
                                        const float *b, const float *c_out, float *scratch,
                                        int B, int T, int C) {
     float *a = scratch;                                   /* [C] tanh(a_raw) */
     for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
-    for (int i = 0; i < C; i += KX_VL) {
-        const KX_MASK mk = KX_TAILMASK(C - i < KX_VL ? C - i : KX_VL);
-        const KX_V av = KX_LOADM(a + i, mk), bv = KX_LOADM(b + i, mk), cv = KX_LOADM(c_out + i, mk);
-        for (int bb = 0; bb < B; bb++) {
-            KX_V st = KX_ZERO();
-            for (int t = 0; t < T; t++) {
-                const size_t n = ((size_t)bb * T + t) * C + i;
-                KX_V x = KX_MUL(bv, KX_LOADM(u + n, mk));                /* b*u_t ... */
-                st = t > 0 ? KX_ADD(x, KX_MUL(av, st)) : x;               /* ... + a*s_{t-1} */
-                KX_STOREM(s + n, mk, st);
-                KX_STOREM(out + n, mk, KX_MUL(cv, st));
+    const int full = C / KX_VL * KX_VL;
+    const KX_MASK mt = KX_TAILMASK(C - full);
+    for (int bb = 0; bb < B; bb++)
+        for (int t = 0; t < T; t++) {
+            const size_t n = ((size_t)bb * T + t) * C;
+            int i = 0;
+            for (; i < full; i += KX_VL) {
+                KX_V st = KX_MUL(KX_LOAD(b + i), KX_LOAD(u + n + i));               /* b*u_t ... */
+                if (t > 0) st = KX_ADD(st, KX_MUL(KX_LOAD(a + i), KX_LOAD(s + n - C + i))); /* ... + a*s_{t-1} */
+                KX_STORE(s + n + i, st);
+                KX_STORE(out + n + i, KX_MUL(KX_LOAD(c_out + i), st));
+            }
+            if (i < C) {
+                KX_V st = KX_MUL(KX_LOADM(b + i, mt), KX_LOADM(u + n + i, mt));
+                if (t > 0) st = KX_ADD(st, KX_MUL(KX_LOADM(a + i, mt), KX_LOADM(s + n - C + i, mt)));
+                KX_STOREM(s + n + i, mt, st);
+                KX_STOREM(out + n + i, mt, KX_MUL(KX_LOADM(c_out + i, mt), st));
             }
         }
-    }
     _mm256_zeroupper();
 }
 
+/* The backward scan keeps each vector chunk of channels in registers
+ * (carry and the three per-channel sums) for the whole scan, chunks
+ * outermost; every channel sees the reference's ssm_bwd_step in the
+ * reference's order (b ascending, t descending). */
 KX_ATTR void KA(atm_atome_ssm_backward)(float *du, float *da_raw, float *db, float *dc,
                                         const float *dout, const float *u, const float *s,
                                         const float *a_raw, const float *b, const float *c_out,
@@ -557,19 +567,49 @@ KX_ATTR void KA(atm_atome_attn_backward)(float *dq, float *dk, float *dv, const 
     _mm256_zeroupper();
 }
 
+/* Softmax of the P <= 8 router logits of VL rows at once (row per lane),
+ * kl_softmax's arithmetic across vectors as in ka_attn_block: max, exp of
+ * the differences, the KX_HSUMT tree over p (absent p count as 0), 1/sum,
+ * products; so each row gets atm_softmax's bits (what gen_step computes). */
 KX_ATTR void KA(atm_atome_mix_forward)(float *hout, float *r, const float *hin,
                                        const float *const *paths, int N, int C, int P) {
-    for (int n = 0; n < N; n++) {
-        float *rn = r + (size_t)n * P;
-        KA(kl_softmax)(rn, P);
-        const float *hi = hin + (size_t)n * C;
-        float *ho = hout + (size_t)n * C;
-        for (int c = 0; c < C; c += KX_VL) {
-            const KX_MASK mk = KX_TAILMASK(C - c < KX_VL ? C - c : KX_VL);
-            KX_V acc = KX_LOADM(hi + c, mk);
-            for (int pp = 0; pp < P; pp++)
-                acc = KX_ADD(acc, KX_MUL(KX_SET1(rn[pp]), KX_LOADM(paths[pp] + (size_t)n * C + c, mk)));
-            KX_STOREM(ho + c, mk, acc);
+    if (P > 8) {                                          /* never: P <= ATM_ATOME_MAX_PATHS */
+        for (int n = 0; n < N; n++) KA(kl_softmax)(r + (size_t)n * P, P);
+    }
+    const KX_VI lane_row = KX_IOTA_TIMES(P);
+    float wb[8 * KX_VL] __attribute__((aligned(64)));     /* [p][lane] normalised weights */
+    for (int n0 = 0; n0 < N; n0 += KX_VL) {
+        const int rows = N - n0 < KX_VL ? N - n0 : KX_VL;
+        float *rb = r + (size_t)n0 * P;
+        if (P <= 8) {
+            const KX_MASK mr = KX_TAILMASK(rows);
+            KX_V x[8], ex[8];
+            KA_UNROLL for (int pp = 0; pp < 8; pp++) x[pp] = pp < P ? KX_GATHERM(rb + pp, lane_row, mr) : KX_ZERO();
+            KX_V mx = x[0];
+            KA_UNROLL for (int pp = 1; pp < 8; pp++) if (pp < P) mx = KX_MAX(mx, x[pp]);
+            KA_UNROLL for (int pp = 0; pp < 8; pp++) ex[pp] = pp < P ? KX_EXP(KX_SUB(x[pp], mx)) : KX_ZERO();
+            const KX_V sum = KX_ADD(KX_ADD(KX_ADD(ex[0], ex[4]), KX_ADD(ex[2], ex[6])),
+                                    KX_ADD(KX_ADD(ex[1], ex[5]), KX_ADD(ex[3], ex[7])));
+            const KX_V inv = KX_DIV(KX_SET1(1.0f), sum);
+            KA_UNROLL for (int pp = 0; pp < 8; pp++) if (pp < P) KX_STORE(wb + pp * KX_VL, KX_MUL(ex[pp], inv));
+            for (int l = 0; l < rows; l++)
+                for (int pp = 0; pp < P; pp++) rb[(size_t)l * P + pp] = wb[pp * KX_VL + l];
+        } else {
+            for (int l = 0; l < rows; l++)
+                for (int pp = 0; pp < P; pp++) wb[pp * KX_VL + l] = rb[(size_t)l * P + pp];
+        }
+        /* hout = hin + sum over p, in order, of r_p * path_p */
+        for (int l = 0; l < rows; l++) {
+            const size_t n = (size_t)n0 + l;
+            const float *hi = hin + n * C;
+            float *ho = hout + n * C;
+            for (int c = 0; c < C; c += KX_VL) {
+                const KX_MASK mk = KX_TAILMASK(C - c < KX_VL ? C - c : KX_VL);
+                KX_V acc = KX_LOADM(hi + c, mk);
+                for (int pp = 0; pp < P; pp++)
+                    acc = KX_ADD(acc, KX_MUL(KX_SET1(wb[pp * KX_VL + l]), KX_LOADM(paths[pp] + n * C + c, mk)));
+                KX_STOREM(ho + c, mk, acc);
+            }
         }
     }
     _mm256_zeroupper();
