@@ -81,10 +81,11 @@ static const int8_t *decode(const uint8_t *p, int enc, uint32_t first, int n, in
         skip = (int)(first & 3u);
         nbytes = (skip + n + 3) >> 2;
         for (int i = 0; i < nbytes; i++) {
-            /* byte copies that GCC and clang merge into one 4-byte move */
+            /* a byte-copy loop that GCC and clang turn into one 4-byte move
+             * (as the 8-byte one below) */
             const int8_t *t = T2[b[i]];
             int8_t *o = buf + 4 * i;
-            o[0] = t[0]; o[1] = t[1]; o[2] = t[2]; o[3] = t[3];
+            for (int k = 0; k < 4; k++) o[k] = t[k];
         }
     } else {
         uint32_t j = first / 5u;
@@ -430,11 +431,17 @@ static const kset KS_AVX2 = {
     atm_ek_quant16_avx2, atm_ek_ln_stats_avx2, atm_ek_ln_center_avx2, atm_ek_ln_out_avx2, atm_ek_ssm_avx2,
     atm_ek_conv_avx2, atm_ek_scores_avx2, CONV_CH_X86
 };
+static const kset KS_AVX512 = {
+    atm_ek_dots_avx2, atm_ek_mix_avx2, atm_ek_addsc_avx512, atm_ek_scale_avx512, atm_ek_quant32_avx2,
+    atm_ek_quant16_avx2, atm_ek_ln_stats_avx2, atm_ek_ln_center_avx2, atm_ek_ln_out_avx512, atm_ek_ssm_avx512,
+    atm_ek_conv_avx2, atm_ek_scores_avx512, CONV_CH_X86
+};
 #endif
 
 static const kset *pick_kset(int kernel) {
 #ifdef ATM_EK_X86
-    if (kernel == ATM_KERNEL_AVX2 || kernel == ATM_KERNEL_AVX512) return &KS_AVX2;
+    if (kernel == ATM_KERNEL_AVX2) return &KS_AVX2;
+    if (kernel == ATM_KERNEL_AVX512) return &KS_AVX512;
 #else
     (void)kernel;
 #endif
@@ -725,7 +732,7 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, c
         if (j == (uint32_t)W) j = 0;
         left -= run;
     }
-    atm_softmax_q15(e->sel_s, keff, e->sel_s);       /* weights, Q15 */
+    atm_ek_softmax_q15(e->sel_s, keff, e->sel_s, (uint32_t *)wide);   /* weights, Q15; wide is free */
     int emax = 0;
     for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];
     for (int i = 0; i < keff; i++)
@@ -777,7 +784,8 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
         matvec(&R, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);
         for (int p = 0; p < P; p++)
             e->rw[p] = atm_clamp32(atm_rnd64((int64_t)e->rw[p] * R.mant, R.exp + fu - 16), X_LIM);
-        atm_softmax_q15(e->rw, P, e->rw);
+        uint32_t ex[4];                               /* P <= 3 */
+        atm_ek_softmax_q15(e->rw, P, e->rw, ex);
         int np = 0;
         if (pw & ATM_PW_CONV) conv_path(e, ks, l, e->rw[np++], fu);
         if (pw & ATM_PW_SSM) ssm_path(e, ks, l, e->rw[np++], fu);
@@ -926,6 +934,16 @@ void atm_ek_conv_ref(const int8_t *t, int K, int nc, const int16_t *u, const int
         const int s = rexp[slot];
         for (int c = 0; c < nc; c++) acc[c] += t[c * K + j] * (rp[c] * (1 << s));
     }
+}
+
+void atm_ek_softmax_q15(const int32_t *z, int n, int32_t *p, uint32_t *e) {
+    int32_t mx = z[0];
+    for (int i = 1; i < n; i++) if (z[i] > mx) mx = z[i];
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++) { e[i] = atm_exp_q16(atm_sat32((int64_t)z[i] - mx)); sum += e[i]; }
+    const int ns = atm_bitlen64(sum) - 16;
+    const uint32_t r = 0x7FFFFFFFu / (uint32_t)(sum >> ns);
+    for (int i = 0; i < n; i++) p[i] = (int32_t)(((uint64_t)e[i] * r) >> (16 + ns));
 }
 
 void atm_ek_scores_ref(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out) {

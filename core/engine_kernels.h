@@ -74,6 +74,10 @@ void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16
 void atm_ek_conv_ref(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                      const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
 
+/* atm_softmax_q15 (fixmath.h) with each exponential computed once and kept
+ * in e[n] (scratch); the same values bit for bit. p may alias z. */
+void atm_ek_softmax_q15(const int32_t *z, int n, int32_t *p, uint32_t *e);
+
 /* Attention scores: out[j] = clamp(atm_rnd64(dots[j] * ms, sbase - kexp[j]),
  * +-(2^30 - 1)) for j < n; 0 <= ms < 2^30; out may alias dots. */
 void atm_ek_scores_ref(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
@@ -121,6 +125,14 @@ void atm_ek_ssm_avx2(int32_t *s, const uint8_t *a, const uint8_t *bc, const int1
 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                       const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
 void atm_ek_scores_avx2(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
+
+/* The AVX-512 set's own versions of the 64-bit-lane kernels (the others are
+ * the AVX2 ones). */
+void atm_ek_addsc_avx512(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+void atm_ek_scale_avx512(int32_t *v, int n, int32_t mul, int s);
+void atm_ek_ln_out_avx512(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
+void atm_ek_ssm_avx512(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
+void atm_ek_scores_avx512(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
 #endif
 
 #endif

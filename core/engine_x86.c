@@ -567,6 +567,95 @@ ATTR_AVX2 void atm_ek_scores_avx2(const int32_t *dots, const uint8_t *kexp, int 
     }
 }
 
+/* ---- AVX-512: elementwise kernels (native 64-bit arithmetic shifts,
+ * min / max and narrowing stores; tails through masks) ---- */
+
+#define XLIM64 ((int64_t)(1 << 30) - 1)
+#define LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+
+static ATTR_AVX512 inline __m512i clamp512(__m512i v, __m512i lim) {
+    return _mm512_max_epi64(_mm512_min_epi64(v, lim), _mm512_sub_epi64(_mm512_setzero_si512(), lim));
+}
+
+ATTR_AVX512 void atm_ek_addsc_avx512(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
+    const int64_t half = (int64_t)1 << (s - 1);
+    const __m512i M = _mm512_set1_epi64(mul), H = _mm512_set1_epi64(half), L = _mm512_set1_epi64(XLIM64);
+    const __m128i cnt = _mm_cvtsi32_si128(s);
+    for (int c = 0; c < n; c += 8) {
+        const __mmask8 k = n - c >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - c)) - 1u);
+        const __m512i vv = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, v + c));
+        const __m512i xx = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, x + c));
+        __m512i p = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(vv, M), H), cnt);
+        p = clamp512(_mm512_add_epi64(p, xx), L);
+        _mm512_mask_cvtepi64_storeu_epi32(x + c, k, p);
+    }
+}
+
+ATTR_AVX512 void atm_ek_scale_avx512(int32_t *v, int n, int32_t mul, int s) {
+    const int64_t half = (int64_t)1 << (s - 1);
+    const __m512i M = _mm512_set1_epi64(mul), H = _mm512_set1_epi64(half), L = _mm512_set1_epi64(XLIM64);
+    const __m128i cnt = _mm_cvtsi32_si128(s);
+    for (int c = 0; c < n; c += 8) {
+        const __mmask8 k = n - c >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - c)) - 1u);
+        const __m512i vv = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, v + c));
+        const __m512i p = clamp512(_mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(vv, M), H), cnt), L);
+        _mm512_mask_cvtepi64_storeu_epi32(v + c, k, p);
+    }
+}
+
+ATTR_AVX512 void atm_ek_ln_out_avx512(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg,
+                                      int sb) {
+    const int64_t hg = (int64_t)1 << (sg - 1);
+    const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0;
+    const __m256i R = _mm256_set1_epi32(r15), HB = _mm256_set1_epi32(hb);
+    const __m512i HG = _mm512_set1_epi64(hg), L = _mm512_set1_epi64(32767);
+    const __m128i cg = _mm_cvtsi32_si128(sg);
+    const __m128i cbr = _mm_cvtsi32_si128(sb >= 1 ? sb : 0), cbl = _mm_cvtsi32_si128(sb >= 1 ? 0 : -sb);
+    for (int i = 0; i < d; i += 8) {
+        const __mmask8 k = d - i >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (d - i)) - 1u);
+        const __m512i uu = _mm512_cvtepi16_epi64(_mm_maskz_loadu_epi16(k, u + i));
+        const __m256i gr = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16(k, g + 2 * i)), R);
+        const __m256i bt = _mm256_sra_epi32(_mm256_add_epi32(_mm256_sll_epi32(
+                               _mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16(k, b + 2 * i)), cbl), HB), cbr);
+        __m512i p = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(uu, _mm512_cvtepi32_epi64(gr)), HG), cg);
+        p = clamp512(_mm512_add_epi64(p, _mm512_cvtepi32_epi64(bt)), L);
+        _mm512_mask_cvtepi64_storeu_epi16(u + i, k, p);
+    }
+}
+
+ATTR_AVX512 void atm_ek_ssm_avx512(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
+    const int64_t hb = sb >= 1 ? (int64_t)1 << (sb - 1) : 0;
+    const __m512i HA = _mm512_set1_epi64(1 << 14), HB = _mm512_set1_epi64(hb), L = _mm512_set1_epi64(XLIM64);
+    const __m128i c15 = _mm_cvtsi32_si128(15), cb = _mm_cvtsi32_si128(sb >= 1 ? sb : 0);
+    const __m128i cup = _mm_cvtsi32_si128(sb >= 1 ? 0 : -sb);
+    for (int c = 0; c < d; c += 8) {
+        const __mmask8 k = d - c >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (d - c)) - 1u);
+        const __m512i ss = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, s + c));
+        const __m512i aa = _mm512_cvtepi16_epi64(_mm_maskz_loadu_epi16(k, a + 2 * c));
+        const __m256i bu = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16(k, bc + 2 * c)),
+                                              _mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16(k, u + c)));   /* |.| <= 2^30 */
+        const __m512i pa = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(aa, ss), HA), c15);
+        const __m512i pb = _mm512_sra_epi64(_mm512_add_epi64(_mm512_sll_epi64(_mm512_cvtepi32_epi64(bu), cup), HB), cb);
+        _mm512_mask_cvtepi64_storeu_epi32(s + c, k, clamp512(_mm512_add_epi64(pa, pb), L));
+    }
+}
+
+ATTR_AVX512 void atm_ek_scores_avx512(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase,
+                                      int32_t *out) {
+    const __m512i MS = _mm512_set1_epi64(ms), SB = _mm512_set1_epi64(sbase), ONE = _mm512_set1_epi64(1);
+    const __m512i L = _mm512_set1_epi64(XLIM64), S62 = _mm512_set1_epi64(62);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m512i sv = _mm512_sub_epi64(SB, _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(const void *)(kexp + j))));
+        /* the rounding shift needs 1 <= s <= 62 in every lane; else the scalar rule */
+        if (_mm512_cmplt_epi64_mask(sv, ONE) | _mm512_cmpgt_epi64_mask(sv, S62)) break;
+        __m512i p = _mm512_mul_epi32(_mm512_cvtepi32_epi64(LOAD256(dots + j)), MS);
+        p = _mm512_srav_epi64(_mm512_add_epi64(p, _mm512_sllv_epi64(ONE, _mm512_sub_epi64(sv, ONE))), sv);
+        _mm256_storeu_si256((__m256i *)(void *)(out + j), _mm512_cvtepi64_epi32(clamp512(p, L)));
+    }
+    for (; j < n; j++) out[j] = atm_clamp32(atm_rnd64((int64_t)dots[j] * ms, sbase - kexp[j]), (1 << 30) - 1);
+}
+
 /* ---- AVX-512 VNNI ---- */
 
 /* cols == 64: a row is 16 bytes, so one 64-byte load holds 4 rows, one per

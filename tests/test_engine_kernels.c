@@ -18,6 +18,7 @@
 #include "../core/train/export.h"
 #include "../core/train/model.h"
 #include "../core/rng.h"
+#include "../core/fixmath.h"
 #include <string.h>
 
 #ifndef ATM_EK_X86
@@ -40,6 +41,11 @@ static int atm_ek_x86_supported(int k) { (void)k; return 0; }
 #define atm_ek_ssm_avx2 atm_ek_ssm_ref
 #define atm_ek_conv_avx2 atm_ek_conv_ref
 #define atm_ek_scores_avx2 atm_ek_scores_ref
+#define atm_ek_addsc_avx512 atm_ek_addsc_ref
+#define atm_ek_scale_avx512 atm_ek_scale_ref
+#define atm_ek_ln_out_avx512 atm_ek_ln_out_ref
+#define atm_ek_ssm_avx512 atm_ek_ssm_ref
+#define atm_ek_scores_avx512 atm_ek_scores_ref
 #endif
 
 static atm_rng rng;
@@ -204,8 +210,11 @@ static const int lens[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 12
 #define XL ((1 << 30) - 1)
 
 static void test_elementwise(void) {
-    const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2);
+    const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2), run5 = atm_ek_x86_supported(ATM_KERNEL_AVX512);
     int32_t *x0 = malloc(1024 * 4), *x1 = malloc(1024 * 4), *v = malloc(1024 * 4), *s0 = malloc(1024 * 4), *s1 = malloc(1024 * 4);
+    int32_t *x2 = malloc(1024 * 4);
+    int16_t *u2 = malloc(1024 * 2);
+    int bad5 = 0;
     int16_t *u0 = malloc(1024 * 2), *u1 = malloc(1024 * 2);
     int8_t *q0 = malloc(1024), *q1 = malloc(1024);
     uint8_t *g = malloc(2 * 1024 + 1), *b = malloc(2 * 1024 + 1), *kx = malloc(1024);
@@ -218,16 +227,20 @@ static void test_elementwise(void) {
             for (int sh = 1; sh <= 62; sh += (sh < 40 ? 1 : 7)) {
                 const int32_t mul = p == 1 ? INT32_MAX : (p == 2 ? -INT32_MAX : (int32_t)(atm_rng_u32(&rng) >> (sh % 20)));
                 for (int i = 0; i < n; i++) { x0[i] = x1[i] = pick(p, (uint32_t)i, XL); v[i] = pick(p == 3 ? 0 : p, (uint32_t)i, INT32_MAX); }
+                memcpy(x2, x1, (size_t)n * 4);
                 atm_ek_addsc_ref(x0, v, n, mul, sh);
                 if (run) atm_ek_addsc_avx2(x1, v, n, mul, sh);
+                if (run5) { atm_ek_addsc_avx512(x2, v, n, mul, sh); bad5 += memcmp(x0, x2, (size_t)n * 4) != 0; }
                 for (int i = 0; i < n; i++) {
                     const int64_t xi = pick(p, (uint32_t)i, XL);     /* pick is deterministic for p != 0 */
                     if (p != 0) bad_def[0] += x0[i] != clampl(xi + rnd_div((int64_t)v[i] * mul, sh), XL);
                 }
                 bad[0] += run && memcmp(x0, x1, (size_t)n * 4) != 0;
                 memcpy(x0, v, (size_t)n * 4); memcpy(x1, v, (size_t)n * 4);
+                memcpy(x2, v, (size_t)n * 4);
                 atm_ek_scale_ref(x0, n, mul, sh);
                 if (run) atm_ek_scale_avx2(x1, n, mul, sh);
+                if (run5) { atm_ek_scale_avx512(x2, n, mul, sh); bad5 += memcmp(x0, x2, (size_t)n * 4) != 0; }
                 for (int i = 0; i < n; i++) bad_def[1] += x0[i] != clampl(rnd_div((int64_t)v[i] * mul, sh), XL);
                 bad[1] += run && memcmp(x0, x1, (size_t)n * 4) != 0;
             }
@@ -272,7 +285,9 @@ static void test_elementwise(void) {
                         g[1 + 2 * i] = (uint8_t)gv; g[2 + 2 * i] = (uint8_t)((uint32_t)gv >> 8);
                         b[1 + 2 * i] = (uint8_t)bv; b[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
                     }
+                    memcpy(u2, u0, (size_t)n * 2);
                     atm_ek_ln_out_ref(u0, g + 1, b + 1, n, r15, sg, sb);     /* odd addresses */
+                    if (run5) { atm_ek_ln_out_avx512(u2, g + 1, b + 1, n, r15, sg, sb); bad5 += memcmp(u0, u2, (size_t)n * 2) != 0; }
                     if (run) atm_ek_ln_out_avx2(u1, g + 1, b + 1, n, r15, sg, sb); else memcpy(u1, u0, (size_t)n * 2);
                     bad[6] += memcmp(u0, u1, (size_t)n * 2) != 0;
                 }
@@ -285,7 +300,9 @@ static void test_elementwise(void) {
                     g[1 + 2 * i] = (uint8_t)av; g[2 + 2 * i] = (uint8_t)((uint32_t)av >> 8);
                     b[1 + 2 * i] = (uint8_t)bv; b[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
                 }
+                memcpy(x2, s0, (size_t)n * 4);
                 atm_ek_ssm_ref(s0, g + 1, b + 1, u0, n, sb);
+                if (run5) { atm_ek_ssm_avx512(x2, g + 1, b + 1, u0, n, sb); bad5 += memcmp(s0, x2, (size_t)n * 4) != 0; }
                 if (run) atm_ek_ssm_avx2(s1, g + 1, b + 1, u0, n, sb); else memcpy(s1, s0, (size_t)n * 4);
                 bad[7] += memcmp(s0, s1, (size_t)n * 4) != 0;
             }
@@ -294,6 +311,7 @@ static void test_elementwise(void) {
                 const int64_t ms = p == 1 ? (1 << 30) - 1 : (int64_t)(atm_rng_u32(&rng) >> 2);
                 for (int i = 0; i < n; i++) { v[i] = pick(p, (uint32_t)i, INT32_MAX); kx[i] = (uint8_t)(p == 3 ? 31 : rnd(32)); }
                 atm_ek_scores_ref(v, kx, n, ms, sbase, s0);
+                if (run5) { atm_ek_scores_avx512(v, kx, n, ms, sbase, x2); bad5 += memcmp(s0, x2, (size_t)n * 4) != 0; }
                 memcpy(s1, v, (size_t)n * 4);
                 if (run) atm_ek_scores_avx2(s1, kx, n, ms, sbase, s1); else memcpy(s1, s0, (size_t)n * 4);   /* aliased */
                 bad[8] += memcmp(s0, s1, (size_t)n * 4) != 0;
@@ -304,7 +322,27 @@ static void test_elementwise(void) {
         CHECKF(bad[k] == 0, "%s: AVX2 differs from the twin in %d of %d lengths x patterns", names[k], bad[k], cases);
         CHECKF(bad_def[k] == 0, "%s: twin differs from its definition in %d entries", names[k], bad_def[k]);
     }
-    free(x0); free(x1); free(v); free(s0); free(s1); free(u0); free(u1); free(q0); free(q1); free(g); free(b); free(kx);
+    CHECKF(bad5 == 0, "AVX-512 elementwise kernels differ from the twins in %d cases", bad5);
+    printf("elementwise: AVX2 %s, AVX-512 %s\n", run ? "tested" : "not on this CPU", run5 ? "tested" : "not on this CPU");
+    free(x0); free(x1); free(x2); free(v); free(s0); free(s1); free(u0); free(u1); free(u2); free(q0); free(q1); free(g); free(b); free(kx);
+}
+
+/* the engine's softmax (exponentials kept) against fixmath's */
+static void test_softmax(void) {
+    int32_t z[64], p0[64], p1[64];
+    uint32_t e[64];
+    int bad = 0, cases = 0;
+    for (int n = 1; n <= 64; n++)
+        for (int p = 0; p < 6; p++) {
+            for (int i = 0; i < n; i++)
+                z[i] = p < 4 ? pick(p, (uint32_t)i, (1 << 30) - 1) : (p == 4 ? pick(0, (uint32_t)i, 1 << 20) : 7);
+            atm_softmax_q15(z, n, p0);
+            memcpy(p1, z, sizeof z);
+            atm_ek_softmax_q15(p1, n, p1, e);                     /* aliased, as the engine calls it */
+            bad += memcmp(p0, p1, (size_t)n * 4) != 0;
+            cases++;
+        }
+    CHECKF(bad == 0, "softmax differs from atm_softmax_q15 in %d of %d cases", bad, cases);
 }
 
 static void test_conv(void) {
@@ -428,6 +466,7 @@ int main(void) {
     test_matvec();
     test_dots_mix();
     test_elementwise();
+    test_softmax();
     test_conv();
     test_engine_sets();
     return CHECK_DONE();
