@@ -258,7 +258,15 @@ static int inspect_container(const char *path, const uint8_t *b, size_t len, int
                 (int)c->kernel, (int)c->top_k);
         json_pathways(f, c->pathways);
         fprintf(f, ",\"window\":%d,\"train_seq\":%d,\"fx\":%d}", (int)c->window, (int)c->train_seq, (int)c->fx);
-        fprintf(f, ",\"params\":%u,\"trit_params\":%u,\"vector_params\":%u,\"tensors\":%u", (unsigned)in.params,
+        /* params: the model's parameter count, as `atome params` reports it for
+         * this shape; stored_values: what the file holds (the SSM output vector
+         * is folded into its input weights at export, so it stores fewer). */
+        atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
+                          c->pathways, 0, 0, 0 };
+        atm_layout FL;
+        if (atm_layout_build(&fc, &FL) == 0) fprintf(f, ",\"params\":%zu", FL.n_params);
+        else fputs(",\"params\":null", f);
+        fprintf(f, ",\"stored_values\":%u,\"trit_params\":%u,\"vector_params\":%u,\"tensors\":%u", (unsigned)in.params,
                 (unsigned)in.trit_params, (unsigned)(in.params - in.trit_params), (unsigned)in.n_tensors);
         fprintf(f, ",\"bytes\":{\"header\":%u,\"table\":%u,\"trits\":%u,\"vectors\":%u,\"crc\":%u,\"total\":%u,\"file\":%zu}",
                 (unsigned)in.header_bytes, (unsigned)in.table_bytes, (unsigned)in.trit_bytes, (unsigned)in.vector_bytes,

@@ -105,8 +105,10 @@ done
 ok '[ "$(jv i1.json format)" = atome ] && [ "$(jv i1.json encoding)" = ATOME01 ] && [ "$(jv i1.json crc_ok)" = true ] && [ "$(jv i1.json version)" -eq 1 ]' "inspect: format, encoding, CRC, version"
 ok '[ "$(jv i1.json bytes.total)" -eq "$(wc -c < a1.atome)" ] && [ "$(jsum i1.json bytes total file)" -eq "$(wc -c < a1.atome)" ]' "inspect: sections add up to the file size"
 ok '[ "$(jv i1.json config.d_model)" -eq 16 ] && [ "$(jv i1.json config.layers)" -eq 2 ] && [ "$(jv i1.json window)" -eq 32 ]' "inspect: config and default window (training seq)"
-# params: the float count minus L*d (the SSM's b and c are folded into one vector)
-ok '[ "$(jv i1.json params)" -eq $(( $(jv ic.json params) - 2 * 16 )) ]' "inspect: params = float params - L*d"
+# params: the model's parameter count (as for the float checkpoint);
+# stored_values: the float count minus L*d (the SSM's b and c are folded into one vector)
+ok '[ "$(jv i1.json params)" -eq "$(jv ic.json params)" ]' "inspect: params = the float model's count"
+ok '[ "$(jv i1.json stored_values)" -eq $(( $(jv ic.json params) - 2 * 16 )) ]' "inspect: stored_values = float params - L*d"
 ok '[ "$(jv i1.json arena_bytes)" -eq "$(jv i1.json arena_bytes_by_window.32)" ] && [ "$(jv i1.json arena_bytes_by_window.64)" -gt "$(jv i1.json arena_bytes)" ]' "inspect: arena bytes by window"
 "$ATOME" inspect --window 100 a2.atome > i2.json
 ok '[ "$(jv i2.json encoding)" = ATOME02 ] && [ "$(jv i2.json arena_window)" -eq 100 ]' "inspect --window"
