@@ -567,17 +567,6 @@ API void atome_matmul_bwd(int which, float *dinp, float *dw, const float *dout, 
 /* Layer kernels: which = 0 the references, 1 the dispatched set, 2 the wasm
  * SIMD set itself (the references in a build without -msimd128). */
 #if defined(__wasm_simd128__)
-void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const float *inp,
-                                const float *g, const float *b, int N, int C);
-void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,
-                                 const float *inp, const float *g, const float *mean,
-                                 const float *rstd, int N, int C);
-double atm_xent_forward_wasm(float *probs, const float *logits, const uint8_t *tgt, int N, int V);
-void atm_xent_backward_wasm(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
-                            float scale);
-void atm_exp_wasm(float *y, const float *x, int n);
-void atm_atome_attn_select_wasm(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
-                                int DH, int n, float scale, int keff, float *scratch);
 #define LAYER(which, name) ((which) == 2 ? name##_wasm : (which) == 1 ? name : name##_ref)
 #else
 #define LAYER(which, name) ((which) ? name : name##_ref)
@@ -606,6 +595,11 @@ API void atome_layer_xent_bwd(int which, float *dlogits, const float *probs, con
 API void atome_layer_attn_select(int which, float *ps, int32_t *is, const float *q, const float *kT, int ldk,
                                  int DH, int n, float scale, int keff, float *sc) {
     LAYER(which, atm_atome_attn_select)(ps, is, q, kT, ldk, DH, n, scale, keff, sc);
+}
+
+API void atome_layer_attn_fwd(int which, float *out, int32_t *idx, float *p, const float *q, const float *k,
+                              const float *v, float *scratch, int B, int T, int DH, int C, int TK) {
+    LAYER(which, atm_atome_attn_forward)(out, idx, p, q, k, v, scratch, B, T, DH, C, TK);
 }
 
 API void atome_layer_exp(int which, float *y, const float *x, int n) {

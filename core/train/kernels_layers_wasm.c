@@ -14,12 +14,16 @@
  *               polynomial, as the x86 sets, but with a separate multiply and
  *               add (wasm has no FMA); measured error in
  *               tests/node/wasm-layers.test.mjs and docs/wasm.md.
- *   attn_select bit-identical to the reference: the scores of 16 positions
+ *   attn_select bit-identical to the reference: the scores of 4 positions
  *               at a time summed over e in order (multiply, then add), then
  *               scaled; the reference's insertion sequence, where a group of
  *               4 scores none of which exceeds the current threshold is
  *               skipped with one compare (the threshold never decreases, so
  *               the reference would reject them too).
+ *   attn_forward the reference's loop with the selection above, libm's
+ *               softmax (the set's softmax is the reference: its vector exp
+ *               would buy nothing on 4 scores) and 4-lane axpy: bit-identical
+ *               to the reference.
  * Rows are independent and computed in an order that depends only on their
  * length; column tails use lane loads/stores (no reads or writes outside the
  * buffers). Functions of the layer set without a vector version here are the
@@ -262,44 +266,32 @@ void atm_xent_backward_wasm(float *dlogits, const float *probs, const uint8_t *t
 
 /* ---- attention row selection ---- */
 
-/* Scores of positions j0 .. j0 + cnt - 1 (1 <= cnt <= 16) into sc[0 .. cnt). */
+/* Scores of positions j0 .. j0 + cnt - 1 (1 <= cnt <= 16) into sc[0 .. cnt):
+ * one accumulator per group of 4 positions, summed over e in order; a last
+ * group of fewer than 4 positions takes lane loads (zeros above, never
+ * read back), with the tail size switched outside the e loop. */
+KL_INLINE v128_t kl_score4(const float *q, const float *col, ptrdiff_t ldk, int DH, const int n) {
+    v128_t acc = wasm_f32x4_splat(0.0f);
+    for (int e = 0; e < DH; e++)
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load32_splat(q + e), kl_load(col + e * ldk, n)));
+    return acc;
+}
+
 static void kl_scores16(float *sc, const float *q, const float *kT, ptrdiff_t ldk, int DH, int cnt, v128_t sv) {
-    v128_t a0 = wasm_f32x4_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
-    if (cnt == 16) {
-        for (int e = 0; e < DH; e++) {
-            const v128_t qe = wasm_f32x4_splat(q[e]);
-            const float *row = kT + e * ldk;
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(qe, wasm_v128_load(row)));
-            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(qe, wasm_v128_load(row + 4)));
-            a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(qe, wasm_v128_load(row + 8)));
-            a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(qe, wasm_v128_load(row + 12)));
-        }
-        wasm_v128_store(sc, wasm_f32x4_mul(a0, sv));
-        wasm_v128_store(sc + 4, wasm_f32x4_mul(a1, sv));
-        wasm_v128_store(sc + 8, wasm_f32x4_mul(a2, sv));
-        wasm_v128_store(sc + 12, wasm_f32x4_mul(a3, sv));
-        return;
+    int v = 0;
+    for (; 4 * v + 4 <= cnt; v++) wasm_v128_store(sc + 4 * v, wasm_f32x4_mul(kl_score4(q, kT + 4 * v, ldk, DH, 4), sv));
+    switch (cnt - 4 * v) {
+    case 1: wasm_v128_store(sc + 4 * v, wasm_f32x4_mul(kl_score4(q, kT + 4 * v, ldk, DH, 1), sv)); break;
+    case 2: wasm_v128_store(sc + 4 * v, wasm_f32x4_mul(kl_score4(q, kT + 4 * v, ldk, DH, 2), sv)); break;
+    case 3: wasm_v128_store(sc + 4 * v, wasm_f32x4_mul(kl_score4(q, kT + 4 * v, ldk, DH, 3), sv)); break;
+    default: break;
     }
-    /* A partial group: lanes past cnt load zeros and are never read. */
-    const int c0 = cnt < 4 ? cnt : 4, c1 = cnt - 4, c2 = cnt - 8, c3 = cnt - 12;
-    for (int e = 0; e < DH; e++) {
-        const v128_t qe = wasm_f32x4_splat(q[e]);
-        const float *row = kT + e * ldk;
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(qe, kl_load(row, c0)));
-        if (c1 > 0) a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(qe, kl_load(row + 4, c1 < 4 ? c1 : 4)));
-        if (c2 > 0) a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(qe, kl_load(row + 8, c2 < 4 ? c2 : 4)));
-        if (c3 > 0) a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(qe, kl_load(row + 12, c3)));
-    }
-    wasm_v128_store(sc, wasm_f32x4_mul(a0, sv));
-    wasm_v128_store(sc + 4, wasm_f32x4_mul(a1, sv));
-    wasm_v128_store(sc + 8, wasm_f32x4_mul(a2, sv));
-    wasm_v128_store(sc + 12, wasm_f32x4_mul(a3, sv));
 }
 
 void atm_atome_attn_select_wasm(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
                                 int DH, int n, float scale, int keff, float *scratch) {
     (void)scratch;
-    float sc[16];
+    float sc[16];   /* whole vectors are stored: 16 floats for up to 16 positions */
     const v128_t sv = wasm_f32x4_splat(scale);
     int cnt = 0;
     float thr = 0.0f;                     /* ps[keff - 1] once cnt == keff */
@@ -322,6 +314,38 @@ void atm_atome_attn_select_wasm(float *ps, int32_t *is, const float *q, const fl
                 continue;
             }
             if (sc[l] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[l], j0 + l); thr = ps[keff - 1]; }
+        }
+    }
+}
+
+void atm_atome_attn_forward_wasm(float *out, int32_t *idx, float *p, const float *q,
+                                 const float *k, const float *v, float *scratch,
+                                 int B, int T, int DH, int C, int TK) {
+    const float scale = 1.0f / sqrtf((float)DH);
+    float *kT = scratch; /* [DH][T] keys of one sequence */
+    for (int b = 0; b < B; b++) {
+        size_t n0 = (size_t)b * T;
+        for (int j = 0; j < T; j++)
+            for (int e = 0; e < DH; e++) kT[(size_t)e * T + j] = k[(n0 + j) * DH + e];
+        for (int t = 0; t < T; t++) {
+            size_t n = n0 + t;
+            float *ps = p + n * TK;
+            int32_t *is = idx + n * TK;
+            int keff = TK < t + 1 ? TK : t + 1;
+            atm_atome_attn_select_wasm(ps, is, q + n * DH, kT, T, DH, t + 1, scale, keff, NULL);
+            for (int i = keff; i < TK; i++) { ps[i] = 0.0f; is[i] = -1; }
+            atm_softmax_ref(ps, keff);
+            float *o = out + n * C;
+            int c = 0;
+            for (; c + 4 <= C; c += 4) wasm_v128_store(o + c, wasm_f32x4_splat(0.0f));
+            for (; c < C; c++) o[c] = 0.0f;
+            for (int i = 0; i < keff; i++) {
+                const float *vr = v + (n0 + (size_t)is[i]) * C;
+                const v128_t a = wasm_f32x4_splat(ps[i]);
+                for (c = 0; c + 4 <= C; c += 4)
+                    wasm_v128_store(o + c, wasm_f32x4_add(wasm_v128_load(o + c), wasm_f32x4_mul(a, wasm_v128_load(vr + c))));
+                for (; c < C; c++) o[c] += ps[i] * vr[c];
+            }
         }
     }
 }
