@@ -6,7 +6,8 @@
  * Contract: each call runs the layer set named like the matmul set in use
  * (atm_kernels_name(), kernels.c), so there is one switch for both:
  * ATOME_KERNELS / atm_kernels_select(). A matmul set with no layer set here
- * (wasm-simd) gets "ref". The lookup is cached on the name pointer, which is
+ * gets "ref"; wasm-simd's set (kernels_layers_wasm.c) uses the references
+ * for the members it has no vector version of. The lookup is cached on the name pointer, which is
  * the same string for as long as the matmul set stays selected. No threads. */
 #include "kernels_layers.h"
 #include "atome_layers.h"
@@ -25,6 +26,13 @@ static const atm_layer_kernel_set LSETS[] = {
 #if defined(__x86_64__) || defined(__i386__)
     LSET("avx2", avx2),
     LSET("avx512", avx512),
+#endif
+#if defined(__wasm_simd128__)
+    { "wasm-simd", atm_layernorm_forward_wasm, atm_layernorm_backward_wasm, atm_xent_forward_wasm,
+      atm_xent_backward_wasm, atm_exp_wasm, atm_softmax_ref, atm_atome_attn_select_wasm,
+      atm_atome_conv_forward_ref, atm_atome_conv_backward_ref, atm_atome_ssm_forward_ref,
+      atm_atome_ssm_backward_ref, atm_atome_attn_forward_wasm, atm_atome_attn_backward_ref,
+      atm_atome_mix_forward_ref, atm_atome_mix_backward_ref },
 #endif
 };
 #undef LSET

@@ -7,7 +7,7 @@
  * Contract. One layer kernel set exists per matmul kernel set name (kernels.h):
  * atm_layer_kernels() returns the set whose name is atm_kernels_name(), so
  * ATOME_KERNELS and atm_kernels_select() choose both together, and a matmul
- * set without layer kernels here (e.g. "wasm-simd") runs the "ref" layer set.
+ * set without layer kernels here runs the "ref" layer set.
  * The "ref" set is the plain-C reference (layers.c, atome.c). Every set is
  * deterministic (same inputs, same bits; no alignment-dependent paths, no
  * threads) and computes each row independently of N, so a one-row call (token
@@ -139,6 +139,23 @@ const atm_layer_kernel_set *atm_layer_kernels(void);
 ATM_LAYER_KERNELS_DECL(avx2)
 ATM_LAYER_KERNELS_DECL(avx512)
 #undef ATM_LAYER_KERNELS_DECL
+#endif
+
+#if defined(__wasm_simd128__)
+/* kernels_layers_wasm.c; the wasm-simd set's other members are the references. */
+void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const float *inp,
+                                const float *g, const float *b, int N, int C);
+void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,
+                                 const float *inp, const float *g, const float *mean,
+                                 const float *rstd, int N, int C);
+double atm_xent_forward_wasm(float *probs, const float *logits, const uint8_t *tgt, int N, int V);
+void atm_xent_backward_wasm(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
+                            float scale);
+void atm_exp_wasm(float *y, const float *x, int n);
+void atm_atome_attn_select_wasm(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
+                                int DH, int n, float scale, int keff, float *sc);
+void atm_atome_attn_forward_wasm(float *out, int32_t *idx, float *p, const float *q, const float *k,
+                                 const float *v, float *scratch, int B, int T, int DH, int C, int TK);
 #endif
 
 #endif
