@@ -7,8 +7,9 @@
  * (atm_kernels_name(), kernels.c), so there is one switch for both:
  * ATOME_KERNELS / atm_kernels_select(). A matmul set with no layer set here
  * gets "ref"; wasm-simd's set (kernels_layers_wasm.c) uses the references
- * for the members it has no vector version of. The lookup is cached on the name pointer, which is
- * the same string for as long as the matmul set stays selected. No threads. */
+ * for the members it has no vector version of. The lookup is cached on the
+ * name pointer, which is the same string for as long as the matmul set stays
+ * selected. No threads. */
 #include "kernels_layers.h"
 #include "atome_layers.h"
 #include "kernels.h"
