@@ -185,9 +185,8 @@ static const uint16_t T10[256] = { REP256(T10E) };
  * columns) plus the up to 16 trits the block start lies before its row */
 #define RECODE_GROUPS 52
 
-/* ATOME01 bytes out[0 .. 5 ng) of the trits [20 g0, 20 (g0 + ng)) of an
- * ATOME02 payload p[nbytes]; bytes past the payload read as 0. */
-static void t5_to_t2(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
+/* The plain-C twin of engine_kernels.h's re-encoder. */
+void atm_ek_t5_to_t2_ref(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
     uint32_t j = 4 * g0, g = 0;
     for (; g < ng && j + 4 <= nbytes; g++, j += 4, out += 5) {
         const uint32_t c3 = T10[p[j + 3]];
@@ -225,9 +224,11 @@ void atm_ek_matvec_ref(const uint8_t *b, uint32_t rows, uint32_t cols, const int
  * LayerNorm output (used by up to five matvecs). */
 typedef struct vin vin;
 typedef void (*row_kernel)(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out);
+typedef void (*recoder)(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out);
 struct vin {
     const int16_t *x;            /* [cols] */
     row_kernel     rk;
+    recoder        t5;           /* ATOME02 -> ATOME01 for rk */
 #ifdef ATM_T2_SIMD
     int16_t xd[ATM_MAX_D];       /* SSE2: xd[64 k + 16 p + i] = x[64 k + 4 i + p] */
 #endif
@@ -298,6 +299,9 @@ static int pick_kernel(int want, int d) {
 static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
     in->x = x;
     in->rk = 0;
+#ifdef ATM_T5_RECODE
+    in->t5 = atm_ek_t5_to_t2_ref;
+#endif
     (void)d;
     switch (kernel) {
 #ifdef ATM_T2_SIMD
@@ -313,6 +317,7 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
     case ATM_KERNEL_AVX512:
         atm_ek_prep_avx2(x, (uint32_t)d, &in->xv);
         in->rk = kernel == ATM_KERNEL_AVX2 ? rk_avx2 : rk_avx512;
+        in->t5 = atm_ek_t5_to_t2_avx2;
         break;
 #endif
 #ifdef ATM_T2_LUT
@@ -349,7 +354,7 @@ static void matvec(const tview *T, int enc, uint32_t rows, uint32_t cols,
             const uint32_t nr = rows - r0 < maxr ? rows - r0 : maxr;
             const uint32_t first = r0 * cols, g0 = first / 20;
             const uint32_t ng = ((r0 + nr) * cols - 20 * g0 + 19) / 20;
-            t5_to_t2(T->data, T->bytes, g0, ng, buf);
+            in->t5(T->data, T->bytes, g0, ng, buf);
             in->rk(buf + (first - 20 * g0) / 4, nr, cols, in, out + r0);
             r0 += nr;
         }

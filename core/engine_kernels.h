@@ -28,6 +28,12 @@
 /* out[r] = sum_c trit(b, r * cols + c) * x[c], rows x cols, cols % 4 == 0. */
 void atm_ek_matvec_ref(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *x, int32_t *out);
 
+/* ATOME02 -> ATOME01: out[0 .. 5 ng) = the ATOME01 bytes of the trits
+ * [20 g0, 20 (g0 + ng)) of an ATOME02 payload p[nbytes] (4 ATOME02 bytes
+ * per 5 ATOME01 bytes); payload bytes past nbytes read as 0 and invalid
+ * bytes (243..255) as 5 zero trits. Not built for Cortex-M0. */
+void atm_ek_t5_to_t2_ref(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out);
+
 /* out[j] = sum_i q[i] * k[j * dh + i] for j < n (int8 keys, int16 query;
  * dh <= 512 keeps |out| < 2^31). */
 void atm_ek_dots_ref(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);
@@ -112,6 +118,7 @@ void atm_ek_matvec_avx2(const uint8_t *b, uint32_t rows, uint32_t cols, const at
 void atm_ek_matvec_avx512(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v, int32_t *out);
 
 /* The twins above, AVX2 (the AVX-512 set uses them too). */
+void atm_ek_t5_to_t2_avx2(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out);
 void atm_ek_dots_avx2(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);
 void atm_ek_mix_avx2(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
 void atm_ek_addsc_avx2(int32_t *x, const int32_t *v, int n, int32_t mul, int s);

@@ -289,6 +289,49 @@ ATTR_AVX2 void atm_ek_mix_avx2(const int32_t *w, const int32_t *idx, const int8_
     }
 }
 
+/* ATOME02 -> ATOME01, 16 bytes (4 groups) at a time in 16-bit lanes:
+ * b = l + 9 q, q = l2 + 9 q2 (floor(v / 9) = (v * 7282) >> 16, exact for
+ * v < 1024), the codes of the digit pairs l, l2 and of q2 come from byte
+ * shuffles, code = T9[l] | T9[l2] << 4 | T3[q2] << 8 (0 for bytes >= 243);
+ * pairs of codes are joined by vpmaddwd (c0 + 1024 c1), pairs of those into
+ * 40-bit lanes, and a byte shuffle packs the 5 bytes of each. The rest
+ * (fewer than 16 bytes left) goes through the twin. */
+#define C3V(d) ((d) == 0 ? 3 : ((d) == 1 ? 0 : 1))
+#define T9V(l) (C3V((l) % 3) | C3V((l) / 3) << 2)
+ATTR_AVX2 void atm_ek_t5_to_t2_avx2(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
+    const __m256i t9 = _mm256_setr_epi8(T9V(0), T9V(1), T9V(2), T9V(3), T9V(4), T9V(5), T9V(6), T9V(7), T9V(8),
+                                        0, 0, 0, 0, 0, 0, 0,
+                                        T9V(0), T9V(1), T9V(2), T9V(3), T9V(4), T9V(5), T9V(6), T9V(7), T9V(8),
+                                        0, 0, 0, 0, 0, 0, 0);
+    const __m256i t3 = _mm256_setr_epi8(3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                        3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i k9 = _mm256_set1_epi16(9), kdiv = _mm256_set1_epi16(7282), lo8 = _mm256_set1_epi16(0xFF);
+    const __m256i bad = _mm256_set1_epi16(242), pair = _mm256_set1_epi32(0x04000001);   /* words 1, 1024 */
+    const __m256i low32 = _mm256_set1_epi64x(0xFFFFFFFF);
+    const __m256i pack = _mm256_setr_epi8(0, 1, 2, 3, 4, 8, 9, 10, 11, 12, -1, -1, -1, -1, -1, -1,
+                                          0, 1, 2, 3, 4, 8, 9, 10, 11, 12, -1, -1, -1, -1, -1, -1);
+    uint32_t g = 0, j = 4 * g0;
+    for (; g + 4 <= ng && j + 16 <= nbytes; g += 4, j += 16, out += 20) {
+        const __m256i b = _mm256_cvtepu8_epi16(LOAD128(p + j));
+        const __m256i q = _mm256_mulhi_epu16(b, kdiv);
+        const __m256i l = _mm256_sub_epi16(b, _mm256_mullo_epi16(q, k9));
+        const __m256i q2 = _mm256_mulhi_epu16(q, kdiv);
+        const __m256i l2 = _mm256_sub_epi16(q, _mm256_mullo_epi16(q2, k9));
+        __m256i c = _mm256_and_si256(_mm256_shuffle_epi8(t9, l), lo8);
+        c = _mm256_or_si256(c, _mm256_slli_epi16(_mm256_and_si256(_mm256_shuffle_epi8(t9, l2), lo8), 4));
+        c = _mm256_or_si256(c, _mm256_slli_epi16(_mm256_and_si256(_mm256_shuffle_epi8(t3, q2), lo8), 8));
+        c = _mm256_andnot_si256(_mm256_cmpgt_epi16(b, bad), c);
+        const __m256i w20 = _mm256_madd_epi16(c, pair);                           /* c0 + 1024 c1 */
+        const __m256i w40 = _mm256_or_si256(_mm256_and_si256(w20, low32), _mm256_slli_epi64(_mm256_srli_epi64(w20, 32), 20));
+        const __m256i by = _mm256_shuffle_epi8(w40, pack);                        /* 10 bytes per lane */
+        const __m128i r0 = _mm256_castsi256_si128(by), r1 = _mm256_extracti128_si256(by, 1);
+        _mm_storeu_si128((__m128i *)(void *)out, _mm_or_si128(r0, _mm_slli_si128(r1, 10)));
+        const uint32_t last = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(r1, 6));
+        out[16] = (uint8_t)last; out[17] = (uint8_t)(last >> 8); out[18] = (uint8_t)(last >> 16); out[19] = (uint8_t)(last >> 24);
+    }
+    if (g < ng) atm_ek_t5_to_t2_ref(p, nbytes, g0 + g, ng - g, out);
+}
+
 /* ---- AVX2: elementwise kernels ----
  * 64-bit lanes where the products need them (vpmuldq: signed 32 x 32 ->
  * 64 of the low halves). AVX2 has no 64-bit arithmetic right shift: it is

@@ -46,6 +46,7 @@ static int atm_ek_x86_supported(int k) { (void)k; return 0; }
 #define atm_ek_ln_out_avx512 atm_ek_ln_out_ref
 #define atm_ek_ssm_avx512 atm_ek_ssm_ref
 #define atm_ek_scores_avx512 atm_ek_scores_ref
+#define atm_ek_t5_to_t2_avx2 atm_ek_t5_to_t2_ref
 #endif
 
 static atm_rng rng;
@@ -327,6 +328,43 @@ static void test_elementwise(void) {
     free(x0); free(x1); free(x2); free(v); free(s0); free(s1); free(u0); free(u1); free(u2); free(q0); free(q1); free(g); free(b); free(kx);
 }
 
+/* ATOME02 -> ATOME01 re-encoding: against the definition (base-3 digits
+ * d, trit d - 1, ATOME01 code), every byte value including the invalid
+ * ones (read as zero trits), group offsets, payload ends inside a group */
+static void test_recode(void) {
+#if defined(__ARM_ARCH_6M__)
+    printf("recode: not built for this target\n");
+#else
+    const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2);
+    uint8_t *p = malloc(1024), *o0 = malloc(1300), *o1 = malloc(1300);
+    int bad_def = 0, bad = 0, cases = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        const uint32_t nbytes = rep == 0 ? 256 : 1 + rnd(1000);
+        for (uint32_t i = 0; i < nbytes; i++) p[i] = (uint8_t)(rep == 0 ? i : (rnd(8) == 0 ? 243 + rnd(13) : rnd(243)));
+        const uint32_t g0 = rnd(nbytes / 4 + 1), ng = 1 + rnd(nbytes / 4 + 3 - g0);   /* may run past the payload */
+        memset(o0, 0xEE, 1300); memset(o1, 0xEE, 1300);
+        atm_ek_t5_to_t2_ref(p, nbytes, g0, ng, o0);
+        if (run) atm_ek_t5_to_t2_avx2(p, nbytes, g0, ng, o1); else memcpy(o1, o0, 1300);
+        bad += memcmp(o0, o1, 1300) != 0;                    /* nothing written past 5 ng either */
+        for (uint32_t t = 0; t < 20 * ng; t++) {
+            const uint32_t gt = 20 * g0 + t, byte = gt / 5;
+            int want = 0;
+            if (byte < nbytes && p[byte] < 243) {
+                int v = p[byte];
+                for (uint32_t k = 0; k < gt % 5; k++) v /= 3;
+                want = v % 3 - 1;
+            }
+            bad_def += naive_trit(o0, t) != want;
+        }
+        for (uint32_t i = 5 * ng; i < 1300; i++) bad_def += o0[i] != 0xEE;
+        cases++;
+    }
+    CHECKF(bad_def == 0, "recode twin differs from the definition in %d trits", bad_def);
+    CHECKF(bad == 0, "recode AVX2 differs in %d of %d cases", bad, cases);
+    free(p); free(o0); free(o1);
+#endif
+}
+
 /* the engine's softmax (exponentials kept) against fixmath's */
 static void test_softmax(void) {
     int32_t z[64], p0[64], p1[64];
@@ -467,6 +505,7 @@ int main(void) {
     test_dots_mix();
     test_elementwise();
     test_softmax();
+    test_recode();
     test_conv();
     test_engine_sets();
     return CHECK_DONE();
