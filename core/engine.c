@@ -67,6 +67,10 @@ static tview tensor(const atm_model *m, int kind, int layer) {
 #define REP64(R, b) REP16(R, b), REP16(R, (b) + 16), REP16(R, (b) + 32), REP16(R, (b) + 48)
 #define REP256(R) REP64(R, 0), REP64(R, 64), REP64(R, 128), REP64(R, 192)
 static const int8_t T2[256][4] = { REP256(T2ROW) };
+/* the same 4 trits as the bytes of one word (byte k = trit k as uint8) */
+#define U8(t) ((uint32_t)(uint8_t)(int8_t)(t))
+#define T2WORD(b) (U8(C2(b)) | U8(C2((b) >> 2)) << 8 | U8(C2((b) >> 4)) << 16 | U8(C2((b) >> 6)) << 24)
+static const uint32_t T2W[256] = { REP256(T2WORD) };
 /* 8 entries per row (5 used) so one 8-byte move copies a byte's trits; the
  * next copy, 5 entries further, overwrites the 3 padding entries. */
 static const int8_t T5[256][8] = { REP256(T5ROW) };
@@ -81,11 +85,12 @@ static const int8_t *decode(const uint8_t *p, int enc, uint32_t first, int n, in
         skip = (int)(first & 3u);
         nbytes = (skip + n + 3) >> 2;
         for (int i = 0; i < nbytes; i++) {
-            /* a byte-copy loop that GCC and clang turn into one 4-byte move
-             * (as the 8-byte one below) */
-            const int8_t *t = T2[b[i]];
+            /* the bytes of one word: GCC and clang merge the stores into
+             * one where unaligned stores are allowed (x86, Cortex-M3) */
+            const uint32_t w = T2W[b[i]];
             int8_t *o = buf + 4 * i;
-            for (int k = 0; k < 4; k++) o[k] = t[k];
+            o[0] = (int8_t)(uint8_t)w; o[1] = (int8_t)(uint8_t)(w >> 8);
+            o[2] = (int8_t)(uint8_t)(w >> 16); o[3] = (int8_t)(uint8_t)(w >> 24);
         }
     } else {
         uint32_t j = first / 5u;
