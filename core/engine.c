@@ -192,14 +192,19 @@ static const uint16_t T10[256] = { REP256(T10E) };
 
 /* The plain-C twin of engine_kernels.h's re-encoder. */
 void atm_ek_t5_to_t2_ref(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
-    uint32_t j = 4 * g0, g = 0;
-    for (; g < ng && j + 4 <= nbytes; g++, j += 4, out += 5) {
-        const uint32_t c3 = T10[p[j + 3]];
-        const uint32_t w = T10[p[j]] | (uint32_t)T10[p[j + 1]] << 10 | (uint32_t)T10[p[j + 2]] << 20 | c3 << 30;
+    uint32_t j = 4 * g0;
+    /* whole groups inside the payload first (one loop condition), then the rest */
+    uint32_t full = j + 4 <= nbytes ? (nbytes - j) / 4 : 0;
+    if (full > ng) full = ng;
+    const uint8_t *q = p + j;
+    for (uint32_t g = 0; g < full; g++, q += 4, out += 5) {
+        const uint32_t c3 = T10[q[3]];
+        const uint32_t w = T10[q[0]] | (uint32_t)T10[q[1]] << 10 | (uint32_t)T10[q[2]] << 20 | c3 << 30;
         out[0] = (uint8_t)w; out[1] = (uint8_t)(w >> 8); out[2] = (uint8_t)(w >> 16); out[3] = (uint8_t)(w >> 24);
         out[4] = (uint8_t)(c3 >> 2);
     }
-    for (; g < ng; g++, j += 4, out += 5) {
+    j += 4 * full;
+    for (uint32_t g = full; g < ng; g++, j += 4, out += 5) {
         uint32_t c[4];
         for (int k = 0; k < 4; k++) c[k] = j + (uint32_t)k < nbytes ? T10[p[j + (uint32_t)k]] : 0u;
         const uint32_t w = c[0] | c[1] << 10 | c[2] << 20 | c[3] << 30;
@@ -259,16 +264,31 @@ static void rk_avx512(const uint8_t *b, uint32_t rows, uint32_t cols, const vin 
 }
 #endif
 #ifdef ATM_T2_LUT
+/* two rows at a time: they share the walk through the table */
 static void rk_lut(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
     const uint32_t nb = cols / 4;
-    for (uint32_t r = 0; r < rows; r++) {
+    uint32_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        const uint8_t *b0 = b + (size_t)r * nb, *b1 = b0 + nb;
         const int32_t *lt = in->lut;
-        int32_t acc = 0;
+        int32_t a0 = 0, a1 = 0;
         for (uint32_t j = 0; j < nb; j++, lt += 32) {
-            const unsigned v = *b++;
-            acc += lt[v & 15u] + lt[16 + (v >> 4)];
+            const unsigned v0 = b0[j], v1 = b1[j];
+            a0 += lt[v0 & 15u] + lt[16 + (v0 >> 4)];
+            a1 += lt[v1 & 15u] + lt[16 + (v1 >> 4)];
         }
-        out[r] = acc;
+        out[r] = a0;
+        out[r + 1] = a1;
+    }
+    if (r < rows) {
+        const uint8_t *b0 = b + (size_t)r * nb;
+        const int32_t *lt = in->lut;
+        int32_t a0 = 0;
+        for (uint32_t j = 0; j < nb; j++, lt += 32) {
+            const unsigned v0 = b0[j];
+            a0 += lt[v0 & 15u] + lt[16 + (v0 >> 4)];
+        }
+        out[r] = a0;
     }
 }
 #endif
