@@ -126,6 +126,8 @@ int cmd_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_firmware(int argc, char **argv);   /* cli/cmd_firmware.c */
+int cmd_header(int argc, char **argv);
 
 /* Usage texts (cli/main.c). */
 void cli_usage(FILE *f, const char *cmd);

@@ -18,6 +18,8 @@ static const char *const USAGE_MAIN =
     "  convert   re-encode a .atome model (ATOME01 <-> ATOME02)\n"
     "  inspect   describe a .atome model, checkpoint or legacy blob (JSON)\n"
     "  bench     generation speed of a .atome model or checkpoint (JSON line)\n"
+    "  firmware  .atome model -> Cortex-M firmware image (ELF) for QEMU or a board\n"
+    "  header    .atome model -> C header (const byte array)\n"
     "\n"
     "'atome <command> --help' lists a command's flags. Exit status: 0 ok,\n"
     "2 usage error, 1 runtime error (data, checkpoint, I/O).\n";
@@ -151,6 +153,23 @@ static const char *const USAGE_BENCH =
     "engine, a checkpoint on the float generator. Each repetition feeds the\n"
     "prompt (\"Once upon a time\" by default), then times N bytes.\n";
 
+static const char *const USAGE_FIRMWARE =
+    "usage: atome firmware --model FILE.atome --board mps2-an385|microbit --out FILE.elf [--template ELF]\n"
+    "\n"
+    "Patches the model into the model slot of the board's prebuilt firmware\n"
+    "(the template the mcu preset builds: cmake --preset mcu && cmake --build\n"
+    "--preset mcu; found in $ATOME_MCU_BUILD/mcu, beside this binary in\n"
+    "../mcu/mcu, or build/mcu/mcu of the source tree). Prints one JSON line\n"
+    "(max_window: the largest attention window the board's RAM holds). Run it:\n"
+    "  qemu-system-arm -M BOARD -nographic -semihosting-config \\\n"
+    "    enable=on,target=native,arg=atome,arg=--prompt-hex,arg=HEX,arg=--n,arg=64 -kernel FILE.elf\n";
+
+static const char *const USAGE_HEADER =
+    "usage: atome header --model FILE.atome --out model.h [--name atome_model]\n"
+    "\n"
+    "Writes the model as a C header: a static const uint8_t array (flash on a\n"
+    "microcontroller), NAME_BYTES and NAME_CRC32, and a comment with its config.\n";
+
 static const char *const USAGE_PARAMS =
     "usage: atome params --config NAME [--quant Q] [shape overrides]\n"
     "\n"
@@ -175,6 +194,8 @@ void cli_usage(FILE *f, const char *cmd) {
     else if (strcmp(cmd, "convert") == 0) fputs(USAGE_CONVERT, f);
     else if (strcmp(cmd, "inspect") == 0) fputs(USAGE_INSPECT, f);
     else if (strcmp(cmd, "bench") == 0) fputs(USAGE_BENCH, f);
+    else if (strcmp(cmd, "firmware") == 0) fputs(USAGE_FIRMWARE, f);
+    else if (strcmp(cmd, "header") == 0) fputs(USAGE_HEADER, f);
     else if (strcmp(cmd, "init") == 0) { fputs(USAGE_INIT, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
     else fputs(USAGE_MAIN, f);
 }
@@ -197,6 +218,7 @@ int main(int argc, char **argv) {
         { "params", cmd_params }, { "init", cmd_init }, { "import", cmd_import },
         { "strip", cmd_strip }, { "export", cmd_export }, { "convert", cmd_convert },
         { "inspect", cmd_inspect }, { "bench", cmd_bench },
+        { "firmware", cmd_firmware }, { "header", cmd_header },
     };
     for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
         if (strcmp(cmd, CMDS[i].name) != 0) continue;
