@@ -187,8 +187,14 @@ static void matvec_t2_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const
                                         | C3((b) / 27 % 3) << 6 | C3((b) / 81 % 3) << 8) : (uint16_t)0)
 static const uint16_t T10[256] = { REP256(T10E) };
 /* 52 groups = 260 bytes = 1040 trits: one row of the widest model (1024
- * columns) plus the up to 16 trits the block start lies before its row */
+ * columns) plus the up to 16 trits the block start lies before its row;
+ * 820 groups (4,100 bytes of stack) on x86, where fewer and longer kernel
+ * calls pay */
+#ifdef ATM_EK_X86
+#define RECODE_GROUPS 820
+#else
 #define RECODE_GROUPS 52
+#endif
 
 /* The plain-C twin of engine_kernels.h's re-encoder. */
 void atm_ek_t5_to_t2_ref(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
@@ -342,7 +348,7 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
     case ATM_KERNEL_AVX512:
         atm_ek_prep_avx2(x, (uint32_t)d, &in->xv);
         in->rk = kernel == ATM_KERNEL_AVX2 ? rk_avx2 : rk_avx512;
-        in->t5 = atm_ek_t5_to_t2_avx2;
+        in->t5 = kernel == ATM_KERNEL_AVX2 ? atm_ek_t5_to_t2_avx2 : atm_ek_t5_to_t2_avx512;
         break;
 #endif
 #ifdef ATM_T2_LUT

@@ -140,6 +140,7 @@ void atm_ek_scale_avx512(int32_t *v, int n, int32_t mul, int s);
 void atm_ek_ln_out_avx512(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
 void atm_ek_ssm_avx512(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 void atm_ek_scores_avx512(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
+void atm_ek_t5_to_t2_avx512(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out);
 #endif
 
 #endif

@@ -787,6 +787,39 @@ ATTR_AVX512 void atm_ek_matvec_avx512(const uint8_t *b, uint32_t rows, uint32_t 
     }
 }
 
+/* atm_ek_t5_to_t2_avx2 with 32 bytes (8 groups) per step: the same digit
+ * arithmetic on 32 words; each 128-bit lane then holds 10 output bytes,
+ * written with a 10-byte mask. */
+ATTR_AVX512 void atm_ek_t5_to_t2_avx512(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
+    const __m512i t9 = _mm512_broadcast_i32x4(_mm_setr_epi8(T9V(0), T9V(1), T9V(2), T9V(3), T9V(4), T9V(5), T9V(6),
+                                                            T9V(7), T9V(8), 0, 0, 0, 0, 0, 0, 0));
+    const __m512i t3 = _mm512_broadcast_i32x4(_mm_setr_epi8(3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i k9 = _mm512_set1_epi16(9), kdiv = _mm512_set1_epi16(7282), lo8 = _mm512_set1_epi16(0xFF);
+    const __m512i bad = _mm512_set1_epi16(242), pair = _mm512_set1_epi32(0x04000001);   /* words 1, 1024 */
+    const __m512i low32 = _mm512_set1_epi64(0xFFFFFFFF);
+    const __m512i pack = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 8, 9, 10, 11, 12, -1, -1, -1, -1, -1, -1));
+    uint32_t g = 0, j = 4 * g0;
+    for (; g + 8 <= ng && j + 32 <= nbytes; g += 8, j += 32, out += 40) {
+        const __m512i b = _mm512_cvtepu8_epi16(LOAD256(p + j));
+        const __m512i q = _mm512_mulhi_epu16(b, kdiv);
+        const __m512i l = _mm512_sub_epi16(b, _mm512_mullo_epi16(q, k9));
+        const __m512i q2 = _mm512_mulhi_epu16(q, kdiv);
+        const __m512i l2 = _mm512_sub_epi16(q, _mm512_mullo_epi16(q2, k9));
+        __m512i c = _mm512_and_si512(_mm512_shuffle_epi8(t9, l), lo8);
+        c = _mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(_mm512_shuffle_epi8(t9, l2), lo8), 4));
+        c = _mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(_mm512_shuffle_epi8(t3, q2), lo8), 8));
+        c = _mm512_maskz_mov_epi16(_mm512_cmple_epu16_mask(b, bad), c);
+        const __m512i w20 = _mm512_madd_epi16(c, pair);                           /* c0 + 1024 c1 */
+        const __m512i w40 = _mm512_or_si512(_mm512_and_si512(w20, low32), _mm512_slli_epi64(_mm512_srli_epi64(w20, 32), 20));
+        const __m512i by = _mm512_shuffle_epi8(w40, pack);                        /* 10 bytes per lane */
+        _mm_mask_storeu_epi8(out, 0x3FF, _mm512_castsi512_si128(by));
+        _mm_mask_storeu_epi8(out + 10, 0x3FF, _mm512_extracti32x4_epi32(by, 1));
+        _mm_mask_storeu_epi8(out + 20, 0x3FF, _mm512_extracti32x4_epi32(by, 2));
+        _mm_mask_storeu_epi8(out + 30, 0x3FF, _mm512_extracti32x4_epi32(by, 3));
+    }
+    if (g < ng) atm_ek_t5_to_t2_avx2(p, nbytes, g0 + g, ng - g, out);
+}
+
 #else
 typedef int atm_engine_x86_unused;   /* ISO C: a translation unit needs a declaration */
 #endif

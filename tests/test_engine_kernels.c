@@ -47,6 +47,7 @@ static int atm_ek_x86_supported(int k) { (void)k; return 0; }
 #define atm_ek_ssm_avx512 atm_ek_ssm_ref
 #define atm_ek_scores_avx512 atm_ek_scores_ref
 #define atm_ek_t5_to_t2_avx2 atm_ek_t5_to_t2_ref
+#define atm_ek_t5_to_t2_avx512 atm_ek_t5_to_t2_ref
 #endif
 
 static atm_rng rng;
@@ -335,9 +336,9 @@ static void test_recode(void) {
 #if defined(__ARM_ARCH_6M__)
     printf("recode: not built for this target\n");
 #else
-    const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2);
+    const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2), run5 = atm_ek_x86_supported(ATM_KERNEL_AVX512);
     uint8_t *p = malloc(1024), *o0 = malloc(1300), *o1 = malloc(1300);
-    int bad_def = 0, bad = 0, cases = 0;
+    int bad_def = 0, bad = 0, bad5 = 0, cases = 0;
     for (int rep = 0; rep < 40; rep++) {
         const uint32_t nbytes = rep == 0 ? 256 : 1 + rnd(1000);
         for (uint32_t i = 0; i < nbytes; i++) p[i] = (uint8_t)(rep == 0 ? i : (rnd(8) == 0 ? 243 + rnd(13) : rnd(243)));
@@ -346,6 +347,11 @@ static void test_recode(void) {
         atm_ek_t5_to_t2_ref(p, nbytes, g0, ng, o0);
         if (run) atm_ek_t5_to_t2_avx2(p, nbytes, g0, ng, o1); else memcpy(o1, o0, 1300);
         bad += memcmp(o0, o1, 1300) != 0;                    /* nothing written past 5 ng either */
+        if (run5) {
+            memset(o1, 0xEE, 1300);
+            atm_ek_t5_to_t2_avx512(p, nbytes, g0, ng, o1);
+            bad5 += memcmp(o0, o1, 1300) != 0;
+        }
         for (uint32_t t = 0; t < 20 * ng; t++) {
             const uint32_t gt = 20 * g0 + t, byte = gt / 5;
             int want = 0;
@@ -361,6 +367,7 @@ static void test_recode(void) {
     }
     CHECKF(bad_def == 0, "recode twin differs from the definition in %d trits", bad_def);
     CHECKF(bad == 0, "recode AVX2 differs in %d of %d cases", bad, cases);
+    CHECKF(bad5 == 0, "recode AVX-512 differs in %d of %d cases", bad5, cases);
     free(p); free(o0); free(o1);
 #endif
 }
