@@ -6,7 +6,12 @@
  * Notation in comments: "Qn" = integer / 2^n. FX = residual fractional bits
  * (header), FU = fractional bits of a LayerNorm output (aux of its gamma
  * entry), FS = SSM state fractional bits (aux of SSM_A). A ternary tensor's
- * scale is alpha = mant * 2^-exp; an int16 vector's element is v * 2^-exp. */
+ * scale is alpha = mant * 2^-exp; an int16 vector's element is v * 2^-exp.
+ *
+ * Speed: the hot loops go through a kernel set (engine_kernels.h): the
+ * plain-C kernels at the end of this file everywhere, instruction-set
+ * versions (core/engine_x86.c) where the CPU has them, all bit-identical
+ * (docs/fixed-point.md §9). */
 #include "engine.h"
 #include "engine_kernels.h"
 #include "fixmath.h"
@@ -852,7 +857,8 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
     return e->wide;
 }
 
-/* ---- plain-C kernels (engine_kernels.h); the portable engine runs these ---- */
+/* ---- plain-C kernels (engine_kernels.h): the twins of the SIMD kernels,
+ * run by the portable, pair-sum table and SSE2 sets ---- */
 
 /* 16-entry blocks with a constant trip count, which compilers vectorise
  * where the target has SIMD */

@@ -3,16 +3,18 @@
  * (core/engine_x86.c). Not a public header: front ends use engine.h.
  *
  * Contract. Every kernel computes exactly the integers its plain-C twin
- * computes (the twins are the atm_ek_*_ref functions below, defined in
- * engine.c and used by the engine itself on every target), for every length,
- * odd ones included: the choice of kernel changes speed, never a bit of the
- * logits. tests/test_engine_kernels.c compares each kernel with its twin on
- * random inputs, extreme values and odd lengths.
+ * computes, for every length, odd ones included: the choice of kernel
+ * changes speed, never a bit of the logits. The twins are the atm_ek_*_ref
+ * functions below (engine.c; the portable engine runs all of them except
+ * atm_ek_matvec_ref, whose job its decode path does) and, for
+ * atm_ek_softmax_q15, fixmath's atm_softmax_q15. tests/test_engine_kernels.c
+ * compares each kernel with its twin on random inputs, extreme values and
+ * odd lengths. Kernel sets and measurements: docs/fixed-point.md §9.
  *
  * Trit rows are ATOME01 bytes (docs/format.md: 4 trits per byte, codes
  * 00 = 0, 01 = +1, 11 = -1, first trit in the low bits) whose column count
  * is a multiple of 4, so every row starts on a byte; ATOME02 payloads reach
- * the kernels re-encoded as ATOME01 (engine.c, t5_to_t2). Code 10 never
+ * the row kernels re-encoded as ATOME01 (atm_ek_t5_to_t2_*). Code 10 never
  * occurs (the container reader rejects it); the kernels may treat it as any
  * value. */
 #ifndef ATOME_ENGINE_KERNELS_H
