@@ -95,24 +95,12 @@ void cli_container_why(const uint8_t *b, size_t len, int status, char *out, size
 int cli_open_container(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m);
 const char *cli_encoding_name(int enc);
 
-/* Calibration sample of a byte region: CLI_CALIB_SEGMENTS streams of
- * CLI_CALIB_SEGMENT_BYTES, the first at the start, the last at the end and
- * the others evenly spaced between (the whole region as one stream if it is
- * no longer than their total), each from a fresh state with the given
- * attention window; the statistics are the maxima over all of them.
- * 0, or -1 with a reason. */
-#define CLI_CALIB_SEGMENTS 8
-#define CLI_CALIB_SEGMENT_BYTES 2048
-int cli_calib_sample(const atm_layout *L, const float *w, const uint8_t *bytes, size_t n, int window,
-                     atm_calib_stats *st, char *err, size_t errlen);
-
 /* --temperature/--top-k/--top-p text (NULL = default) -> fixed-point settings
  * with the core parser (core/sampler.h). CLI_OK or CLI_USAGE (printed). */
 int cli_sampler_settings(const char *cmd, const char *temperature, const char *top_k, const char *top_p,
                          atm_sampler_cfg *sc);
-/* Float logits -> the Q16 logits the fixed-point sampler takes:
- * round-half-even of logit * 65536, clamped to +-2^30 (NaN -> -2^30). */
-void cli_logits_q16(const float *logits, int V, int32_t *out);
+/* Calibration sample and float-logit -> Q16: atm_calib_sample and
+ * atm_logits_q16 (core/train/export.h), shared with the wasm front end. */
 
 /* ---- commands ---- */
 int cmd_train(int argc, char **argv);

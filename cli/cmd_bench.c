@@ -51,7 +51,7 @@ BENCH_NOINLINE uint32_t bench_gen_float(const atm_family *fam, void *gen, const 
     int32_t q[ATM_MAX_VOCAB];
     uint32_t crc = 0;
     for (int64_t i = 0; i < n; i++) {
-        cli_logits_q16(logits, V, q);
+        atm_logits_q16(logits, V, q);
         int b = atm_sampler_next(sc, q, V, &rng, NULL);
         uint8_t c = (uint8_t)b;
         crc = atm_crc32_update(crc, &c, 1);

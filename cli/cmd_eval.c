@@ -171,7 +171,7 @@ typedef struct {
 
 static const int32_t *float_step(void *ctx, int byte) {
     float_gen *g = (float_gen *)ctx;
-    cli_logits_q16(g->fam->gen_step(g->gen, byte), g->V, g->q);
+    atm_logits_q16(g->fam->gen_step(g->gen, byte), g->V, g->q);
     return g->q;
 }
 

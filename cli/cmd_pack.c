@@ -95,7 +95,7 @@ int cmd_export(int argc, char **argv) {
     if (calib) {
         atm_corpus c;
         if (atm_corpus_load(calib, 0, &c, why, sizeof why)) { atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "export: --calib: %s", why); }
-        rc = cli_calib_sample(&L, ck.w, c.bytes, c.n_bytes, (int)window, &st, why, sizeof why);
+        rc = atm_calib_sample(&L, ck.w, c.bytes, c.n_bytes, (int)window, &st, why, sizeof why);
         atm_corpus_free(&c);
         if (rc) { atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "export: %s", why); }
         source = "calib-file";
@@ -115,7 +115,7 @@ int cmd_export(int argc, char **argv) {
             int seq = ck.opt.seq;
             ok = (ck.valid_path[0] ? atm_chunks_all(&c, seq, &ch, why, sizeof why)
                                    : atm_chunks_split(&c, seq, ck.split, &ch, NULL, why, sizeof why)) == 0;
-            if (ok && cli_calib_sample(&L, ck.w, ch.base, ch.n * (size_t)ch.seq, (int)window, &st, why, sizeof why)) {
+            if (ok && atm_calib_sample(&L, ck.w, ch.base, ch.n * (size_t)ch.seq, (int)window, &st, why, sizeof why)) {
                 atm_corpus_free(&c);
                 atm_ckpt_free(&ck);
                 return cli_err(CLI_RUNTIME, "export: %s", why);

@@ -62,7 +62,7 @@ static int same_i(const char *flag, int seen, long long given, long long stored)
 
 /* Saves the trainer. An atome-family checkpoint also carries the activation
  * statistics that `atome export` calibrates with: the current weights run
- * over the calibration sample of the training chunks (cli_calib_sample) with
+ * over the calibration sample of the training chunks (atm_calib_sample) with
  * the training seq as attention window, the export's default window. They
  * depend only on the weights and the data, so saves stay deterministic. */
 static int write_ckpt(const char *out, const atm_trainer *tr, const atm_ckpt *meta, const atm_chunks *train_ch,
@@ -76,7 +76,7 @@ static int write_ckpt(const char *out, const atm_trainer *tr, const atm_ckpt *me
         atm_calib_stats st;
         int window = tr->opt.seq <= ATM_MAX_WINDOW ? tr->opt.seq : ATM_MAX_WINDOW;
         size_t nb = atm_calib_bytes(tr->L.cfg.n_layers);
-        if (cli_calib_sample(&tr->L, tr->w, train_ch->base, train_ch->n * (size_t)train_ch->seq, window, &st, why, sizeof why))
+        if (atm_calib_sample(&tr->L, tr->w, train_ch->base, train_ch->n * (size_t)train_ch->seq, window, &st, why, sizeof why))
             return cli_err(CLI_RUNTIME, "train: %s", why);
         if (!(cal = (uint8_t *)malloc(nb))) return cli_err(CLI_RUNTIME, "train: out of memory");
         ck.calib_len = atm_calib_serialize(&st, cal, nb);

@@ -19,15 +19,13 @@
  * generation with the quantiser the next training step would use, default
  * generation window = training seq (vanilla: at most max_seq), an empty
  * prompt is one '\n', float logits sampled through the fixed-point sampler
- * (Q16 bridge below), and atome-family checkpoints carry the ACAL
+ * (atm_logits_q16), and atome-family checkpoints carry the ACAL
  * activation statistics `atome train` stores (calibration sample of the
  * training chunks, window = seq), which export uses by default. A
  * checkpoint written here differs from the CLI's only in its data paths
  * (whatever names JS passes) and elapsed seconds.
- *
- * Two helpers repeat, line for line, code of cli/packed.c that the CLI keeps
- * outside core: the calibration sample (calib_sample) and the float-logit
- * bridge into the fixed-point sampler (logits_q16). */
+ * The calibration sample and the float-logit bridge are the CLI's own
+ * (atm_calib_sample, atm_logits_q16 in core/train/export.c). */
 #define _DEFAULT_SOURCE /* sbrk */
 #include <emscripten/emscripten.h>
 #include <math.h>
@@ -107,58 +105,6 @@ static void model_clear(session *s) {
     s->data_ready = 0;
 }
 
-/* ---- copies of cli/packed.c (see the contract) ---- */
-
-#define CALIB_SEGMENTS 8         /* = CLI_CALIB_SEGMENTS */
-#define CALIB_SEGMENT_BYTES 2048 /* = CLI_CALIB_SEGMENT_BYTES */
-
-static void calib_merge(atm_calib_stats *acc, const atm_calib_stats *s, int first) {
-    if (first) { *acc = *s; return; }
-    const int L = s->n_layers;
-    for (int i = 0; i <= L; i++) {
-        if (s->x_max[i] > acc->x_max[i]) acc->x_max[i] = s->x_max[i];
-        if (s->u_max[i] > acc->u_max[i]) acc->u_max[i] = s->u_max[i];
-    }
-    for (int i = 0; i < L; i++) {
-        if (s->s_max[i] > acc->s_max[i]) acc->s_max[i] = s->s_max[i];
-        if (s->q_max[i] > acc->q_max[i]) acc->q_max[i] = s->q_max[i];
-        if (s->k_max[i] > acc->k_max[i]) acc->k_max[i] = s->k_max[i];
-        if (s->v_max[i] > acc->v_max[i]) acc->v_max[i] = s->v_max[i];
-    }
-    if (s->logit_max > acc->logit_max) acc->logit_max = s->logit_max;
-    acc->positions += s->positions;
-}
-
-/* Statistics over CALIB_SEGMENTS streams of CALIB_SEGMENT_BYTES, the first
- * at the start, the last at the end, evenly spaced between (the whole
- * region as one stream if it is no longer than that). */
-static int calib_sample(const atm_layout *L, const float *w, const uint8_t *bytes, size_t n, int window,
-                        atm_calib_stats *st, char *err, size_t errlen) {
-    if (n == 0) { snprintf(err, errlen, "calibration: no bytes"); return -1; }
-    const uint64_t seg = CALIB_SEGMENT_BYTES, S = CALIB_SEGMENTS;
-    if ((uint64_t)n <= seg * S) return atm_calib_collect(L, w, bytes, n, window, st, err, errlen);
-    for (uint64_t i = 0; i < S; i++) {
-        uint64_t start = i * ((uint64_t)n - seg) / (S - 1);
-        atm_calib_stats one;
-        if (atm_calib_collect(L, w, bytes + start, (size_t)seg, window, &one, err, errlen)) return -1;
-        calib_merge(st, &one, i == 0);
-    }
-    return 0;
-}
-
-/* Float logits -> Q16 for the fixed-point sampler: x * 65536 (exact),
- * rounded to nearest-even, clamped to +-2^30; NaN is never chosen. */
-static void logits_q16(const float *logits, int V, int32_t *out) {
-    const double lim = (double)(1 << 30);
-    for (int i = 0; i < V; i++) {
-        double x = (double)logits[i] * 65536.0;
-        if (!(x == x)) x = -lim;
-        if (x > lim) x = lim;
-        if (x < -lim) x = -lim;
-        out[i] = (int32_t)nearbyint(x);
-    }
-}
-
 /* The statistics `atome train` stores with an atome-family checkpoint and
  * `atome export` uses: the loaded ones while the weights are unchanged,
  * else the calibration sample of the training chunks at window = seq.
@@ -169,7 +115,7 @@ static int session_calib(session *s, atm_calib_stats *st) {
     if (s->calib) return atm_calib_parse(s->calib, s->calib_len, st, s->err, sizeof s->err) ? -1 : 1;
     if (!s->data_ready) return 0;
     int window = t->opt.seq <= ATM_MAX_WINDOW ? t->opt.seq : ATM_MAX_WINDOW;
-    if (calib_sample(&t->L, t->w, s->train.base, s->train.n * (size_t)s->train.seq, window, st, s->err, sizeof s->err))
+    if (atm_calib_sample(&t->L, t->w, s->train.base, s->train.n * (size_t)s->train.seq, window, st, s->err, sizeof s->err))
         return -1;
     return 1;
 }
@@ -441,7 +387,7 @@ API double atome_export(session *s, int encoding, int window, const uint8_t *cal
     atm_calib_stats st;
     atm_export_opts o = { encoding, window, seq <= ATM_MAX_WINDOW ? seq : 0, NULL };
     int have;
-    if (calib_len) have = calib_sample(L, s->tr->w, calib, calib_len, window, &st, s->err, sizeof s->err) ? -1 : 1;
+    if (calib_len) have = atm_calib_sample(L, s->tr->w, calib, calib_len, window, &st, s->err, sizeof s->err) ? -1 : 1;
     else have = session_calib(s, &st);
     if (have < 0) return -1;
     if (have) o.calib = &st;
@@ -521,7 +467,7 @@ API int atome_gen_begin(session *s, int window, const char *temperature, const c
 }
 
 static void gen_step(session *s, int byte) {
-    logits_q16(s->gfam->gen_step(s->gen, byte), s->tr->L.cfg.vocab, s->q);
+    atm_logits_q16(s->gfam->gen_step(s->gen, byte), s->tr->L.cfg.vocab, s->q);
     s->have_q = 1;
 }
 

@@ -369,7 +369,7 @@ int atm_ckpt_read(const char *path, atm_ckpt *ck, char *err, size_t errlen) {
             break;
         }
         /* Checkpoints of the largest allowed model stay far below 4 GiB. */
-        if (cap >= ((size_t)1 << 32) || cap * 2 < cap) { rc = ATM_CKPT_EFORMAT; snprintf(why, sizeof why, "file too large"); break; }
+        if ((uint64_t)cap >= ((uint64_t)1 << 32) || cap * 2 < cap) { rc = ATM_CKPT_EFORMAT; snprintf(why, sizeof why, "file too large"); break; }
         uint8_t *nb = (uint8_t *)realloc(buf, cap * 2);
         if (!nb) { free(buf); buf = NULL; continue; }
         buf = nb;

@@ -467,3 +467,50 @@ fail:
     free(arena);
     return -1;
 }
+
+/* ---- calibration sample (shared by the CLI and the wasm front end) ---- */
+
+static void calib_merge(atm_calib_stats *acc, const atm_calib_stats *s, int first) {
+    if (first) { *acc = *s; return; }
+    const int L = s->n_layers;
+    for (int i = 0; i <= L; i++) {
+        if (s->x_max[i] > acc->x_max[i]) acc->x_max[i] = s->x_max[i];
+        if (s->u_max[i] > acc->u_max[i]) acc->u_max[i] = s->u_max[i];
+    }
+    for (int i = 0; i < L; i++) {
+        if (s->s_max[i] > acc->s_max[i]) acc->s_max[i] = s->s_max[i];
+        if (s->q_max[i] > acc->q_max[i]) acc->q_max[i] = s->q_max[i];
+        if (s->k_max[i] > acc->k_max[i]) acc->k_max[i] = s->k_max[i];
+        if (s->v_max[i] > acc->v_max[i]) acc->v_max[i] = s->v_max[i];
+    }
+    if (s->logit_max > acc->logit_max) acc->logit_max = s->logit_max;
+    acc->positions += s->positions;
+}
+
+int atm_calib_sample(const atm_layout *L, const float *w, const uint8_t *bytes, size_t n, int window,
+                     atm_calib_stats *st, char *err, size_t errlen) {
+    if (n == 0) { snprintf(err, errlen, "calibration: no bytes"); return -1; }
+    const uint64_t seg = ATM_CALIB_SEGMENT_BYTES, S = ATM_CALIB_SEGMENTS;
+    if ((uint64_t)n <= seg * S) return atm_calib_collect(L, w, bytes, n, window, st, err, errlen);
+    /* S segments, the first at 0, the last ending at n, evenly spaced between. */
+    for (uint64_t i = 0; i < S; i++) {
+        uint64_t start = i * ((uint64_t)n - seg) / (S - 1);
+        atm_calib_stats one;
+        if (atm_calib_collect(L, w, bytes + start, (size_t)seg, window, &one, err, errlen)) return -1;
+        calib_merge(st, &one, i == 0);
+    }
+    return 0;
+}
+
+/* ---- float logits -> Q16 sampler input ---- */
+
+void atm_logits_q16(const float *logits, int V, int32_t *out) {
+    const double lim = (double)(1 << 30);
+    for (int i = 0; i < V; i++) {
+        double x = (double)logits[i] * 65536.0;   /* exact: a power-of-two scaling */
+        if (!(x == x)) x = -lim;                   /* NaN: never chosen */
+        if (x > lim) x = lim;
+        if (x < -lim) x = -lim;
+        out[i] = (int32_t)nearbyint(x);
+    }
+}

@@ -55,7 +55,22 @@ typedef struct {
 int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, size_t n,
                       int window, atm_calib_stats *st, char *err, size_t errlen);
 
-/* Serialised size for a layer count: 24 + 4 * (6 L + 3) bytes. */
+/* The calibration sample of a byte region, used by `atome train` (stats
+ * stored in the checkpoint), `atome export` and the wasm front end alike:
+ * ATM_CALIB_SEGMENTS streams of ATM_CALIB_SEGMENT_BYTES, the first at the
+ * start, the last ending at the end, evenly spaced between (the whole region
+ * as one stream if it is no longer than that); per-layer maxima merged. */
+#define ATM_CALIB_SEGMENTS 8
+#define ATM_CALIB_SEGMENT_BYTES 2048
+int atm_calib_sample(const atm_layout *L, const float *w, const uint8_t *bytes, size_t n, int window,
+                     atm_calib_stats *st, char *err, size_t errlen);
+
+/* Float logits -> Q16 for the fixed-point sampler (core/sampler.h), so the
+ * float path samples with the same code as the integer engine: x * 65536
+ * (exact), rounded to nearest-even, clamped to +-2^30; NaN is never chosen. */
+void atm_logits_q16(const float *logits, int V, int32_t *out);
+
+/* Serialised size for a layer count: 32 + 4 * (6 L + 3) bytes. */
 size_t atm_calib_bytes(int n_layers);
 /* Writes the stats into out[cap]; returns the bytes written or 0 if cap is
  * too small. Layout: "ATMCAL01", u32 version, u32 L, u32 d, u32 0, u64
