@@ -341,6 +341,15 @@ static void test_xent(void) {
     memcpy(inplace, logits, sizeof inplace);
     CHECK(atm_xent_forward(inplace, inplace, NULL, N, V) == 0.0);
     for (int i = 0; i < N * V; i++) CHECK(inplace[i] == probs[i]);
+    /* With targets, in place too: the same loss (the reference reads the
+     * target logit before it overwrites the row). Both the dispatched set and
+     * the plain-C reference. */
+    memcpy(inplace, logits, sizeof inplace);
+    CHECK(atm_xent_forward(inplace, inplace, tgt, N, V) == sum);
+    static float outref[N * V];
+    double sref = atm_xent_forward_ref(outref, logits, tgt, N, V);
+    memcpy(inplace, logits, sizeof inplace);
+    CHECK(atm_xent_forward_ref(inplace, inplace, tgt, N, V) == sref);
     /* atm_softmax matches the xent probabilities of the same row. */
     float row[V];
     memcpy(row, logits + 2 * V, sizeof row);

@@ -163,12 +163,13 @@ double atm_xent_forward_ref(float *probs, const float *logits, const uint8_t *tg
         float *p = probs + (size_t)n * V;
         float mx = l[0];
         for (int i = 1; i < V; i++) if (l[i] > mx) mx = l[i];
+        const float lt = tgt ? l[tgt[n]] : 0.0f;   /* read before p (which may alias l) is written */
         float s = 0.0f;
         for (int i = 0; i < V; i++) { p[i] = expf(l[i] - mx); s += p[i]; }
         if (tgt) {
             /* -log softmax computed from the logits, not from the rounded probability */
             float lse = logf(s);
-            sum += (double)(lse - (l[tgt[n]] - mx));
+            sum += (double)(lse - (lt - mx));
         }
         float inv = 1.0f / s;
         for (int i = 0; i < V; i++) p[i] *= inv;
