@@ -1,0 +1,42 @@
+// tests/browser/run.mjs — the work the browser test does in each context
+// (page main thread and module Web Worker), with nothing but fetch and the
+// project's ES-module loader (wasm/atome.mjs), fetched over HTTP from the
+// test's static server.
+//
+// generateCases(cases) loads build/wasm/atome.wasm and models/atome-60k.atome,
+// runs the integer engine for each case ({ promptHex, n, temperature, topK,
+// topP, seed, window }, the flags of `atome generate`) and returns the bytes of
+// each case as hex. train(spec) creates a float model in the same module,
+// trains it on the fetched bytes of spec.dataUrl and returns the losses.
+import { loadAtome } from '../../wasm/atome.mjs';
+
+const root = new URL('../../', import.meta.url);
+const hex = (u8) => Array.from(u8, (b) => b.toString(16).padStart(2, '0')).join('');
+const unhex = (s) => new Uint8Array(s.match(/../g)?.map((h) => parseInt(h, 16)) ?? []);
+
+async function fetchBytes(rel) {
+  const r = await fetch(new URL(rel, root));
+  if (!r.ok) throw new Error(`fetch ${rel}: HTTP ${r.status}`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+export async function generateCases(cases) {
+  const atome = await loadAtome(new URL('build/wasm/atome.wasm', root));
+  const model = atome.loadModel(await fetchBytes('models/atome-60k.atome'));
+  try {
+    return cases.map((c) => hex(model.generateBytes(unhex(c.promptHex), {
+      n: c.n, temperature: c.temperature, topK: c.topK, topP: c.topP, seed: c.seed, window: c.window,
+    })));
+  } finally { model.free(); }
+}
+
+export async function train({ config, dataUrl, steps, options }) {
+  const atome = await loadAtome(new URL('build/wasm/atome.wasm', root));
+  const m = atome.createModel(config, { ...options, steps });
+  try {
+    m.setData(await fetchBytes(dataUrl));
+    const losses = [];
+    while (m.step < steps) losses.push(m.trainSteps(1).loss);
+    return { losses, step: m.step };
+  } finally { m.free(); }
+}
