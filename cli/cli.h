@@ -88,8 +88,6 @@ enum { CLI_FILE_UNKNOWN = 0, CLI_FILE_CONTAINER, CLI_FILE_CKPT, CLI_FILE_LEGACY 
 int cli_file_kind(const uint8_t *b, size_t len);
 /* The same for a path; -1 if it cannot be opened. */
 int cli_sniff(const char *path);
-/* One-line reason for an atm_model_open failure, with the sizes/version. */
-void cli_container_why(const uint8_t *b, size_t len, int status, char *out, size_t n);
 /* Reads and opens a .atome container (*blob malloc'd; the model views it).
  * CLI_OK, or CLI_RUNTIME with the error printed and nothing to free. */
 int cli_open_container(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m);

@@ -279,7 +279,7 @@ static int inspect_container(const char *path, const uint8_t *b, size_t len, int
     else fputs(",\"arena_bytes\":null", f);
     char why[256];
     why[0] = 0;
-    if (in.status != ATM_OK) cli_container_why(b, len, in.status, why, sizeof why);
+    if (in.status != ATM_OK) atm_container_why(b, len, in.status, why, sizeof why);
     fputs(",\"error\":", f);
     if (in.status != ATM_OK) cli_json_str(f, why); else fputs("null", f);
     fputs("}\n", f);

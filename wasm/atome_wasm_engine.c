@@ -13,7 +13,7 @@
  * vocabulary are refused, and byte i of n is fed back only when byte i+1 is
  * asked for. So the same model, prompt, settings and seed give the same
  * bytes here as on every other target. Open failures are worded as the
- * CLI's (container_why repeats cli/packed.c's cli_container_why).
+ * CLI's (atm_container_why, core/train/export.c).
  * Returns: 0 / a value, -1 (runtime failure) or -2 (bad argument, the CLI's
  * usage error) with a one-line reason in atome_engine_error(). */
 #include <emscripten/emscripten.h>
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include "container.h"
 #include "engine.h"
+#include "export.h"
 #include "format.h"
 #include "rng.h"
 #include "sampler.h"
@@ -75,38 +76,6 @@ API uint8_t *atome_engine_blob(engine_session *s, size_t n) {
     return s->blob;
 }
 
-/* Why a container failed to open, in the CLI's words. */
-static void container_why(const uint8_t *b, size_t len, int status, char *out, size_t n) {
-    uint32_t declared = len >= 16 ? atm_rd_u32le(b + 12) : 0;
-    switch (status) {
-    case ATM_E_TRUNCATED:
-        if (len >= 16 && declared > len)
-            snprintf(out, n, "truncated: %zu of the %u bytes the container declares", len, (unsigned)declared);
-        else
-            snprintf(out, n, "truncated: %zu bytes, shorter than the %d-byte container header", len, ATM_CONTAINER_HEADER_BYTES);
-        break;
-    case ATM_E_OVERSIZE:
-        if (declared > ATM_CONTAINER_MAX_BYTES)
-            snprintf(out, n, "oversized: the container declares %u bytes, above the %u-byte limit", (unsigned)declared,
-                     (unsigned)ATM_CONTAINER_MAX_BYTES);
-        else
-            snprintf(out, n, "oversized: %zu bytes, %zu more than the %u the container declares (trailing data)", len,
-                     len - declared, (unsigned)declared);
-        break;
-    case ATM_E_VERSION:
-        snprintf(out, n, "unsupported container version %u (this build reads version %d)", (unsigned)atm_rd_u16le(b + 8),
-                 ATM_CONTAINER_VERSION);
-        break;
-    case ATM_E_CRC: {
-        uint32_t stored = atm_rd_u32le(b + declared - 4), actual = atm_crc32(b, declared - 4);
-        snprintf(out, n, "corrupt: CRC-32 mismatch (stored 0x%08X, computed 0x%08X): the file was altered", (unsigned)stored,
-                 (unsigned)actual);
-        break;
-    }
-    default:
-        snprintf(out, n, "%s", atm_status_str(status));
-    }
-}
 
 /* Validates the container and lays out the engine for `window` (0 = the
  * model's default). */
@@ -116,7 +85,7 @@ API int atome_engine_open(engine_session *s, int window) {
     s->arena = NULL;
     atm_status st = atm_model_open(&s->m, s->blob, s->len);
     if (st != ATM_OK) {
-        container_why(s->blob, s->len, st, s->err, sizeof s->err);
+        atm_container_why(s->blob, s->len, st, s->err, sizeof s->err);
         return -1;
     }
     if (window < 0) FAIL(s, -2, "--window must be an integer in 1..1048576 (got '%d')", window);

@@ -5,6 +5,8 @@
 #include "layers.h"
 #include "atome_layers.h"
 #include "../engine.h"
+#include "../container.h"
+#include "../format.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -512,5 +514,39 @@ void atm_logits_q16(const float *logits, int V, int32_t *out) {
         if (x > lim) x = lim;
         if (x < -lim) x = -lim;
         out[i] = (int32_t)nearbyint(x);
+    }
+}
+
+/* ---- why a container failed to open (CLI and wasm front end) ---- */
+
+void atm_container_why(const uint8_t *b, size_t len, int status, char *out, size_t n) {
+    uint32_t declared = len >= 16 ? atm_rd_u32le(b + 12) : 0;
+    switch (status) {
+    case ATM_E_TRUNCATED:
+        if (len >= 16 && declared > len)
+            snprintf(out, n, "truncated: %zu of the %u bytes the container declares", len, (unsigned)declared);
+        else
+            snprintf(out, n, "truncated: %zu bytes, shorter than the %d-byte container header", len, ATM_CONTAINER_HEADER_BYTES);
+        break;
+    case ATM_E_OVERSIZE:
+        if (declared > ATM_CONTAINER_MAX_BYTES)
+            snprintf(out, n, "oversized: the container declares %u bytes, above the %u-byte limit", (unsigned)declared,
+                     (unsigned)ATM_CONTAINER_MAX_BYTES);
+        else
+            snprintf(out, n, "oversized: %zu bytes, %zu more than the %u the container declares (trailing data)", len,
+                     len - declared, (unsigned)declared);
+        break;
+    case ATM_E_VERSION:
+        snprintf(out, n, "unsupported container version %u (this build reads version %d)", (unsigned)atm_rd_u16le(b + 8),
+                 ATM_CONTAINER_VERSION);
+        break;
+    case ATM_E_CRC: {
+        uint32_t stored = atm_rd_u32le(b + declared - 4), actual = atm_crc32(b, declared - 4);
+        snprintf(out, n, "corrupt: CRC-32 mismatch (stored 0x%08X, computed 0x%08X): the file was altered", (unsigned)stored,
+                 (unsigned)actual);
+        break;
+    }
+    default:
+        snprintf(out, n, "%s", atm_status_str(status));
     }
 }

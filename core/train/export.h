@@ -55,6 +55,10 @@ typedef struct {
 int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, size_t n,
                       int window, atm_calib_stats *st, char *err, size_t errlen);
 
+/* One line saying why atm_model_open() refused a container (status), with
+ * the sizes and CRCs involved: the words the CLI and the wasm front end use. */
+void atm_container_why(const uint8_t *b, size_t len, int status, char *out, size_t n);
+
 /* The calibration sample of a byte region, used by `atome train` (stats
  * stored in the checkpoint), `atome export` and the wasm front end alike:
  * ATM_CALIB_SEGMENTS streams of ATM_CALIB_SEGMENT_BYTES, the first at the
