@@ -548,6 +548,17 @@ API void atome_layer_attn_fwd(int which, float *out, int32_t *idx, float *p, con
     LAYER(which, atm_atome_attn_forward)(out, idx, p, q, k, v, scratch, B, T, DH, C, TK);
 }
 
+API void atome_layer_ssm_fwd(int which, float *s, float *out, const float *u, const float *a_raw,
+                             const float *b, const float *c_out, float *scratch, int B, int T, int C) {
+    LAYER(which, atm_atome_ssm_forward)(s, out, u, a_raw, b, c_out, scratch, B, T, C);
+}
+
+API void atome_layer_ssm_bwd(int which, float *du, float *da_raw, float *db, float *dc, const float *dout,
+                             const float *u, const float *s, const float *a_raw, const float *b,
+                             const float *c_out, float *scratch, int B, int T, int C) {
+    LAYER(which, atm_atome_ssm_backward)(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
+}
+
 API void atome_layer_exp(int which, float *y, const float *x, int n) {
 #if defined(__wasm_simd128__)
     if (which == 2) { atm_exp_wasm(y, x, n); return; }

@@ -143,7 +143,8 @@ ATM_LAYER_KERNELS_DECL(avx512)
 #endif
 
 #if defined(__wasm_simd128__)
-/* kernels_layers_wasm.c; the wasm-simd set's other members are the references. */
+/* kernels_layers_wasm.c; the wasm-simd set's other members (softmax, conv, attention
+ * backward, mixing) are the references. */
 void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const float *inp,
                                 const float *g, const float *b, int N, int C);
 void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,
@@ -157,6 +158,11 @@ void atm_atome_attn_select_wasm(float *ps, int32_t *is, const float *q, const fl
                                 int DH, int n, float scale, int keff, float *sc);
 void atm_atome_attn_forward_wasm(float *out, int32_t *idx, float *p, const float *q, const float *k,
                                  const float *v, float *scratch, int B, int T, int DH, int C, int TK);
+void atm_atome_ssm_forward_wasm(float *s, float *out, const float *u, const float *a_raw,
+                                const float *b, const float *c_out, float *scratch, int B, int T, int C);
+void atm_atome_ssm_backward_wasm(float *du, float *da_raw, float *db, float *dc, const float *dout,
+                                 const float *u, const float *s, const float *a_raw, const float *b,
+                                 const float *c_out, float *scratch, int B, int T, int C);
 #endif
 
 #endif

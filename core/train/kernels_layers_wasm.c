@@ -1,6 +1,7 @@
 /* core/train/kernels_layers_wasm.c — wasm SIMD128 layer kernels (wasm
  * -msimd128 only): layernorm forward/backward, softmax + cross-entropy
- * forward/backward and the vector exp of kernels_layers.h.
+ * forward/backward, the vector exp, the attention row selection and forward
+ * and the SSM scans of kernels_layers.h.
  *
  * Contract: the contract of kernels_layers.h for every function here, with
  * the x86 sets' algorithms (kernels_x86_layers_tmpl.h) on 4-float vectors:
@@ -15,15 +16,26 @@
  *               add (wasm has no FMA); measured error in
  *               tests/node/wasm-layers.test.mjs and docs/wasm.md.
  *   attn_select bit-identical to the reference: the scores of 4 positions
- *               at a time summed over e in order (multiply, then add), then
- *               scaled; the reference's insertion sequence, where a group of
- *               4 scores none of which exceeds the current threshold is
+ *               per vector summed over e in order (multiply, then add; up to
+ *               4 vectors as independent chains in one pass), then scaled;
+ *               the reference's insertion sequence, where a group of 4
+ *               scores none of which exceeds the current threshold is
  *               skipped with one compare (the threshold never decreases, so
  *               the reference would reject them too).
- *   attn_forward the reference's loop with the selection above, libm's
- *               softmax (the set's softmax is the reference: its vector exp
- *               would buy nothing on 4 scores) and 4-lane axpy: bit-identical
- *               to the reference.
+ *   attn_forward bit-identical to the reference. TK <= 8 and DH <= 64: four
+ *               rows at once, one per lane, with a sorted slot list per lane
+ *               that obeys the insertion rule (the x86 sets' block scheme);
+ *               a row that met a NaN score redoes the reference's selection.
+ *               Otherwise the reference's loop with the selection above.
+ *               Then libm's softmax (the set's softmax is the reference: its
+ *               vector exp would buy nothing on TK scores) and 4-lane axpy.
+ *   ssm_forward, ssm_backward  bit-identical to the reference: the x86
+ *               sets' loops on 4 channels per vector (the backward keeps the
+ *               carry and the three sums of 4 channels in registers for the
+ *               whole scan).
+ * conv, attention backward and router mixing stay the references: vector
+ * versions of them (the x86 schemes on 4 lanes) measured no faster than
+ * clang's vectorisation of the references in this build.
  * Rows are independent and computed in an order that depends only on their
  * length; column tails use lane loads/stores (no reads or writes outside the
  * buffers). Functions of the layer set without a vector version here are the
@@ -277,9 +289,29 @@ KL_INLINE v128_t kl_score4(const float *q, const float *col, ptrdiff_t ldk, int 
     return acc;
 }
 
+/* NV = 1..4 whole groups of 4 positions in one pass over e: independent
+ * accumulator chains, each still summed over e in order. */
+KL_INLINE void kl_scores_full(float *sc, const float *q, const float *kT, ptrdiff_t ldk, int DH, const int NV,
+                              v128_t sv) {
+    v128_t acc[4];
+    for (int v = 0; v < NV; v++) acc[v] = wasm_f32x4_splat(0.0f);
+    for (int e = 0; e < DH; e++) {
+        const v128_t qe = wasm_v128_load32_splat(q + e);
+        const float *row = kT + e * ldk;
+        for (int v = 0; v < NV; v++) acc[v] = wasm_f32x4_add(acc[v], wasm_f32x4_mul(qe, wasm_v128_load(row + 4 * v)));
+    }
+    for (int v = 0; v < NV; v++) wasm_v128_store(sc + 4 * v, wasm_f32x4_mul(acc[v], sv));
+}
+
 static void kl_scores16(float *sc, const float *q, const float *kT, ptrdiff_t ldk, int DH, int cnt, v128_t sv) {
-    int v = 0;
-    for (; 4 * v + 4 <= cnt; v++) wasm_v128_store(sc + 4 * v, wasm_f32x4_mul(kl_score4(q, kT + 4 * v, ldk, DH, 4), sv));
+    const int v = cnt / 4;
+    switch (v) {
+    case 1: kl_scores_full(sc, q, kT, ldk, DH, 1, sv); break;
+    case 2: kl_scores_full(sc, q, kT, ldk, DH, 2, sv); break;
+    case 3: kl_scores_full(sc, q, kT, ldk, DH, 3, sv); break;
+    case 4: kl_scores_full(sc, q, kT, ldk, DH, 4, sv); break;
+    default: break;
+    }
     switch (cnt - 4 * v) {
     case 1: wasm_v128_store(sc + 4 * v, wasm_f32x4_mul(kl_score4(q, kT + 4 * v, ldk, DH, 1), sv)); break;
     case 2: wasm_v128_store(sc + 4 * v, wasm_f32x4_mul(kl_score4(q, kT + 4 * v, ldk, DH, 2), sv)); break;
@@ -318,10 +350,142 @@ void atm_atome_attn_select_wasm(float *ps, int32_t *is, const float *q, const fl
     }
 }
 
+/* out[n] = sum over i < keff, in order, of ps[i] * v[n0 + is[i]] (from 0,
+ * multiply then add: axpyf's bits). */
+KL_INLINE void kl_attn_out(float *o, const float *ps, const int32_t *is, const float *v, size_t n0, int C,
+                           int keff) {
+    int c = 0;
+    for (; c + 4 <= C; c += 4) wasm_v128_store(o + c, wasm_f32x4_splat(0.0f));
+    for (; c < C; c++) o[c] = 0.0f;
+    for (int i = 0; i < keff; i++) {
+        const float *vr = v + (n0 + (size_t)is[i]) * C;
+        const v128_t a = wasm_f32x4_splat(ps[i]);
+        for (c = 0; c + 4 <= C; c += 4)
+            wasm_v128_store(o + c, wasm_f32x4_add(wasm_v128_load(o + c), wasm_f32x4_mul(a, wasm_v128_load(vr + c))));
+        for (; c < C; c++) o[c] += ps[i] * vr[c];
+    }
+}
+
+/* Attention forward for the rows t0 .. t0+3 of one sequence at once, one
+ * row per lane (TKC = TK <= 8 kept positions, DH <= 64), the scheme of
+ * ka_attn_block in kernels_x86_atome_tmpl.h. For each key position j, lane
+ * t gets the score (q_t . k_j) * scale (e in order, multiply then add: the
+ * reference's bits) and, if j <= t, offers it to a sorted list of TKC slots
+ * per lane that obeys atm_atome_topk_insert: a candidate goes in front of the
+ * first slot holding a strictly smaller score (or into the first empty slot)
+ * and everything below shifts down one place, the last falling out; so equal
+ * scores keep the earlier position first and the slots end as the kept
+ * scores in the reference's order. A lane that met a NaN score is redone by
+ * the reference's selection. The weights are the set's softmax (libm's, as
+ * the reference) of the kept scores. sc: T floats. */
+KL_INLINE void kl_attn_block(const int TKC, float *out, int32_t *idx, float *p, const float *q, const float *k,
+                             const float *v, int T, int DH, int C, size_t n0, int t0, float scale, float *sc) {
+    const int rows = T - t0 < 4 ? T - t0 : 4;
+    float qT[64 * 4];                                     /* qT[e][l] = q[t0 + l][e], 0 past the rows */
+    for (int e = 0; e < DH; e++)
+        for (int l = 0; l < 4; l++) qT[e * 4 + l] = l < rows ? q[(n0 + (size_t)(t0 + l)) * DH + e] : 0.0f;
+    v128_t top[8], ti[8], val[8];
+    for (int r = 0; r < TKC; r++) { top[r] = wasm_f32x4_splat(0.0f); ti[r] = wasm_i32x4_splat(-1); val[r] = wasm_i32x4_splat(0); }
+    v128_t nanl = wasm_i32x4_splat(0);
+    const v128_t lane_t = wasm_i32x4_add(wasm_i32x4_splat(t0), wasm_i32x4_make(0, 1, 2, 3));
+    const v128_t rowm = kl_mask(rows), sv = wasm_f32x4_splat(scale);
+    /* Offer score vector S_ of position J_ to the lanes t >= J_. */
+#define KL_OFFER(S_, J_)                                                                                   \
+    do {                                                                                                   \
+        const int jj_ = (J_);                                                                              \
+        v128_t cv = wasm_v128_and(rowm, wasm_i32x4_ge(lane_t, wasm_i32x4_splat(jj_)));                      \
+        v128_t c = (S_), ci = wasm_i32x4_splat(jj_), sh = wasm_i32x4_splat(0);                             \
+        nanl = wasm_v128_or(nanl, wasm_v128_and(cv, wasm_f32x4_ne(c, c)));                                 \
+        for (int r = 0; r < TKC; r++) {                                                                    \
+            const v128_t take = wasm_v128_or(wasm_v128_andnot(cv, val[r]),                                 \
+                wasm_v128_and(cv, wasm_v128_or(sh, wasm_f32x4_gt(c, top[r]))));                            \
+            const v128_t nt = wasm_v128_bitselect(c, top[r], take);                                        \
+            c = wasm_v128_bitselect(top[r], c, take);                                                      \
+            top[r] = nt;                                                                                   \
+            const v128_t nti = wasm_v128_bitselect(ci, ti[r], take);                                       \
+            ci = wasm_v128_bitselect(ti[r], ci, take);                                                     \
+            ti[r] = nti;                                                                                   \
+            cv = wasm_v128_bitselect(val[r], cv, take);                                                    \
+            val[r] = wasm_v128_or(val[r], take);                                                           \
+            sh = take;                                                                                     \
+        }                                                                                                  \
+    } while (0)
+    /* Four positions per pass: each score is its own chain over e, so the
+     * chains overlap. */
+    const int jend = t0 + rows;
+    int j = 0;
+    for (; j + 4 <= jend; j += 4) {
+        const float *kb = k + (n0 + (size_t)j) * DH;
+        v128_t s0 = wasm_f32x4_splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
+        for (int e = 0; e < DH; e++) {
+            const v128_t qe = wasm_v128_load(qT + e * 4);
+            s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(qe, wasm_v128_load32_splat(kb + e)));
+            s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(qe, wasm_v128_load32_splat(kb + DH + e)));
+            s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(qe, wasm_v128_load32_splat(kb + 2 * DH + e)));
+            s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(qe, wasm_v128_load32_splat(kb + 3 * DH + e)));
+        }
+        KL_OFFER(wasm_f32x4_mul(s0, sv), j);
+        KL_OFFER(wasm_f32x4_mul(s1, sv), j + 1);
+        KL_OFFER(wasm_f32x4_mul(s2, sv), j + 2);
+        KL_OFFER(wasm_f32x4_mul(s3, sv), j + 3);
+    }
+    for (; j < jend; j++) {
+        const float *kj = k + (n0 + (size_t)j) * DH;
+        v128_t s0 = wasm_f32x4_splat(0.0f);
+        for (int e = 0; e < DH; e++) s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(wasm_v128_load(qT + e * 4), wasm_v128_load32_splat(kj + e)));
+        KL_OFFER(wasm_f32x4_mul(s0, sv), j);
+    }
+#undef KL_OFFER
+    float pb[8 * 4];
+    int32_t ib[8 * 4];
+    for (int r = 0; r < TKC; r++) { wasm_v128_store(pb + r * 4, top[r]); wasm_v128_store(ib + r * 4, ti[r]); }
+    const int nanbits = wasm_i32x4_bitmask(nanl);
+    for (int l = 0; l < rows; l++) {
+        const int t = t0 + l, keff = TKC < t + 1 ? TKC : t + 1;
+        const size_t n = n0 + (size_t)t;
+        float *ps = p + n * TKC;
+        int32_t *is = idx + n * TKC;
+        if (nanbits >> l & 1) {                           /* the reference's rule */
+            const float *qt = q + n * DH;
+            for (int jj = 0; jj <= t; jj++) {
+                float dot = 0.0f;
+                for (int e = 0; e < DH; e++) dot += qt[e] * k[(n0 + (size_t)jj) * DH + e];
+                sc[jj] = dot * scale;
+            }
+            int jj = 0, cnt = 0;
+            for (; jj < keff; jj++) atm_atome_topk_insert(ps, is, &cnt, keff, sc[jj], jj);
+            float thr = ps[keff - 1];
+            for (; jj <= t; jj++)
+                if (sc[jj] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[jj], jj); thr = ps[keff - 1]; }
+        } else {
+            for (int i = 0; i < keff; i++) { ps[i] = pb[i * 4 + l]; is[i] = ib[i * 4 + l]; }
+        }
+        for (int i = keff; i < TKC; i++) { ps[i] = 0.0f; is[i] = -1; }
+        atm_softmax_ref(ps, keff);
+        kl_attn_out(out + n * C, ps, is, v, n0, C, keff);
+    }
+}
+
+#define KL_BLOCK_CASE(K_) \
+    case K_: kl_attn_block(K_, out, idx, p, q, k, v, T, DH, C, n0, t0, scale, scratch); break;
+
 void atm_atome_attn_forward_wasm(float *out, int32_t *idx, float *p, const float *q,
                                  const float *k, const float *v, float *scratch,
                                  int B, int T, int DH, int C, int TK) {
     const float scale = 1.0f / sqrtf((float)DH);
+    if (TK >= 1 && TK <= 8 && DH <= 64) {
+        for (int b = 0; b < B; b++) {
+            const size_t n0 = (size_t)b * T;
+            for (int t0 = 0; t0 < T; t0 += 4) {
+                switch (TK) {
+                    KL_BLOCK_CASE(1) KL_BLOCK_CASE(2) KL_BLOCK_CASE(3) KL_BLOCK_CASE(4)
+                    KL_BLOCK_CASE(5) KL_BLOCK_CASE(6) KL_BLOCK_CASE(7) KL_BLOCK_CASE(8)
+                    default: break;
+                }
+            }
+        }
+        return;
+    }
     float *kT = scratch; /* [DH][T] keys of one sequence */
     for (int b = 0; b < B; b++) {
         size_t n0 = (size_t)b * T;
@@ -347,6 +511,78 @@ void atm_atome_attn_forward_wasm(float *out, int32_t *idx, float *p, const float
                 for (; c < C; c++) o[c] += ps[i] * vr[c];
             }
         }
+    }
+}
+
+/* ---- SSM scans ----
+ * The x86 sets' scheme (kernels_x86_atome_tmpl.h) on 4-float vectors, and so
+ * the bits of the references of atome.c: separate multiply and add, the
+ * reference's operands in the reference's order per element. */
+
+void atm_atome_ssm_forward_wasm(float *s, float *out, const float *u, const float *a_raw,
+                                const float *b, const float *c_out, float *scratch, int B, int T, int C) {
+    float *a = scratch;                                   /* [C] tanh(a_raw) */
+    for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
+    for (int bb = 0; bb < B; bb++)
+        for (int t = 0; t < T; t++) {
+            const size_t n = ((size_t)bb * T + t) * C;
+            int i = 0;
+            for (; i + 4 <= C; i += 4) {
+                v128_t st = wasm_f32x4_mul(wasm_v128_load(b + i), wasm_v128_load(u + n + i));   /* b*u_t ... */
+                if (t > 0) st = wasm_f32x4_add(st, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(s + n - C + i)));
+                wasm_v128_store(s + n + i, st);
+                wasm_v128_store(out + n + i, wasm_f32x4_mul(wasm_v128_load(c_out + i), st));
+            }
+            for (; i < C; i++) {
+                float st = b[i] * u[n + i];
+                if (t > 0) st += a[i] * s[n - C + i];
+                s[n + i] = st;
+                out[n + i] = c_out[i] * st;
+            }
+        }
+}
+
+/* The backward scan keeps 4 channels' carry and three sums in registers for
+ * the whole scan, chunks outermost; every channel sees the reference's
+ * ssm_bwd_step in the reference's order (b ascending, t descending). */
+KL_INLINE void kl_ssm_bwd_chunk(float *du, float *da_raw, float *db, float *dc, const float *dout,
+                                const float *u, const float *s, const float *a, const float *b,
+                                const float *c_out, int B, int T, int C, int i, const int w) {
+    const v128_t av = kl_load(a + i, w), bv = kl_load(b + i, w), cov = kl_load(c_out + i, w);
+    v128_t acc_da = wasm_f32x4_splat(0.0f), acc_db = acc_da, acc_dc = acc_da;
+    for (int bb = 0; bb < B; bb++) {
+        v128_t carry = wasm_f32x4_splat(0.0f);           /* a * dL/ds_{t+1} */
+        for (int t = T - 1; t >= 0; t--) {
+            const size_t n = ((size_t)bb * T + t) * C + i;
+            const v128_t g = kl_load(dout + n, w), sv = kl_load(s + n, w);
+            const v128_t sp = t > 0 ? kl_load(s + n - C, w) : wasm_f32x4_splat(0.0f);
+            const v128_t ds = wasm_f32x4_add(wasm_f32x4_mul(g, cov), carry);
+            carry = wasm_f32x4_mul(av, ds);
+            if (du) kl_store(du + n, wasm_f32x4_add(kl_load(du + n, w), wasm_f32x4_mul(bv, ds)), w);
+            acc_dc = wasm_f32x4_add(acc_dc, wasm_f32x4_mul(g, sv));
+            acc_db = wasm_f32x4_add(acc_db, wasm_f32x4_mul(ds, kl_load(u + n, w)));
+            acc_da = wasm_f32x4_add(acc_da, wasm_f32x4_mul(ds, sp));
+        }
+    }
+    if (da_raw)
+        kl_store(da_raw + i, wasm_f32x4_add(kl_load(da_raw + i, w), wasm_f32x4_mul(acc_da,
+                 wasm_f32x4_sub(wasm_f32x4_splat(1.0f), wasm_f32x4_mul(av, av)))), w);
+    if (db) kl_store(db + i, wasm_f32x4_add(kl_load(db + i, w), acc_db), w);
+    if (dc) kl_store(dc + i, wasm_f32x4_add(kl_load(dc + i, w), acc_dc), w);
+}
+
+void atm_atome_ssm_backward_wasm(float *du, float *da_raw, float *db, float *dc, const float *dout,
+                                 const float *u, const float *s, const float *a_raw, const float *b,
+                                 const float *c_out, float *scratch, int B, int T, int C) {
+    float *a = scratch;                                   /* [C] tanh(a_raw) */
+    for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
+    int i = 0;
+    for (; i + 4 <= C; i += 4) kl_ssm_bwd_chunk(du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, 4);
+    switch (C - i) {
+    case 1: kl_ssm_bwd_chunk(du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, 1); break;
+    case 2: kl_ssm_bwd_chunk(du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, 2); break;
+    case 3: kl_ssm_bwd_chunk(du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, 3); break;
+    default: break;
     }
 }
 

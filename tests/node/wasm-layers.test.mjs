@@ -10,6 +10,10 @@
 //    most 2^-149 below; NaN stays NaN; -inf and x < -104 give 0.
 //  - cross-entropy: the backward equals the reference's bits; the forward
 //    differs from the reference only through exp and the summation order.
+//  - attention selection, attention forward (both its 4-rows-per-lane block
+//    and its per-row path, with ties, +-0, infinities and a NaN key) and the
+//    SSM scans: bit-identical to the references, gradients accumulated onto
+//    the same nonzero start values, some gradient pointers null.
 // Sizes: 1, 3, 5, 15, 17, 63, 64, 65, 256 (tails of 1, 2, 3 lanes).
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -213,8 +217,17 @@ test('attention row selection: scores, kept positions and their order bit-identi
 
 test('attention forward (wasm selection + 4-lane mixing) bit-identical to the reference', () => {
   const r = rng(5);
-  for (const [B, T, DH, C, TK] of [[2, 63, 16, 64, 4], [1, 17, 3, 5, 8], [3, 9, 1, 7, 1], [1, 70, 17, 13, 64]]) {
+  // TK <= 8 and DH <= 64 take the 4-rows-per-lane block; the others the
+  // per-row selection. special: repeated keys (ties), -0/+0 scores and
+  // infinities, and a NaN key (its lanes redo the reference's rule).
+  for (const [B, T, DH, C, TK, special] of [[2, 63, 16, 64, 4, 0], [1, 17, 3, 5, 8, 0], [3, 9, 1, 7, 1, 0],
+    [1, 70, 17, 13, 64, 0], [2, 64, 16, 64, 4, 1], [1, 30, 2, 9, 3, 1], [2, 21, 1, 6, 5, 1], [1, 13, 65, 4, 2, 1]]) {
     const q = rand(B * T * DH, r), k = rand(B * T * DH, r), v = rand(B * T * C, r);
+    if (special) {
+      for (let e = 0; e < DH; e++) { k[5 * DH + e] = k[2 * DH + e]; k[9 * DH + e] = k[2 * DH + e]; }
+      for (let e = 0; e < DH; e++) { k[3 * DH + e] = 0; k[4 * DH + e] = -0; }
+      k[6 * DH] = Infinity; k[7 * DH] = -Infinity; k[1 * DH] = NaN;
+    }
     const out = [0, 2].map((which) => {
       const pq = put(q), pk = put(k), pv = put(v), po = put(new Float32Array(B * T * C).fill(NaN));
       const pi = simd.ex.atome_alloc(4 * B * T * TK), pp = put(new Float32Array(B * T * TK).fill(NaN));
@@ -224,10 +237,48 @@ test('attention forward (wasm selection + 4-lane mixing) bit-identical to the re
       for (const x of [pq, pk, pv, po, pi, pp, ps]) simd.ex.atome_free(x);
       return res;
     });
-    const tag = `B=${B} T=${T} DH=${DH} C=${C} TK=${TK}`;
+    const tag = `B=${B} T=${T} DH=${DH} C=${C} TK=${TK} special=${special}`;
     assert.ok(bitsEqual(out[1].o, out[0].o), `${tag}: outputs differ`);
     assert.ok(bitsEqual(out[1].p, out[0].p), `${tag}: weights differ`);
     assert.deepEqual([...out[1].i], [...out[0].i], `${tag}: positions differ`);
+  }
+});
+
+// The SSM scans below are bit-identical to the references (the
+// kernels_layers.h contract), so every output and every accumulated gradient
+// is compared bit for bit with which = 0, from the same nonzero starting
+// gradients, and with some gradient pointers null (0) as the model passes them.
+function runBoth(inputs, outputs, call) {
+  // inputs: { name: Float32Array } copied in; outputs: { name: Float32Array (start value) or null }
+  return [0, 2].map((which) => {
+    const p = {};
+    for (const [k, a] of Object.entries(inputs)) p[k] = put(a);
+    for (const [k, a] of Object.entries(outputs)) p[k] = a ? put(a) : 0;
+    call(which, p);
+    const res = {};
+    for (const [k, a] of Object.entries(outputs)) if (a) res[k] = get(p[k], a.length);
+    for (const q of Object.values(p)) if (q) simd.ex.atome_free(q);
+    return res;
+  });
+}
+function sameOutputs(out, tag) {
+  for (const k of Object.keys(out[0])) assert.ok(bitsEqual(out[1][k], out[0][k]), `${tag}: ${k} differs`);
+}
+const SHAPES = [[2, 64, 64], [1, 17, 5], [3, 9, 7], [2, 3, 1], [1, 70, 13], [2, 33, 66]];   // B, T, C; tails of 0-3 lanes
+
+test('SSM forward and backward bit-identical to the reference', () => {
+  const r = rng(7);
+  for (const [B, T, C] of SHAPES) for (const nul of [0, 1, 2]) {
+    const N = B * T, u = rand(N * C, r), a = rand(C, r, 2), b = rand(C, r), c = rand(C, r), dout = rand(N * C, r);
+    const tag = `B=${B} T=${T} C=${C} null=${nul}`;
+    const fwd = runBoth({ u, a, b, c, sc: new Float32Array(C) },
+      { s: new Float32Array(N * C).fill(NaN), out: new Float32Array(N * C).fill(NaN) },
+      (which, p) => simd.ex.atome_layer_ssm_fwd(which, p.s, p.out, p.u, p.a, p.b, p.c, p.sc, B, T, C));
+    sameOutputs(fwd, `${tag} fwd`);
+    sameOutputs(runBoth({ dout, u, s: fwd[0].s, a, b, c, sc: new Float32Array(7 * C) },
+      { du: nul === 1 ? null : rand(N * C, r), da: rand(C, r), db: nul === 2 ? null : rand(C, r), dc: rand(C, r) },
+      (which, p) => simd.ex.atome_layer_ssm_bwd(which, p.du, p.da, p.db, p.dc, p.dout, p.u, p.s, p.a, p.b, p.c, p.sc, B, T, C)),
+      `${tag} bwd`);
   }
 });
 
