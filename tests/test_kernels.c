@@ -13,11 +13,7 @@
  * kernel whatever its blocking, yet a kernel that drops or repeats a single
  * term (error ~ M/K) fails it while K < ~4000: every shape here has K <= 1008,
  * where gamma * M ~ 6e-5 M against M/K >= 1e-3 M. */
-#if defined(__linux__)
-#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
+#include "guardbuf.h"
 #include "check.h"
 #include "kernels.h"
 #include "rng.h"
@@ -27,33 +23,6 @@
 static atm_rng g_rng;
 static float frand(void) { return (float)((double)atm_rng_u32(&g_rng) / 2147483648.0 - 1.0); }
 static void fill(float *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = frand(); }
-
-/* ---- buffers whose last element touches an inaccessible page (Linux), so a
- * read past the end faults; everywhere else plain malloc. */
-typedef struct { float *p; void *base; size_t len; } gbuf;
-
-static gbuf gb_new(size_t n) {
-    gbuf g = { NULL, NULL, 0 };
-#if defined(__linux__)
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    size_t bytes = (n * sizeof(float) + pg - 1) / pg * pg;
-    void *b = mmap(NULL, bytes + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (b != MAP_FAILED) {
-        mprotect((char *)b + bytes, pg, PROT_NONE);
-        g.base = b; g.len = bytes + pg;
-        g.p = (float *)((char *)b + bytes) - n;
-        return g;
-    }
-#endif
-    g.p = malloc((n ? n : 1) * sizeof(float));
-    return g;
-}
-static void gb_free(gbuf *g) {
-#if defined(__linux__)
-    if (g->base) { munmap(g->base, g->len); return; }
-#endif
-    free(g->p);
-}
 
 /* Output buffers get GUARD floats of a sentinel on both sides. */
 #define GUARD 32

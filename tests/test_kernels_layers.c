@@ -37,11 +37,7 @@
  *    the loss log(sum) moves by the same relative sum error plus logf's
  *    rounding (8 u |lse| allowance). The backward is bit-identical.
  *  - attention selection: bit-identical (same scores, same insertions). */
-#if defined(__linux__)
-#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
+#include "guardbuf.h"
 #include "check.h"
 #include "atome_layers.h"
 #include "kernels.h"
@@ -60,31 +56,7 @@ static float frand(float lo, float hi) {
 }
 static void fill(float *x, size_t n, float lo, float hi) { for (size_t i = 0; i < n; i++) x[i] = frand(lo, hi); }
 
-/* ---- inputs whose last element touches an unmapped page (Linux), so a
- * read past the end faults; elsewhere plain malloc. */
-typedef struct { float *p; void *base; size_t len; } gbuf;
-static gbuf gb_new(size_t n) {
-    gbuf g = { NULL, NULL, 0 };
-#if defined(__linux__)
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    size_t bytes = (n * sizeof(float) + pg - 1) / pg * pg;
-    void *b = mmap(NULL, bytes + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (b != MAP_FAILED) {
-        mprotect((char *)b + bytes, pg, PROT_NONE);
-        g.base = b; g.len = bytes + pg;
-        g.p = (float *)((char *)b + bytes) - n;
-        return g;
-    }
-#endif
-    g.p = malloc((n ? n : 1) * sizeof(float));
-    return g;
-}
-static void gb_free(gbuf *g) {
-#if defined(__linux__)
-    if (g->base) { munmap(g->base, g->len); return; }
-#endif
-    free(g->p);
-}
+/* Inputs against an unmapped page (tests/guardbuf.h). */
 static gbuf gb_copy(const float *x, size_t n) { gbuf g = gb_new(n); memcpy(g.p, x, n * sizeof(float)); return g; }
 
 /* ---- outputs with GUARD sentinel floats on both sides */
