@@ -10,11 +10,6 @@
 #include "baselines.h"
 #include <string.h>
 
-static float randn(atm_rng *r) {
-    double u1 = (fd_uniform(r) + 1e-9), u2 = fd_uniform(r);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
 /* ---- attention piece ---- */
 
 enum { AB = 2, AT = 6, AC = 8, AH = 2 };
@@ -117,30 +112,6 @@ static void test_mha(void) {
 
 /* ---- whole model ---- */
 
-/* Whole-model FD. The loss (~ln 256 = 5.5) is a double mean of float
- * per-row cross-entropies; two evaluations at nearby points differ from the
- * exact difference by rounding alone, measured at <= 2.7e-7 over 300 random
- * 1e-6 steps of these test models (about half an ulp of 5.5): MODEL_NOISE =
- * 1e-6 of it is forgiven. h = 3e-3 keeps the truncation error (h^2 f'''/6,
- * largest for LN vectors feeding the nonlinear paths) well under 1% of the
- * gradient; MODEL_TOL = 2e-2 is the relative error accepted beyond that. */
-#define MODEL_H 3e-3
-#define MODEL_NOISE 1e-6
-#define MODEL_TOL 2e-2
-
-typedef struct {
-    const atm_family *f;
-    const atm_layout *L;
-    float *w;
-    void *acts;
-    const uint8_t *in, *tgt;
-    int B, T;
-} model_ctx;
-
-static double model_loss(void *p) {
-    model_ctx *c = p;
-    return c->f->forward(c->L, c->w, c->acts, c->in, c->tgt, c->B, c->T);
-}
 
 static atm_config small_cfg(void) {
     atm_config c;
@@ -179,21 +150,7 @@ static void test_model_fd(void) {
     f->backward(&L, w, acts, dw);
 
     model_ctx ctx = { f, &L, w, acts, in, tgt, B, T };
-    double worst_e = 0.0, worst_d = 0.0, adj = 0.0;
-    const char *we = "", *wd = "";
-    for (int i = 0; i < L.n_tensors; i++) {
-        const atm_tensor *t = &L.t[i];
-        size_t n = (size_t)t->rows * t->cols;
-        fd_result R = fd_check_tensor(w + t->off, dw + t->off, n, MODEL_H, model_loss, &ctx, &rng,
-                                      6, 4, 3, 0.05, MODEL_NOISE);
-        if (R.raw_entry > worst_e) { worst_e = R.raw_entry; we = t->name; }
-        if (R.raw_dir > worst_d) { worst_d = R.raw_dir; wd = t->name; }
-        adj = fmax(adj, fmax(R.worst_entry, R.worst_dir));
-        CHECKF(R.worst_entry < MODEL_TOL, "%s: entry rel err %g", t->name, R.worst_entry);
-        CHECKF(R.worst_dir < MODEL_TOL, "%s: dir rel err %g", t->name, R.worst_dir);
-    }
-    printf("vanilla model FD: raw worst entry %.2e (%s), dir %.2e (%s); after the noise allowance %.2e\n",
-           worst_e, we, worst_d, wd, adj);
+    fd_check_model("vanilla", &ctx, dw, &rng);
 
     /* The checker can fail: a 10% error on one gradient entry is flagged. */
     int iw = atm_layout_find(&L, "blocks.1.attn.wqkv");
