@@ -234,5 +234,38 @@ int main(void) {
         out_free(a); out_free(b);
         problem_free(&p);
     }
+
+    /* The flop counter and the record/replay of the benchmarks. */
+    {
+        problem p;
+        problem_new(&p, 7, 5, 3);
+        float *o = out_new(7 * 3), *di = out_new(7 * 5), *dw = out_new(3 * 5);
+        memset(di, 0, 7 * 5 * sizeof(float));
+        memset(dw, 0, 3 * 5 * sizeof(float));
+        atm_matmul_call calls[2];
+        double f0 = atm_matmul_flops();
+        atm_matmul_record_start(calls, 2);
+        atm_matmul_forward(o, p.inp.p, p.w.p, 7, 5, 3);
+        atm_matmul_backward(di, NULL, o, p.inp.p, p.w.p, 7, 5, 3);
+        atm_matmul_backward(di, dw, o, p.inp.p, p.w.p, 7, 5, 3);   /* counted, not stored */
+        atm_matmul_forward(o, p.inp.p, p.w.p, 0, 5, 3);            /* no work */
+        CHECK(atm_matmul_record_stop() == 4);
+        CHECKF(atm_matmul_flops() - f0 == 4 * 2.0 * 7 * 5 * 3, "flops %.0f", atm_matmul_flops() - f0);
+        atm_matmul_forward(o, p.inp.p, p.w.p, 7, 5, 3);            /* not recording any more */
+        CHECK(calls[0].backward == 0 && calls[0].N == 7 && calls[0].IC == 5 && calls[0].OC == 3);
+        CHECK(calls[1].backward == 1 && calls[1].dinp == 1 && calls[1].dw == 0);
+        size_t nf = atm_matmul_replay_floats(calls, 2);
+        CHECK(nf == 7 * 5 + 3 * 5 + 7 * 5 + 3 * 5);
+        float *scratch = out_new(nf);
+        CHECK(atm_matmul_replay(calls, 2, scratch, nf - 1) == -1);
+        CHECK(atm_matmul_replay(calls, 2, scratch, nf) == 0);
+        /* forward of 0.25s into C (7x3), then dinp += into C as 7x5: every
+         * element ends at 0.25*0.25*5 (forward) or that + 0.0625*3. */
+        const float *C = scratch + 7 * 5 + 3 * 5;
+        CHECKF(C[0] == 0.0625f * 5 + 0.0625f * 3, "replayed C[0] = %g", C[0]);
+        out_free(scratch);
+        out_free(o); out_free(di); out_free(dw);
+        problem_free(&p);
+    }
     return CHECK_DONE();
 }

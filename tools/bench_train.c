@@ -13,7 +13,10 @@
  * second = B*(seq-1) predicted bytes per step / median step time; B*seq input
  * bytes per second is printed as well.
  * Forward alone and forward+backward are timed the same way to split the
- * step. Ratios are against the "ref" kernels of the same run.
+ * step. The matmul share: the matmul calls of one step are recorded
+ * (kernels.h), their work counted (matmul_gflop) and replayed alone with the
+ * same kernel set (matmul_ms, median; same shapes and order, scratch data).
+ * Ratios are against the "ref" kernels of the same run.
  *
  * Output: a table on stdout, then one line "JSON: {...}". Exit status 0, or 1
  * on a bad argument or a config that cannot be trained (e.g. a family still
@@ -51,6 +54,9 @@ typedef struct {
     double wall_med;            /* seconds of wall time */
     double fwd_med, fwdbwd_med; /* seconds */
     double loss;
+    double mm_gflop;            /* matmul work of one step, GFLOP */
+    double mm_med;              /* seconds: that work replayed alone (median) */
+    int mm_calls;
 } result;
 
 /* Median and minimum of n timings (sorts t). */
@@ -100,7 +106,8 @@ static int run_one(const char *cfgname, const char *kname, int B, int seq, int s
     double *tf = malloc(sizeof(double) * (size_t)steps);
     double *tb = malloc(sizeof(double) * (size_t)steps);
     double *tw = malloc(sizeof(double) * (size_t)steps);
-    if (!in || !tgt || !ts || !tf || !tb || !tw) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
+    double *tm = malloc(sizeof(double) * (size_t)steps);
+    if (!in || !tgt || !ts || !tf || !tb || !tw || !tm) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
     /* Random bytes: the cost of a step does not depend on the text. A fresh
      * batch per step, drawn outside the timed region. */
     atm_rng rng;
@@ -129,6 +136,27 @@ static int run_one(const char *cfgname, const char *kname, int B, int seq, int s
         double t1 = now_s();
         tb[s] = t1 - t0;
     }
+    /* The matmul share of a step: the calls of one step recorded, then
+     * replayed alone with the same kernel set on scratch buffers (shapes and
+     * order as in the step; data and cache state not). */
+    enum { MM_CAP = 8192 };
+    static atm_matmul_call calls[MM_CAP];
+    double f0 = atm_matmul_flops();
+    atm_matmul_record_start(calls, MM_CAP);
+    atm_trainer_step(tr, in, tgt);
+    int ncalls = atm_matmul_record_stop();
+    r->mm_gflop = (atm_matmul_flops() - f0) * 1e-9;
+    r->mm_calls = ncalls;
+    if (ncalls > MM_CAP) { fprintf(stderr, "bench_train: %d matmul calls in a step (max %d)\n", ncalls, MM_CAP); return -1; }
+    size_t nf = atm_matmul_replay_floats(calls, ncalls);
+    float *scratch = malloc(sizeof(float) * (nf ? nf : 1));
+    if (!scratch) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
+    for (int s = 0; s < steps; s++) {
+        double t0 = now_s();
+        atm_matmul_replay(calls, ncalls, scratch, nf);
+        tm[s] = now_s() - t0;
+    }
+    free(scratch);
     double dummy;
     snprintf(r->config, sizeof r->config, "%s", cfgname);
     snprintf(r->kernels, sizeof r->kernels, "%s", atm_kernels_name());
@@ -137,8 +165,9 @@ static int run_one(const char *cfgname, const char *kname, int B, int seq, int s
     stats(tf, steps, &r->fwd_med, &dummy);
     stats(tb, steps, &r->fwdbwd_med, &dummy);
     stats(tw, steps, &r->wall_med, &dummy);
+    stats(tm, steps, &r->mm_med, &dummy);
     r->loss = loss;
-    free(in); free(tgt); free(ts); free(tf); free(tb); free(tw);
+    free(in); free(tgt); free(ts); free(tf); free(tb); free(tw); free(tm);
     atm_trainer_free(tr);
     return 0;
 }
@@ -267,8 +296,8 @@ int main(int argc, char **argv) {
     int T = seq - 1;
     printf("bench_train: batch %d x seq %d (%d predicted bytes/step), 1 thread, %d timed steps after %d warm-up\n",
            B, seq, B * T, steps, warmup);
-    printf("%-12s %-8s %-7s %9s %9s %9s %9s %9s %12s %12s %8s\n", "config", "kernels", "quant", "step_ms",
-           "wall_ms", "fwd_ms", "bwd_ms", "rest_ms", "bytes/s", "B*seq/s", "vs_ref");
+    printf("%-12s %-8s %-7s %9s %9s %9s %9s %9s %9s %12s %12s %8s\n", "config", "kernels", "quant", "step_ms",
+           "wall_ms", "fwd_ms", "bwd_ms", "rest_ms", "matmul_ms", "bytes/s", "B*seq/s", "vs_ref");
     for (int c = 0; c < ncfg; c++) {
         double ref_bps = 0.0;
         for (int k = 0; k < nkk; k++) {
@@ -279,9 +308,9 @@ int main(int argc, char **argv) {
             if (strcmp(r->kernels, "ref") == 0) ref_bps = bps;
             char ratio[16] = "-";
             if (ref_bps > 0) snprintf(ratio, sizeof ratio, "%.2fx", bps / ref_bps);
-            printf("%-12s %-8s %-7s %9.3f %9.3f %9.3f %9.3f %9.3f %12.0f %12.0f %8s\n", r->config, r->kernels,
+            printf("%-12s %-8s %-7s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12.0f %12.0f %8s\n", r->config, r->kernels,
                    r->quant, 1e3 * r->step_med, 1e3 * r->wall_med, 1e3 * r->fwd_med, 1e3 * (r->fwdbwd_med - r->fwd_med),
-                   1e3 * (r->step_med - r->fwdbwd_med), bps, (double)B * seq / r->step_med, ratio);
+                   1e3 * (r->step_med - r->fwdbwd_med), 1e3 * r->mm_med, bps, (double)B * seq / r->step_med, ratio);
         }
     }
     printf("JSON: {\"bench\":\"train\",\"clock\":\"thread_cpu\",\"threads\":1,\"batch\":%d,\"seq\":%d,\"bytes_per_step\":%d,\"results\":[",
@@ -294,10 +323,11 @@ int main(int argc, char **argv) {
                 ref_bps = (double)B * T / res[j].step_med;
         double bps = (double)B * T / r->step_med;
         printf("%s{\"config\":\"%s\",\"kernels\":\"%s\",\"quant\":\"%s\",\"step_ms\":%.4f,\"step_ms_min\":%.4f,\"step_ms_wall\":%.4f,"
-               "\"fwd_ms\":%.4f,\"fwdbwd_ms\":%.4f,\"bytes_per_s\":%.0f,\"input_bytes_per_s\":%.0f,"
-               "\"vs_ref\":",
+               "\"fwd_ms\":%.4f,\"fwdbwd_ms\":%.4f,\"matmul_gflop\":%.6f,\"matmul_calls\":%d,\"matmul_ms\":%.4f,"
+               "\"bytes_per_s\":%.0f,\"input_bytes_per_s\":%.0f,\"vs_ref\":",
                i ? "," : "", r->config, r->kernels, r->quant, 1e3 * r->step_med, 1e3 * r->step_min,
-               1e3 * r->wall_med, 1e3 * r->fwd_med, 1e3 * r->fwdbwd_med, bps, (double)B * seq / r->step_med);
+               1e3 * r->wall_med, 1e3 * r->fwd_med, 1e3 * r->fwdbwd_med, r->mm_gflop, r->mm_calls, 1e3 * r->mm_med,
+               bps, (double)B * seq / r->step_med);
         if (ref_bps > 0) printf("%.3f}", bps / ref_bps);
         else printf("null}");
     }

@@ -95,11 +95,84 @@ int atm_kernels_select(const char *name) {
 
 const char *atm_kernels_name(void) { return current()->name; }
 
+/* A double counts exactly up to 2^53 flops: years of training steps. */
+static double g_flops = 0.0;
+
+double atm_matmul_flops(void) { return g_flops; }
+
+static double mm_flops(int N, int IC, int OC) {
+    return (N > 0 && IC > 0 && OC > 0) ? 2.0 * (double)N * (double)IC * (double)OC : 0.0;
+}
+
+static atm_matmul_call *g_rec = NULL;
+static int g_rec_cap = 0, g_rec_n = 0, g_recording = 0;
+
+void atm_matmul_record_start(atm_matmul_call *calls, int cap) {
+    g_rec = calls;
+    g_rec_cap = calls && cap > 0 ? cap : 0;
+    g_rec_n = 0;
+    g_recording = 1;
+}
+
+int atm_matmul_record_stop(void) {
+    g_recording = 0;
+    g_rec = NULL;
+    return g_rec_n;
+}
+
+static void record(int backward, int dinp, int dw, int N, int IC, int OC) {
+    if (g_rec_n < g_rec_cap) {
+        atm_matmul_call c = { backward, dinp, dw, N, IC, OC };
+        g_rec[g_rec_n] = c;
+    }
+    if (g_rec_n < 0x7fffffff) g_rec_n++;
+}
+
+/* Scratch layout of a replay: A[N*max(IC,OC)] (inp, or dout), B[OC*IC] (w),
+ * then the outputs C[N*OC or N*IC] and D[OC*IC] (dw). */
+static size_t replay_need(const atm_matmul_call *c) {
+    if (c->N <= 0 || c->IC <= 0 || c->OC <= 0) return 0;
+    size_t N = (size_t)c->N, IC = (size_t)c->IC, OC = (size_t)c->OC;
+    size_t mx = IC > OC ? IC : OC;
+    return N * mx + OC * IC + N * mx + OC * IC;
+}
+
+size_t atm_matmul_replay_floats(const atm_matmul_call *calls, int n) {
+    size_t need = 0;
+    for (int i = 0; calls && i < n; i++) {
+        size_t k = replay_need(&calls[i]);
+        if (k > need) need = k;
+    }
+    return need;
+}
+
+int atm_matmul_replay(const atm_matmul_call *calls, int n, float *scratch, size_t floats) {
+    size_t need = atm_matmul_replay_floats(calls, n);
+    if (n < 0 || (n > 0 && !calls) || floats < need || (need > 0 && !scratch)) return -1;
+    for (size_t i = 0; i < need; i++) scratch[i] = 0.25f;
+    const atm_kernel_set *ks = current();
+    for (int i = 0; i < n; i++) {
+        const atm_matmul_call *c = &calls[i];
+        if (replay_need(c) == 0) continue;
+        size_t N = (size_t)c->N, IC = (size_t)c->IC, OC = (size_t)c->OC, mx = IC > OC ? IC : OC;
+        float *A = scratch, *Bm = A + N * mx, *Cm = Bm + OC * IC, *D = Cm + N * mx;
+        if (c->backward)
+            ks->backward(c->dinp ? Cm : NULL, c->dw ? D : NULL, A, A, Bm, c->N, c->IC, c->OC);
+        else
+            ks->forward(Cm, A, Bm, c->N, c->IC, c->OC);
+    }
+    return 0;
+}
+
 void atm_matmul_forward(float *out, const float *inp, const float *w, int N, int IC, int OC) {
+    g_flops += mm_flops(N, IC, OC);
+    if (g_recording) record(0, 0, 0, N, IC, OC);
     current()->forward(out, inp, w, N, IC, OC);
 }
 
 void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
                          const float *w, int N, int IC, int OC) {
+    g_flops += mm_flops(N, IC, OC) * ((dinp != NULL) + (dw != NULL));
+    if (g_recording) record(1, dinp != NULL, dw != NULL, N, IC, OC);
     current()->backward(dinp, dw, dout, inp, w, N, IC, OC);
 }

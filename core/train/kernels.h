@@ -39,6 +39,27 @@ const atm_kernel_set *atm_kernels_set(int i);
  * (choice unchanged) if it is not available here. */
 int atm_kernels_select(const char *name);
 
+/* Floating-point operations done by atm_matmul_forward/backward since the
+ * program started: 2*N*IC*OC per forward and per requested gradient (dinp,
+ * dw). A plain counter (no threads), for benchmarks: the difference across
+ * a training step is the matmul work of that step. */
+double atm_matmul_flops(void);
+
+/* Recording the matmul calls of some code (a training step) to time the
+ * same work alone (benchmarks: how much of a step the matmuls take).
+ * atm_matmul_record_start() makes every following atm_matmul_forward /
+ * backward append its shape to calls[0 .. cap) (calls past cap are counted,
+ * not stored); atm_matmul_record_stop() ends it and returns how many calls
+ * there were. atm_matmul_replay() runs n recorded calls again with the
+ * current kernel set on scratch buffers (the inputs filled with 0.25, so no
+ * value is ever subnormal), in the same order; it needs
+ * atm_matmul_replay_floats() floats of scratch and returns -1 if given fewer. */
+typedef struct { int backward, dinp, dw, N, IC, OC; } atm_matmul_call;
+void atm_matmul_record_start(atm_matmul_call *calls, int cap);
+int atm_matmul_record_stop(void);
+size_t atm_matmul_replay_floats(const atm_matmul_call *calls, int n);
+int atm_matmul_replay(const atm_matmul_call *calls, int n, float *scratch, size_t floats);
+
 #if defined(__x86_64__) || defined(__i386__)
 void atm_matmul_forward_avx2(float *out, const float *inp, const float *w, int N, int IC, int OC);
 void atm_matmul_backward_avx2(float *dinp, float *dw, const float *dout, const float *inp,
