@@ -24,11 +24,15 @@
  *               the reference would reject them too).
  *   attn_forward bit-identical to the reference. TK <= 8 and DH <= 64: four
  *               rows at once, one per lane, with a sorted slot list per lane
- *               that obeys the insertion rule (the x86 sets' block scheme);
- *               a row that met a NaN score redoes the reference's selection.
- *               Otherwise the reference's loop with the selection above.
- *               Then libm's softmax (the set's softmax is the reference: its
- *               vector exp would buy nothing on TK scores) and 4-lane axpy.
+ *               that obeys the insertion rule (the x86 sets' block scheme,
+ *               every slot updated from the old slots at once); a row that
+ *               met a NaN score redoes the reference's selection. The
+ *               softmax of the 4 rows runs across the slots with libm's
+ *               expf reproduced bit for bit on 4 lanes (kl_expf4), so the
+ *               weights are atm_softmax_ref's (the set's softmax); the
+ *               output sums a vector of every kept row at a time. Otherwise
+ *               the reference's loop with the selection above, libm's
+ *               softmax and 4-lane axpy.
  *   ssm_forward, ssm_backward  bit-identical to the reference: the x86
  *               sets' loops on 4 channels per vector (the backward keeps the
  *               carry and the three sums of 4 channels in registers for the
@@ -366,8 +370,61 @@ KL_INLINE void kl_attn_out(float *o, const float *ps, const int32_t *is, const f
     }
 }
 
+/* ---- libm's expf on 4 lanes, bit for bit ----
+ * musl's expf (ARM optimized-routines, also glibc's; what atm_softmax_ref
+ * calls in this build) in double lanes, operation for operation: z =
+ * x * 32/ln2, k = round(z) by the 1.5*2^52 shift, r = z - k, 2^(k/32) from
+ * the 32-entry table plus k << 47 in the exponent, the cubic in r, one
+ * rounding to float. A vector with any lane where libm leaves that path
+ * (|x| >= 88, inf, NaN) calls expf per lane. Table and constants:
+ * musl src/math/exp2f_data.c (Copyright (c) 2017-2018, Arm Limited, MIT). */
+static const uint64_t KL_EXP2F_TAB[32] = {
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+};
+#define KL_EXPF_INVLN2N (0x1.71547652b82fep+0 * 32)
+#define KL_EXPF_SHIFT 0x1.8p+52
+#define KL_EXPF_C0 (0x1.c6af84b912394p-5 / 32 / 32 / 32)
+#define KL_EXPF_C1 (0x1.ebfce50fac4f3p-3 / 32 / 32)
+#define KL_EXPF_C2 (0x1.62e42ff0c52d6p-1 / 32)
+
+/* expf of 2 floats already widened to double (|x| < 88): 2 doubles. */
+KL_INLINE v128_t kl_expf_d2(v128_t xd) {
+    const v128_t z = wasm_f64x2_mul(wasm_f64x2_splat(KL_EXPF_INVLN2N), xd);
+    const v128_t ki = wasm_f64x2_add(z, wasm_f64x2_splat(KL_EXPF_SHIFT));
+    const v128_t r = wasm_f64x2_sub(z, wasm_f64x2_sub(ki, wasm_f64x2_splat(KL_EXPF_SHIFT)));
+    v128_t t = wasm_v128_load64_zero(&KL_EXP2F_TAB[wasm_i64x2_extract_lane(ki, 0) & 31]);
+    t = wasm_v128_load64_lane(&KL_EXP2F_TAB[wasm_i64x2_extract_lane(ki, 1) & 31], t, 1);
+    t = wasm_i64x2_add(t, wasm_i64x2_shl(ki, 47));
+    const v128_t zz = wasm_f64x2_add(wasm_f64x2_mul(wasm_f64x2_splat(KL_EXPF_C0), r), wasm_f64x2_splat(KL_EXPF_C1));
+    const v128_t r2 = wasm_f64x2_mul(r, r);
+    v128_t y = wasm_f64x2_add(wasm_f64x2_mul(wasm_f64x2_splat(KL_EXPF_C2), r), wasm_f64x2_splat(1.0));
+    y = wasm_f64x2_add(wasm_f64x2_mul(zz, r2), y);
+    return wasm_f64x2_mul(y, t);
+}
+
+KL_INLINE v128_t kl_expf4(v128_t x) {
+    if (wasm_v128_any_true(wasm_i32x4_ge(wasm_v128_and(x, wasm_i32x4_splat(0x7fffffff)),
+                                         wasm_i32x4_splat(0x42b00000)))) {   /* top12(88.0f) */
+        float l[4];
+        wasm_v128_store(l, x);
+        for (int i = 0; i < 4; i++) l[i] = expf(l[i]);
+        return wasm_v128_load(l);
+    }
+    const v128_t lo = wasm_f32x4_demote_f64x2_zero(kl_expf_d2(wasm_f64x2_promote_low_f32x4(x)));
+    const v128_t hi = wasm_f32x4_demote_f64x2_zero(kl_expf_d2(wasm_f64x2_promote_low_f32x4(
+        wasm_i32x4_shuffle(x, x, 2, 3, 2, 3))));
+    return wasm_i32x4_shuffle(lo, hi, 0, 1, 4, 5);
+}
+
 /* Attention forward for the rows t0 .. t0+3 of one sequence at once, one
- * row per lane (TKC = TK <= 8 kept positions, DH <= 64), the scheme of
+ * row per lane (TKC = TK <= 8 kept positions, DH <= 64), after the scheme of
  * ka_attn_block in kernels_x86_atome_tmpl.h. For each key position j, lane
  * t gets the score (q_t . k_j) * scale (e in order, multiply then add: the
  * reference's bits) and, if j <= t, offers it to a sorted list of TKC slots
@@ -375,40 +432,43 @@ KL_INLINE void kl_attn_out(float *o, const float *ps, const int32_t *is, const f
  * first slot holding a strictly smaller score (or into the first empty slot)
  * and everything below shifts down one place, the last falling out; so equal
  * scores keep the earlier position first and the slots end as the kept
- * scores in the reference's order. A lane that met a NaN score is redone by
- * the reference's selection. The weights are the set's softmax (libm's, as
- * the reference) of the kept scores. sc: T floats. */
+ * scores in the reference's order. Every lane offered position j has been
+ * offered exactly 0..j-1 before, so min(j, TKC) of its slots are full: the
+ * same for all lanes. The slots hold scores in non-increasing order, so
+ * "c > slot r" holds for a suffix of the full slots and every slot's new
+ * content follows from the old contents at once (no chain through the
+ * slots). A lane that met a NaN score is redone by the reference's
+ * selection. The weights are atm_softmax_ref's across the slots of 4 rows
+ * at once: the max is slot 0 (the others are not above it), libm's expf
+ * (kl_expf4) of the differences, the sum in slot order from 0, 1/sum, the
+ * products. sc: T floats. */
 KL_INLINE void kl_attn_block(const int TKC, float *out, int32_t *idx, float *p, const float *q, const float *k,
                              const float *v, int T, int DH, int C, size_t n0, int t0, float scale, float *sc) {
     const int rows = T - t0 < 4 ? T - t0 : 4;
     float qT[64 * 4];                                     /* qT[e][l] = q[t0 + l][e], 0 past the rows */
     for (int e = 0; e < DH; e++)
         for (int l = 0; l < 4; l++) qT[e * 4 + l] = l < rows ? q[(n0 + (size_t)(t0 + l)) * DH + e] : 0.0f;
-    v128_t top[8], ti[8], val[8];
-    for (int r = 0; r < TKC; r++) { top[r] = wasm_f32x4_splat(0.0f); ti[r] = wasm_i32x4_splat(-1); val[r] = wasm_i32x4_splat(0); }
+    v128_t top[8], ti[8];
+    for (int r = 0; r < TKC; r++) { top[r] = wasm_f32x4_splat(0.0f); ti[r] = wasm_i32x4_splat(-1); }
     v128_t nanl = wasm_i32x4_splat(0);
     const v128_t lane_t = wasm_i32x4_add(wasm_i32x4_splat(t0), wasm_i32x4_make(0, 1, 2, 3));
     const v128_t rowm = kl_mask(rows), sv = wasm_f32x4_splat(scale);
-    /* Offer score vector S_ of position J_ to the lanes t >= J_. */
+    /* Offer score vector S_ of position J_ to the lanes t >= J_: take[r] =
+     * slot r gets a new content (c if slot r-1 does not, else slot r-1's). */
 #define KL_OFFER(S_, J_)                                                                                   \
     do {                                                                                                   \
-        const int jj_ = (J_);                                                                              \
-        v128_t cv = wasm_v128_and(rowm, wasm_i32x4_ge(lane_t, wasm_i32x4_splat(jj_)));                      \
-        v128_t c = (S_), ci = wasm_i32x4_splat(jj_), sh = wasm_i32x4_splat(0);                             \
+        const int jj_ = (J_), nf_ = jj_ < TKC ? jj_ : TKC;                                                 \
+        const v128_t cv = jj_ < t0 ? rowm : wasm_v128_and(rowm, wasm_i32x4_ge(lane_t, wasm_i32x4_splat(jj_))); \
+        const v128_t c = (S_), ci = wasm_i32x4_splat(jj_);                                                 \
         nanl = wasm_v128_or(nanl, wasm_v128_and(cv, wasm_f32x4_ne(c, c)));                                 \
-        for (int r = 0; r < TKC; r++) {                                                                    \
-            const v128_t take = wasm_v128_or(wasm_v128_andnot(cv, val[r]),                                 \
-                wasm_v128_and(cv, wasm_v128_or(sh, wasm_f32x4_gt(c, top[r]))));                            \
-            const v128_t nt = wasm_v128_bitselect(c, top[r], take);                                        \
-            c = wasm_v128_bitselect(top[r], c, take);                                                      \
-            top[r] = nt;                                                                                   \
-            const v128_t nti = wasm_v128_bitselect(ci, ti[r], take);                                       \
-            ci = wasm_v128_bitselect(ti[r], ci, take);                                                     \
-            ti[r] = nti;                                                                                   \
-            cv = wasm_v128_bitselect(val[r], cv, take);                                                    \
-            val[r] = wasm_v128_or(val[r], take);                                                           \
-            sh = take;                                                                                     \
+        v128_t take[8];                                                                                    \
+        for (int r = 0; r < TKC; r++) take[r] = r < nf_ ? wasm_v128_and(cv, wasm_f32x4_gt(c, top[r])) : cv; \
+        for (int r = TKC - 1; r > 0; r--) {                                                                \
+            top[r] = wasm_v128_bitselect(wasm_v128_bitselect(top[r - 1], c, take[r - 1]), top[r], take[r]); \
+            ti[r] = wasm_v128_bitselect(wasm_v128_bitselect(ti[r - 1], ci, take[r - 1]), ti[r], take[r]);  \
         }                                                                                                  \
+        top[0] = wasm_v128_bitselect(c, top[0], take[0]);                                                  \
+        ti[0] = wasm_v128_bitselect(ci, ti[0], take[0]);                                                   \
     } while (0)
     /* Four positions per pass: each score is its own chain over e, so the
      * chains overlap. */
@@ -436,9 +496,25 @@ KL_INLINE void kl_attn_block(const int TKC, float *out, int32_t *idx, float *p, 
         KL_OFFER(wasm_f32x4_mul(s0, sv), j);
     }
 #undef KL_OFFER
+    /* softmax across the slots; slot r of lane t is kept iff r <= t, an
+     * empty slot adds +0 to the sum (which is >= 1: slot 0 gives expf(0)) */
     float pb[8 * 4];
     int32_t ib[8 * 4];
-    for (int r = 0; r < TKC; r++) { wasm_v128_store(pb + r * 4, top[r]); wasm_v128_store(ib + r * 4, ti[r]); }
+    {
+        const v128_t mx = top[0];
+        v128_t s = wasm_f32x4_splat(0.0f);
+        for (int r = 0; r < TKC; r++) {
+            v128_t e = kl_expf4(wasm_f32x4_sub(top[r], mx));
+            if (r > t0) e = wasm_v128_and(e, wasm_i32x4_ge(lane_t, wasm_i32x4_splat(r)));
+            top[r] = e;
+            s = wasm_f32x4_add(s, e);
+        }
+        const v128_t inv = wasm_f32x4_div(wasm_f32x4_splat(1.0f), s);
+        for (int r = 0; r < TKC; r++) {
+            wasm_v128_store(pb + r * 4, wasm_f32x4_mul(top[r], inv));
+            wasm_v128_store(ib + r * 4, ti[r]);
+        }
+    }
     const int nanbits = wasm_i32x4_bitmask(nanl);
     for (int l = 0; l < rows; l++) {
         const int t = t0 + l, keff = TKC < t + 1 ? TKC : t + 1;
@@ -457,12 +533,39 @@ KL_INLINE void kl_attn_block(const int TKC, float *out, int32_t *idx, float *p, 
             float thr = ps[keff - 1];
             for (; jj <= t; jj++)
                 if (sc[jj] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[jj], jj); thr = ps[keff - 1]; }
+            atm_softmax_ref(ps, keff);
         } else {
             for (int i = 0; i < keff; i++) { ps[i] = pb[i * 4 + l]; is[i] = ib[i * 4 + l]; }
         }
         for (int i = keff; i < TKC; i++) { ps[i] = 0.0f; is[i] = -1; }
-        atm_softmax_ref(ps, keff);
-        kl_attn_out(out + n * C, ps, is, v, n0, C, keff);
+        /* out[n] = sum over i < keff, in order, of ps[i] * v[n0 + is[i]]
+         * (from 0, multiply then add: axpyf's bits), a vector at a time */
+        const float *vr[8];
+        v128_t pv[8];
+        for (int i = 0; i < TKC; i++) {
+            vr[i] = v + (n0 + (size_t)(i < keff ? is[i] : 0)) * C;
+            pv[i] = wasm_f32x4_splat(ps[i]);
+        }
+        float *o = out + n * C;
+        int c = 0;
+        if (keff == TKC) {
+            for (; c + 4 <= C; c += 4) {
+                v128_t acc = wasm_f32x4_splat(0.0f);
+                for (int i = 0; i < TKC; i++) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(pv[i], wasm_v128_load(vr[i] + c)));
+                wasm_v128_store(o + c, acc);
+            }
+        } else {
+            for (; c + 4 <= C; c += 4) {
+                v128_t acc = wasm_f32x4_splat(0.0f);
+                for (int i = 0; i < keff; i++) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(pv[i], wasm_v128_load(vr[i] + c)));
+                wasm_v128_store(o + c, acc);
+            }
+        }
+        for (; c < C; c++) {
+            float a = 0.0f;
+            for (int i = 0; i < keff; i++) a += ps[i] * vr[i][c];
+            o[c] = a;
+        }
     }
 }
 
@@ -499,17 +602,7 @@ void atm_atome_attn_forward_wasm(float *out, int32_t *idx, float *p, const float
             atm_atome_attn_select_wasm(ps, is, q + n * DH, kT, T, DH, t + 1, scale, keff, NULL);
             for (int i = keff; i < TK; i++) { ps[i] = 0.0f; is[i] = -1; }
             atm_softmax_ref(ps, keff);
-            float *o = out + n * C;
-            int c = 0;
-            for (; c + 4 <= C; c += 4) wasm_v128_store(o + c, wasm_f32x4_splat(0.0f));
-            for (; c < C; c++) o[c] = 0.0f;
-            for (int i = 0; i < keff; i++) {
-                const float *vr = v + (n0 + (size_t)is[i]) * C;
-                const v128_t a = wasm_f32x4_splat(ps[i]);
-                for (c = 0; c + 4 <= C; c += 4)
-                    wasm_v128_store(o + c, wasm_f32x4_add(wasm_v128_load(o + c), wasm_f32x4_mul(a, wasm_v128_load(vr + c))));
-                for (; c < C; c++) o[c] += ps[i] * vr[c];
-            }
+            kl_attn_out(out + n * C, ps, is, v, n0, C, keff);
         }
     }
 }
