@@ -7,7 +7,8 @@
  * the x86 sets' algorithms (kernels_x86_layers_tmpl.h) on 4-float vectors:
  *   layernorm   the reference's formulas and per-element rounding; only the
  *               row sums are taken in 4 lanes, then across lanes as
- *               (l0 + l2) + (l1 + l3).
+ *               (l0 + l2) + (l1 + l3). The forward takes 4 rows side by side
+ *               (each row's operations unchanged) so their sums overlap.
  *   xent        exp is atm_exp_wasm below; row max, row sum (lanes, then
  *               across), 1/sum and libm logf of the sum as the reference;
  *               the backward is bit-identical to the reference.
@@ -104,11 +105,17 @@ KL_INLINE float kl_hmax(v128_t v) {
 #define KL_EXP_P5 5.0000001201e-1f
 
 /* exp of 4 lanes for x <= 88 (the callers pass x <= 0). NaN stays NaN.
- * 2^n = 2^n1 * 2^n2 with n1 = max(n, -125): p * 2^n1 is exact and only the
- * second product can round (into the subnormals). */
+ * n = round(x * log2e) to even by adding 1.5 * 2^23 (every sum then lies in
+ * [2^23, 2^24), where floats are the integers: f32.nearest's value, and the
+ * sum's bits minus those of 1.5 * 2^23 are n as an integer). 2^n = 2^n1 *
+ * 2^n2 with n1 = max(n, -125): p * 2^n1 is exact and only the second
+ * product can round (into the subnormals). */
+#define KL_EXP_RND 12582912.0f           /* 1.5 * 2^23 */
+#define KL_EXP_RND_BITS 0x4b400000
 KL_INLINE v128_t kl_exp(v128_t x) {
     x = wasm_f32x4_pmax(x, wasm_f32x4_splat(KL_EXP_LO));   /* x < LO ? LO : x, so NaN stays */
-    v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(KL_LOG2E)));
+    const v128_t t = wasm_f32x4_add(wasm_f32x4_mul(x, wasm_f32x4_splat(KL_LOG2E)), wasm_f32x4_splat(KL_EXP_RND));
+    const v128_t n = wasm_f32x4_sub(t, wasm_f32x4_splat(KL_EXP_RND));
     v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(KL_LN2_HI)));
     r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(KL_LN2_LO)));
     v128_t p = wasm_f32x4_splat(KL_EXP_P0);
@@ -119,11 +126,11 @@ KL_INLINE v128_t kl_exp(v128_t x) {
     p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(KL_EXP_P5));
     p = wasm_f32x4_add(wasm_f32x4_mul(p, wasm_f32x4_mul(r, r)), r);
     p = wasm_f32x4_add(p, wasm_f32x4_splat(1.0f));
-    v128_t ni = wasm_i32x4_trunc_sat_f32x4(n);              /* n is integral and in range */
-    v128_t n1 = wasm_i32x4_max(ni, wasm_i32x4_splat(-125));
-    v128_t n2 = wasm_i32x4_sub(ni, n1);
-    v128_t s1 = wasm_i32x4_shl(wasm_i32x4_add(n1, wasm_i32x4_splat(127)), 23);
-    v128_t s2 = wasm_i32x4_shl(wasm_i32x4_add(n2, wasm_i32x4_splat(127)), 23);
+    /* biased exponents n + 127 and n1 + 127 = max(n + 127, 2) */
+    const v128_t e = wasm_i32x4_sub(t, wasm_i32x4_splat(KL_EXP_RND_BITS - 127));
+    const v128_t e1 = wasm_i32x4_max(e, wasm_i32x4_splat(2));
+    const v128_t s1 = wasm_i32x4_shl(e1, 23);
+    const v128_t s2 = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_sub(e, e1), wasm_i32x4_splat(127)), 23);
     return wasm_f32x4_mul(wasm_f32x4_mul(p, s1), s2);
 }
 
@@ -135,42 +142,76 @@ void atm_exp_wasm(float *y, const float *x, int n) {
 
 /* ---- layernorm ---- */
 
+/* R = 1..4 rows n .. n+R-1 side by side: each row's operations as for one
+ * row alone, so the sums' latency chains of the rows overlap. */
+KL_INLINE void kl_ln_fwd_rows(const int R, float *out, float *mean, float *rstd, const float *inp,
+                              const float *g, const float *b, int n, int C) {
+    const int full = C / 4 * 4, tail = C - full;
+    const v128_t m = kl_mask(tail);
+    const float *x[4];
+    float *o[4];
+    v128_t acc[4], mv[4], sv[4];
+    float mu[4], s[4];
+    int i;
+    for (int r = 0; r < R; r++) {
+        x[r] = inp + (size_t)(n + r) * C;
+        o[r] = out + (size_t)(n + r) * C;
+        acc[r] = wasm_f32x4_splat(0.0f);
+    }
+    for (i = 0; i < full; i += 4)
+        for (int r = 0; r < R; r++) acc[r] = wasm_f32x4_add(acc[r], wasm_v128_load(x[r] + i));
+    if (tail)
+        for (int r = 0; r < R; r++) acc[r] = wasm_f32x4_add(acc[r], kl_load(x[r] + i, tail));
+    for (int r = 0; r < R; r++) {
+        mu[r] = kl_hsum(acc[r]) / (float)C;
+        mv[r] = wasm_f32x4_splat(mu[r]);
+        acc[r] = wasm_f32x4_splat(0.0f);
+    }
+    for (i = 0; i < full; i += 4)
+        for (int r = 0; r < R; r++) {
+            v128_t d = wasm_f32x4_sub(wasm_v128_load(x[r] + i), mv[r]);
+            acc[r] = wasm_f32x4_add(acc[r], wasm_f32x4_mul(d, d));
+        }
+    if (tail)
+        for (int r = 0; r < R; r++) {
+            v128_t d = wasm_v128_and(wasm_f32x4_sub(kl_load(x[r] + i, tail), mv[r]), m);
+            acc[r] = wasm_f32x4_add(acc[r], wasm_f32x4_mul(d, d));
+        }
+    for (int r = 0; r < R; r++) {
+        const float var = kl_hsum(acc[r]) / (float)C;
+        s[r] = 1.0f / sqrtf(var + ATM_LN_EPS);            /* f32.sqrt: correctly rounded */
+        sv[r] = wasm_f32x4_splat(s[r]);
+    }
+    /* ((x - mu) * s) * g + b, rounded after each operation as the reference */
+    for (i = 0; i < full; i += 4) {
+        const v128_t gv = wasm_v128_load(g + i), bv = wasm_v128_load(b + i);
+        for (int r = 0; r < R; r++)
+            wasm_v128_store(o[r] + i, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_sub(
+                wasm_v128_load(x[r] + i), mv[r]), sv[r]), gv), bv));
+    }
+    if (tail) {
+        const v128_t gv = kl_load(g + i, tail), bv = kl_load(b + i, tail);
+        for (int r = 0; r < R; r++)
+            kl_store(o[r] + i, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_sub(
+                kl_load(x[r] + i, tail), mv[r]), sv[r]), gv), bv), tail);
+    }
+    for (int r = 0; r < R; r++) {
+        if (mean) mean[n + r] = mu[r];
+        if (rstd) rstd[n + r] = s[r];
+    }
+}
+
 void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const float *inp,
                                 const float *g, const float *b, int N, int C) {
     if (N <= 0) return;
     if (C <= 0) { atm_layernorm_forward_ref(out, mean, rstd, inp, g, b, N, C); return; }
-    const int full = C / 4 * 4, tail = C - full;
-    const v128_t m = kl_mask(tail);
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float *o = out + (size_t)n * C;
-        int i;
-        v128_t acc = wasm_f32x4_splat(0.0f);
-        for (i = 0; i < full; i += 4) acc = wasm_f32x4_add(acc, wasm_v128_load(x + i));
-        if (tail) acc = wasm_f32x4_add(acc, kl_load(x + i, tail));
-        const float mu = kl_hsum(acc) / (float)C;
-        const v128_t mv = wasm_f32x4_splat(mu);
-        acc = wasm_f32x4_splat(0.0f);
-        for (i = 0; i < full; i += 4) {
-            v128_t d = wasm_f32x4_sub(wasm_v128_load(x + i), mv);
-            acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, d));
-        }
-        if (tail) {
-            v128_t d = wasm_v128_and(wasm_f32x4_sub(kl_load(x + i, tail), mv), m);
-            acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, d));
-        }
-        const float var = kl_hsum(acc) / (float)C;
-        const float s = 1.0f / sqrtf(var + ATM_LN_EPS);   /* f32.sqrt: correctly rounded */
-        const v128_t sv = wasm_f32x4_splat(s);
-        /* ((x - mu) * s) * g + b, rounded after each operation as the reference */
-        for (i = 0; i < full; i += 4)
-            wasm_v128_store(o + i, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_sub(
-                wasm_v128_load(x + i), mv), sv), wasm_v128_load(g + i)), wasm_v128_load(b + i)));
-        if (tail)
-            kl_store(o + i, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_sub(
-                kl_load(x + i, tail), mv), sv), kl_load(g + i, tail)), kl_load(b + i, tail)), tail);
-        if (mean) mean[n] = mu;
-        if (rstd) rstd[n] = s;
+    int n = 0;
+    for (; n + 4 <= N; n += 4) kl_ln_fwd_rows(4, out, mean, rstd, inp, g, b, n, C);
+    switch (N - n) {
+    case 1: kl_ln_fwd_rows(1, out, mean, rstd, inp, g, b, n, C); break;
+    case 2: kl_ln_fwd_rows(2, out, mean, rstd, inp, g, b, n, C); break;
+    case 3: kl_ln_fwd_rows(3, out, mean, rstd, inp, g, b, n, C); break;
+    default: break;
     }
 }
 
@@ -237,8 +278,17 @@ double atm_xent_forward_wasm(float *probs, const float *logits, const uint8_t *t
         const float *l = logits + (size_t)n * V;
         float *p = probs + (size_t)n * V;
         int i;
-        v128_t mx = ninf;
-        for (i = 0; i < full; i += 4) mx = wasm_f32x4_pmax(mx, wasm_v128_load(l + i));
+        /* four independent max chains: the same largest value (only the
+         * sign of a zero maximum can differ, which no result depends on) */
+        v128_t mx = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+        for (i = 0; i + 16 <= full; i += 16) {
+            mx = wasm_f32x4_pmax(mx, wasm_v128_load(l + i));
+            m1 = wasm_f32x4_pmax(m1, wasm_v128_load(l + i + 4));
+            m2 = wasm_f32x4_pmax(m2, wasm_v128_load(l + i + 8));
+            m3 = wasm_f32x4_pmax(m3, wasm_v128_load(l + i + 12));
+        }
+        mx = wasm_f32x4_pmax(wasm_f32x4_pmax(mx, m1), wasm_f32x4_pmax(m2, m3));
+        for (; i < full; i += 4) mx = wasm_f32x4_pmax(mx, wasm_v128_load(l + i));
         if (tail) mx = wasm_f32x4_pmax(mx, wasm_v128_bitselect(kl_load(l + i, tail), ninf, m));
         const float mxs = kl_hmax(mx);
         const float zt = tgt ? l[tgt[n]] - mxs : 0.0f;   /* read before p (which may alias l) is written */
