@@ -625,6 +625,27 @@ API void atome_layer_ssm_bwd(int which, float *du, float *da_raw, float *db, flo
     LAYER(which, atm_atome_ssm_backward)(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
 }
 
+API void atome_layer_conv_fwd(int which, float *out, const float *u, const float *w, float *scratch,
+                              int B, int T, int C, int K) {
+    LAYER(which, atm_atome_conv_forward)(out, u, w, scratch, B, T, C, K);
+}
+
+API void atome_layer_conv_bwd(int which, float *du, float *dw, const float *dout, const float *u,
+                              const float *w, float *scratch, int B, int T, int C, int K) {
+    LAYER(which, atm_atome_conv_backward)(du, dw, dout, u, w, scratch, B, T, C, K);
+}
+
+/* paths, dpaths: P pointers each (a dpaths entry may be 0: not needed). */
+API void atome_layer_mix_fwd(int which, float *hout, float *r, const float *hin, const float *const *paths,
+                             int N, int C, int P) {
+    LAYER(which, atm_atome_mix_forward)(hout, r, hin, paths, N, C, P);
+}
+
+API void atome_layer_mix_bwd(int which, float *drl, float *const *dpaths, const float *dhout, const float *r,
+                             const float *const *paths, int N, int C, int P) {
+    LAYER(which, atm_atome_mix_backward)(drl, dpaths, dhout, r, paths, N, C, P);
+}
+
 API void atome_layer_exp(int which, float *y, const float *x, int n) {
 #if defined(__wasm_simd128__)
     if (which == 2) { atm_exp_wasm(y, x, n); return; }

@@ -31,9 +31,9 @@ static const atm_layer_kernel_set LSETS[] = {
 #if defined(__wasm_simd128__)
     { "wasm-simd", atm_layernorm_forward_wasm, atm_layernorm_backward_wasm, atm_xent_forward_wasm,
       atm_xent_backward_wasm, atm_exp_wasm, atm_softmax_ref, atm_atome_attn_select_wasm,
-      atm_atome_conv_forward_ref, atm_atome_conv_backward_ref, atm_atome_ssm_forward_wasm,
+      atm_atome_conv_forward_wasm, atm_atome_conv_backward_wasm, atm_atome_ssm_forward_wasm,
       atm_atome_ssm_backward_wasm, atm_atome_attn_forward_wasm, atm_atome_attn_backward_ref,
-      atm_atome_mix_forward_ref, atm_atome_mix_backward_ref },
+      atm_atome_mix_forward_wasm, atm_atome_mix_backward_wasm },
 #endif
 };
 #undef LSET

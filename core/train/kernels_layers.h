@@ -143,8 +143,8 @@ ATM_LAYER_KERNELS_DECL(avx512)
 #endif
 
 #if defined(__wasm_simd128__)
-/* kernels_layers_wasm.c; the wasm-simd set's other members (softmax, conv, attention
- * backward, mixing) are the references. */
+/* kernels_layers_wasm.c; the wasm-simd set's other members (softmax, attention
+ * backward) are the references. */
 void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const float *inp,
                                 const float *g, const float *b, int N, int C);
 void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,
@@ -163,6 +163,14 @@ void atm_atome_ssm_forward_wasm(float *s, float *out, const float *u, const floa
 void atm_atome_ssm_backward_wasm(float *du, float *da_raw, float *db, float *dc, const float *dout,
                                  const float *u, const float *s, const float *a_raw, const float *b,
                                  const float *c_out, float *scratch, int B, int T, int C);
+void atm_atome_conv_forward_wasm(float *out, const float *u, const float *w, float *scratch,
+                                 int B, int T, int C, int K);
+void atm_atome_conv_backward_wasm(float *du, float *dw, const float *dout, const float *u,
+                                  const float *w, float *scratch, int B, int T, int C, int K);
+void atm_atome_mix_forward_wasm(float *hout, float *r, const float *hin, const float *const *paths,
+                                int N, int C, int P);
+void atm_atome_mix_backward_wasm(float *drl, float *const *dpaths, const float *dhout, const float *r,
+                                 const float *const *paths, int N, int C, int P);
 #endif
 
 #endif

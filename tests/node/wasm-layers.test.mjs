@@ -285,6 +285,53 @@ test('SSM forward and backward bit-identical to the reference', () => {
   }
 });
 
+// Specials sprinkled into conv and mixing inputs: the bits of NaN, +-inf,
+// +-0 and +-1e30 must flow through the same operations as in the reference.
+function sprinkle(a, r) {
+  const sp = [NaN, Infinity, -Infinity, 0, -0, 1e30, -1e30];
+  for (let i = 0; i < Math.max(sp.length, a.length >> 7); i++) a[Math.floor(r() * a.length)] = sp[i % sp.length];
+  return a;
+}
+
+test('conv forward and backward bit-identical to the reference (taps 1-9, T below K, null gradients)', () => {
+  const r = rng(8);
+  for (const [B, T, C] of [...SHAPES, [1, 2, 8]]) for (const K of [1, 2, 3, 5, 8, 9]) for (const nul of [0, 1, 2]) {
+    const N = B * T, u = rand(N * C, r), w = rand(C * K, r), dout = rand(N * C, r);
+    if (nul === 0 && K === 5) { sprinkle(u, r); sprinkle(dout, r); }
+    const tag = `B=${B} T=${T} C=${C} K=${K} null=${nul}`;
+    sameOutputs(runBoth({ u, w, sc: new Float32Array(2 * K * C) }, { out: new Float32Array(N * C).fill(NaN) },
+      (which, p) => simd.ex.atome_layer_conv_fwd(which, p.out, p.u, p.w, p.sc, B, T, C, K)), `${tag} fwd`);
+    sameOutputs(runBoth({ dout, u, w, sc: new Float32Array(2 * K * C) },
+      { du: nul === 1 ? null : rand(N * C, r), dw: nul === 2 ? null : rand(C * K, r) },
+      (which, p) => simd.ex.atome_layer_conv_bwd(which, p.du, p.dw, p.dout, p.u, p.w, p.sc, B, T, C, K)), `${tag} bwd`);
+  }
+});
+
+test('router mixing forward and backward bit-identical to the reference (1-3 paths, large logits, null dpaths)', () => {
+  const r = rng(9);
+  const ptrs = (list) => { const q = simd.ex.atome_alloc(4 * list.length + 4); new Uint32Array(simd.memory.buffer, q, list.length).set(list); return q; };
+  for (const [N, C] of [[64, 64], [5, 16], [7, 13], [3, 1], [9, 66], [2, 8]]) for (const P of [1, 2, 3]) for (const mode of [0, 1, 2]) {
+    // mode 1: logits up to +-120 (expf's off-path lanes) and specials; mode 2: a null dpath
+    const logits = rand(N * P, r, mode === 1 ? 120 : 3), hin = rand(N * C, r), dh = rand(N * C, r);
+    const paths = Array.from({ length: P }, () => rand(N * C, r));
+    if (mode === 1) { sprinkle(logits, r); sprinkle(hin, r); sprinkle(paths[0], r); sprinkle(dh, r); }
+    const tag = `N=${N} C=${C} P=${P} mode=${mode}`;
+    const res = [0, 2].map((which) => {
+      const pr = put(logits), ph = put(hin), po = put(new Float32Array(N * C).fill(NaN)), pd = put(dh);
+      const pp = paths.map((a) => put(a)), ppa = ptrs(pp);
+      simd.ex.atome_layer_mix_fwd(which, po, pr, ph, ppa, N, C, P);
+      const fwd = { out: get(po, N * C), r: get(pr, N * P) };
+      const start = Array.from({ length: P }, (_, i) => (mode === 2 && i === P - 1 ? null : rand(N * C, rng(100 + i))));
+      const pdp = start.map((a) => (a ? put(a) : 0)), pdpa = ptrs(pdp), pdrl = put(rand(N * P, rng(99)));
+      simd.ex.atome_layer_mix_bwd(which, pdrl, pdpa, pd, pr, ppa, N, C, P);
+      const bwd = { drl: get(pdrl, N * P), ...Object.fromEntries(pdp.map((q, i) => [`dpath${i}`, q ? get(q, N * C) : null])) };
+      for (const q of [pr, ph, po, pd, ppa, pdpa, pdrl, ...pp, ...pdp]) if (q) simd.ex.atome_free(q);
+      return { ...fwd, ...bwd };
+    });
+    for (const k of Object.keys(res[0])) if (res[0][k]) assert.ok(bitsEqual(res[1][k], res[0][k]), `${tag}: ${k} differs`);
+  }
+});
+
 test('the dispatcher runs the wasm set in atome.wasm and the references in atome-scalar.wasm', async () => {
   const scalar = await load('scalar');
   const r = rng(6);
