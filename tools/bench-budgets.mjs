@@ -309,8 +309,18 @@ if (train) {
   p(`median CPU time of a step, best of ${train.rounds} alternating rounds (tools/bench-wasm-train.mjs), Node ${train.node}:`);
   p();
   const best = Math.max(...train.results.filter((r) => r.build === 'native').map((r) => r.bytes_per_s));
-  table(['build', 'kernels', 'step ms (CPU)', 'step ms (wall)', 'trained bytes/s', 'vs fastest native'],
-    train.results.map((r) => [r.build, r.kernels, r.step_ms.toFixed(2), r.step_ms_wall.toFixed(2), r.bytes_per_s, `${(r.bytes_per_s / best).toFixed(2)}×`]));
+  table(['build', 'kernels', 'step ms (CPU)', 'step ms (wall)', 'matmul ms', 'other ms', 'trained bytes/s', 'vs fastest native'],
+    train.results.map((r) => [r.build, r.kernels, r.step_ms.toFixed(2), r.step_ms_wall.toFixed(2), r.matmul_ms.toFixed(2),
+      (r.step_ms - r.matmul_ms).toFixed(2), r.bytes_per_s, `${(r.bytes_per_s / best).toFixed(2)}×`]));
+  p();
+  const x = train.summary['atome-60k'];
+  p(`matmul ms: the step's matmul calls recorded and replayed alone with the same kernels (same shapes and order,`);
+  p(`scratch data); other ms = step − matmul. A step does ${(x.matmul_gflop_per_step * 1e3).toFixed(1)} MFLOP of matmuls. The best`);
+  p(`4-lane multiply-then-add rate of the wasm engine, measured in the same run, is ${x.wasm_muladd_peak_gflops.toFixed(1)} GFLOP/s`);
+  p(`(the wasm kernels reach ${x.wasm_matmul_gflops_in_replay.toFixed(1)} in the replay, native ${x.native_matmul_gflops_in_replay.toFixed(1)} with ${x.native_kernels}), so the`);
+  p(`matmuls alone need at least ${x.wasm_matmul_floor_ms.toFixed(2)} ms in wasm. A ratio of 0.5 needs a wasm step of at most`);
+  p(`${x.wasm_step_ms_for_target.toFixed(2)} ms, which leaves ${x.wasm_other_ms_allowed_at_floor.toFixed(2)} ms for everything else even with matmuls at that peak;`);
+  p(`that work takes ${x.wasm_other_ms.toFixed(2)} ms in wasm now and ${x.native_other_ms.toFixed(2)} ms natively with ${x.native_kernels}.`);
   p();
   p('The machine is shared with other jobs; CPU time is used so that their load disturbs the figures as little');
   p('as possible, and the builds take turns.');
