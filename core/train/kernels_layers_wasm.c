@@ -1,8 +1,8 @@
 /* core/train/kernels_layers_wasm.c — wasm SIMD128 layer kernels (wasm
  * -msimd128 only): layernorm forward/backward, softmax + cross-entropy
- * forward/backward, the vector exp, the attention row selection, forward
- * and backward, the SSM scans, the depthwise conv and the router mixing of
- * kernels_layers.h (the set's softmax is the reference).
+ * forward/backward, the vector exp, the attention row selection and
+ * forward, the SSM scans, the depthwise conv and the router mixing of
+ * kernels_layers.h (softmax and attention backward are the references).
  *
  * Contract: the contract of kernels_layers.h for every function here, with
  * the x86 sets' algorithms (kernels_x86_layers_tmpl.h) on 4-float vectors:
@@ -48,11 +48,9 @@
  *               output in one pass; the backward takes dotf's 8 lanes as two
  *               vectors and the dpaths axpy in the same pass (C % 8 == 0,
  *               else the reference).
- *   attn_backward bit-identical to the reference: TK <= 8 and C % 8 == 0,
- *               one pass over each row for all its kept positions (dotf's 8
- *               lanes as two vectors, the dv axpy alongside), then the
- *               reference's dq and dk axpys, rows in the reference's order;
- *               otherwise the reference.
+ * Attention backward stays the reference: a 4-lane port of the x86 kernel
+ * and a one-pass-per-row version both measured slower than clang's
+ * vectorisation of it in this build.
  * Rows are independent and computed in an order that depends only on their
  * length; column tails use lane loads/stores (no reads or writes outside the
  * buffers). Functions of the layer set without a vector version here are the
@@ -910,93 +908,6 @@ void atm_atome_mix_backward_wasm(float *drl, float *const *dpaths, const float *
         }
     }
     atm_atome_mix_backward_ref(drl, dpaths, dhout, r, paths, N, C, P);
-}
-
-/* Attention backward, TKC = TK <= 8 and C % 8 == 0: per row one pass over C
- * for all kept positions (dotf's 8 lanes as two vectors, combined as dotf;
- * the dv axpy in the same pass), then the reference's dq and dk axpys. Rows
- * in the reference's order, so dv and dk rows shared between rows get their
- * terms in the same order. */
-KL_INLINE void kl_attn_bwd_k(const int TKC, float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
-                             const float *p, const float *q, const float *k, const float *v,
-                             int B, int T, int DH, int C, float scale) {
-    for (int b = 0; b < B; b++) {
-        const size_t n0 = (size_t)b * T;
-        for (int t = 0; t < T; t++) {
-            const size_t n = n0 + t;
-            const float *d = dout + n * C, *ps = p + n * TKC, *qt = q + n * DH;
-            const int32_t *is = idx + n * TKC;
-            const int keff = TKC < t + 1 ? TKC : t + 1;
-            const float *vr[8];
-            float *dvr[8];
-            v128_t lo[8], hi[8], pv[8];
-            for (int i = 0; i < TKC; i++) {
-                const size_t m = n0 + (size_t)(i < keff ? is[i] : 0);
-                vr[i] = v + m * C;
-                dvr[i] = dv ? dv + m * C : NULL;
-                lo[i] = hi[i] = wasm_f32x4_splat(0.0f);
-                pv[i] = wasm_f32x4_splat(i < keff ? ps[i] : 0.0f);
-            }
-            for (int c = 0; c < C; c += 8) {
-                const v128_t d0 = wasm_v128_load(d + c), d1 = wasm_v128_load(d + c + 4);
-                for (int i = 0; i < TKC; i++) {
-                    if (i >= keff) break;
-                    lo[i] = wasm_f32x4_add(lo[i], wasm_f32x4_mul(d0, wasm_v128_load(vr[i] + c)));
-                    hi[i] = wasm_f32x4_add(hi[i], wasm_f32x4_mul(d1, wasm_v128_load(vr[i] + c + 4)));
-                    if (dv) {
-                        wasm_v128_store(dvr[i] + c, wasm_f32x4_add(wasm_v128_load(dvr[i] + c), wasm_f32x4_mul(pv[i], d0)));
-                        wasm_v128_store(dvr[i] + c + 4, wasm_f32x4_add(wasm_v128_load(dvr[i] + c + 4), wasm_f32x4_mul(pv[i], d1)));
-                    }
-                }
-            }
-            float dp[8], sum = 0.0f;
-            for (int i = 0; i < keff; i++) {
-                const v128_t s4 = wasm_f32x4_add(lo[i], hi[i]);      /* l0+l4, l1+l5, l2+l6, l3+l7 */
-                dp[i] = (wasm_f32x4_extract_lane(s4, 0) + wasm_f32x4_extract_lane(s4, 1)) +
-                        (wasm_f32x4_extract_lane(s4, 2) + wasm_f32x4_extract_lane(s4, 3));
-                sum += ps[i] * dp[i];
-            }
-            for (int i = 0; i < keff; i++) {
-                const size_t m = n0 + (size_t)is[i];
-                const float ds = ps[i] * (dp[i] - sum) * scale;   /* dL / d(q.k) */
-                const v128_t dsv = wasm_f32x4_splat(ds);
-                int e = 0;
-                if (dq) {
-                    float *o = dq + n * DH;
-                    const float *x = k + m * DH;
-                    for (e = 0; e + 4 <= DH; e += 4)
-                        wasm_v128_store(o + e, wasm_f32x4_add(wasm_v128_load(o + e), wasm_f32x4_mul(dsv, wasm_v128_load(x + e))));
-                    for (; e < DH; e++) o[e] += ds * x[e];
-                }
-                if (dk) {
-                    float *o = dk + m * DH;
-                    for (e = 0; e + 4 <= DH; e += 4)
-                        wasm_v128_store(o + e, wasm_f32x4_add(wasm_v128_load(o + e), wasm_f32x4_mul(dsv, wasm_v128_load(qt + e))));
-                    for (; e < DH; e++) o[e] += ds * qt[e];
-                }
-            }
-        }
-    }
-}
-
-void atm_atome_attn_backward_wasm(float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
-                                  const float *p, const float *q, const float *k, const float *v,
-                                  int B, int T, int DH, int C, int TK) {
-    const float scale = 1.0f / sqrtf((float)DH);
-    if (C % 8 != 0 || TK < 1 || TK > 8) {
-        atm_atome_attn_backward_ref(dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, TK);
-        return;
-    }
-    switch (TK) {
-    case 1: kl_attn_bwd_k(1, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale); break;
-    case 2: kl_attn_bwd_k(2, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale); break;
-    case 3: kl_attn_bwd_k(3, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale); break;
-    case 4: kl_attn_bwd_k(4, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale); break;
-    case 5: kl_attn_bwd_k(5, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale); break;
-    case 6: kl_attn_bwd_k(6, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale); break;
-    case 7: kl_attn_bwd_k(7, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale); break;
-    default: kl_attn_bwd_k(8, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale); break;
-    }
 }
 
 /* ---- SSM scans ----
