@@ -18,14 +18,23 @@
  *   forward  out[N][OC]  = inp[N][IC] . w^T   B = w^T, packed per panel
  *   dinp     dinp[N][IC] += dout[N][OC] . w   B = w
  *   dw       dw[OC][IC]  += dout^T . inp      A = dout^T by stride, B = inp
- * A register tile keeps MR rows x NV vectors of C for the whole k loop.
- * V8 has 16 vector registers on x86-64 (one kept as scratch), so a tile of
- * MR*NV accumulators + NV B vectors + 1 broadcast stays within 15. Without
- * FMA the kernels are bound by the multiply and add ports (~30 GFLOP/s on
- * the project's VM, docs/wasm.md); 3x3, 4x2, 6x2 and 4x4/2x4 tiles measured
- * within noise of each other, so the smallest code (3 shapes) was kept. A forward of at most KW_SMALLN
- * rows (token-by-token generation) takes dot products of contiguous rows
- * instead of packing w. Tests: tests/node/kernels.test.mjs. */
+ * Columns go in blocks of 16 (4 vectors); a register tile keeps MR rows x NV
+ * vectors of C for the whole k loop: 2 x 4 for full blocks, 2 x 3, 4 x 2 and
+ * 6 x 1 for the last block. V8 keeps 15 vector registers on x86-64 and
+ * issues every load of a k step (NV B vectors, MR broadcasts) before the
+ * arithmetic, which needs one register for each product, so a tile fits when
+ * MR*NV + NV + MR + 1 <= 15. The former 3 x 3 tile (16) kept one accumulator
+ * on the stack; 2 x 4 (15) measured ~3% less matmul time per atome-60k step
+ * (interleaved replays; 4 x 2 within noise of 3 x 3).
+ *
+ * Peak. The kernels reach ~26-28 GFLOP/s on the project's VM, which is the
+ * multiply-then-add rate of this engine there: a loop of independent
+ * a += x * y on registers (y changing every step) measured ~21-23 GFLOP/s
+ * interleaved with them. atome_bench_muladd's ~39 GFLOP/s is not such a
+ * peak: its products are loop-invariant and clang hoists the multiplies, so
+ * it times adds only. A forward of at most KW_SMALLN rows (token-by-token
+ * generation) takes dot products of contiguous rows instead of packing w.
+ * Tests: tests/node/wasm-kernels.test.mjs. */
 #if defined(__wasm_simd128__)
 #include <stddef.h>
 #include <wasm_simd128.h>
@@ -34,12 +43,13 @@
 #define KW_INLINE static inline __attribute__((always_inline))
 #define KW_UNROLL _Pragma("clang loop unroll(full)")
 
-#define KW_NVMAX 3    /* vectors per column block: 12 columns */
-#define KW_MR1 8      /* rows per tile for 1, 2, 3 column vectors */
+#define KW_NVMAX 4    /* vectors per column block: 16 columns */
+#define KW_MR1 6      /* rows per tile for 1, 2, 3, 4 column vectors */
 #define KW_MR2 4
-#define KW_MR3 3
+#define KW_MR3 2
+#define KW_MR4 2
 #define KW_NB (KW_NVMAX * 4)
-/* 256 x 12 floats = 12 KiB panel (stack): stays in L1 beside the streamed rows. */
+/* 256 x 16 floats = 16 KiB panel (stack): stays in L1 beside the streamed rows. */
 #define KW_KC 256
 /* dw sums N in slabs of 128 rows so that slab of inp and dout stays in cache
  * (the x86 kernels measured the same choice, docs/kernels.md). */
@@ -125,6 +135,7 @@ KW_INLINE void kw_tile(const int MR, const int NV, const int TAIL, int kc,
 KW_DEF_ROWS_ALL(1, KW_MR1)
 KW_DEF_ROWS_ALL(2, KW_MR2)
 KW_DEF_ROWS_ALL(3, KW_MR3)
+KW_DEF_ROWS_ALL(4, KW_MR4)
 
 typedef void (*kw_rows_fn)(int, int, const float *, ptrdiff_t, ptrdiff_t, const float *,
                            ptrdiff_t, float *, ptrdiff_t, int);
@@ -132,6 +143,7 @@ static const kw_rows_fn KW_ROWS[KW_NVMAX][4] = {
     { kw_rows_1_0, kw_rows_1_1, kw_rows_1_2, kw_rows_1_3 },
     { kw_rows_2_0, kw_rows_2_1, kw_rows_2_2, kw_rows_2_3 },
     { kw_rows_3_0, kw_rows_3_1, kw_rows_3_2, kw_rows_3_3 },
+    { kw_rows_4_0, kw_rows_4_1, kw_rows_4_2, kw_rows_4_3 },
 };
 
 /* C[rows][0 .. cols) for cols <= KW_NB. */

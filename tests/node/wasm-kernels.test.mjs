@@ -2,8 +2,9 @@
 // (core/train/kernels_wasm.c) against the plain-C reference kernels
 // (atm_matmul_*_ref of core/train/layers.c) and against a product computed
 // in double, on every combination of N, IC, OC in {1, 3, 5, 15, 17, 63, 64,
-// 65, 256}: sizes below, at and around the 4-float vector, the 12-column
-// block, the 3/4/8-row tiles and the 128-row dw slab.
+// 65, 256}: sizes below, at and around the 4-float vector, the 16-column
+// block and the 128-row dw slab; plus every row count left over by the
+// 2/4/6-row tiles next to full and partial 16-column blocks.
 //
 // Accuracy: every result must be within Higham's bound of the exact value,
 //   |computed - exact| <= gamma(K+1) * sum |terms|,  gamma(n) = n u / (1 - n u), u = 2^-24,
@@ -152,6 +153,26 @@ test('forward, dinp and dw on every size combination: within the rounding bound,
     cases++;
   }
   assert.equal(cases, SIZES.length ** 3);
+});
+
+test('tile edges: every leftover row count of the 2/4/6-row tiles, with 1..4-vector column blocks', () => {
+  const r = rng(4321);
+  for (const N of [2, 4, 6, 7, 8, 9, 10, 11, 12, 13]) for (const OC of [4, 8, 12, 16, 20, 24, 28, 30]) for (const IC of [2, 16]) {
+    const inp = fill(new Float32Array(N * IC), r), w = fill(new Float32Array(OC * IC), r);
+    const dout = fill(new Float32Array(N * OC), r);
+    const dinp0 = fill(new Float32Array(N * IC), r), dw0 = fill(new Float32Array(OC * IC), r);
+    const A = new Arena(simd);
+    const pi = A.put(inp), pw = A.put(w), pd = A.put(dout);
+    const po = A.put(new Float32Array(N * OC).fill(NaN), true), pdi = A.put(dinp0, true), pdw = A.put(dw0, true);
+    const tag = `N=${N} IC=${IC} OC=${OC}`;
+    simd.ex.atome_matmul_fwd(1, po, pi, pw, N, IC, OC);
+    simd.ex.atome_matmul_bwd(1, pdi, pdw, pd, pi, pw, N, IC, OC);
+    assert.ok(A.guardsIntact(po, N * OC) && A.guardsIntact(pdi, N * IC) && A.guardsIntact(pdw, OC * IC), `${tag}: wrote outside an output`);
+    checkBound(A.get(po, N * OC), refForward(inp, w, N, IC, OC), `${tag} forward`);
+    checkBound(A.get(pdi, N * IC), refDinp(dinp0, dout, w, N, IC, OC), `${tag} dinp`);
+    checkBound(A.get(pdw, OC * IC), refDw(dw0, dout, inp, N, IC, OC), `${tag} dw`);
+    A.free();
+  }
 });
 
 test('no reads past any input (inputs flush against the end of memory)', () => {
