@@ -109,9 +109,12 @@ KW_INLINE void kw_tile(const int MR, const int NV, const int TAIL, int kc,
 }
 
 /* All `rows` rows of one column block: full MR_-row tiles, then one tile of
- * the remaining rows. */
+ * the remaining rows (cases of MR_ rows or more cannot happen and compile to
+ * nothing). */
 #define KW_TAIL_CASE(R_, NV_, T_, MR_) \
-    case R_: kw_tile(R_ < MR_ ? R_ : 1, NV_, T_, kc, a, ars, aks, b, ldb, c, ldc, addc); break;
+    case R_:                                                                    \
+        if (R_ < MR_) kw_tile(R_ < MR_ ? R_ : 1, NV_, T_, kc, a, ars, aks, b, ldb, c, ldc, addc); \
+        break;
 #define KW_DEF_ROWS(NV_, T_, MR_)                                                                \
     static void kw_rows_##NV_##_##T_(int rows, int kc, const float *a, ptrdiff_t ars,           \
                                      ptrdiff_t aks, const float *b, ptrdiff_t ldb, float *c,     \
