@@ -38,7 +38,7 @@
  *   ssm_forward, ssm_backward  bit-identical to the reference: the x86
  *               sets' loops on 4 channels per vector (the backward keeps the
  *               carry and the three sums of 4 channels in registers for the
- *               whole scan).
+ *               whole scan, two such scans side by side).
  *   conv        bit-identical to the reference: 4 channels at a time down
  *               the batch with the K <= 8 taps (and the backward's tap
  *               gradients) in registers; row-major 4-lane ports of the x86
@@ -967,12 +967,61 @@ KL_INLINE void kl_ssm_bwd_chunk(float *du, float *da_raw, float *db, float *dc, 
     if (dc) kl_store(dc + i, wasm_f32x4_add(kl_load(dc + i, w), acc_dc), w);
 }
 
+/* Two whole chunks (channels i .. i+7) in one scan: two independent carry
+ * chains, each channel's operations and order as kl_ssm_bwd_chunk's. */
+KL_INLINE void kl_ssm_bwd_chunk2(float *du, float *da_raw, float *db, float *dc, const float *dout,
+                                 const float *u, const float *s, const float *a, const float *b,
+                                 const float *c_out, int B, int T, int C, int i) {
+    const v128_t av0 = wasm_v128_load(a + i), bv0 = wasm_v128_load(b + i), co0 = wasm_v128_load(c_out + i);
+    const v128_t av1 = wasm_v128_load(a + i + 4), bv1 = wasm_v128_load(b + i + 4), co1 = wasm_v128_load(c_out + i + 4);
+    v128_t da0 = wasm_f32x4_splat(0.0f), db0 = da0, dc0 = da0, da1 = da0, db1 = da0, dc1 = da0;
+    for (int bb = 0; bb < B; bb++) {
+        v128_t carry0 = wasm_f32x4_splat(0.0f), carry1 = carry0;
+        for (int t = T - 1; t >= 0; t--) {
+            const size_t n = ((size_t)bb * T + t) * C + i;
+            const v128_t g0 = wasm_v128_load(dout + n), g1 = wasm_v128_load(dout + n + 4);
+            const v128_t ds0 = wasm_f32x4_add(wasm_f32x4_mul(g0, co0), carry0);
+            const v128_t ds1 = wasm_f32x4_add(wasm_f32x4_mul(g1, co1), carry1);
+            carry0 = wasm_f32x4_mul(av0, ds0);
+            carry1 = wasm_f32x4_mul(av1, ds1);
+            if (du) {
+                wasm_v128_store(du + n, wasm_f32x4_add(wasm_v128_load(du + n), wasm_f32x4_mul(bv0, ds0)));
+                wasm_v128_store(du + n + 4, wasm_f32x4_add(wasm_v128_load(du + n + 4), wasm_f32x4_mul(bv1, ds1)));
+            }
+            dc0 = wasm_f32x4_add(dc0, wasm_f32x4_mul(g0, wasm_v128_load(s + n)));
+            dc1 = wasm_f32x4_add(dc1, wasm_f32x4_mul(g1, wasm_v128_load(s + n + 4)));
+            db0 = wasm_f32x4_add(db0, wasm_f32x4_mul(ds0, wasm_v128_load(u + n)));
+            db1 = wasm_f32x4_add(db1, wasm_f32x4_mul(ds1, wasm_v128_load(u + n + 4)));
+            const v128_t sp0 = t > 0 ? wasm_v128_load(s + n - C) : wasm_f32x4_splat(0.0f);
+            const v128_t sp1 = t > 0 ? wasm_v128_load(s + n - C + 4) : wasm_f32x4_splat(0.0f);
+            da0 = wasm_f32x4_add(da0, wasm_f32x4_mul(ds0, sp0));
+            da1 = wasm_f32x4_add(da1, wasm_f32x4_mul(ds1, sp1));
+        }
+    }
+    const v128_t one = wasm_f32x4_splat(1.0f);
+    if (da_raw) {
+        wasm_v128_store(da_raw + i, wasm_f32x4_add(wasm_v128_load(da_raw + i),
+                        wasm_f32x4_mul(da0, wasm_f32x4_sub(one, wasm_f32x4_mul(av0, av0)))));
+        wasm_v128_store(da_raw + i + 4, wasm_f32x4_add(wasm_v128_load(da_raw + i + 4),
+                        wasm_f32x4_mul(da1, wasm_f32x4_sub(one, wasm_f32x4_mul(av1, av1)))));
+    }
+    if (db) {
+        wasm_v128_store(db + i, wasm_f32x4_add(wasm_v128_load(db + i), db0));
+        wasm_v128_store(db + i + 4, wasm_f32x4_add(wasm_v128_load(db + i + 4), db1));
+    }
+    if (dc) {
+        wasm_v128_store(dc + i, wasm_f32x4_add(wasm_v128_load(dc + i), dc0));
+        wasm_v128_store(dc + i + 4, wasm_f32x4_add(wasm_v128_load(dc + i + 4), dc1));
+    }
+}
+
 void atm_atome_ssm_backward_wasm(float *du, float *da_raw, float *db, float *dc, const float *dout,
                                  const float *u, const float *s, const float *a_raw, const float *b,
                                  const float *c_out, float *scratch, int B, int T, int C) {
     float *a = scratch;                                   /* [C] tanh(a_raw) */
     for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
     int i = 0;
+    for (; i + 8 <= C; i += 8) kl_ssm_bwd_chunk2(du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i);
     for (; i + 4 <= C; i += 4) kl_ssm_bwd_chunk(du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, 4);
     switch (C - i) {
     case 1: kl_ssm_bwd_chunk(du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, 1); break;
