@@ -9,7 +9,9 @@
  *   layernorm   the reference's formulas and per-element rounding; only the
  *               row sums are taken in 4 lanes, then across lanes as
  *               (l0 + l2) + (l1 + l3). The forward takes 4 rows side by side
- *               (each row's operations unchanged) so their sums overlap.
+ *               (each row's operations unchanged) so their sums overlap; the
+ *               backward keeps a row's (x - mean) * rstd and g * dout (C <=
+ *               256, on the stack) for its second pass.
  *   xent        exp is atm_exp_wasm below; row max, row sum (lanes, then
  *               across), 1/sum and libm logf of the sum as the reference;
  *               the backward is bit-identical to the reference.
@@ -225,9 +227,10 @@ void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const floa
     }
 }
 
-void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,
-                                 const float *inp, const float *g, const float *mean,
-                                 const float *rstd, int N, int C) {
+/* Rows of any length: xh and g * dout recomputed in the second pass. */
+static void kl_ln_bwd_plain(float *dinp, float *dg, float *db, const float *dout,
+                            const float *inp, const float *g, const float *mean,
+                            const float *rstd, int N, int C) {
     if (N <= 0 || C <= 0) return;
     const int full = C / 4 * 4, tail = C - full;
     const v128_t m = kl_mask(tail);
@@ -274,6 +277,63 @@ void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float 
             }
         }
     }
+}
+
+/* Rows of C <= 256: the normalised inputs xh and g * dout of the first pass
+ * are kept (xb, nb) for the second instead of recomputed (same values). */
+KL_INLINE void kl_ln_bwd_row(float *di, float *dg, float *db, const float *d, const float *x, const float *g,
+                             v128_t mv, v128_t sv, int C, float *xb, float *nb) {
+    const int full = C / 4 * 4, tail = C - full;
+    const v128_t m = kl_mask(tail);
+    v128_t a1 = wasm_f32x4_splat(0.0f), a2 = a1;
+    int i;
+    for (i = 0; i < full; i += 4) {
+        v128_t xh = wasm_f32x4_mul(wasm_f32x4_sub(wasm_v128_load(x + i), mv), sv);
+        v128_t dn = wasm_f32x4_mul(wasm_v128_load(g + i), wasm_v128_load(d + i));
+        wasm_v128_store(xb + i, xh);
+        wasm_v128_store(nb + i, dn);
+        a1 = wasm_f32x4_add(a1, dn);
+        a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(dn, xh));
+    }
+    if (tail) {
+        v128_t xh = wasm_f32x4_mul(wasm_f32x4_sub(kl_load(x + i, tail), mv), sv);
+        v128_t dn = wasm_f32x4_mul(kl_load(g + i, tail), kl_load(d + i, tail));
+        wasm_v128_store(xb + i, xh);
+        wasm_v128_store(nb + i, dn);
+        a1 = wasm_f32x4_add(a1, dn);
+        a2 = wasm_f32x4_add(a2, wasm_v128_and(wasm_f32x4_mul(dn, xh), m));
+    }
+    const v128_t dm = wasm_f32x4_splat(kl_hsum(a1) / (float)C), dnm = wasm_f32x4_splat(kl_hsum(a2) / (float)C);
+    /* the reference's per-element expressions, operation for operation */
+    for (i = 0; i < full; i += 4) {
+        v128_t dv = wasm_v128_load(d + i), xh = wasm_v128_load(xb + i);
+        if (db) wasm_v128_store(db + i, wasm_f32x4_add(wasm_v128_load(db + i), dv));
+        if (dg) wasm_v128_store(dg + i, wasm_f32x4_add(wasm_v128_load(dg + i), wasm_f32x4_mul(xh, dv)));
+        if (di) {
+            v128_t r = wasm_f32x4_mul(wasm_f32x4_sub(wasm_f32x4_sub(wasm_v128_load(nb + i), dm), wasm_f32x4_mul(xh, dnm)), sv);
+            wasm_v128_store(di + i, wasm_f32x4_add(wasm_v128_load(di + i), r));
+        }
+    }
+    if (tail) {
+        v128_t dv = kl_load(d + i, tail), xh = wasm_v128_load(xb + i);
+        if (db) kl_store(db + i, wasm_f32x4_add(kl_load(db + i, tail), dv), tail);
+        if (dg) kl_store(dg + i, wasm_f32x4_add(kl_load(dg + i, tail), wasm_f32x4_mul(xh, dv)), tail);
+        if (di) {
+            v128_t r = wasm_f32x4_mul(wasm_f32x4_sub(wasm_f32x4_sub(wasm_v128_load(nb + i), dm), wasm_f32x4_mul(xh, dnm)), sv);
+            kl_store(di + i, wasm_f32x4_add(kl_load(di + i, tail), r), tail);
+        }
+    }
+}
+
+void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,
+                                 const float *inp, const float *g, const float *mean,
+                                 const float *rstd, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    if (C > 256) { kl_ln_bwd_plain(dinp, dg, db, dout, inp, g, mean, rstd, N, C); return; }
+    float xb[256], nb[256];
+    for (int n = 0; n < N; n++)
+        kl_ln_bwd_row(dinp ? dinp + (size_t)n * C : NULL, dg, db, dout + (size_t)n * C, inp + (size_t)n * C, g,
+                      wasm_f32x4_splat(mean[n]), wasm_f32x4_splat(rstd[n]), C, xb, nb);
 }
 
 /* ---- softmax + cross-entropy ---- */

@@ -14,12 +14,13 @@
 //    and its per-row path, with ties, +-0, infinities and a NaN key) and the
 //    SSM scans: bit-identical to the references, gradients accumulated onto
 //    the same nonzero start values, some gradient pointers null.
-// Sizes: 1, 3, 5, 15, 17, 63, 64, 65, 256 (tails of 1, 2, 3 lanes).
+// Sizes: 1, 3, 5, 15, 17, 63, 64, 65, 256, 257, 302 (tails of 1, 2, 3 lanes;
+// layernorm backward keeps a row of up to 256 on the stack, longer rows recompute).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { load } from './artifacts.mjs';
 
-const SIZES = [1, 3, 5, 15, 17, 63, 64, 65, 256];
+const SIZES = [1, 3, 5, 15, 17, 63, 64, 65, 256, 257, 302];
 const f = Math.fround;
 const EPS = f(1e-5);   // ATM_LN_EPS
 
