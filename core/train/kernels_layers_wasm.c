@@ -728,36 +728,48 @@ void atm_atome_attn_forward_wasm(float *out, int32_t *idx, float *p, const float
 }
 
 /* ---- depthwise causal conv ----
- * Four channels at a time down the whole batch, their K taps in registers:
+ * Four channels at a time (eight in the forward) down the whole batch, their
+ * K taps in registers:
  * the forward sums a row's taps in j order from 0; the backward gathers
  * du[m] += w_j d[m+j] in j order (the reference's scatter from row n = m+j
  * reaches du[m] in the same order) and keeps the K tap gradients of the 4
  * channels in registers over (b, t) ascending, the reference's order into
  * its zeroed dwT. Channels past the last whole vector take the same
  * operations one at a time. */
-KL_INLINE void kl_conv_fwd_k(const int K, float *out, const float *u, const float *wT, int B, int T, int C) {
-    const int full = C / 4 * 4;
-    for (int i = 0; i < full; i += 4) {
-        v128_t wv[8];
-        for (int j = 0; j < K; j++) wv[j] = wasm_v128_load(wT + (size_t)j * C + i);
-        for (int b = 0; b < B; b++) {
-            const float *ub = u + (size_t)b * T * C + i;
-            float *ob = out + (size_t)b * T * C + i;
-            int t = 0;
-            for (; t < T && t < K - 1; t++) {
+/* NV = 1 or 2 vectors (4 or 8 channels from i) down the batch. */
+KL_INLINE void kl_conv_fwd_cols(const int K, const int NV, float *out, const float *u, const float *wT,
+                                int B, int T, int C, int i) {
+    v128_t wv[2][8];
+    for (int v = 0; v < NV; v++)
+        for (int j = 0; j < K; j++) wv[v][j] = wasm_v128_load(wT + (size_t)j * C + i + 4 * v);
+    for (int b = 0; b < B; b++) {
+        const float *ub = u + (size_t)b * T * C + i;
+        float *ob = out + (size_t)b * T * C + i;
+        int t = 0;
+        for (; t < T && t < K - 1; t++)
+            for (int v = 0; v < NV; v++) {
                 v128_t acc = wasm_f32x4_splat(0.0f);
                 for (int j = 0; j <= t; j++)
-                    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[j], wasm_v128_load(ub + (size_t)(t - j) * C)));
-                wasm_v128_store(ob + (size_t)t * C, acc);
+                    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[v][j], wasm_v128_load(ub + (size_t)(t - j) * C + 4 * v)));
+                wasm_v128_store(ob + (size_t)t * C + 4 * v, acc);
             }
-            for (; t < T; t++) {
-                v128_t acc = wasm_f32x4_splat(0.0f);
-                for (int j = 0; j < K; j++)
-                    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[j], wasm_v128_load(ub + (size_t)(t - j) * C)));
-                wasm_v128_store(ob + (size_t)t * C, acc);
-            }
+        for (; t < T; t++) {
+            const float *ut = ub + (size_t)t * C;
+            v128_t acc[2];
+            for (int v = 0; v < NV; v++) acc[v] = wasm_f32x4_splat(0.0f);
+            for (int j = 0; j < K; j++)
+                for (int v = 0; v < NV; v++)
+                    acc[v] = wasm_f32x4_add(acc[v], wasm_f32x4_mul(wv[v][j], wasm_v128_load(ut - (size_t)j * C + 4 * v)));
+            for (int v = 0; v < NV; v++) wasm_v128_store(ob + (size_t)t * C + 4 * v, acc[v]);
         }
     }
+}
+
+KL_INLINE void kl_conv_fwd_k(const int K, float *out, const float *u, const float *wT, int B, int T, int C) {
+    const int full = C / 4 * 4;
+    int i = 0;
+    for (; i + 8 <= full; i += 8) kl_conv_fwd_cols(K, 2, out, u, wT, B, T, C, i);
+    if (i < full) kl_conv_fwd_cols(K, 1, out, u, wT, B, T, C, i);
     for (int c = full; c < C; c++)
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++) {
