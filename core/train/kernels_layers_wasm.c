@@ -728,48 +728,51 @@ void atm_atome_attn_forward_wasm(float *out, int32_t *idx, float *p, const float
 }
 
 /* ---- depthwise causal conv ----
- * Four channels at a time (eight in the forward) down the whole batch, their
- * K taps in registers:
+ * One sequence at a time, in it four channels at a time (eight in the
+ * forward) down the sequence with their K taps in registers:
  * the forward sums a row's taps in j order from 0; the backward gathers
  * du[m] += w_j d[m+j] in j order (the reference's scatter from row n = m+j
  * reaches du[m] in the same order) and keeps the K tap gradients of the 4
- * channels in registers over (b, t) ascending, the reference's order into
- * its zeroed dwT. Channels past the last whole vector take the same
- * operations one at a time. */
-/* NV = 1 or 2 vectors (4 or 8 channels from i) down the batch. */
+ * channels in registers over a sequence, continuing from and returning to
+ * dwT, so each sums over (b, t) ascending from 0 as the reference's zeroed
+ * dwT. Channels past the last whole vector take the same operations one at
+ * a time. */
+/* NV = 1 or 2 vectors (4 or 8 channels from i) down sequence b. */
 KL_INLINE void kl_conv_fwd_cols(const int K, const int NV, float *out, const float *u, const float *wT,
-                                int B, int T, int C, int i) {
+                                int b, int T, int C, int i) {
     v128_t wv[2][8];
     for (int v = 0; v < NV; v++)
         for (int j = 0; j < K; j++) wv[v][j] = wasm_v128_load(wT + (size_t)j * C + i + 4 * v);
-    for (int b = 0; b < B; b++) {
-        const float *ub = u + (size_t)b * T * C + i;
-        float *ob = out + (size_t)b * T * C + i;
-        int t = 0;
-        for (; t < T && t < K - 1; t++)
-            for (int v = 0; v < NV; v++) {
-                v128_t acc = wasm_f32x4_splat(0.0f);
-                for (int j = 0; j <= t; j++)
-                    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[v][j], wasm_v128_load(ub + (size_t)(t - j) * C + 4 * v)));
-                wasm_v128_store(ob + (size_t)t * C + 4 * v, acc);
-            }
-        for (; t < T; t++) {
-            const float *ut = ub + (size_t)t * C;
-            v128_t acc[2];
-            for (int v = 0; v < NV; v++) acc[v] = wasm_f32x4_splat(0.0f);
-            for (int j = 0; j < K; j++)
-                for (int v = 0; v < NV; v++)
-                    acc[v] = wasm_f32x4_add(acc[v], wasm_f32x4_mul(wv[v][j], wasm_v128_load(ut - (size_t)j * C + 4 * v)));
-            for (int v = 0; v < NV; v++) wasm_v128_store(ob + (size_t)t * C + 4 * v, acc[v]);
+    const float *ub = u + (size_t)b * T * C + i;
+    float *ob = out + (size_t)b * T * C + i;
+    int t = 0;
+    for (; t < T && t < K - 1; t++)
+        for (int v = 0; v < NV; v++) {
+            v128_t acc = wasm_f32x4_splat(0.0f);
+            for (int j = 0; j <= t; j++)
+                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[v][j], wasm_v128_load(ub + (size_t)(t - j) * C + 4 * v)));
+            wasm_v128_store(ob + (size_t)t * C + 4 * v, acc);
         }
+    for (; t < T; t++) {
+        const float *ut = ub + (size_t)t * C;
+        v128_t acc[2];
+        for (int v = 0; v < NV; v++) acc[v] = wasm_f32x4_splat(0.0f);
+        for (int j = 0; j < K; j++)
+            for (int v = 0; v < NV; v++)
+                acc[v] = wasm_f32x4_add(acc[v], wasm_f32x4_mul(wv[v][j], wasm_v128_load(ut - (size_t)j * C + 4 * v)));
+        for (int v = 0; v < NV; v++) wasm_v128_store(ob + (size_t)t * C + 4 * v, acc[v]);
     }
 }
 
+/* Sequences outermost, so one sequence's rows stay in cache over its
+ * channel chunks. */
 KL_INLINE void kl_conv_fwd_k(const int K, float *out, const float *u, const float *wT, int B, int T, int C) {
     const int full = C / 4 * 4;
-    int i = 0;
-    for (; i + 8 <= full; i += 8) kl_conv_fwd_cols(K, 2, out, u, wT, B, T, C, i);
-    if (i < full) kl_conv_fwd_cols(K, 1, out, u, wT, B, T, C, i);
+    for (int b = 0; b < B; b++) {
+        int i = 0;
+        for (; i + 8 <= full; i += 8) kl_conv_fwd_cols(K, 2, out, u, wT, b, T, C, i);
+        if (i < full) kl_conv_fwd_cols(K, 1, out, u, wT, b, T, C, i);
+    }
     for (int c = full; c < C; c++)
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++) {
@@ -799,49 +802,55 @@ void atm_atome_conv_forward_wasm(float *out, const float *u, const float *w, flo
     }
 }
 
+/* Channels i .. i+3 of sequence b; the tap gradients continue from dwT and
+ * go back there (so each still sums over (b, t) ascending from 0). */
+KL_INLINE void kl_conv_bwd_cols(const int K, float *du, float *dwT, const float *dout, const float *u,
+                                const float *wT, int b, int T, int C, int i) {
+    const float *db = dout + (size_t)b * T * C + i, *ub = u + (size_t)b * T * C + i;
+    if (du) {
+        v128_t wv[8];
+        for (int j = 0; j < K; j++) wv[j] = wasm_v128_load(wT + (size_t)j * C + i);
+        float *dub = du + (size_t)b * T * C + i;
+        int m = 0;
+        for (; m + K - 1 < T; m++) {
+            v128_t acc = wasm_v128_load(dub + (size_t)m * C);
+            for (int j = 0; j < K; j++)
+                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[j], wasm_v128_load(db + (size_t)(m + j) * C)));
+            wasm_v128_store(dub + (size_t)m * C, acc);
+        }
+        for (; m < T; m++) {
+            v128_t acc = wasm_v128_load(dub + (size_t)m * C);
+            for (int j = 0; m + j < T; j++)
+                acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[j], wasm_v128_load(db + (size_t)(m + j) * C)));
+            wasm_v128_store(dub + (size_t)m * C, acc);
+        }
+    }
+    if (dwT) {
+        v128_t dwv[8];
+        for (int j = 0; j < K; j++) dwv[j] = wasm_v128_load(dwT + (size_t)j * C + i);
+        int t = 0;
+        for (; t < T && t < K - 1; t++) {
+            const v128_t dv = wasm_v128_load(db + (size_t)t * C);
+            for (int j = 0; j <= t; j++)
+                dwv[j] = wasm_f32x4_add(dwv[j], wasm_f32x4_mul(dv, wasm_v128_load(ub + (size_t)(t - j) * C)));
+        }
+        for (; t < T; t++) {
+            const v128_t dv = wasm_v128_load(db + (size_t)t * C);
+            for (int j = 0; j < K; j++)
+                dwv[j] = wasm_f32x4_add(dwv[j], wasm_f32x4_mul(dv, wasm_v128_load(ub + (size_t)(t - j) * C)));
+        }
+        for (int j = 0; j < K; j++) wasm_v128_store(dwT + (size_t)j * C + i, dwv[j]);
+    }
+}
+
 KL_INLINE void kl_conv_bwd_k(const int K, float *du, float *dwT, const float *dout, const float *u,
                              const float *wT, int B, int T, int C) {
     const int full = C / 4 * 4;
-    for (int i = 0; i < full; i += 4) {
-        v128_t wv[8], dwv[8];
-        for (int j = 0; j < K; j++) { wv[j] = wasm_v128_load(wT + (size_t)j * C + i); dwv[j] = wasm_f32x4_splat(0.0f); }
-        for (int b = 0; b < B; b++) {
-            const float *db = dout + (size_t)b * T * C + i, *ub = u + (size_t)b * T * C + i;
-            if (du) {
-                float *dub = du + (size_t)b * T * C + i;
-                int m = 0;
-                for (; m + K - 1 < T; m++) {
-                    v128_t acc = wasm_v128_load(dub + (size_t)m * C);
-                    for (int j = 0; j < K; j++)
-                        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[j], wasm_v128_load(db + (size_t)(m + j) * C)));
-                    wasm_v128_store(dub + (size_t)m * C, acc);
-                }
-                for (; m < T; m++) {
-                    v128_t acc = wasm_v128_load(dub + (size_t)m * C);
-                    for (int j = 0; m + j < T; j++)
-                        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wv[j], wasm_v128_load(db + (size_t)(m + j) * C)));
-                    wasm_v128_store(dub + (size_t)m * C, acc);
-                }
-            }
-            if (dwT) {
-                int t = 0;
-                for (; t < T && t < K - 1; t++) {
-                    const v128_t dv = wasm_v128_load(db + (size_t)t * C);
-                    for (int j = 0; j <= t; j++)
-                        dwv[j] = wasm_f32x4_add(dwv[j], wasm_f32x4_mul(dv, wasm_v128_load(ub + (size_t)(t - j) * C)));
-                }
-                for (; t < T; t++) {
-                    const v128_t dv = wasm_v128_load(db + (size_t)t * C);
-                    for (int j = 0; j < K; j++)
-                        dwv[j] = wasm_f32x4_add(dwv[j], wasm_f32x4_mul(dv, wasm_v128_load(ub + (size_t)(t - j) * C)));
-                }
-            }
-        }
-        if (dwT)
-            for (int j = 0; j < K; j++) wasm_v128_store(dwT + (size_t)j * C + i, dwv[j]);
-    }
-    for (int c = full; c < C; c++) {
-        for (int j = 0; j < K; j++) if (dwT) dwT[(size_t)j * C + c] = 0.0f;
+    if (dwT)
+        for (size_t x = 0; x < (size_t)K * C; x++) dwT[x] = 0.0f;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < full; i += 4) kl_conv_bwd_cols(K, du, dwT, dout, u, wT, b, T, C, i);
+    for (int c = full; c < C; c++)
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++) {
                 const size_t n = (size_t)b * T + t;
@@ -852,7 +861,6 @@ KL_INLINE void kl_conv_bwd_k(const int K, float *du, float *dwT, const float *do
                     if (dwT) dwT[(size_t)j * C + c] += dout[n * C + c] * u[m];
                 }
             }
-    }
 }
 
 void atm_atome_conv_backward_wasm(float *du, float *dw, const float *dout, const float *u,
