@@ -19,22 +19,31 @@
  *   dinp     dinp[N][IC] += dout[N][OC] . w   B = w
  *   dw       dw[OC][IC]  += dout^T . inp      A = dout^T by stride, B = inp
  * Columns go in blocks of 16 (4 vectors); a register tile keeps MR rows x NV
- * vectors of C for the whole k loop: 2 x 4 for full blocks, 2 x 3, 4 x 2 and
+ * vectors of C for the whole k loop: 2 x 4 for full blocks, 3 x 3, 4 x 2 and
  * 6 x 1 for the last block. V8 keeps 15 vector registers on x86-64 and
  * issues every load of a k step (NV B vectors, MR broadcasts) before the
- * arithmetic, which needs one register for each product, so a tile fits when
- * MR*NV + NV + MR + 1 <= 15. The former 3 x 3 tile (16) kept one accumulator
- * on the stack; 2 x 4 (15) measured ~3% less matmul time per atome-60k step
- * (interleaved replays; 4 x 2 within noise of 3 x 3).
+ * arithmetic, and needs one more register for the product being added, so a
+ * tile fits when MR*NV + NV + MR + 1 <= 15. The former 12-column blocks of
+ * 3 x 3 tiles (16: one accumulator lives on the stack) took ~3-4% more
+ * matmul time per atome-60k step than 2 x 4 (15) in interleaved replays;
+ * 4 x 2 measured within noise of 3 x 3. 3 x 3 stays for a last block of 3
+ * vectors (fewer loads per product than 2 x 3, measured faster on the
+ * vanilla attention shapes), and a product with 3 rows (dw of a 3-output
+ * layer) uses 12-column blocks: one 3 x 3 pass over B instead of 2 x 4 + 1 x 4.
+ * Packing A as well (broadcasts at fixed offsets, no lea) measured no faster
+ * on the large shapes and slower on small ones (packing cost), so A is read
+ * in place.
+ * A forward of at most KW_SMALLN rows (token-by-token generation) takes dot
+ * products of contiguous rows instead of packing w.
  *
- * Peak. The kernels reach ~26-28 GFLOP/s on the project's VM, which is the
- * multiply-then-add rate of this engine there: a loop of independent
- * a += x * y on registers (y changing every step) measured ~21-23 GFLOP/s
- * interleaved with them. atome_bench_muladd's ~39 GFLOP/s is not such a
- * peak: its products are loop-invariant and clang hoists the multiplies, so
- * it times adds only. A forward of at most KW_SMALLN rows (token-by-token
- * generation) takes dot products of contiguous rows instead of packing w.
- * Tests: tests/node/wasm-kernels.test.mjs. */
+ * Peak. The kernels reach ~26-28 GFLOP/s on the project's VM, and no
+ * faster multiply-then-add rate was found there: a loop of six independent
+ * a += x * y on registers (y changing every step, so nothing can be hoisted)
+ * measured ~21-23 GFLOP/s interleaved with them. atome_bench_muladd's
+ * ~39 GFLOP/s is not such a rate: its products are loop-invariant, clang
+ * hoists the multiplies out of the loop, and it times adds only. Timings on
+ * the VM drift by up to 2x with the load of other guests; compare builds
+ * interleaved in one process. Tests: tests/node/wasm-kernels.test.mjs. */
 #if defined(__wasm_simd128__)
 #include <stddef.h>
 #include <wasm_simd128.h>
@@ -46,7 +55,7 @@
 #define KW_NVMAX 4    /* vectors per column block: 16 columns */
 #define KW_MR1 6      /* rows per tile for 1, 2, 3, 4 column vectors */
 #define KW_MR2 4
-#define KW_MR3 2
+#define KW_MR3 3
 #define KW_MR4 2
 #define KW_NB (KW_NVMAX * 4)
 /* 256 x 16 floats = 16 KiB panel (stack): stays in L1 beside the streamed rows. */
@@ -149,6 +158,10 @@ static const kw_rows_fn KW_ROWS[KW_NVMAX][4] = {
     { kw_rows_4_0, kw_rows_4_1, kw_rows_4_2, kw_rows_4_3 },
 };
 
+/* Columns per block for `rows` rows: 12 when all rows fit one 3 x 3 tile
+ * (one pass over B instead of a 2 x 4 and a 1 x 4 tile), else KW_NB. */
+KW_INLINE int kw_nb(int rows) { return rows == 3 ? 12 : KW_NB; }
+
 /* C[rows][0 .. cols) for cols <= KW_NB. */
 static void kw_block(int cols, int rows, int kc, const float *a, ptrdiff_t ars, ptrdiff_t aks,
                      const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int addc) {
@@ -236,16 +249,16 @@ void atm_matmul_backward_wasm(float *dinp, float *dw, const float *dout, const f
                               const float *w, int N, int IC, int OC) {
     if (N <= 0 || IC <= 0 || OC <= 0) return;
     if (dinp)
-        for (int ic0 = 0; ic0 < IC; ic0 += KW_NB) {
-            int nc = IC - ic0 < KW_NB ? IC - ic0 : KW_NB;
+        for (int ic0 = 0, nb = kw_nb(N); ic0 < IC; ic0 += nb) {
+            int nc = IC - ic0 < nb ? IC - ic0 : nb;
             kw_block(nc, N, OC, dout, OC, 1, w + ic0, IC, dinp + ic0, IC, 1);
         }
     if (dw)
         for (int n0 = 0; n0 < N; n0 += KW_NSLAB) {
             int nn = N - n0 < KW_NSLAB ? N - n0 : KW_NSLAB;
             const float *d = dout + (size_t)n0 * OC, *x = inp + (size_t)n0 * IC;
-            for (int ic0 = 0; ic0 < IC; ic0 += KW_NB) {
-                int nc = IC - ic0 < KW_NB ? IC - ic0 : KW_NB;
+            for (int ic0 = 0, nb = kw_nb(OC); ic0 < IC; ic0 += nb) {
+                int nc = IC - ic0 < nb ? IC - ic0 : nb;
                 kw_block(nc, OC, nn, d, 1, OC, x + ic0, IC, dw + ic0, IC, 1);
             }
         }

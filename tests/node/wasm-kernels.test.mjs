@@ -4,7 +4,7 @@
 // in double, on every combination of N, IC, OC in {1, 3, 5, 15, 17, 63, 64,
 // 65, 256}: sizes below, at and around the 4-float vector, the 16-column
 // block and the 128-row dw slab; plus every row count left over by the
-// 2/4/6-row tiles next to full and partial 16-column blocks.
+// 2/3/4/6-row tiles next to full and partial 16-column blocks.
 //
 // Accuracy: every result must be within Higham's bound of the exact value,
 //   |computed - exact| <= gamma(K+1) * sum |terms|,  gamma(n) = n u / (1 - n u), u = 2^-24,
@@ -155,7 +155,7 @@ test('forward, dinp and dw on every size combination: within the rounding bound,
   assert.equal(cases, SIZES.length ** 3);
 });
 
-test('tile edges: every leftover row count of the 2/4/6-row tiles, with 1..4-vector column blocks', () => {
+test('tile edges: every leftover row count of the 2/3/4/6-row tiles, with 1..4-vector column blocks', () => {
   const r = rng(4321);
   for (const N of [2, 4, 6, 7, 8, 9, 10, 11, 12, 13]) for (const OC of [4, 8, 12, 16, 20, 24, 28, 30]) for (const IC of [2, 16]) {
     const inp = fill(new Float32Array(N * IC), r), w = fill(new Float32Array(OC * IC), r);
