@@ -614,12 +614,6 @@ API void atome_layer_attn_fwd(int which, float *out, int32_t *idx, float *p, con
     LAYER(which, atm_atome_attn_forward)(out, idx, p, q, k, v, scratch, B, T, DH, C, TK);
 }
 
-API void atome_layer_attn_bwd(int which, float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
-                              const float *p, const float *q, const float *k, const float *v,
-                              int B, int T, int DH, int C, int TK) {
-    LAYER(which, atm_atome_attn_backward)(dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, TK);
-}
-
 API void atome_layer_ssm_fwd(int which, float *s, float *out, const float *u, const float *a_raw,
                              const float *b, const float *c_out, float *scratch, int B, int T, int C) {
     LAYER(which, atm_atome_ssm_forward)(s, out, u, a_raw, b, c_out, scratch, B, T, C);

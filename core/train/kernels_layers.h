@@ -143,7 +143,8 @@ ATM_LAYER_KERNELS_DECL(avx512)
 #endif
 
 #if defined(__wasm_simd128__)
-/* kernels_layers_wasm.c; the wasm-simd set's softmax is the reference. */
+/* kernels_layers_wasm.c; the wasm-simd set's other members (softmax, attention
+ * backward) are the references. */
 void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const float *inp,
                                 const float *g, const float *b, int N, int C);
 void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,
@@ -166,9 +167,6 @@ void atm_atome_conv_forward_wasm(float *out, const float *u, const float *w, flo
                                  int B, int T, int C, int K);
 void atm_atome_conv_backward_wasm(float *du, float *dw, const float *dout, const float *u,
                                   const float *w, float *scratch, int B, int T, int C, int K);
-void atm_atome_attn_backward_wasm(float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
-                                  const float *p, const float *q, const float *k, const float *v,
-                                  int B, int T, int DH, int C, int TK);
 void atm_atome_mix_forward_wasm(float *hout, float *r, const float *hin, const float *const *paths,
                                 int N, int C, int P);
 void atm_atome_mix_backward_wasm(float *drl, float *const *dpaths, const float *dhout, const float *r,

@@ -1,8 +1,8 @@
 /* core/train/kernels_layers_wasm.c — wasm SIMD128 layer kernels (wasm
  * -msimd128 only): layernorm forward/backward, softmax + cross-entropy
- * forward/backward, the vector exp, the attention row selection, forward
- * and backward, the SSM scans, the depthwise conv and the router mixing of
- * kernels_layers.h (the set's softmax is the reference).
+ * forward/backward, the vector exp, the attention row selection and
+ * forward, the SSM scans, the depthwise conv and the router mixing of
+ * kernels_layers.h (softmax and attention backward are the references).
  *
  * Contract: the contract of kernels_layers.h for every function here, with
  * the x86 sets' algorithms (kernels_x86_layers_tmpl.h) on 4-float vectors:
@@ -50,9 +50,9 @@
  *               output in one pass; the backward takes dotf's 8 lanes as two
  *               vectors and the dpaths axpy in the same pass (C % 8 == 0,
  *               else the reference).
- *   attn_backward bit-identical to the reference: TK <= 8 and C % 8 == 0,
- *               per row the dots of all kept positions, then the dv, dq and
- *               dk axpys; otherwise the reference.
+ * Attention backward stays the reference: a 4-lane port of the x86 kernel
+ * and two wasm versions (one pass per row; all dots, then the axpys)
+ * measured no faster than clang's vectorisation of it in this build.
  * Rows are independent and computed in an order that depends only on their
  * length; column tails use lane loads/stores (no reads or writes outside the
  * buffers). Functions of the layer set without a vector version here are the
@@ -689,9 +689,9 @@ KL_INLINE void kl_attn_block(const int TKC, float *out, int32_t *idx, float *p, 
     }
 }
 
-/* One function per kept count: V8 compiles the eight inlined copies in one
- * function markedly worse (measured on the attention backward: 168 vs 119 us
- * per call for TK = 4). */
+/* One function per kept count: V8 compiled the eight inlined copies in one
+ * function markedly worse (atome-60k shapes, TK = 4: 228 vs 182 us per
+ * call). */
 #define KL_NOINLINE static __attribute__((noinline))
 typedef void (*kl_attn_seq_fn)(float *out, int32_t *idx, float *p, const float *q, const float *k,
                                const float *v, int T, int DH, int C, size_t n0, float scale, float *sc);
@@ -994,109 +994,6 @@ void atm_atome_mix_backward_wasm(float *drl, float *const *dpaths, const float *
         }
     }
     atm_atome_mix_backward_ref(drl, dpaths, dhout, r, paths, N, C, P);
-}
-
-/* Attention backward, TKC = TK <= 8 and C % 8 == 0, rows in the
- * reference's order. Per row the dot products d . v_m of all kept positions
- * first (dotf's 8 lanes as two vectors, combined as dotf; one pass over d
- * for all of them when the row keeps TKC), then the dv axpys, then the
- * reference's dq and dk axpys. The reference interleaves the dots and the dv
- * axpys by position; they touch different buffers, so the order between
- * them changes no bits. Loading v rows while storing dv rows a multiple of
- * 4 KiB apart, as the one-pass version did, measured slower. */
-KL_INLINE void kl_attn_bwd_k(const int TKC, float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
-                             const float *p, const float *q, const float *k, const float *v,
-                             int B, int T, int DH, int C, float scale) {
-    for (int b = 0; b < B; b++) {
-        const size_t n0 = (size_t)b * T;
-        for (int t = 0; t < T; t++) {
-            const size_t n = n0 + t;
-            const float *d = dout + n * C, *ps = p + n * TKC, *qt = q + n * DH;
-            const int32_t *is = idx + n * TKC;
-            const int keff = TKC < t + 1 ? TKC : t + 1;
-            float dp[8], sum = 0.0f;
-            if (keff == TKC) {
-                const float *vr[8];
-                v128_t lo[8], hi[8];
-                for (int i = 0; i < TKC; i++) { vr[i] = v + (n0 + (size_t)is[i]) * C; lo[i] = hi[i] = wasm_f32x4_splat(0.0f); }
-                for (int c = 0; c < C; c += 8) {
-                    const v128_t d0 = wasm_v128_load(d + c), d1 = wasm_v128_load(d + c + 4);
-                    for (int i = 0; i < TKC; i++) {
-                        lo[i] = wasm_f32x4_add(lo[i], wasm_f32x4_mul(d0, wasm_v128_load(vr[i] + c)));
-                        hi[i] = wasm_f32x4_add(hi[i], wasm_f32x4_mul(d1, wasm_v128_load(vr[i] + c + 4)));
-                    }
-                }
-                for (int i = 0; i < TKC; i++) {
-                    const v128_t s4 = wasm_f32x4_add(lo[i], hi[i]);
-                    dp[i] = (wasm_f32x4_extract_lane(s4, 0) + wasm_f32x4_extract_lane(s4, 1)) +
-                            (wasm_f32x4_extract_lane(s4, 2) + wasm_f32x4_extract_lane(s4, 3));
-                }
-            } else {
-                for (int i = 0; i < keff; i++) {
-                    const float *vr = v + (n0 + (size_t)is[i]) * C;
-                    v128_t lo = wasm_f32x4_splat(0.0f), hi = lo;
-                    for (int c = 0; c < C; c += 8) {
-                        lo = wasm_f32x4_add(lo, wasm_f32x4_mul(wasm_v128_load(d + c), wasm_v128_load(vr + c)));
-                        hi = wasm_f32x4_add(hi, wasm_f32x4_mul(wasm_v128_load(d + c + 4), wasm_v128_load(vr + c + 4)));
-                    }
-                    const v128_t s4 = wasm_f32x4_add(lo, hi);
-                    dp[i] = (wasm_f32x4_extract_lane(s4, 0) + wasm_f32x4_extract_lane(s4, 1)) +
-                            (wasm_f32x4_extract_lane(s4, 2) + wasm_f32x4_extract_lane(s4, 3));
-                }
-            }
-            for (int i = 0; i < keff; i++) sum += ps[i] * dp[i];
-            if (dv)
-                for (int i = 0; i < keff; i++) {
-                    float *o = dv + (n0 + (size_t)is[i]) * C;
-                    const v128_t a = wasm_f32x4_splat(ps[i]);
-                    for (int c = 0; c < C; c += 4)
-                        wasm_v128_store(o + c, wasm_f32x4_add(wasm_v128_load(o + c), wasm_f32x4_mul(a, wasm_v128_load(d + c))));
-                }
-            for (int i = 0; i < keff; i++) {
-                const size_t m = n0 + (size_t)is[i];
-                const float ds = ps[i] * (dp[i] - sum) * scale;   /* dL / d(q.k) */
-                const v128_t dsv = wasm_f32x4_splat(ds);
-                int e;
-                if (dq) {
-                    float *o = dq + n * DH; const float *x = k + m * DH;
-                    for (e = 0; e + 4 <= DH; e += 4)
-                        wasm_v128_store(o + e, wasm_f32x4_add(wasm_v128_load(o + e), wasm_f32x4_mul(dsv, wasm_v128_load(x + e))));
-                    for (; e < DH; e++) o[e] += ds * x[e];
-                }
-                if (dk) {
-                    float *o = dk + m * DH;
-                    for (e = 0; e + 4 <= DH; e += 4)
-                        wasm_v128_store(o + e, wasm_f32x4_add(wasm_v128_load(o + e), wasm_f32x4_mul(dsv, wasm_v128_load(qt + e))));
-                    for (; e < DH; e++) o[e] += ds * qt[e];
-                }
-            }
-        }
-    }
-}
-typedef void (*kl_attn_bwd_fn)(float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
-                               const float *p, const float *q, const float *k, const float *v,
-                               int B, int T, int DH, int C, float scale);
-#define KL_ATTN_BWD(K_)                                                                                  \
-    KL_NOINLINE void kl_attn_bwd_##K_(float *dq, float *dk, float *dv, const float *dout, const int32_t *idx, \
-                                      const float *p, const float *q, const float *k, const float *v,    \
-                                      int B, int T, int DH, int C, float scale) {                        \
-        kl_attn_bwd_k(K_, dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale);                        \
-    }
-KL_ATTN_BWD(1) KL_ATTN_BWD(2) KL_ATTN_BWD(3) KL_ATTN_BWD(4)
-KL_ATTN_BWD(5) KL_ATTN_BWD(6) KL_ATTN_BWD(7) KL_ATTN_BWD(8)
-#undef KL_ATTN_BWD
-
-void atm_atome_attn_backward_wasm(float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
-                                  const float *p, const float *q, const float *k, const float *v,
-                                  int B, int T, int DH, int C, int TK) {
-    const float scale = 1.0f / sqrtf((float)DH);
-    if (C % 8 != 0 || TK < 1 || TK > 8) {
-        atm_atome_attn_backward_ref(dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, TK);
-        return;
-    }
-    static const kl_attn_bwd_fn bwd[8] = { kl_attn_bwd_1, kl_attn_bwd_2, kl_attn_bwd_3, kl_attn_bwd_4,
-                                           kl_attn_bwd_5, kl_attn_bwd_6, kl_attn_bwd_7, kl_attn_bwd_8 };
-    bwd[TK - 1](dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, scale);
 }
 
 /* ---- SSM scans ----
