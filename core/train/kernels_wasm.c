@@ -39,9 +39,9 @@
  * Peak. The kernels reach ~26-28 GFLOP/s on the project's VM, and no
  * faster multiply-then-add rate was found there: a loop of six independent
  * a += x * y on registers (y changing every step, so nothing can be hoisted)
- * measured ~21-23 GFLOP/s interleaved with them. atome_bench_muladd's
- * ~39 GFLOP/s is not such a rate: its products are loop-invariant, clang
- * hoists the multiplies out of the loop, and it times adds only. Timings on
+ * measured ~21-23 GFLOP/s interleaved with them (a loop whose products are
+ * loop-invariant gets its multiplies hoisted by clang and times adds only:
+ * ~39 GFLOP/s, not a multiply-then-add rate). Timings on
  * the VM drift by up to 2x with the load of other guests; compare builds
  * interleaved in one process. Tests: tests/node/wasm-kernels.test.mjs. */
 #if defined(__wasm_simd128__)
