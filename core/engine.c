@@ -10,7 +10,8 @@
  *
  * Speed: the hot loops go through a kernel set (engine_kernels.h): the
  * plain-C kernels at the end of this file everywhere, instruction-set
- * versions (core/engine_x86.c) where the CPU has them, all bit-identical
+ * versions (core/engine_x86.c, core/engine_wasm.c) where the CPU has them,
+ * all bit-identical
  * (docs/fixed-point.md §9). */
 #include "engine.h"
 #include "engine_kernels.h"
@@ -256,6 +257,9 @@ struct vin {
 #ifdef ATM_EK_X86
     atm_ek_vec xv;               /* AVX2 / AVX-512 */
 #endif
+#ifdef ATM_EK_WASM
+    atm_ek_wvec wv;              /* wasm SIMD128 */
+#endif
 #ifdef ATM_T2_LUT
     int32_t lut[ATM_LUT_MAX_D / 2 * 16];
 #endif
@@ -272,6 +276,11 @@ static void rk_avx2(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *i
 }
 static void rk_avx512(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
     atm_ek_matvec_avx512(b, rows, cols, &in->xv, out);
+}
+#endif
+#ifdef ATM_EK_WASM
+static void rk_wasm(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
+    atm_ek_matvec_wasm(b, rows, cols, &in->wv, out);
 }
 #endif
 #ifdef ATM_T2_LUT
@@ -306,8 +315,9 @@ static void rk_lut(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in
 
 /* The kernel used for a model of width d: the requested one if this build
  * and CPU have it and d fits it, else the best that does (AUTO: AVX-512,
- * AVX2, SSE2, pair-sum table, portable). Row kernels need d % 4 == 0
- * (rows start on a byte); SSE2 needs d % 64 == 0, the table d <= 128. */
+ * AVX2, SSE2, wasm SIMD128, pair-sum table, portable). Row kernels need
+ * d % 4 == 0 (rows start on a byte); SSE2 needs d % 64 == 0, the table
+ * d <= 128. */
 static int kernel_fits(int k, int d) {
     (void)d;
     switch (k) {
@@ -321,11 +331,15 @@ static int kernel_fits(int k, int d) {
 #ifdef ATM_EK_X86
     case ATM_KERNEL_AVX2: case ATM_KERNEL_AVX512: return d % 4 == 0 && atm_ek_x86_supported(k);
 #endif
+#ifdef ATM_EK_WASM
+    case ATM_KERNEL_WASM: return d % 4 == 0;
+#endif
     default: return 0;
     }
 }
 static int pick_kernel(int want, int d) {
-    static const int order[] = { ATM_KERNEL_AVX512, ATM_KERNEL_AVX2, ATM_KERNEL_SSE2, ATM_KERNEL_LUT };
+    static const int order[] = { ATM_KERNEL_AVX512, ATM_KERNEL_AVX2, ATM_KERNEL_SSE2, ATM_KERNEL_WASM,
+                                 ATM_KERNEL_LUT };
     if (want != ATM_KERNEL_AUTO) return kernel_fits(want, d) ? want : ATM_KERNEL_PORTABLE;
     for (unsigned i = 0; i < sizeof order / sizeof order[0]; i++)
         if (kernel_fits(order[i], d)) return order[i];
@@ -354,6 +368,12 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
         atm_ek_prep_avx2(x, (uint32_t)d, &in->xv);
         in->rk = kernel == ATM_KERNEL_AVX2 ? rk_avx2 : rk_avx512;
         in->t5 = kernel == ATM_KERNEL_AVX2 ? atm_ek_t5_to_t2_avx2 : atm_ek_t5_to_t2_avx512;
+        break;
+#endif
+#ifdef ATM_EK_WASM
+    case ATM_KERNEL_WASM:
+        atm_ek_prep_wasm(x, (uint32_t)d, &in->wv);
+        in->rk = rk_wasm;
         break;
 #endif
 #ifdef ATM_T2_LUT
@@ -635,6 +655,9 @@ int atm_engine_set_kernel(atm_engine *e, int kernel) {
     case ATM_KERNEL_AVX2: case ATM_KERNEL_AVX512:
         if (!atm_ek_x86_supported(kernel)) return -1;
         break;
+#endif
+#ifdef ATM_EK_WASM
+    case ATM_KERNEL_WASM: break;
 #endif
     default: return -1;
     }

@@ -39,10 +39,11 @@
 /* Kernel sets. They compute the same integers (exact sums), so the choice
  * changes speed only; AUTO picks the fastest this build, this CPU and the
  * model allow: AVX-512 (with VNNI), AVX2 or SSE2 on x86-64 (chosen at run
- * time, docs/fixed-point.md), the pair-sum table on Cortex-M3/M4 and wasm,
+ * time, docs/fixed-point.md), the wasm SIMD128 row kernel in a wasm build
+ * with SIMD, the pair-sum table on Cortex-M3/M4 and wasm without SIMD,
  * portable on Cortex-M0. */
 enum { ATM_KERNEL_AUTO = 0, ATM_KERNEL_PORTABLE = 1, ATM_KERNEL_LUT = 2, ATM_KERNEL_SSE2 = 3,
-       ATM_KERNEL_AVX2 = 4, ATM_KERNEL_AVX512 = 5 };
+       ATM_KERNEL_AVX2 = 4, ATM_KERNEL_AVX512 = 5, ATM_KERNEL_WASM = 6 };
 
 typedef struct {
     const atm_model *m;

@@ -1,6 +1,6 @@
 /* core/engine_kernels.h — internal interface between the integer engine
  * (core/engine.c) and its instruction-set specific kernels
- * (core/engine_x86.c). Not a public header: front ends use engine.h.
+ * (core/engine_x86.c, core/engine_wasm.c). Not a public header: front ends use engine.h.
  *
  * Contract. Every kernel computes exactly the integers its plain-C twin
  * computes, for every length, odd ones included: the choice of kernel
@@ -143,6 +143,25 @@ void atm_ek_ln_out_avx512(int16_t *u, const uint8_t *g, const uint8_t *b, int d,
 void atm_ek_ssm_avx512(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 void atm_ek_scores_avx512(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
 void atm_ek_t5_to_t2_avx512(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out);
+#endif
+
+#if defined(__wasm_simd128__) && !defined(ATM_ENGINE_PORTABLE)
+#define ATM_EK_WASM 1
+
+/* A matvec input prepared once per vector for the wasm SIMD128 kernel
+ * (core/engine_wasm.c): columns in chunks of 64, entry 64 g + 8 q + k holds
+ * column 64 g + 8 k + q (the q-th trit of the int16 lane k of the chunk's
+ * 16 row bytes); entries past cols (in the last chunk) are 0. */
+typedef struct {
+    int16_t xd[ATM_MAX_D];
+} atm_ek_wvec;
+
+/* Fills v from x[cols] (cols % 4 == 0, cols <= ATM_MAX_D; reads x[0 .. cols) only). */
+void atm_ek_prep_wasm(const int16_t *x, uint32_t cols, atm_ek_wvec *v);
+
+/* atm_ek_matvec_ref with the prepared input (cols % 4 == 0, cols <=
+ * ATM_MAX_D); reads b[0 .. rows * cols / 4) only. */
+void atm_ek_matvec_wasm(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_wvec *v, int32_t *out);
 #endif
 
 #endif

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include "container.h"
 #include "engine.h"
+#include "engine_kernels.h"
 #include "export.h"
 #include "format.h"
 #include "rng.h"
@@ -167,4 +168,34 @@ API double atome_engine_stat(engine_session *s, int what) {
     case 9: return s->m.encoding;
     default: return -1;
     }
+}
+
+/* The kernel set the open engine's steps run (ATM_KERNEL_* of engine.h), or
+ * -1 with no model open. */
+API int atome_engine_kernel(engine_session *s) { return s->open ? atm_engine_kernel(&s->e) : -1; }
+
+/* Forces a kernel set (tests, benchmarks; 0 = AUTO): 0, or -1 if this build
+ * does not have it. */
+API int atome_engine_set_kernel(engine_session *s, int kernel) {
+    return s->open ? atm_engine_set_kernel(&s->e, kernel) : -1;
+}
+
+/* Test entry for the ternary row kernels (tests/node/wasm-engine-kernels):
+ * out[rows] = the ATOME01 rows b (rows x cols / 4 bytes) times x[cols] by
+ * which = 0 the plain-C twin atm_ek_matvec_ref, 1 the wasm SIMD128 kernel
+ * (prepared input included). Reads b and x only within those lengths.
+ * Returns 0, or -1 for an unknown kernel, one this build lacks (1 in
+ * atome-scalar.wasm) or cols outside the kernels' range. */
+API int atome_ek_matvec(int which, const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *x, int32_t *out) {
+    if (cols == 0 || cols % 4 != 0 || cols > ATM_MAX_D) return -1;
+    if (which == 0) { atm_ek_matvec_ref(b, rows, cols, x, out); return 0; }
+#ifdef ATM_EK_WASM
+    if (which == 1) {
+        static atm_ek_wvec v;
+        atm_ek_prep_wasm(x, cols, &v);
+        atm_ek_matvec_wasm(b, rows, cols, &v, out);
+        return 0;
+    }
+#endif
+    return -1;
 }
