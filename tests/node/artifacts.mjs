@@ -54,6 +54,20 @@ export const nodeCli = (args, opts) => run(process.execPath, [cliScript, ...args
   { ...opts, env: { ATOME_WASM: wasmFile('simd'), ...(opts?.env ?? {}) } });
 
 // Index of the first differing byte of two byte arrays, or -1.
+// mulberry32: a small seeded generator, so every run of a test uses the
+// same inputs. mulberry32(seed)() is a u32; rng01(seed)() a float in [0, 1).
+export function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  };
+}
+export const rng01 = (seed) => { const u = mulberry32(seed); return () => u() / 4294967296; };
+
 export function firstDiff(a, b) {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;

@@ -22,22 +22,10 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { load, repo, corpus } from './artifacts.mjs';
+import { load, repo, corpus, mulberry32 as rng } from './artifacts.mjs';
 
 const KERNEL = { PORTABLE: 1, LUT: 2, WASM: 6 };
 const MAX_D = 1024;
-
-// mulberry32: a small seeded generator so every run uses the same inputs.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-}
 
 // ATOME01 rows: code 00 = 0, 01 = +1, 11 = -1 (10 never occurs), first trit in the low bits.
 const CODE = [3, 0, 1];   // index trit + 1 -> code

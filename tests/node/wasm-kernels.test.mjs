@@ -17,23 +17,12 @@
 // the exact value to ~1e-16 relative.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { load } from './artifacts.mjs';
+import { load, rng01 as rng } from './artifacts.mjs';
 
 const SIZES = [1, 3, 5, 15, 17, 63, 64, 65, 256];
 const U = 2 ** -24;
 const gamma = (n) => (n * U) / (1 - n * U);
 
-// mulberry32: a small seeded generator so every run uses the same inputs.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const fill = (f, r) => { for (let i = 0; i < f.length; i++) f[i] = Math.fround(2 * r() - 1); return f; };
 
 // Exact products in double: out[N][OC] = inp . w^T, plus the bound per element.

@@ -18,22 +18,12 @@
 // layernorm backward keeps a row of up to 256 on the stack, longer rows recompute).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { load } from './artifacts.mjs';
+import { load, rng01 as rng } from './artifacts.mjs';
 
 const SIZES = [1, 3, 5, 15, 17, 63, 64, 65, 256, 257, 302];
 const f = Math.fround;
 const EPS = f(1e-5);   // ATM_LN_EPS
 
-function rng(seed) {   // mulberry32
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = (n, r, scale = 1, off = 0) => Float32Array.from({ length: n }, () => f(off + scale * (2 * r() - 1)));
 
 // The kernels' row sum: 4 lanes in index order (a tail adds zeros), then (l0+l2)+(l1+l3).
