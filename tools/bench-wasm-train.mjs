@@ -23,11 +23,15 @@
 // work counted (matmul_gflop) and replayed alone with the same kernels
 // (matmul_ms; other_ms = step_ms - matmul_ms). The summary line says what
 // the 0.5 target leaves for the non-matmul work once the wasm matmuls are
-// paid for, and what the ratio would be if that work cost nothing.
+// paid for, and what the ratio would be if that work cost nothing, also
+// with the matmuls at the rate of a register-only 4-lane multiply-then-add
+// loop measured in the same run (best of the rounds).
 // Output: a table, then one line "JSON: {...}"
 // with every figure and the ratio wasm-simd / native fastest (the issue's
-// target is >= 0.5), plus the ratio to native avx2 where the CPU has it. --matmul prints GFLOP/s of the wasm kernels on the trainers'
-// shapes instead. Builds nothing: run the native and wasm builds first.
+// target is >= 0.5), plus the ratio to native avx2 where the CPU has it.
+// --matmul prints, instead, GFLOP/s of the wasm kernels on the trainers'
+// shapes and, for scale, of a register-only 4-lane multiply-then-add loop
+// (muladd_loop_gflops). Builds nothing: run the native and wasm builds first.
 // ATOME_WASM_BUILD / ATOME_NATIVE_BUILD select other build directories.
 import { existsSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -121,6 +125,23 @@ function benchNative(config) {
   return JSON.parse(line.slice(6)).results;
 }
 
+// A register-only multiply-then-add loop on 4-float vectors
+// (atome_bench_muladd: 6 independent accumulators, 48 flops per round, no
+// loads), best of 7 CPU-time windows of >= 20 ms: GFLOP/s, for scale.
+async function muladdLoop() {
+  const simd = await loadAtome(readFileSync(wasmFiles['wasm-simd']));
+  const iters = 200000;
+  simd.ex.atome_bench_muladd(iters, 0);
+  let bestMs = Infinity;
+  for (let r = 0; r < 7; r++) {
+    const t = cpuMs();
+    let n = 0;
+    do { simd.ex.atome_bench_muladd(iters, 0); n++; } while (cpuMs() - t < 20);
+    bestMs = Math.min(bestMs, (cpuMs() - t) / n);
+  }
+  return 48 * iters / bestMs / 1e6;
+}
+
 async function matmul() {
   const shapes = [[64, 64], [64, 16], [64, 3], [64, 256], [44, 132], [44, 44], [44, 256], [256, 256], [256, 64]];
   const N = args.batch * (args.seq - 1);
@@ -157,11 +178,14 @@ async function matmul() {
       for (const p of [inp, w, out, dinp, dw]) ex.atome_free(p);
     }
   }
+  const muladd = await muladdLoop();
   console.log(`bench-wasm-train --matmul: N = ${N} rows, GFLOP/s (2*N*IC*OC flops per product), Node ${process.version}`);
+  console.log(`register-only 4-lane multiply-then-add loop (6 accumulators, no loads): ${muladd.toFixed(1)} GFLOP/s`);
   console.log(`${'IC,OC'.padEnd(9)} ${'kernels'.padEnd(10)} ${'forward'.padStart(9)} ${'dinp'.padStart(9)} ${'dw'.padStart(9)}`);
   for (const r of rows)
     console.log(`${`${r.ic},${r.oc}`.padEnd(9)} ${r.kernels.padEnd(10)} ${r.forward.toFixed(1).padStart(9)} ${r.dinp.toFixed(1).padStart(9)} ${r.dw.toFixed(1).padStart(9)}`);
   console.log('JSON: ' + JSON.stringify({ bench: 'wasm-matmul', clock: 'process_cpu', node: process.version, N,
+    muladd_loop_gflops: +muladd.toFixed(2),
     results: rows.map((r) => ({ ...r, forward: +r.forward.toFixed(2), dinp: +r.dinp.toFixed(2), dw: +r.dw.toFixed(2) })) }));
 }
 
@@ -181,11 +205,14 @@ async function train() {
     if (!old || r.step_ms < old.step_ms) best.set(k, r);
     best.get(k).matmul_ms = mm;
   };
-  for (let round = 0; round < args.rounds; round++)
+  let muladd = 0;
+  for (let round = 0; round < args.rounds; round++) {
+    muladd = Math.max(muladd, await muladdLoop());
     for (const config of args.configs.split(',')) {
       for (const r of benchNative(config)) keep({ build: 'native', ...r });
       for (const kind of ['wasm-simd', 'wasm-ref']) keep({ build: kind, ...(await benchWasm(kind, config)) });
     }
+  }
   results.push(...best.values());
   console.log(`bench-wasm-train: batch ${args.batch} x seq ${args.seq} (${bytesPerStep} trained bytes/step), 1 thread, ` +
     `median of ${args.steps} steps after ${args.warmup} warm-up, best of ${args.rounds} rounds, Node ${process.version}`);
@@ -215,13 +242,17 @@ async function train() {
       wasm_matmul_ms: +w.matmul_ms.toFixed(3), wasm_step_ms_for_target: +allowed.toFixed(3),
       ratio_if_wasm_other_were_free: +(n.step_ms / w.matmul_ms).toFixed(3),
       wasm_other_ms_allowed: +(allowed - w.matmul_ms).toFixed(3),
-      wasm_other_ms: +(w.step_ms - w.matmul_ms).toFixed(3), native_other_ms: +(n.step_ms - n.matmul_ms).toFixed(3) };
+      wasm_other_ms: +(w.step_ms - w.matmul_ms).toFixed(3), native_other_ms: +(n.step_ms - n.matmul_ms).toFixed(3),
+      wasm_muladd_loop_gflops: +muladd.toFixed(2), wasm_matmul_ms_at_loop_rate: +(w.matmul_gflop / muladd * 1e3).toFixed(3),
+      ratio_if_wasm_other_were_free_at_loop_rate: +(n.step_ms / (w.matmul_gflop / muladd * 1e3)).toFixed(3) };
     const x = summary[config];
     console.log(`${config}: matmuls ${(x.matmul_gflop_per_step * 1e3).toFixed(1)} MFLOP/step, ${x.wasm_matmul_ms.toFixed(2)} ms in wasm ` +
       `(${x.wasm_matmul_gflops_in_replay.toFixed(1)} GFLOP/s; native ${n.kernels} ${x.native_matmul_gflops_in_replay.toFixed(1)}). ` +
       `Ratio 0.5 needs a wasm step <= ${x.wasm_step_ms_for_target.toFixed(2)} ms: ${x.wasm_other_ms_allowed.toFixed(2)} ms for the ` +
       `non-matmul work (wasm now ${x.wasm_other_ms.toFixed(2)} ms, native ${n.kernels} ${x.native_other_ms.toFixed(2)} ms); ` +
-      `with that work free the ratio would be ${x.ratio_if_wasm_other_were_free.toFixed(2)}.`);
+      `with that work free the ratio would be ${x.ratio_if_wasm_other_were_free.toFixed(2)}. A register-only 4-lane ` +
+      `mul+add loop runs at ${x.wasm_muladd_loop_gflops.toFixed(1)} GFLOP/s: matmuls at that rate would take ` +
+      `${x.wasm_matmul_ms_at_loop_rate.toFixed(2)} ms, ratio with free non-matmul work ${x.ratio_if_wasm_other_were_free_at_loop_rate.toFixed(2)}.`);
   }
   console.log('JSON: ' + JSON.stringify({ bench: 'wasm-train', clock: 'cpu', node: process.version, batch: args.batch,
     seq: args.seq, bytes_per_step: bytesPerStep, rounds: args.rounds, results: results.map((r) => ({

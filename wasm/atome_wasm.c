@@ -28,6 +28,9 @@
  * (atm_calib_sample, atm_logits_q16 in core/train/export.c). */
 #define _DEFAULT_SOURCE /* sbrk */
 #include <emscripten/emscripten.h>
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -533,6 +536,37 @@ API int atome_mm_replay(int times) {
     return 0;
 }
 API void atome_mm_release(void) { free(g_mm_scratch); g_mm_scratch = NULL; g_mm_floats = 0; g_ncalls = 0; }
+
+/* A register-only 4-lane multiply-then-add loop, for
+ * `tools/bench-wasm-train.mjs --matmul`: six independent a += x * y, with
+ * y = y ^ splat(zero) every round. The caller passes zero = 0, so y keeps
+ * its value, but the compiler cannot know it and must multiply in the loop
+ * (without the xor, clang hoists the loop-invariant products and the loop
+ * times adds only). 48 flops per round. In a build without SIMD128: 0, no
+ * work. */
+API float atome_bench_muladd(int iters, int zero) {
+#if defined(__wasm_simd128__)
+    v128_t y = wasm_f32x4_splat(1.0f), z = wasm_i32x4_splat(zero);
+    v128_t x0 = wasm_f32x4_splat(1e-3f), x1 = wasm_f32x4_splat(2e-3f), x2 = wasm_f32x4_splat(3e-3f);
+    v128_t x3 = wasm_f32x4_splat(4e-3f), x4 = wasm_f32x4_splat(5e-3f), x5 = wasm_f32x4_splat(6e-3f);
+    v128_t a0 = x0, a1 = x1, a2 = x2, a3 = x3, a4 = x4, a5 = x5;
+    for (int i = 0; i < iters; i++) {
+        y = wasm_v128_xor(y, z);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(x0, y));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(x1, y));
+        a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(x2, y));
+        a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(x3, y));
+        a4 = wasm_f32x4_add(a4, wasm_f32x4_mul(x4, y));
+        a5 = wasm_f32x4_add(a5, wasm_f32x4_mul(x5, y));
+    }
+    v128_t t = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_add(a0, a1), wasm_f32x4_add(a2, a3)),
+                              wasm_f32x4_add(a4, a5));
+    return wasm_f32x4_extract_lane(t, 0);
+#else
+    (void)iters; (void)zero;
+    return 0.0f;
+#endif
+}
 
 /* which = 0: reference kernels; 1: the dispatched (fastest) set. */
 API void atome_matmul_fwd(int which, float *out, const float *inp, const float *w, int N, int IC, int OC) {

@@ -36,13 +36,13 @@
  * A forward of at most KW_SMALLN rows (token-by-token generation) takes dot
  * products of contiguous rows instead of packing w.
  *
- * Peak. The kernels reach ~26-28 GFLOP/s on the project's VM, and no
- * faster multiply-then-add rate was found there: a loop of six independent
- * a += x * y on registers (y changing every step, so nothing can be hoisted)
- * measured ~21-23 GFLOP/s interleaved with them (a loop whose products are
- * loop-invariant gets its multiplies hoisted by clang and times adds only:
- * ~39 GFLOP/s, not a multiply-then-add rate). Timings on
- * the VM drift by up to 2x with the load of other guests; compare builds
+ * Peak. The kernels reach ~26-31 GFLOP/s on the project's VM. A
+ * register-only loop of six independent a += x * y (no loads; y changed by
+ * an opaque xor every round so the products cannot be hoisted:
+ * atome_bench_muladd, printed by `node tools/bench-wasm-train.mjs
+ * --matmul`) runs at ~31-35 GFLOP/s there, so the tiles, which also load
+ * their operands, are at ~85-90% of it. Timings on the VM drift by up to 2x
+ * with the load of other guests; compare builds
  * interleaved in one process. Tests: tests/node/wasm-kernels.test.mjs. */
 #if defined(__wasm_simd128__)
 #include <stddef.h>
