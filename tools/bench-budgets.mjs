@@ -319,6 +319,8 @@ if (train) {
   p(`(${x.wasm_matmul_gflops_in_replay.toFixed(1)} GFLOP/s; native ${x.native_kernels} ${x.native_matmul_gflops_in_replay.toFixed(1)}). A ratio of 0.5 needs a wasm step of at most`);
   p(`${x.wasm_step_ms_for_target.toFixed(2)} ms, which leaves ${x.wasm_other_ms_allowed.toFixed(2)} ms for all the non-matmul work; that work takes`);
   p(`${x.wasm_other_ms.toFixed(2)} ms in wasm now and ${x.native_other_ms.toFixed(2)} ms natively with ${x.native_kernels}. Were it free in wasm, the ratio would be ${x.ratio_if_wasm_other_were_free.toFixed(2)}.`);
+  p(`A register-only 4-lane multiply-then-add loop (no loads) runs at ${x.wasm_muladd_loop_gflops.toFixed(1)} GFLOP/s in the same run; matmuls at that`);
+  p(`rate would take ${x.wasm_matmul_ms_at_loop_rate.toFixed(2)} ms, and the ratio with free non-matmul work would be ${x.ratio_if_wasm_other_were_free_at_loop_rate.toFixed(2)}.`);
   p();
   p('The machine is shared with other jobs; CPU time is used so that their load disturbs the figures as little');
   p('as possible, and the builds take turns.');
