@@ -61,30 +61,11 @@
 #include <math.h>
 #include <stddef.h>
 #include <wasm_simd128.h>
+#include "wasm_lanes.h"
 #include "atome_layers.h"
 #include "kernels_layers.h"
 
 #define KL_INLINE static inline __attribute__((always_inline))
-
-/* n = 1..4 floats at p into the low lanes, zeros above. */
-KL_INLINE v128_t kl_load(const float *p, const int n) {
-    switch (n) {
-    case 1: return wasm_v128_load32_zero(p);
-    case 2: return wasm_v128_load64_zero(p);
-    case 3: return wasm_v128_load32_lane(p + 2, wasm_v128_load64_zero(p), 2);
-    default: return wasm_v128_load(p);
-    }
-}
-
-/* The low n = 1..4 lanes of v to p. */
-KL_INLINE void kl_store(float *p, v128_t v, const int n) {
-    switch (n) {
-    case 1: wasm_v128_store32_lane(p, v, 0); break;
-    case 2: wasm_v128_store64_lane(p, v, 0); break;
-    case 3: wasm_v128_store64_lane(p, v, 0); wasm_v128_store32_lane(p + 2, v, 2); break;
-    default: wasm_v128_store(p, v); break;
-    }
-}
 
 /* All-ones in lanes 0..n-1 (n = 0..4). */
 KL_INLINE v128_t kl_mask(int n) {
@@ -149,7 +130,7 @@ KL_INLINE v128_t kl_exp(v128_t x) {
 void atm_exp_wasm(float *y, const float *x, int n) {
     int i = 0;
     for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, kl_exp(wasm_v128_load(x + i)));
-    if (i < n) kl_store(y + i, kl_exp(kl_load(x + i, n - i)), n - i);
+    if (i < n) atm_wl_store(y + i, kl_exp(atm_wl_load(x + i, n - i)), n - i);
 }
 
 /* ---- layernorm ---- */
@@ -173,7 +154,7 @@ KL_INLINE void kl_ln_fwd_rows(const int R, float *out, float *mean, float *rstd,
     for (i = 0; i < full; i += 4)
         for (int r = 0; r < R; r++) acc[r] = wasm_f32x4_add(acc[r], wasm_v128_load(x[r] + i));
     if (tail)
-        for (int r = 0; r < R; r++) acc[r] = wasm_f32x4_add(acc[r], kl_load(x[r] + i, tail));
+        for (int r = 0; r < R; r++) acc[r] = wasm_f32x4_add(acc[r], atm_wl_load(x[r] + i, tail));
     for (int r = 0; r < R; r++) {
         mu[r] = kl_hsum(acc[r]) / (float)C;
         mv[r] = wasm_f32x4_splat(mu[r]);
@@ -186,7 +167,7 @@ KL_INLINE void kl_ln_fwd_rows(const int R, float *out, float *mean, float *rstd,
         }
     if (tail)
         for (int r = 0; r < R; r++) {
-            v128_t d = wasm_v128_and(wasm_f32x4_sub(kl_load(x[r] + i, tail), mv[r]), m);
+            v128_t d = wasm_v128_and(wasm_f32x4_sub(atm_wl_load(x[r] + i, tail), mv[r]), m);
             acc[r] = wasm_f32x4_add(acc[r], wasm_f32x4_mul(d, d));
         }
     for (int r = 0; r < R; r++) {
@@ -202,10 +183,10 @@ KL_INLINE void kl_ln_fwd_rows(const int R, float *out, float *mean, float *rstd,
                 wasm_v128_load(x[r] + i), mv[r]), sv[r]), gv), bv));
     }
     if (tail) {
-        const v128_t gv = kl_load(g + i, tail), bv = kl_load(b + i, tail);
+        const v128_t gv = atm_wl_load(g + i, tail), bv = atm_wl_load(b + i, tail);
         for (int r = 0; r < R; r++)
-            kl_store(o[r] + i, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_sub(
-                kl_load(x[r] + i, tail), mv[r]), sv[r]), gv), bv), tail);
+            atm_wl_store(o[r] + i, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_sub(
+                atm_wl_load(x[r] + i, tail), mv[r]), sv[r]), gv), bv), tail);
     }
     for (int r = 0; r < R; r++) {
         if (mean) mean[n + r] = mu[r];
@@ -246,8 +227,8 @@ static void kl_ln_bwd_plain(float *dinp, float *dg, float *db, const float *dout
             a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(dn, xh));
         }
         if (tail) {
-            v128_t xh = wasm_f32x4_mul(wasm_f32x4_sub(kl_load(x + i, tail), mv), sv);
-            v128_t dn = wasm_f32x4_mul(kl_load(g + i, tail), kl_load(d + i, tail));
+            v128_t xh = wasm_f32x4_mul(wasm_f32x4_sub(atm_wl_load(x + i, tail), mv), sv);
+            v128_t dn = wasm_f32x4_mul(atm_wl_load(g + i, tail), atm_wl_load(d + i, tail));
             a1 = wasm_f32x4_add(a1, dn);
             a2 = wasm_f32x4_add(a2, wasm_v128_and(wasm_f32x4_mul(dn, xh), m));
         }
@@ -266,14 +247,14 @@ static void kl_ln_bwd_plain(float *dinp, float *dg, float *db, const float *dout
             }
         }
         if (tail) {
-            v128_t dv = kl_load(d + i, tail);
-            v128_t xh = wasm_f32x4_mul(wasm_f32x4_sub(kl_load(x + i, tail), mv), sv);
-            if (db) kl_store(db + i, wasm_f32x4_add(kl_load(db + i, tail), dv), tail);
-            if (dg) kl_store(dg + i, wasm_f32x4_add(kl_load(dg + i, tail), wasm_f32x4_mul(xh, dv)), tail);
+            v128_t dv = atm_wl_load(d + i, tail);
+            v128_t xh = wasm_f32x4_mul(wasm_f32x4_sub(atm_wl_load(x + i, tail), mv), sv);
+            if (db) atm_wl_store(db + i, wasm_f32x4_add(atm_wl_load(db + i, tail), dv), tail);
+            if (dg) atm_wl_store(dg + i, wasm_f32x4_add(atm_wl_load(dg + i, tail), wasm_f32x4_mul(xh, dv)), tail);
             if (di) {
-                v128_t dn = wasm_f32x4_mul(kl_load(g + i, tail), dv);
+                v128_t dn = wasm_f32x4_mul(atm_wl_load(g + i, tail), dv);
                 v128_t r = wasm_f32x4_mul(wasm_f32x4_sub(wasm_f32x4_sub(dn, dm), wasm_f32x4_mul(xh, dnm)), sv);
-                kl_store(di + i, wasm_f32x4_add(kl_load(di + i, tail), r), tail);
+                atm_wl_store(di + i, wasm_f32x4_add(atm_wl_load(di + i, tail), r), tail);
             }
         }
     }
@@ -296,8 +277,8 @@ KL_INLINE void kl_ln_bwd_row(float *di, float *dg, float *db, const float *d, co
         a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(dn, xh));
     }
     if (tail) {
-        v128_t xh = wasm_f32x4_mul(wasm_f32x4_sub(kl_load(x + i, tail), mv), sv);
-        v128_t dn = wasm_f32x4_mul(kl_load(g + i, tail), kl_load(d + i, tail));
+        v128_t xh = wasm_f32x4_mul(wasm_f32x4_sub(atm_wl_load(x + i, tail), mv), sv);
+        v128_t dn = wasm_f32x4_mul(atm_wl_load(g + i, tail), atm_wl_load(d + i, tail));
         wasm_v128_store(xb + i, xh);
         wasm_v128_store(nb + i, dn);
         a1 = wasm_f32x4_add(a1, dn);
@@ -315,12 +296,12 @@ KL_INLINE void kl_ln_bwd_row(float *di, float *dg, float *db, const float *d, co
         }
     }
     if (tail) {
-        v128_t dv = kl_load(d + i, tail), xh = wasm_v128_load(xb + i);
-        if (db) kl_store(db + i, wasm_f32x4_add(kl_load(db + i, tail), dv), tail);
-        if (dg) kl_store(dg + i, wasm_f32x4_add(kl_load(dg + i, tail), wasm_f32x4_mul(xh, dv)), tail);
+        v128_t dv = atm_wl_load(d + i, tail), xh = wasm_v128_load(xb + i);
+        if (db) atm_wl_store(db + i, wasm_f32x4_add(atm_wl_load(db + i, tail), dv), tail);
+        if (dg) atm_wl_store(dg + i, wasm_f32x4_add(atm_wl_load(dg + i, tail), wasm_f32x4_mul(xh, dv)), tail);
         if (di) {
             v128_t r = wasm_f32x4_mul(wasm_f32x4_sub(wasm_f32x4_sub(wasm_v128_load(nb + i), dm), wasm_f32x4_mul(xh, dnm)), sv);
-            kl_store(di + i, wasm_f32x4_add(kl_load(di + i, tail), r), tail);
+            atm_wl_store(di + i, wasm_f32x4_add(atm_wl_load(di + i, tail), r), tail);
         }
     }
 }
@@ -359,7 +340,7 @@ double atm_xent_forward_wasm(float *probs, const float *logits, const uint8_t *t
         }
         mx = wasm_f32x4_pmax(wasm_f32x4_pmax(mx, m1), wasm_f32x4_pmax(m2, m3));
         for (; i < full; i += 4) mx = wasm_f32x4_pmax(mx, wasm_v128_load(l + i));
-        if (tail) mx = wasm_f32x4_pmax(mx, wasm_v128_bitselect(kl_load(l + i, tail), ninf, m));
+        if (tail) mx = wasm_f32x4_pmax(mx, wasm_v128_bitselect(atm_wl_load(l + i, tail), ninf, m));
         const float mxs = kl_hmax(mx);
         const float zt = tgt ? l[tgt[n]] - mxs : 0.0f;   /* read before p (which may alias l) is written */
         const v128_t mv = wasm_f32x4_splat(mxs);
@@ -370,14 +351,14 @@ double atm_xent_forward_wasm(float *probs, const float *logits, const uint8_t *t
             acc = wasm_f32x4_add(acc, e);
         }
         if (tail) {
-            v128_t e = wasm_v128_and(kl_exp(wasm_f32x4_sub(kl_load(l + i, tail), mv)), m);
-            kl_store(p + i, e, tail);
+            v128_t e = wasm_v128_and(kl_exp(wasm_f32x4_sub(atm_wl_load(l + i, tail), mv)), m);
+            atm_wl_store(p + i, e, tail);
             acc = wasm_f32x4_add(acc, e);
         }
         const float s = kl_hsum(acc);
         const v128_t inv = wasm_f32x4_splat(1.0f / s);
         for (i = 0; i < full; i += 4) wasm_v128_store(p + i, wasm_f32x4_mul(wasm_v128_load(p + i), inv));
-        if (tail) kl_store(p + i, wasm_f32x4_mul(kl_load(p + i, tail), inv), tail);
+        if (tail) atm_wl_store(p + i, wasm_f32x4_mul(atm_wl_load(p + i, tail), inv), tail);
         /* -log softmax from the logits, not from the rounded probability */
         if (tgt) sum += (double)(logf(s) - zt);
     }
@@ -395,7 +376,7 @@ void atm_xent_backward_wasm(float *dlogits, const float *probs, const uint8_t *t
         int i;
         for (i = 0; i < full; i += 4)
             wasm_v128_store(d + i, wasm_f32x4_add(wasm_v128_load(d + i), wasm_f32x4_mul(sv, wasm_v128_load(p + i))));
-        if (tail) kl_store(d + i, wasm_f32x4_add(kl_load(d + i, tail), wasm_f32x4_mul(sv, kl_load(p + i, tail))), tail);
+        if (tail) atm_wl_store(d + i, wasm_f32x4_add(atm_wl_load(d + i, tail), wasm_f32x4_mul(sv, atm_wl_load(p + i, tail))), tail);
         d[tgt[n]] -= scale;
     }
 }
@@ -409,7 +390,7 @@ void atm_xent_backward_wasm(float *dlogits, const float *probs, const uint8_t *t
 KL_INLINE v128_t kl_score4(const float *q, const float *col, ptrdiff_t ldk, int DH, const int n) {
     v128_t acc = wasm_f32x4_splat(0.0f);
     for (int e = 0; e < DH; e++)
-        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load32_splat(q + e), kl_load(col + e * ldk, n)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load32_splat(q + e), atm_wl_load(col + e * ldk, n)));
     return acc;
 }
 
@@ -1030,27 +1011,27 @@ void atm_atome_ssm_forward_wasm(float *s, float *out, const float *u, const floa
 KL_INLINE void kl_ssm_bwd_chunk(float *du, float *da_raw, float *db, float *dc, const float *dout,
                                 const float *u, const float *s, const float *a, const float *b,
                                 const float *c_out, int B, int T, int C, int i, const int w) {
-    const v128_t av = kl_load(a + i, w), bv = kl_load(b + i, w), cov = kl_load(c_out + i, w);
+    const v128_t av = atm_wl_load(a + i, w), bv = atm_wl_load(b + i, w), cov = atm_wl_load(c_out + i, w);
     v128_t acc_da = wasm_f32x4_splat(0.0f), acc_db = acc_da, acc_dc = acc_da;
     for (int bb = 0; bb < B; bb++) {
         v128_t carry = wasm_f32x4_splat(0.0f);           /* a * dL/ds_{t+1} */
         for (int t = T - 1; t >= 0; t--) {
             const size_t n = ((size_t)bb * T + t) * C + i;
-            const v128_t g = kl_load(dout + n, w), sv = kl_load(s + n, w);
-            const v128_t sp = t > 0 ? kl_load(s + n - C, w) : wasm_f32x4_splat(0.0f);
+            const v128_t g = atm_wl_load(dout + n, w), sv = atm_wl_load(s + n, w);
+            const v128_t sp = t > 0 ? atm_wl_load(s + n - C, w) : wasm_f32x4_splat(0.0f);
             const v128_t ds = wasm_f32x4_add(wasm_f32x4_mul(g, cov), carry);
             carry = wasm_f32x4_mul(av, ds);
-            if (du) kl_store(du + n, wasm_f32x4_add(kl_load(du + n, w), wasm_f32x4_mul(bv, ds)), w);
+            if (du) atm_wl_store(du + n, wasm_f32x4_add(atm_wl_load(du + n, w), wasm_f32x4_mul(bv, ds)), w);
             acc_dc = wasm_f32x4_add(acc_dc, wasm_f32x4_mul(g, sv));
-            acc_db = wasm_f32x4_add(acc_db, wasm_f32x4_mul(ds, kl_load(u + n, w)));
+            acc_db = wasm_f32x4_add(acc_db, wasm_f32x4_mul(ds, atm_wl_load(u + n, w)));
             acc_da = wasm_f32x4_add(acc_da, wasm_f32x4_mul(ds, sp));
         }
     }
     if (da_raw)
-        kl_store(da_raw + i, wasm_f32x4_add(kl_load(da_raw + i, w), wasm_f32x4_mul(acc_da,
+        atm_wl_store(da_raw + i, wasm_f32x4_add(atm_wl_load(da_raw + i, w), wasm_f32x4_mul(acc_da,
                  wasm_f32x4_sub(wasm_f32x4_splat(1.0f), wasm_f32x4_mul(av, av)))), w);
-    if (db) kl_store(db + i, wasm_f32x4_add(kl_load(db + i, w), acc_db), w);
-    if (dc) kl_store(dc + i, wasm_f32x4_add(kl_load(dc + i, w), acc_dc), w);
+    if (db) atm_wl_store(db + i, wasm_f32x4_add(atm_wl_load(db + i, w), acc_db), w);
+    if (dc) atm_wl_store(dc + i, wasm_f32x4_add(atm_wl_load(dc + i, w), acc_dc), w);
 }
 
 /* Two whole chunks (channels i .. i+7) in one scan: two independent carry

@@ -47,6 +47,7 @@
 #if defined(__wasm_simd128__)
 #include <stddef.h>
 #include <wasm_simd128.h>
+#include "wasm_lanes.h"
 #include "kernels.h"
 
 #define KW_INLINE static inline __attribute__((always_inline))
@@ -65,26 +66,6 @@
 #define KW_NSLAB 128
 #define KW_SMALLN 4
 
-/* n = 1..4 floats at p into the low lanes, zeros above. */
-KW_INLINE v128_t kw_load(const float *p, const int n) {
-    switch (n) {
-    case 1: return wasm_v128_load32_zero(p);
-    case 2: return wasm_v128_load64_zero(p);
-    case 3: return wasm_v128_load32_lane(p + 2, wasm_v128_load64_zero(p), 2);
-    default: return wasm_v128_load(p);
-    }
-}
-
-/* The low n = 1..4 lanes of v to p. */
-KW_INLINE void kw_store(float *p, v128_t v, const int n) {
-    switch (n) {
-    case 1: wasm_v128_store32_lane(p, v, 0); break;
-    case 2: wasm_v128_store64_lane(p, v, 0); break;
-    case 3: wasm_v128_store64_lane(p, v, 0); wasm_v128_store32_lane(p + 2, v, 2); break;
-    default: wasm_v128_store(p, v); break;
-    }
-}
-
 /* Register tile: MR rows x NV vectors. TAIL = 0: every vector is full;
  * TAIL = 1..3: the last vector holds TAIL columns (partial loads of B and
  * C, partial stores). addc: C += tile, else C = tile. */
@@ -97,7 +78,7 @@ KW_INLINE void kw_tile(const int MR, const int NV, const int TAIL, int kc,
     for (int k = 0; k < kc; k++) {
         v128_t bv[KW_NVMAX];
         KW_UNROLL for (int v = 0; v < NV; v++)
-            bv[v] = (TAIL && v == NV - 1) ? kw_load(b + 4 * v, TAIL) : wasm_v128_load(b + 4 * v);
+            bv[v] = (TAIL && v == NV - 1) ? atm_wl_load(b + 4 * v, TAIL) : wasm_v128_load(b + 4 * v);
         KW_UNROLL for (int r = 0; r < MR; r++) {
             v128_t av = wasm_v128_load32_splat(a + r * ars);
             KW_UNROLL for (int v = 0; v < NV; v++)
@@ -111,8 +92,8 @@ KW_INLINE void kw_tile(const int MR, const int NV, const int TAIL, int kc,
         KW_UNROLL for (int v = 0; v < NV; v++) {
             const int n = (TAIL && v == NV - 1) ? TAIL : 4;
             v128_t x = acc[r][v];
-            if (addc) x = wasm_f32x4_add(kw_load(cr + 4 * v, n), x);
-            kw_store(cr + 4 * v, x, n);
+            if (addc) x = wasm_f32x4_add(atm_wl_load(cr + 4 * v, n), x);
+            atm_wl_store(cr + 4 * v, x, n);
         }
     }
 }
@@ -196,11 +177,11 @@ static void kw_dots(float *out, const float *inp, const float *w, int N, int IC,
                 a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(xv, wasm_v128_load(w3 + i)));
             }
             if (rem) {
-                v128_t xv = kw_load(x + i, rem);
-                a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(xv, kw_load(w0 + i, rem)));
-                a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(xv, kw_load(w1 + i, rem)));
-                a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(xv, kw_load(w2 + i, rem)));
-                a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(xv, kw_load(w3 + i, rem)));
+                v128_t xv = atm_wl_load(x + i, rem);
+                a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(xv, atm_wl_load(w0 + i, rem)));
+                a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(xv, atm_wl_load(w1 + i, rem)));
+                a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(xv, atm_wl_load(w2 + i, rem)));
+                a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(xv, atm_wl_load(w3 + i, rem)));
             }
             o[oc] = kw_hsum(a0);
             o[oc + 1] = kw_hsum(a1);
@@ -213,7 +194,7 @@ static void kw_dots(float *out, const float *inp, const float *w, int N, int IC,
             int i = 0;
             for (; i < full; i += 4)
                 a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(x + i), wasm_v128_load(w0 + i)));
-            if (rem) a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(kw_load(x + i, rem), kw_load(w0 + i, rem)));
+            if (rem) a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(atm_wl_load(x + i, rem), atm_wl_load(w0 + i, rem)));
             o[oc] = kw_hsum(a0);
         }
     }
