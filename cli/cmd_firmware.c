@@ -38,32 +38,7 @@
 #define ATOME_SOURCE_DIR "."
 #endif
 
-/* The firmware's tail below its arena end: at least the sampler's 256-byte
- * scratch (mcu/main.c ORDER_BYTES), more while a long command line is held. */
-#define FW_MIN_TAIL 256u
-
 static const char *const BOARDS[] = { "mps2-an385", "microbit" };
-
-/* Size of the section called name in a 32-bit little-endian ELF (header
- * offsets as tools/fwimage.c), or -1 if there is none / the table is out of
- * bounds. The template was already accepted by atm_fw_find_slot. */
-static long elf_section_size(const uint8_t *e, size_t len, const char *name) {
-    if (len < 52) return -1;
-    uint32_t shoff = atm_rd_u32le(e + 32), ent = atm_rd_u16le(e + 46), num = atm_rd_u16le(e + 48),
-             strndx = atm_rd_u16le(e + 50);
-    if (ent < 40 || strndx >= num || shoff > len || (uint64_t)num * ent > len - shoff) return -1;
-    const uint8_t *sh = e + shoff + (size_t)strndx * ent;
-    uint32_t str_off = atm_rd_u32le(sh + 16), str_size = atm_rd_u32le(sh + 20);
-    if (str_off > len || str_size > len - str_off) return -1;
-    size_t want = strlen(name) + 1;
-    for (uint32_t i = 0; i < num; i++) {
-        const uint8_t *h = e + shoff + (size_t)i * ent;
-        uint32_t nm = atm_rd_u32le(h);
-        if (nm < str_size && str_size - nm >= want && memcmp(e + str_off + nm, name, want) == 0)
-            return (long)atm_rd_u32le(h + 20);
-    }
-    return -1;
-}
 
 /* Directory of the running binary ("" if unknown), without the trailing '/'. */
 static void exe_dir(char *out, size_t n) {
@@ -155,21 +130,18 @@ int cmd_firmware(int argc, char **argv) {
         return cli_err(st == ATM_FW_E_BOARD ? CLI_USAGE : CLI_RUNTIME, "firmware: template '%s': %s", path, err);
     }
 
-    long arena = elf_section_size(elf, elen, ".arena");
-    if (arena < 0) {
+    atm_fw_fit fit;
+    if (atm_fw_fit_model(elf, elen, &m, &fit, err, sizeof err) != ATM_FW_OK || fit.arena < 0) {
         free(blob); free(elf);
         return cli_err(CLI_RUNTIME, "firmware: template '%s' has no .arena section (not an atome firmware image?)", path);
     }
-    int max_window = 0;
-    for (int w = 1; w <= ATM_MAX_WINDOW; w++) {
-        size_t need = atm_engine_arena_bytes(&m, w);
-        if (need && need + FW_MIN_TAIL <= (size_t)arena) max_window = w;
-    }
+    const long arena = (long)fit.arena;
+    const int max_window = fit.max_window;
     if (max_window == 0) {
         size_t need = atm_engine_arena_bytes(&m, 1);
         free(blob); free(elf);
         return cli_err(CLI_RUNTIME, "firmware: '%s' needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %ld",
-                       model, need + FW_MIN_TAIL, FW_MIN_TAIL, board, arena);
+                       model, need + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, board, arena);
     }
     char why[512];
     rc = atm_write_atomic(out, elf, elen, why, sizeof why);
@@ -188,18 +160,6 @@ int cmd_firmware(int argc, char **argv) {
            atm_engine_arena_bytes(&m, defw), max_window);
     free(blob); free(elf);
     return CLI_OK;
-}
-
-static void pathways_text(int pw, char *s, size_t n) {
-    static const struct { int bit; const char *name; } P[] = {
-        { ATM_PW_CONV, "conv" }, { ATM_PW_SSM, "ssm" }, { ATM_PW_ATTN, "attn" } };
-    size_t used = 0;
-    s[0] = '\0';
-    for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
-        if (!(pw & P[i].bit)) continue;
-        int w = snprintf(s + used, n - used, "%s%s", used ? "," : "", P[i].name);
-        if (w > 0 && (size_t)w < n - used) used += (size_t)w;
-    }
 }
 
 int cmd_header(int argc, char **argv) {
@@ -222,18 +182,9 @@ int cmd_header(int argc, char **argv) {
     size_t tlen = 0;
     FILE *f = open_memstream(&text, &tlen);
     if (!f) { free(blob); return cli_err(CLI_RUNTIME, "header: out of memory"); }
-    const atm_mconfig *c = &m.cfg;
-    char pw[32];
-    pathways_text(c->pathways, pw, sizeof pw);
-    fprintf(f, "/* atome model config: family atome, encoding %s, vocab %d, d_model %d, layers %d,\n"
-               " * d_head %d, kernel %d, attn_top_k %d, pathways %s, default window %d, train_seq %d,\n"
-               " * fx %d, %u parameters; engine RAM %zu bytes at window 32, %zu at window 64. */\n",
-            cli_encoding_name(m.encoding), c->vocab, c->d_model, c->n_layers, c->d_head, c->kernel, c->top_k, pw,
-            c->window, c->train_seq, c->fx, (unsigned)m.n_params, atm_engine_arena_bytes(&m, 32),
-            atm_engine_arena_bytes(&m, 64));
     const char *base = strrchr(model, '/');
     char err[256];
-    int st = atm_fw_header(f, blob, blen, name, base ? base + 1 : model, err, sizeof err);
+    int st = atm_fw_header_text(f, &m, blob, blen, name, base ? base + 1 : model, err, sizeof err);
     int closed = fclose(f);
     free(blob);
     if (st != ATM_FW_OK || closed != 0) {

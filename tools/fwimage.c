@@ -4,6 +4,7 @@
  * section header is 40 bytes: sh_name 0, sh_type 4, sh_flags 8, sh_addr 12,
  * sh_offset 16, sh_size 20). */
 #include "fwimage.h"
+#include "../core/engine.h"
 #include "../core/format.h"
 #include <stdarg.h>
 #include <string.h>
@@ -138,4 +139,68 @@ int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name
     fprintf(out, "};\n\n#endif\n");
     if (ferror(out)) return fw_err(ATM_FW_E_IO, err, errlen, "write error");
     return ATM_FW_OK;
+}
+
+/* Size of the section called name in a 32-bit little-endian ELF, or -1 if
+ * there is none / the table is out of bounds. */
+static int64_t elf_section_size(const uint8_t *e, size_t len, const char *name) {
+    if (len < 52) return -1;
+    uint32_t shoff = atm_rd_u32le(e + 32), ent = rd16(e + 46), num = rd16(e + 48), strndx = rd16(e + 50);
+    if (ent < 40 || strndx >= num || !in_file(shoff, (uint64_t)num * ent, len)) return -1;
+    const uint8_t *sh = e + shoff + (size_t)strndx * ent;
+    uint32_t str_off = atm_rd_u32le(sh + 16), str_size = atm_rd_u32le(sh + 20);
+    if (!in_file(str_off, str_size, len)) return -1;
+    size_t want = strlen(name) + 1;
+    for (uint32_t i = 0; i < num; i++) {
+        const uint8_t *h = e + shoff + (size_t)i * ent;
+        uint32_t nm = atm_rd_u32le(h);
+        if (nm < str_size && str_size - nm >= want && memcmp(e + str_off + nm, name, want) == 0)
+            return (int64_t)atm_rd_u32le(h + 20);
+    }
+    return -1;
+}
+
+int atm_fw_fit_model(const uint8_t *elf, size_t len, const atm_model *m, atm_fw_fit *fit, char *err, size_t errlen) {
+    if (!elf || !m || !fit) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    atm_fw_slot slot;
+    int rc = atm_fw_find_slot(elf, len, &slot, err, errlen);
+    if (rc) return rc;
+    memset(fit, 0, sizeof *fit);
+    fit->capacity = slot.capacity;
+    fit->arena = elf_section_size(elf, len, ".arena");
+    fit->engine_bytes = atm_engine_arena_bytes(m, 0);
+    if (fit->arena < 0) return ATM_FW_OK;
+    for (int w = 1; w <= ATM_MAX_WINDOW; w++) {
+        size_t need = atm_engine_arena_bytes(m, w);
+        if (need && need + ATM_FW_MIN_TAIL <= (uint64_t)fit->arena) fit->max_window = w;
+        else break;   /* the arena grows with the window */
+    }
+    return ATM_FW_OK;
+}
+
+static const char *encoding_name(int enc) {
+    return enc == ATM_ENC_ATOME01 ? "ATOME01" : enc == ATM_ENC_ATOME02 ? "ATOME02" : "unknown";
+}
+
+int atm_fw_header_text(FILE *f, const atm_model *m, const uint8_t *model, size_t mlen, const char *name,
+                       const char *source, char *err, size_t errlen) {
+    if (!f || !m) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    static const struct { int bit; const char *name; } P[] = {
+        { ATM_PW_CONV, "conv" }, { ATM_PW_SSM, "ssm" }, { ATM_PW_ATTN, "attn" } };
+    char pw[32];
+    size_t used = 0;
+    pw[0] = '\0';
+    for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
+        if (!(m->cfg.pathways & P[i].bit)) continue;
+        int w = snprintf(pw + used, sizeof pw - used, "%s%s", used ? "," : "", P[i].name);
+        if (w > 0 && (size_t)w < sizeof pw - used) used += (size_t)w;
+    }
+    const atm_mconfig *c = &m->cfg;
+    fprintf(f, "/* atome model config: family atome, encoding %s, vocab %d, d_model %d, layers %d,\n"
+               " * d_head %d, kernel %d, attn_top_k %d, pathways %s, default window %d, train_seq %d,\n"
+               " * fx %d, %u parameters; engine RAM %zu bytes at window 32, %zu at window 64. */\n",
+            encoding_name(m->encoding), c->vocab, c->d_model, c->n_layers, c->d_head, c->kernel, c->top_k, pw,
+            c->window, c->train_seq, c->fx, (unsigned)m->n_params, atm_engine_arena_bytes(m, 32),
+            atm_engine_arena_bytes(m, 64));
+    return atm_fw_header(f, model, mlen, name, source, err, errlen);
 }

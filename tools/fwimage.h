@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "../core/container.h"
 
 #define ATM_FW_SECTION ".atome_model"
 #define ATM_FW_SLOT_HEADER 32u
@@ -69,5 +70,30 @@ int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *mod
  * be a C identifier (NULL = "atome_model"). */
 int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name,
                   const char *source, char *err, size_t errlen);
+
+/* The firmware's RAM below its arena end that the engine may not use: at
+ * least the sampler's 256-byte scratch (mcu/main.c ORDER_BYTES), more while
+ * a long command line is held. */
+#define ATM_FW_MIN_TAIL 256u
+
+/* What a model needs of a board: the template's `.arena` section is the RAM
+ * the engine gets (docs/mcu.md, "memory maps"); max_window is the largest
+ * attention window whose engine state plus ATM_FW_MIN_TAIL fits it (0: none
+ * fits). engine_bytes is the engine's arena at the model's default window. */
+typedef struct {
+    uint32_t capacity;      /* model slot bytes */
+    int64_t  arena;         /* .arena section bytes, -1 if the template has none */
+    int      max_window;
+    size_t   engine_bytes;  /* atm_engine_arena_bytes(m, 0) */
+} atm_fw_fit;
+
+/* Fills fit for model m in template elf[len] (already accepted by
+ * atm_fw_find_slot); ATM_FW_OK or ATM_FW_E_NOSLOT / ATM_FW_E_ELF. */
+int atm_fw_fit_model(const uint8_t *elf, size_t len, const atm_model *m, atm_fw_fit *fit, char *err, size_t errlen);
+
+/* The whole text `atome header` writes: a comment with the model's config
+ * and engine RAM at windows 32 and 64, then atm_fw_header's array. */
+int atm_fw_header_text(FILE *out, const atm_model *m, const uint8_t *model, size_t mlen, const char *name,
+                       const char *source, char *err, size_t errlen);
 
 #endif

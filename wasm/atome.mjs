@@ -179,6 +179,59 @@ export class Atome {
     try { m.open(bytes, window); return m; } catch (e) { m.free(); throw e; }
   }
 
+  // ---- board files (tools/fwimage.c compiled in; wasm/atome_wasm_fw.c) ----
+  // Each takes Uint8Array copies and returns copies; a failure throws with
+  // the CLI's reason (error.usage for a template built for another board).
+  fwCall(rc) {
+    if (rc < 0) {
+      const e = new Error(this.cstr(this.ex.atome_fw_error()));
+      e.usage = rc === -2;
+      throw e;
+    }
+    return rc;
+  }
+  fwOut() { return this.u8(this.ex.atome_fw_out(), this.ex.atome_fw_out_len()).slice(); }
+  fwInfo() { return JSON.parse(this.cstr(this.ex.atome_fw_info())); }
+
+  // How `model` fits the board of `template` (a firmware template ELF):
+  // { board, model_bytes, capacity, arena_bytes, window, engine_bytes, max_window, fits_flash, ... }.
+  firmwareFit(template, model) {
+    return this.withBytes(template, (t) => this.withBytes(model, (m) => {
+      this.fwCall(this.ex.atome_fw_fit(t, template.length, m, model.length));
+      return this.fwInfo();
+    }));
+  }
+
+  // RAM the board must give the engine for `model` at `window` (0 = the
+  // model's default): engine arena + the firmware's 256-byte tail.
+  firmwareRam(model, window = 0) {
+    return this.withBytes(model, (m) => this.ex.atome_fw_ram(m, model.length, window));
+  }
+
+  // `atome firmware --model M --board B`: { image: Uint8Array (ELF), info }.
+  firmware(template, board, model) {
+    return this.withBytes(template, (t) => this.withBytes(board, (b) => this.withBytes(model, (m) => {
+      this.fwCall(this.ex.atome_fw_patch(t, template.length, b, m, model.length));
+      return { image: this.fwOut(), info: this.fwInfo() };
+    })));
+  }
+
+  // `atome header --model M [--name N]`: { text: Uint8Array, info }; source
+  // is the file name written in the header's comment (the CLI writes the
+  // model path's base name).
+  header(model, { name = '', source = 'model.atome' } = {}) {
+    return this.withBytes(model, (m) => this.withBytes(name, (n) => this.withBytes(source, (s) => {
+      this.fwCall(this.ex.atome_fw_header(m, model.length, n, s));
+      return { text: this.fwOut(), info: this.fwInfo() };
+    })));
+  }
+
+  // `atome convert`: the .atome container re-encoded (encoding 1 = ATOME01,
+  // 2 = ATOME02); Uint8Array.
+  convert(model, encoding) {
+    return this.withBytes(model, (m) => { this.fwCall(this.ex.atome_fw_convert(m, model.length, encoding)); return this.fwOut(); });
+  }
+
   // Either kind, by the file's magic.
   open(bytes, options = {}) {
     const kind = fileKind(bytes);
@@ -426,6 +479,23 @@ export class PackedModel {
   }
 
   generateBytes(prompt, options = {}, onBytes = null) { return Model.prototype.generateBytes.call(this, prompt, options, onBytes); }
+
+  // As generate(), with "why this byte": yields { bytes, lines } where
+  // lines[i] is the JSON line of bytes[i] (core/explain.h; the lines `atome
+  // generate --router-json` writes: router weights and entropy per layer,
+  // top 5 next bytes). The bytes are those generate() gives.
+  *generateExplained(prompt, options = {}) {
+    this.ex.atome_engine_explain(this.h, 1);
+    try {
+      for (const bytes of this.generate(prompt, options)) {
+        const text = this.a.cstr(this.ex.atome_engine_explain_text(this.h));
+        yield { bytes, lines: text.split('\n').filter((l) => l) };
+      }
+    } finally { this.ex.atome_engine_explain(this.h, 0); }
+  }
+
+  // Engine RAM at window w (0 = default), bytes.
+  arenaFor(w = 0) { return this.ex.atome_engine_arena_for(this.h, w); }
 
   // Feeds one byte and returns a copy of the Q16 logits (value / 65536).
   step(byte) {

@@ -1,0 +1,534 @@
+// tests/node/web-page.test.mjs — the web page (web/, served by tools/serve)
+// in Debian's Chromium, headless, driven by playwright-core: what a person
+// does on it, checked against the native CLI.
+//
+//  - the page loads with no request outside its origin (every request of
+//    every page and worker is recorded) and with the server's CSP;
+//  - generation streams bytes equal to `atome generate` for the same model,
+//    prompt, settings and seed (greedy, top-k, top-p, empty and multi-byte
+//    UTF-8 prompts, a window, settings from the query string, the keyboard,
+//    the scalar-module fallback), and "why this byte" equals
+//    `atome generate --router-json`;
+//  - a 200-step training run lowers the validation bpb; its downloads (.atome
+//    ATOME01/02, C header, firmware for both boards) pass `atome inspect`,
+//    generate the page's bytes natively, equal `atome header` / `atome
+//    firmware`, and the firmware runs under QEMU with the native bytes;
+//  - a reload mid-run and a tab closed mid-save both continue to an .atome
+//    byte-identical to the uninterrupted run's;
+//  - bad inputs (empty, binary, too large and too short corpora, corrupt and
+//    truncated models, a model too big for a board, IndexedDB full or denied)
+//    show #error and the page still generates afterwards.
+// Screenshots of each state go to build/screenshots/ (laptop and phone
+// widths). Chromium or playwright-core missing fails the test: nothing is
+// skipped (tools/setup installs both).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { repo, native, run, firstDiff, mulberry32 } from './artifacts.mjs';
+import { startServer, missingArtifacts, CSP } from '../../tools/serve.mjs';
+
+const CHROMIUM = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((f) => existsSync(f));
+const SHOTS = path.join(repo, 'build/screenshots');
+const MODEL = path.join(repo, 'models/atome-60k.atome');
+const RUN_QEMU = path.join(repo, 'tools/run-qemu');
+const hex = (b) => Buffer.from(b).toString('hex');
+
+let server, origin, browser, tmp;
+const requests = [];      // every URL any page or worker of the suite asked for
+
+before(async () => {
+  assert.ok(CHROMIUM, 'Chromium not found (/usr/lib/chromium/chromium, /usr/bin/chromium): run tools/setup');
+  const missing = missingArtifacts();
+  assert.deepEqual(missing, [], `the page needs ${missing.map(([f]) => f).join(', ')}: run tools/setup`);
+  let chromium;
+  try { ({ chromium } = await import('playwright-core')); } catch (e) {
+    assert.fail(`playwright-core cannot be imported (${e.message}): run tools/setup (npm ci)`);
+  }
+  server = await startServer({ port: 0, host: '127.0.0.1' });
+  origin = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'] });
+  mkdirSync(SHOTS, { recursive: true });
+  tmp = mkdtempSync(path.join(tmpdir(), 'atome-web-'));
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+// A fresh browser context (its own IndexedDB) and page; every request of it
+// (page and workers) is recorded.
+async function open(query = '', { initScript = null, width = 1280, height = 900 } = {}) {
+  const ctx = await browser.newContext({ viewport: { width, height }, acceptDownloads: true });
+  if (initScript) await ctx.addInitScript(initScript);
+  await ctx.route('**/*', (route) => { requests.push(route.request().url()); route.continue(); });
+  const page = await ctx.newPage();
+  const logs = [];
+  page.on('console', (m) => logs.push(`console.${m.type()}: ${m.text()}`));
+  page.on('pageerror', (e) => logs.push(`pageerror: ${e.message}`));
+  page.logs = logs;
+  await page.goto(`${origin}/${query}`);
+  await waitReady(page);
+  return { ctx, page };
+}
+
+async function waitReady(page) {
+  await page.waitForFunction(() => !document.getElementById('generate').disabled &&
+    !document.getElementById('train-start').disabled && document.getElementById('runs').dataset.loaded === '1', null, { timeout: 30000 }).catch((e) => {
+    throw new Error(`page not ready: ${e.message}\n${page.logs.join('\n')}`);
+  });
+}
+
+// Laptop- and phone-width screenshots of the whole page.
+async function shot(page, name) {
+  const vp = page.viewportSize();
+  await page.screenshot({ path: path.join(SHOTS, `${name}-laptop.png`), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(150);
+  await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`), fullPage: true });
+  await page.setViewportSize(vp);
+}
+
+const errorText = (page) => page.evaluate(() => (document.getElementById('error').hidden ? null :
+  document.getElementById('error-text').textContent));
+
+async function expectError(page, pattern, what) {
+  await page.waitForFunction(() => !document.getElementById('error').hidden, null, { timeout: 20000 }).catch(() => {
+    throw new Error(`${what}: #error never appeared\n${page.logs.join('\n')}`);
+  });
+  const t = await errorText(page);
+  assert.match(t, pattern, `${what}: #error says '${t}'`);
+  assert.ok(!t.includes('\n'), `${what}: #error is one line`);
+}
+
+// Settings of `atome generate`, filled into the page; returns the hex of the
+// generated bytes once #output says it is complete.
+async function generate(page, c, { explain = true } = {}) {
+  await page.fill('#prompt', c.prompt ?? '');
+  await page.fill('#n', String(c.n));
+  await page.fill('#temperature', c.temperature ?? '0');
+  await page.fill('#top-k', String(c.topK ?? 0));
+  await page.fill('#top-p', c.topP ?? '1');
+  await page.fill('#seed', String(c.seed ?? 1));
+  await page.fill('#window', c.window ? String(c.window) : '');
+  await page.setChecked('#explain', explain);
+  await page.click('#generate');
+  return finished(page);
+}
+
+async function finished(page) {
+  await page.waitForFunction(() => document.getElementById('output').dataset.done === '1' ||
+    !document.getElementById('error').hidden, null, { timeout: 60000 });
+  const err = await errorText(page);
+  assert.equal(err, null, `generation failed: ${err}`);
+  return page.evaluate(() => document.getElementById('output').dataset.hex);
+}
+
+function cliArgs(model, c) {
+  const a = ['generate', '--model', model, '--prompt-hex', hex(Buffer.from(c.prompt ?? '')), '--n', String(c.n)];
+  if (c.temperature !== undefined) a.push('--temperature', c.temperature);
+  if (c.topK !== undefined) a.push('--top-k', String(c.topK));
+  if (c.topP !== undefined) a.push('--top-p', c.topP);
+  if (c.seed !== undefined) a.push('--seed', String(c.seed));
+  if (c.window !== undefined) a.push('--window', String(c.window));
+  return a;
+}
+
+async function nativeHex(model, c, extra = []) {
+  const r = await native([...cliArgs(model, c), ...extra]);
+  assert.equal(r.code, 0, `native ${cliArgs(model, c).join(' ')}: ${r.stderr}`);
+  return hex(r.stdout);
+}
+
+function assertSameHex(got, want, what) {
+  const d = firstDiff(Buffer.from(got, 'hex'), Buffer.from(want, 'hex'));
+  assert.equal(d, -1, `${what}: first differing byte at offset ${d} (page ${got.length / 2} bytes, native ${want.length / 2})`);
+}
+
+async function grab(page, selector) {
+  const [d] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), page.click(selector)]);
+  const file = path.join(tmp, `${Date.now()}-${d.suggestedFilename()}`);
+  await d.saveAs(file);
+  return { file, name: d.suggestedFilename(), bytes: readFileSync(file) };
+}
+
+const state = (page) => page.evaluate(() => ({ ...document.getElementById('train-status').dataset }));
+
+async function setTrain(page, s) {
+  await page.click('details.more summary');
+  for (const [id, v] of Object.entries(s)) {
+    if (id === 'train-config' || id === 'train-quant') await page.selectOption(`#${id}`, v);
+    else await page.fill(`#${id}`, String(v));
+  }
+}
+
+async function waitTrain(page, want = 'done', timeout = 180000) {
+  await page.waitForFunction((w) => {
+    const s = document.getElementById('train-status').dataset.state;
+    return s === w || s === 'error';
+  }, want, { timeout }).catch((e) => { throw new Error(`training never reached '${want}': ${e.message}\n${page.logs.join('\n')}`); });
+  const st = await state(page);
+  assert.equal(st.state, want, `training: ${await errorText(page)}`);
+  return st;
+}
+
+// ------------------------------------------------------------------ tests
+
+const CASES = [
+  { prompt: 'Once upon a time', n: 200 },
+  { prompt: 'The little dog', n: 240, temperature: '0.8', topK: 40, seed: 7 },
+  { prompt: '', n: 150, temperature: '1.2', topP: '0.9', seed: 12345, window: 32 },
+  { prompt: 'Lily saw a café — “hello” 🐱 and ran', n: 120, temperature: '0.7', topK: 5, topP: '0.95', seed: 3, window: 8 },
+];
+
+test('the page serves with its CSP, names what is missing and refuses a non-loopback host', async () => {
+  const r = await fetch(`${origin}/`);
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('content-security-policy'), CSP);
+  assert.match(CSP, /connect-src 'self'/);
+  assert.match(CSP, /script-src 'self' 'wasm-unsafe-eval'/);
+  assert.equal((await fetch(`${origin}/build/wasm/atome.wasm`)).headers.get('content-type'), 'application/wasm');
+  for (const bad of ['/models/../README.md', '/web/%2e%2e/README.md', '/build/native/atome', '/.git/config', '/node_modules/playwright-core/package.json'])
+    assert.equal((await fetch(`${origin}${bad}`)).status, 404, bad);
+  const list = await (await fetch(`${origin}/api/models`)).json();
+  assert.ok(list.models.some((m) => m.name === 'atome-60k.atome'));
+  const serve = path.join(repo, 'tools/serve');
+  const remote = await run(serve, ['--host', '0.0.0.0', '--port', '0'], { timeout: 10000 });
+  assert.equal(remote.code, 2);
+  assert.match(remote.stderr, /not a loopback address.*--allow-remote/);
+  const badPort = await run(serve, ['--port', 'eighty'], { timeout: 10000 });
+  assert.equal(badPort.code, 2);
+  assert.match(badPort.stderr, /--port must be an integer/);
+});
+
+test('generation equals the native CLI byte for byte; why-this-byte equals --router-json', async () => {
+  const { ctx, page } = await open();
+  try {
+    await shot(page, '01-loaded');
+    const opts = await page.evaluate(() => [...document.getElementById('model-select').options].map((o) => o.value));
+    assert.ok(opts.includes('atome-60k.atome'), `model options: ${opts}`);
+    for (const c of CASES) {
+      const got = await generate(page, c);
+      assertSameHex(got, await nativeHex(MODEL, c), `case ${JSON.stringify(c)}`);
+    }
+    // the explain lines of the last case, against the CLI's
+    const c = CASES[1];
+    await generate(page, c);
+    const lines = await page.evaluate(() => window.__atome.lines);
+    const jf = path.join(tmp, 'router.jsonl');
+    await nativeHex(MODEL, c, ['--router-json', jf]);
+    const want = readFileSync(jf, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(lines.length, c.n);
+    assert.deepEqual(lines, want);
+    // hover the strip: the detail box names the byte and its top 5
+    await page.hover('#why-canvas', { position: { x: 35, y: 30 } });
+    const detail = await page.textContent('#why-detail');
+    assert.match(detail, /^Byte 4: /);
+    assert.match(detail, /top 5/);
+    await shot(page, '02-generated-why');
+    // explain off gives the same bytes
+    assertSameHex(await generate(page, c, { explain: false }), await nativeHex(MODEL, c), 'explain off');
+    // the keyboard: Ctrl+Enter in the prompt generates; arrow keys move along the strip
+    await page.fill('#prompt', 'One day');
+    await page.fill('#n', '64');
+    await page.fill('#temperature', '0');
+    await page.fill('#top-k', '0');
+    await page.fill('#top-p', '1');
+    await page.fill('#seed', '1');
+    await page.fill('#window', '');
+    await page.setChecked('#explain', true);
+    await page.focus('#prompt');
+    await page.keyboard.press('Control+Enter');
+    assertSameHex(await finished(page), await nativeHex(MODEL, { prompt: 'One day', n: 64, temperature: '0', topK: 0, topP: '1', seed: 1 }),
+      'Ctrl+Enter');
+    await page.focus('#why-canvas');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowRight');
+    assert.match(await page.textContent('#why-detail'), /^Byte 2: /);
+    // every control has a label
+    const unlabeled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea, button')]
+      .filter((e) => !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim()))
+      .map((e) => e.id || e.outerHTML.slice(0, 60)));
+    assert.deepEqual(unlabeled, []);
+  } finally { await ctx.close(); }
+});
+
+test('settings come from the query string; the scalar module gives the same bytes', async () => {
+  const c = { prompt: 'Tom and Sue', n: 90, temperature: '0.95', topK: 20, topP: '0.9', seed: 42 };
+  const q = `?prompt=${encodeURIComponent(c.prompt)}&n=90&temperature=0.95&top-k=20&top-p=0.9&seed=42&steps=123`;
+  const { ctx, page } = await open(q);
+  try {
+    assert.equal(await page.inputValue('#steps'), '123');
+    await page.click('#generate');
+    assertSameHex(await finished(page), await nativeHex(MODEL, c), 'query string');
+  } finally { await ctx.close(); }
+  const { ctx: c2, page: p2 } = await open('?scalar=1');
+  try {
+    assert.match(await p2.textContent('#module-status'), /scalar/);
+    const cc = CASES[1];
+    assertSameHex(await generate(p2, cc), await nativeHex(MODEL, cc), 'scalar module');
+  } finally { await c2.close(); }
+});
+
+// The reference run of the resume tests (set in the training test).
+const RESUME_Q = '?steps=400&save-ms=250&eval-every=100&sample-every=200&lr=2e-3';
+let reference = null;
+
+test('a 200-step run lowers the validation bpb; its downloads run natively, equal the CLI and run under QEMU', async () => {
+  const { ctx, page } = await open();
+  try {
+    await setTrain(page, { steps: 200, 'eval-every': 100, 'sample-every': 100 });
+    await page.click('#train-start');
+    await page.waitForFunction(() => document.getElementById('train-status').dataset.state === 'running');
+    await page.waitForFunction(() => +document.getElementById('train-status').dataset.step >= 40);
+    await shot(page, '03-training');
+    const st = await waitTrain(page);
+    const vals = (await page.evaluate(() => window.__atome.events)).filter((e) => e[0] === 'val');
+    const first = vals.find((v) => v[1] === 0)[2], last = Number(st.valBpb);
+    assert.equal(Number(st.step), 200);
+    assert.ok(Number.isFinite(last) && last < first - 1, `validation bpb ${first} -> ${last}`);
+    assert.equal(vals.at(-1)[2], last, 'data-val-bpb holds the final pass');
+    await page.waitForSelector('#samples .sample');
+    await shot(page, '04-trained');
+
+    // the trained model is now the one in Generate
+    const key = await page.inputValue('#model-select');
+    assert.match(key, /^trained-atome-60k-.*\.atome$/);
+    const a2 = await grab(page, '#download-atome02');
+    const a1 = await grab(page, '#download-atome01');
+    const mfile = path.join(tmp, key);
+    writeFileSync(mfile, a2.bytes);
+    for (const [f, enc] of [[a2.file, 'ATOME02'], [a1.file, 'ATOME01']]) {
+      const ins = await native(['inspect', f]);
+      assert.equal(ins.code, 0, ins.stderr);
+      const j = JSON.parse(ins.stdout.toString());
+      assert.equal(j.encoding, enc);
+      assert.equal(j.params, 60800);
+    }
+    const conv = path.join(tmp, 'conv01.atome');
+    assert.equal((await native(['convert', '--model', a2.file, '--format', 'atome01', '--out', conv])).code, 0);
+    assert.ok(readFileSync(conv).equals(a1.bytes), 'ATOME01 download = atome convert of the ATOME02 one');
+    const c = { prompt: 'Once upon a time', n: 160, temperature: '0.8', topK: 40, topP: '0.95', seed: 5 };
+    const got = await generate(page, c);
+    assertSameHex(got, await nativeHex(a2.file, c), 'trained model, ATOME02');
+    assertSameHex(got, await nativeHex(a1.file, c), 'trained model, ATOME01');
+
+    const h = await grab(page, '#download-header');
+    const hn = path.join(tmp, 'native.h');
+    const hr = await native(['header', '--model', mfile, '--out', hn]);
+    assert.equal(hr.code, 0, hr.stderr);
+    assert.ok(h.bytes.equals(readFileSync(hn)), 'header = atome header');
+
+    for (const [board, win] of [['mps2-an385', 64], ['microbit', 32]]) {
+      const fw = await grab(page, `#download-fw-${board}`);
+      const out = path.join(tmp, `native-${board}.elf`);
+      const fr = await native(['firmware', '--model', mfile, '--board', board, '--out', out]);
+      assert.equal(fr.code, 0, fr.stderr);
+      assert.ok(fw.bytes.equals(readFileSync(out)), `${board}: page firmware = atome firmware`);
+      const fc = { prompt: 'Once upon a time', n: 48, temperature: '0.8', topK: 40, seed: 9, window: win };
+      const q = await run(RUN_QEMU, ['--board', board, '--timeout', '90', fw.file, '--prompt-hex', hex(Buffer.from(fc.prompt)),
+        '--n', '48', '--temperature', '0.8', '--top-k', '40', '--seed', '9', '--window', String(win)], { timeout: 120000 });
+      assert.equal(q.code, 0, `${board} under QEMU: ${q.stderr}`);
+      assertSameHex(hex(q.stdout), await nativeHex(mfile, fc), `${board} firmware under QEMU`);
+    }
+    const fit = await page.evaluate(() => [...document.querySelectorAll('#fit-table .board-card')].map((r) => r.textContent));
+    assert.equal(fit.length, 2);
+    assert.match(fit[0], /Fits at window 64/);
+    assert.match(fit[1], /Fits at window 32 or less \(not at 64\)/);
+    assert.match(fit[1], /Largest window that fits32/);
+    await shot(page, '05-board');
+  } finally { await ctx.close(); }
+
+  // the uninterrupted reference for the resume tests
+  const { ctx: rc, page: rp } = await open(RESUME_Q);
+  try {
+    const st = await waitTrainAfterClick(rp);
+    reference = { bytes: (await grab(rp, '#download-atome02')).bytes, valBpb: st.valBpb };
+  } finally { await rc.close(); }
+});
+
+async function waitTrainAfterClick(page) {
+  await page.click('#train-start');
+  return waitTrain(page);
+}
+
+test('a reload mid-run continues to the uninterrupted run\'s bytes', async () => {
+  assert.ok(reference, 'needs the reference run of the training test');
+  const { ctx, page } = await open(RESUME_Q);
+  try {
+    await page.click('#train-start');
+    await page.waitForFunction(() => window.__atome.savedStep >= 60, null, { timeout: 60000 });
+    await page.click('#train-pause');
+    await waitTrain(page, 'paused');
+    await shot(page, '06-paused');
+    await page.click('#train-resume');
+    await page.waitForFunction(() => window.__atome.savedStep >= 150, null, { timeout: 60000 });
+    assert.equal((await state(page)).state, 'running');
+    await page.reload();
+    await waitReady(page);
+    await page.waitForSelector('#resume-banner:not([hidden])');
+    await shot(page, '07-resume-offer');
+    await page.click('#resume-continue');
+    const st = await waitTrain(page);
+    assert.equal(st.valBpb, reference.valBpb);
+    const a2 = await grab(page, '#download-atome02');
+    assert.ok(a2.bytes.equals(reference.bytes), 'continued run = uninterrupted run, byte for byte');
+    // the chart history came back with the checkpoint: the step-0 validation is there
+    const vals = await page.evaluate(() => window.__atome.events.filter((e) => e[0] === 'val').map((e) => e[1]));
+    assert.ok(!vals.includes(0), 'the continued run did not redo the step-0 validation');
+  } finally { await ctx.close(); }
+});
+
+test('a tab closed mid-save loses nothing; several runs are listed and deleted', async () => {
+  assert.ok(reference, 'needs the reference run of the training test');
+  const { ctx, page } = await open(RESUME_Q);
+  try {
+    await page.click('#train-start');
+    await page.waitForFunction(() => window.__atome.savedStep >= 100, null, { timeout: 60000 });
+    // start a save and close the tab at once, without waiting for it
+    await page.evaluate(() => { window.__atome.saveNow(); });
+    await page.close({ runBeforeUnload: false });
+    const p2 = await ctx.newPage();
+    p2.logs = [];
+    await p2.goto(`${origin}/${RESUME_Q}`);
+    await waitReady(p2);
+    const ids = await p2.$$eval('#runs li[data-run-id]', (l) => l.map((e) => e.dataset.runId));
+    assert.equal(ids.length, 1);
+    await p2.click(`#continue-${ids[0]}`);
+    await waitTrain(p2);
+    assert.ok((await grab(p2, '#download-atome02')).bytes.equals(reference.bytes), 'run continued after a close mid-save');
+    // a second run, then delete one: the list follows
+    await p2.click('#train-start');
+    await waitTrain(p2);
+    await p2.waitForFunction(() => document.querySelectorAll('#runs li[data-run-id]').length === 2);
+    await shot(p2, '08-runs');
+    await p2.click(`#delete-${ids[0]}`);
+    await p2.waitForFunction(() => document.querySelectorAll('#runs li[data-run-id]').length === 1);
+    await p2.reload();
+    await waitReady(p2);
+    assert.equal(await p2.$$eval('#runs li[data-run-id]', (l) => l.length), 1);
+  } finally { await ctx.close(); }
+});
+
+test('bad inputs show #error, keep what was there and the page still generates', async () => {
+  const { ctx, page } = await open('?steps=200');
+  const check = CASES[0];
+  const want = await nativeHex(MODEL, check);
+  const stillGenerates = async (what) => {
+    assertSameHex(await generate(page, check, { explain: false }), want, `generation after ${what}`);
+  };
+  try {
+    const r = mulberry32(11);
+    const binary = Buffer.from(Array.from({ length: 30000 }, (_, i) => (i % 3 ? r() & 255 : 0)));
+    const corpora = [
+      ['empty.txt', Buffer.alloc(0), /empty\.txt: the file is empty/],
+      ['photo.txt', binary, /photo\.txt: .*NUL.*binary/],
+      ['huge.txt', Buffer.alloc(16 * 1024 * 1024 + 1, 0x61), /huge\.txt: 16,777,217 bytes is more than the 16,777,216 bytes/],
+      ['short.txt', Buffer.from('Once upon a time there was a cat. '.repeat(20)), /short\.txt: .*shorter than one batch/],
+    ];
+    for (const [name, buffer, pattern] of corpora) {
+      await page.setInputFiles('#corpus-file', { name, mimeType: 'text/plain', buffer });
+      await expectError(page, pattern, name);
+      if (name === 'photo.txt') await shot(page, '09-error');
+      assert.match(await page.textContent('#corpus-name'), /built in/);
+      await stillGenerates(name);
+    }
+    const good = readFileSync(MODEL);
+    const corrupt = Buffer.from(good);
+    corrupt[corrupt.length >> 1] ^= 0x5a;
+    const models = [
+      ['cut.atome', good.subarray(0, 1000), /cut\.atome: truncated/],
+      ['flip.atome', corrupt, /flip\.atome: .*(CRC|crc)/],
+      ['notes.atome', Buffer.from('just some text, not a model\n'), /notes\.atome: not a \.atome model/],
+      ['empty.atome', Buffer.alloc(0), /empty\.atome: the file is empty/],
+    ];
+    for (const [name, buffer, pattern] of models) {
+      await page.setInputFiles('#model-file', { name, mimeType: 'application/octet-stream', buffer });
+      await expectError(page, pattern, name);
+      assert.equal(await page.inputValue('#model-select'), 'atome-60k.atome');
+      await stillGenerates(name);
+    }
+    // a model too big for the micro:bit's slot: a random atome-944k
+    const big = path.join(tmp, 'big.ckpt'), bigA = path.join(tmp, 'big-944k.atome');
+    assert.equal((await native(['init', '--config', 'atome-944k', '--seed', '1', '--out', big])).code, 0);
+    assert.equal((await native(['export', '--model', big, '--format', 'atome02', '--out', bigA, '--quiet'])).code, 0);
+    await page.setInputFiles('#model-file', bigA);
+    await page.waitForFunction(() => document.getElementById('model-select').value === 'big-944k.atome');
+    await page.waitForFunction(() => document.querySelectorAll('#fit-table .board-card.bad').length === 1);
+    assert.match(await page.textContent('.board-card[data-board="microbit"] .verdict'), /Too big: the model does not fit the 32,736-byte model slot/);
+    await page.click('#download-fw-microbit');
+    await expectError(page, /micro:bit v1: the model is \d+ bytes, too big for the microbit model slot of 32736 bytes/, 'big model, micro:bit');
+    await shot(page, '10-too-big');
+    await page.selectOption('#model-select', 'atome-60k.atome');
+    await page.waitForFunction(() => !document.getElementById('generate').disabled);
+    await stillGenerates('a model too big for a board');
+    // a bad setting
+    await page.fill('#temperature', '1e3');
+    await page.click('#generate');
+    await expectError(page, /temperature/, 'temperature 1e3');
+  } finally { await ctx.close(); }
+});
+
+test('IndexedDB full or denied: a message, training goes on, earlier saves are kept', async () => {
+  const full = () => {
+    window.__idbFull = false;
+    const put = IDBObjectStore.prototype.put;
+    IDBObjectStore.prototype.put = function (...a) {
+      if (window.__idbFull) throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+      return put.apply(this, a);
+    };
+  };
+  const { ctx, page } = await open('?steps=400&save-ms=250', { initScript: full });
+  try {
+    await page.click('#train-start');
+    await page.waitForFunction(() => window.__atome.savedStep >= 50, null, { timeout: 60000 });
+    const saved = await page.evaluate(() => { window.__idbFull = true; return window.__atome.savedStep; });
+    await expectError(page, /could not save the run at step \d+: .*storage .* is full.*Training goes on/, 'IndexedDB full');
+    const st = await waitTrain(page);
+    assert.equal(st.step, '400');
+    await page.evaluate(() => { window.__idbFull = false; });
+    await page.reload();
+    await waitReady(page);
+    // the run is there as last saved before the disk "filled" (a save already
+    // in flight then may have landed too), not lost and not finished
+    const txt = await page.textContent('#runs');
+    const m = txt.match(/step ([\d,]+) of 400, (\w+)/);
+    assert.ok(m, `saved runs: ${txt}`);
+    const step = Number(m[1].replace(/,/g, ''));
+    assert.ok(step >= saved && step < 400 && m[2] === 'running', `saved runs: ${txt} (last good save at step ${saved})`);
+    await stillGeneratesIn(page);
+  } finally { await ctx.close(); }
+
+  const denied = () => {
+    Object.defineProperty(window, 'indexedDB', { get() { throw new DOMException('Access denied', 'SecurityError'); } });
+  };
+  const { ctx: c2, page: p2 } = await open('?steps=120', { initScript: denied });
+  try {
+    assert.match(await p2.textContent('#runs'), /not available/);
+    await p2.click('#train-start');
+    await expectError(p2, /does not allow storage/, 'IndexedDB denied');
+    await waitTrain(p2);
+    await stillGeneratesIn(p2);
+  } finally { await c2.close(); }
+});
+
+async function stillGeneratesIn(page) {
+  const c = CASES[1];
+  await page.selectOption('#model-select', 'atome-60k.atome');
+  await page.waitForFunction(() => !document.getElementById('generate').disabled);
+  assertSameHex(await generate(page, c, { explain: false }), await nativeHex(MODEL, c), 'generation afterwards');
+}
+
+test('nothing outside the origin was requested', () => {
+  assert.ok(requests.length > 20, `only ${requests.length} requests recorded`);
+  const outside = requests.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith('blob:') && !u.startsWith('data:'));
+  assert.deepEqual(outside, []);
+  for (const f of ['/build/wasm/atome.wasm', '/build/wasm/atome-scalar.wasm', '/web/gen-worker.mjs', '/web/train-worker.mjs',
+    '/models/atome-60k.atome', '/web/data/tinystories-500k.txt', '/build/mcu/mcu/atome-fw-microbit.elf'])
+    assert.ok(requests.includes(`${origin}${f}`), `${f} was never requested (are worker requests recorded?)`);
+});

@@ -1,0 +1,757 @@
+// web/app.mjs — the Atome page: generate with the shipped (or your own)
+// model, train a model in the tab, download it for a board. The heavy work
+// runs in two module workers on atome.wasm: web/gen-worker.mjs (integer
+// engine, board files) and web/train-worker.mjs (float trainer). Saved runs
+// live in IndexedDB (web/store.mjs). docs/web.md describes the page, its
+// element contract and the page <-> worker messages.
+import uPlot from '/vendor/uplot/uPlot.esm.js';
+import * as store from './store.mjs';
+import { drawWhy, whyDetail, WHY_MAX } from './why.mjs';
+
+const $ = (id) => document.getElementById(id);
+const enc = new TextEncoder();
+const hexOf = (u8) => { let s = ''; for (const b of u8) s += (b < 16 ? '0' : '') + b.toString(16); return s; };
+const fmt = (x) => Math.round(x).toLocaleString('en-US');
+const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385' }, { id: 'microbit', name: 'micro:bit v1' }];
+// The largest corpus the training module is given: its linear memory is 48
+// MiB, of which a 60K model at batch 16 x seq 64 with its evaluation takes
+// ~28 MiB (docs/wasm.md); a corpus is held once in that memory.
+export const CORPUS_LIMIT = 16 * 1024 * 1024;
+const BUILTIN = { name: 'tinystories-500k.txt', url: '/web/data/tinystories-500k.txt',
+  label: 'TinyStories, first 500,000 bytes (built in)' };
+
+const params = new URLSearchParams(location.search);
+const test = (window.__atome = { saves: 0, savedStep: -1, runId: null, events: [] });
+
+// ------------------------------------------------------------------ errors
+function showError(msg) {
+  const line = String(msg).split('\n')[0];
+  $('error-text').textContent = line;
+  $('error').hidden = false;
+  test.events.push(['error', line]);
+}
+function hideError() { $('error').hidden = true; $('error-text').textContent = ''; }
+$('error-close').addEventListener('click', hideError);
+window.addEventListener('unhandledrejection', (e) => showError(e.reason?.message ?? String(e.reason)));
+
+// ------------------------------------------------------------------ workers
+function rpcWorker(url) {
+  const w = new Worker(url, { type: 'module' });
+  let next = 1;
+  const pending = new Map();
+  w.onmessage = (ev) => {
+    const m = ev.data;
+    const p = pending.get(m.rid);
+    if (!p) return;
+    if (m.type === 'bytes') { p.onBytes?.(m); return; }
+    pending.delete(m.rid);
+    if (m.ok) p.resolve(m.result);
+    else p.reject(Object.assign(new Error(m.error), { usage: m.usage }));
+  };
+  w.onerror = (e) => { e.preventDefault(); for (const p of pending.values()) p.reject(new Error(`generation worker failed: ${e.message}`)); pending.clear(); };
+  return {
+    call(type, args = {}, transfer = [], onBytes = null) {
+      const rid = next++;
+      return { rid, done: new Promise((resolve, reject) => {
+        pending.set(rid, { resolve, reject, onBytes });
+        w.postMessage({ ...args, type, rid }, transfer);
+      }) };
+    },
+    stop(rid) { w.postMessage({ type: 'stop', target: rid }); },
+  };
+}
+const gen = rpcWorker(new URL('./gen-worker.mjs', import.meta.url));
+const call = (type, args, transfer) => gen.call(type, args, transfer).done;
+const trainer = new Worker(new URL('./train-worker.mjs', import.meta.url), { type: 'module' });
+
+// ------------------------------------------------------------------ settings from the query string
+for (const [k, v] of params) {
+  const el = document.getElementById(k);
+  if (el && (el.tagName === 'INPUT' && el.type !== 'file' || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT')) el.value = v;
+}
+
+// ------------------------------------------------------------------ models
+const models = new Map();   // select value -> { label, kind: shipped|file|trained, bytes?, url?, info? }
+let current = null;         // select value of the open model
+let ready = { module: false, model: false };
+
+function refreshEnabled() {
+  const busy = genState.running;
+  $('generate').disabled = !(ready.module && ready.model) || busy;
+  $('stop').disabled = !busy;
+  $('train-start').disabled = !ready.trainer || trainState.active;
+  for (const id of ['download-atome01', 'download-atome02', 'download-header', 'download-fw-mps2-an385', 'download-fw-microbit'])
+    $(id).disabled = !(ready.module && ready.model);
+}
+
+function addModelOption(value, entry, select = false) {
+  let v = value, k = 2;
+  while (models.has(v) && models.get(v).kind !== entry.kind) v = value.replace(/\.atome$/, '') + `-${k++}.atome`;
+  models.set(v, entry);
+  let opt = [...$('model-select').options].find((o) => o.value === v);
+  if (!opt) { opt = new Option(entry.label, v); $('model-select').add(opt); }
+  opt.textContent = entry.label;
+  if (select) $('model-select').value = v;
+  return v;
+}
+
+async function fetchBytes(url) {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`cannot fetch ${url}: HTTP ${r.status}`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+async function openModel(value) {
+  const e = models.get(value);
+  if (!e) return;
+  if (genState.running) await stopGenerate();
+  ready.model = false;
+  refreshEnabled();
+  $('model-info').textContent = `Opening ${value}…`;
+  try {
+    if (!e.bytes) e.bytes = await fetchBytes(e.url);
+    e.info = await call('open', { key: value, bytes: e.bytes });
+    current = value;
+    ready.model = true;
+    const i = e.info;
+    $('model-info').textContent = `${value}: ${fmt(i.params)} parameters, ${i.layers} layers of width ${i.dModel}, ` +
+      `${fmt(i.bytes)} bytes (${i.encoding}), default window ${i.defaultWindow}, engine RAM ${fmt(i.arenaBytes)} bytes.`;
+    $('board-model').textContent = `Now: ${value} (${fmt(i.bytes)} bytes).`;
+    updateFit();
+  } catch (err) {
+    $('model-info').textContent = '';
+    showError(`${value}: ${err.message}`);
+    if (current && current !== value) { $('model-select').value = current; ready.model = true; }
+  }
+  refreshEnabled();
+}
+
+$('model-select').addEventListener('change', () => { hideError(); openModel($('model-select').value); });
+
+async function userModel(file) {
+  hideError();
+  if (!file) return;
+  if (!/\.atome$/i.test(file.name) && file.size > 0) { /* the content decides, the name only labels */ }
+  if (file.size === 0) { showError(`${file.name}: the file is empty (a .atome model is a few KB or more)`); return; }
+  if (file.size > 64 << 20) { showError(`${file.name}: ${fmt(file.size)} bytes is larger than any .atome model the engine takes (64 MiB)`); return; }
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  const magic = [0x41, 0x54, 0x4d, 0x43];
+  if (!magic.every((b, i) => bytes[i] === b)) {
+    const ckpt = String.fromCharCode(...bytes.subarray(0, 8)) === 'ATOMECKP';
+    showError(`${file.name}: not a .atome model${ckpt ? ' (it is a training checkpoint: pack it with atome export)' : ' (it does not start with the ATMC magic)'}`);
+    return;
+  }
+  const name = file.name.replace(/[^\w.+-]/g, '_');
+  const value = /\.atome$/i.test(name) ? name : `${name}.atome`;
+  // open under a scratch key first, so a bad file never replaces a good model
+  try {
+    await call('open', { key: '__check__', bytes });
+    await call('close', { key: '__check__' });
+  } catch (err) {
+    showError(`${file.name}: ${err.message}`);
+    return;
+  }
+  const v = addModelOption(value, { label: `${value} (your file)`, kind: 'file', bytes }, true);
+  await openModel(v);
+}
+$('model-file').addEventListener('change', (e) => { userModel(e.target.files[0]); e.target.value = ''; });
+
+function dropZone(card, onFile) {
+  const el = $(card);
+  el.addEventListener('dragover', (e) => { if ([...e.dataTransfer.types].includes('Files')) { e.preventDefault(); el.classList.add('dragging'); } });
+  el.addEventListener('dragleave', () => el.classList.remove('dragging'));
+  el.addEventListener('drop', (e) => {
+    el.classList.remove('dragging');
+    if (!e.dataTransfer.files.length) return;
+    e.preventDefault();
+    onFile(e.dataTransfer.files[0]);
+  });
+}
+dropZone('sec-generate', userModel);
+dropZone('sec-train', (f) => pickCorpus(f));
+
+// ------------------------------------------------------------------ generate
+const genState = { running: false, rid: 0, bytes: [], n: 0, lines: [], t0: 0 };
+
+function intField(id, lo, hi, what) {
+  const s = $(id).value.trim();
+  if (!/^\d+$/.test(s) || Number(s) < lo || Number(s) > hi) throw new Error(`${what} must be an integer in ${lo}..${hi} (got '${s}')`);
+  return Number(s);
+}
+
+async function startGenerate() {
+  hideError();
+  if (!ready.model || genState.running) return;
+  $('output').dataset.done = '0';
+  let n, seed, window = 0;
+  const temperature = $('temperature').value.trim(), topK = $('top-k').value.trim(), topP = $('top-p').value.trim();
+  try {
+    n = intField('n', 0, 1e9, 'Length');
+    seed = intField('seed', 0, 4294967295, 'Seed');
+    if ($('window').value.trim() !== '') window = intField('window', 1, 65535, 'Window');
+    await call('check', { temperature: temperature || null, topK: topK || null, topP: topP || null });
+  } catch (e) { showError(e.message); return; }
+  const prompt = enc.encode($('prompt').value);
+  const out = $('output');
+  test.lines = genState.lines = [];
+  out.textContent = '';
+  out.dataset.hex = '';
+  out.dataset.done = '0';
+  $('output-prompt').textContent = $('prompt').value || '';
+  $('speed').textContent = '';
+  const explain = $('explain').checked;
+  $('why').hidden = !explain;
+  const dec = new TextDecoder();
+  const hexParts = [];
+  genState.sel = -1;
+  $('why-detail').replaceChildren();
+  Object.assign(genState, { running: true, n: 0, t0: performance.now() });
+  refreshEnabled();
+  let pendingText = '', raf = 0;
+  const paint = () => { raf = 0; if (pendingText) { out.append(pendingText); pendingText = ''; } drawWhy($('why-canvas'), genState.lines, genState.sel); };
+  const job = gen.call('generate', { key: current, prompt, n, temperature: temperature || null, topK: topK || null,
+    topP: topP || null, seed, window, explain }, [], (m) => {
+    hexParts.push(hexOf(m.bytes));
+    pendingText += dec.decode(m.bytes, { stream: true });
+    if (m.lines) for (const l of m.lines) genState.lines.push(JSON.parse(l));
+    if (genState.lines.length > WHY_MAX) genState.lines.splice(0, genState.lines.length - WHY_MAX);
+    genState.n = m.done;
+    $('speed').textContent = `${fmt(m.done)} bytes · ${fmt(m.done / Math.max(m.seconds, 1e-3))} bytes/s`;
+    if (!raf) raf = requestAnimationFrame(paint);
+  });
+  genState.rid = job.rid;
+  try {
+    const r = await job.done;
+    pendingText += dec.decode();
+    if (raf) cancelAnimationFrame(raf);
+    paint();
+    out.dataset.hex = hexParts.join('');
+    out.dataset.done = '1';
+    $('speed').textContent = `${fmt(r.n)} bytes in ${r.seconds.toFixed(2)} s · ${fmt(r.n / Math.max(r.seconds, 1e-3))} bytes/s` +
+      (r.stopped ? ' (stopped)' : '');
+    test.events.push(['generated', r.n]);
+  } catch (e) {
+    out.dataset.hex = hexParts.join('');
+    out.dataset.done = '1';
+    showError(e.message);
+  } finally {
+    genState.running = false;
+    refreshEnabled();
+  }
+}
+
+async function stopGenerate() {
+  if (!genState.running) return;
+  gen.stop(genState.rid);
+  while (genState.running) await new Promise((r) => setTimeout(r, 10));
+}
+$('generate').addEventListener('click', startGenerate);
+$('stop').addEventListener('click', stopGenerate);
+$('prompt').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); if (!$('generate').disabled) startGenerate(); } });
+
+// why-this-byte strip: hover / click / arrow keys pick a byte
+genState.sel = -1;
+function selectWhy(i) {
+  const n = genState.lines.length;
+  if (!n) return;
+  genState.sel = Math.max(0, Math.min(n - 1, i));
+  drawWhy($('why-canvas'), genState.lines, genState.sel);
+  $('why-detail').replaceChildren(...whyDetail(genState.lines[genState.sel]));
+  const x = genState.sel * 10, sc = $('why-scroll');
+  if (x < sc.scrollLeft || x > sc.scrollLeft + sc.clientWidth - 20) sc.scrollLeft = x - sc.clientWidth / 2;
+}
+const whyIndex = (e) => Math.floor((e.offsetX) / 10);
+$('why-canvas').addEventListener('mousemove', (e) => selectWhy(whyIndex(e)));
+$('why-canvas').addEventListener('click', (e) => selectWhy(whyIndex(e)));
+$('why-canvas').addEventListener('keydown', (e) => {
+  const step = { ArrowLeft: -1, ArrowRight: 1, Home: -1e9, End: 1e9, PageUp: -20, PageDown: 20 }[e.key];
+  if (step === undefined) return;
+  e.preventDefault();
+  selectWhy((genState.sel < 0 ? genState.lines.length : genState.sel) + step);
+});
+$('why-canvas').addEventListener('focus', () => { if (genState.sel < 0) selectWhy(genState.lines.length - 1); });
+
+// ------------------------------------------------------------------ boards
+const templates = new Map();
+async function template(board) {
+  if (!templates.has(board)) templates.set(board, fetchBytes(`/build/mcu/mcu/atome-fw-${board}.elf`).catch((e) => {
+    templates.delete(board);
+    throw new Error(`the ${board} firmware template is missing on the server (${e.message}); build it with tools/setup`);
+  }));
+  return templates.get(board);
+}
+
+function chosenWindow() {
+  const s = $('window').value.trim();
+  return /^\d+$/.test(s) && Number(s) >= 1 && Number(s) <= 65535 ? Number(s) : 0;
+}
+
+let fitSerial = 0;
+async function updateFit() {
+  if (!current || !ready.model) return;
+  const serial = ++fitSerial;
+  const key = current, info = models.get(key).info, w = chosenWindow() || info.defaultWindow;
+  for (const b of BOARDS) {
+    const card = document.querySelector(`.board-card[data-board="${b.id}"]`);
+    let cls = 'bad', verdict, rows = [], runW = w;
+    try {
+      const t = await template(b.id);
+      const f = await call('fit', { key, template: t, window: w });
+      if (serial !== fitSerial) return;
+      const flashOk = f.model_bytes <= f.capacity, ramOk = f.max_window >= w;
+      verdict = !flashOk ? `Too big: the model does not fit the ${fmt(f.capacity)}-byte model slot` :
+        f.max_window === 0 ? 'Too big: the engine does not fit the board\'s RAM at any window' :
+        ramOk ? `Fits at window ${w}` : `Fits at window ${f.max_window} or less (not at ${w})`;
+      cls = flashOk && f.max_window > 0 ? (ramOk ? 'ok' : 'warn') : 'bad';
+      rows = [['Flash (model slot)', `${fmt(f.model_bytes)} of ${fmt(f.capacity)} bytes`],
+        [`RAM at window ${w}`, `${fmt(f.ram_at_window)} of ${fmt(f.arena_bytes)} bytes`],
+        ['Largest window that fits', f.max_window ? fmt(f.max_window) : 'none']];
+      if (flashOk && f.max_window) runW = Math.min(w, f.max_window);
+    } catch (e) {
+      verdict = e.message;
+    }
+    const v = document.createElement('p');
+    v.className = `verdict ${cls}`;
+    v.textContent = verdict;
+    const dl = document.createElement('dl');
+    for (const [k, val] of rows) {
+      const dt = document.createElement('dt'), dd = document.createElement('dd');
+      dt.textContent = k; dd.textContent = val;
+      dl.append(dt, dd);
+    }
+    card.className = `board-card ${cls}`;
+    card.querySelector('.fit-body').replaceChildren(v, dl);
+    card.querySelector('.board-note').replaceChildren(...boardNote(b, key, runW));
+  }
+}
+for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', updateFit);
+
+function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.elf`; }
+
+function boardNote(b, key, w) {
+  const p = document.createElement('p');
+  const promptHex = hexOf(enc.encode($('prompt').value || 'Once upon a time'));
+  const args = ['--prompt-hex', promptHex, '--n', /^\d+$/.test($('n').value.trim()) ? $('n').value.trim() : '64'];
+  for (const [flag, id] of [['--temperature', 'temperature'], ['--top-k', 'top-k'], ['--top-p', 'top-p'], ['--seed', 'seed']]) {
+    const v = $(id).value.trim();
+    if (/^[0-9.]+$/.test(v)) args.push(flag, v);
+  }
+  args.push('--window', String(w));
+  const cmd = `qemu-system-arm -M ${b.id} -display none -monitor none -serial none ` +
+    `-semihosting-config enable=on,target=native,arg=atome${args.map((a) => `,arg=${a}`).join('')} ` +
+    `-kernel ${fwName(key, b.id)} > story.txt`;
+  p.textContent = b.id === 'microbit'
+    ? 'Flash it with a debug probe: pyocd flash -t nrf51 FILE.elf (or OpenOCD). This image takes its prompt and settings ' +
+      'over semihosting, so today it runs under a debugger or QEMU; it prints the same bytes as this page.'
+    : 'The MPS2 FPGA board loads images from its configuration USB drive (images.txt); under QEMU it runs as below, ' +
+      'with the prompt and settings passed over semihosting.';
+  const label = document.createElement('p');
+  label.className = 'cmd-label';
+  label.textContent = 'Run it under QEMU with the prompt and settings of Generate (it writes the same bytes):';
+  const pre = document.createElement('pre');
+  pre.textContent = cmd;
+  return [p, label, pre];
+}
+
+function download(bytes, name, type = 'application/octet-stream') {
+  const url = URL.createObjectURL(new Blob([bytes], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+  test.events.push(['download', name, bytes.length]);
+}
+
+async function guarded(fn) {
+  hideError();
+  try { await fn(); } catch (e) { showError(e.message); }
+}
+const base = () => current.replace(/\.atome$/, '');
+$('download-atome01').addEventListener('click', () => guarded(async () => download(await call('convert', { key: current, encoding: 1 }), `${base()}-atome01.atome`)));
+$('download-atome02').addEventListener('click', () => guarded(async () => download(await call('convert', { key: current, encoding: 2 }), `${base()}-atome02.atome`)));
+// as `atome header --model <file>`: the array is atome_model, the comment names the file
+$('download-header').addEventListener('click', () => guarded(async () => {
+  const r = await call('header', { key: current, source: current, name: '' });
+  download(r.text, `${base()}.h`, 'text/x-c');
+}));
+for (const b of BOARDS) {
+  $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
+    const t = await template(b.id);
+    let r;
+    try { r = await call('firmware', { key: current, template: t, board: b.id }); } catch (e) { throw new Error(`${b.name}: ${e.message}`); }
+    download(r.image, fwName(current, b.id));
+  }));
+}
+
+// ------------------------------------------------------------------ training
+const trainState = { active: false, state: 'idle', run: null, corpus: null, corpusName: BUILTIN.name, builtin: true,
+  chart: null, started: 0 };
+
+function setTrainStatus(state, extra = {}) {
+  const st = $('train-status');
+  st.dataset.state = state;
+  if (extra.step !== undefined) st.dataset.step = String(extra.step);
+  if (extra.valBpb !== undefined) st.dataset.valBpb = String(extra.valBpb);
+  trainState.state = state;
+  trainState.active = state === 'running' || state === 'paused' || state === 'starting';
+  $('train-pause').disabled = state !== 'running';
+  $('train-resume').disabled = state !== 'paused';
+  $('train-stop').disabled = !(state === 'running' || state === 'paused');
+  for (const id of ['train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
+    'cosine', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2', 'eval-every', 'sample-every']) $(id).disabled = trainState.active;
+  refreshEnabled();
+}
+
+const NUM = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+function num(id, what) {
+  const s = $(id).value.trim();
+  if (!NUM.test(s)) throw new Error(`${what} must be a number (got '${s}')`);
+  return Number(s);
+}
+function readSettings() {
+  const int = (id, lo, hi, what) => intField(id, lo, hi, what);
+  const s = {
+    config: $('train-config').value, quant: $('train-quant').value,
+    steps: int('steps', 1, 1e8, 'Steps'), batch: int('batch', 1, 4096, 'Batch'), seq: int('seq', 2, 65536, 'Seq'),
+    lr: num('lr', 'Learning rate'), seed: int('train-seed', 0, 4294967295, 'Seed'),
+    warmup: int('warmup', 0, 1e8, 'Warmup steps'), cosine: $('cosine').value === '1', lrMin: num('lr-min', 'Cosine floor'),
+    clip: num('clip', 'Clip'), wd: num('wd', 'Weight decay'), fpFraction: num('fp-fraction', 'fp32 fraction'),
+    lr2: $('lr2').value.trim() === '' ? null : num('lr2', 'Stage-2 lr'),
+    evalEvery: int('eval-every', 0, 1e8, 'Validate every'), sampleEvery: int('sample-every', 0, 1e8, 'Sample every'),
+  };
+  if (!['atome-60k', 'vanilla-60k', 'gssm-60k'].includes(s.config)) throw new Error(`unknown model '${s.config}'`);
+  return s;
+}
+
+// Checks a corpus for the run's batch and seq; returns a reason or null.
+export function corpusProblem(bytes, name, batch, seq) {
+  if (bytes.length === 0) return `${name}: the file is empty`;
+  if (bytes.length > CORPUS_LIMIT)
+    return `${name}: ${fmt(bytes.length)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the training module holds`;
+  let nul = 0;
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0) nul++;
+  if (nul > 0 && nul * 1000 >= bytes.length)
+    return `${name}: ${(100 * nul / bytes.length).toFixed(1)}% of its bytes are NUL: it looks like a binary file, not text`;
+  const chunks = Math.floor(bytes.length / seq), train = Math.floor(0.9 * chunks), evalc = chunks - train;
+  if (train < batch || evalc < 1) {
+    const need = Math.ceil(Math.max(batch / 0.9 + 1, batch + 1)) * seq;
+    return `${name}: ${fmt(bytes.length)} bytes is shorter than one batch: ${batch} × ${seq}-byte chunks to train and ` +
+      `one to validate need about ${fmt(need)} bytes`;
+  }
+  return null;
+}
+
+async function pickCorpus(file) {
+  hideError();
+  if (!file || trainState.active) return;
+  if (file.size > CORPUS_LIMIT) {
+    showError(`${file.name}: ${fmt(file.size)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the training module holds`);
+    return;
+  }
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let s;
+  try { s = readSettings(); } catch { s = { batch: 16, seq: 64 }; }
+  const why = corpusProblem(bytes, file.name, s.batch, s.seq);
+  if (why) { showError(why); return; }
+  Object.assign(trainState, { corpus: bytes, corpusName: file.name, builtin: false });
+  $('corpus-name').textContent = `${file.name} — ${fmt(bytes.length)} bytes (your file)`;
+  $('corpus-builtin').hidden = false;
+}
+$('corpus-file').addEventListener('change', (e) => { pickCorpus(e.target.files[0]); e.target.value = ''; });
+$('corpus-builtin').addEventListener('click', () => {
+  Object.assign(trainState, { corpus: null, corpusName: BUILTIN.name, builtin: true });
+  $('corpus-name').textContent = BUILTIN.label;
+  $('corpus-builtin').hidden = true;
+});
+$('corpus-limit').textContent = `A text file of up to ${fmt(CORPUS_LIMIT)} bytes (16 MiB, what the training module's memory holds). ` +
+  'Plain text trains best; bytes are the vocabulary, so any language or encoding works.';
+
+async function corpusBytes() {
+  if (trainState.builtin) {
+    if (!trainState.builtinBytes) trainState.builtinBytes = await fetchBytes(BUILTIN.url);
+    return trainState.builtinBytes;
+  }
+  return trainState.corpus;
+}
+
+function newRunId() { return `run-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`; }
+
+async function startTraining() {
+  hideError();
+  let s;
+  try { s = readSettings(); } catch (e) { showError(e.message); return; }
+  let corpus;
+  try { corpus = await corpusBytes(); } catch (e) { showError(`cannot load the built-in corpus: ${e.message}`); return; }
+  const why = corpusProblem(corpus, trainState.corpusName, s.batch, s.seq);
+  if (why) { showError(why); return; }
+  const run = { id: newRunId(), created: Date.now(), updated: Date.now(), settings: s, corpusName: trainState.corpusName,
+    corpusBytes: corpus.length, corpusBuiltin: trainState.builtin, step: 0, steps: s.steps, state: 'running',
+    history: null, ckpt: null, valBpb: null };
+  launch(run, corpus, null);
+}
+
+function launch(run, corpus, resume) {
+  trainState.run = run;
+  trainState.corpusForSave = run.corpusBuiltin ? null : corpus;
+  trainState.savedCorpus = false;
+  trainState.started = performance.now();
+  test.runId = run.id;
+  resetChart(resume?.history);
+  $('samples').replaceChildren();
+  for (const [st, text] of resume?.history?.samples ?? []) addSample(st, text);
+  setTrainStatus('starting', { step: resume ? run.step : 0, valBpb: '' });
+  $('train-text').textContent = resume ? `Continuing from step ${fmt(run.step)}…` : 'Starting…';
+  trainer.postMessage({ type: 'start', run: { id: run.id, settings: run.settings, corpus, corpusName: run.corpusName,
+    resume, saveEveryMs: Number(params.get('save-ms')) || 3000 } });
+}
+
+$('train-start').addEventListener('click', startTraining);
+$('train-pause').addEventListener('click', () => trainer.postMessage({ type: 'pause' }));
+$('train-resume').addEventListener('click', () => trainer.postMessage({ type: 'resume' }));
+$('train-stop').addEventListener('click', () => { trainer.postMessage({ type: 'stop' }); $('train-text').textContent += ' — stopping (final validation pass)…'; });
+
+// saves are serialised: a slow one is never overtaken by an older one
+let saveChain = Promise.resolve();
+function saveRun(patch, why) {
+  const run = trainState.run;
+  if (!run) return Promise.resolve();
+  Object.assign(run, patch, { updated: Date.now() });
+  const rec = { ...run };
+  const corpus = !trainState.savedCorpus ? trainState.corpusForSave : null;
+  test.saving = true;
+  saveChain = saveChain.then(() => store.saveRun(rec, corpus)).then(() => {
+    if (corpus) trainState.savedCorpus = true;
+    test.saves++;
+    test.savedStep = rec.step;
+    test.saving = false;
+    $('train-saved').textContent = `Saved at step ${fmt(rec.step)}${why ? ` (${why})` : ''}.`;
+    listSavedRuns();
+  }, (e) => {
+    test.saving = false;
+    showError(`${e.message}. Training goes on; the last saved state is kept.`);
+  });
+  return saveChain;
+}
+test.saveNow = () => saveRun({}, 'now');
+
+trainer.onmessage = (ev) => {
+  const m = ev.data;
+  test.events.push(['train', m.type, m.step]);
+  switch (m.type) {
+  case 'ready':
+    ready.trainer = true;
+    if (!m.simd) $('module-status').textContent += ' Training uses the scalar module (no wasm SIMD here): slower.';
+    refreshEnabled();
+    break;
+  case 'started':
+    setTrainStatus('running', { step: m.info.step });
+    trainState.info = m.info;
+    saveRun({ state: 'running' });
+    break;
+  case 'progress': {
+    const rem = (m.steps - m.step) * m.stepMs / 1000;
+    $('train-progress').max = m.steps;
+    $('train-progress').value = m.step;
+    $('train-status').dataset.step = String(m.step);
+    const last = trainState.history?.val?.at(-1);
+    $('train-text').textContent = `Step ${fmt(m.step)} of ${fmt(m.steps)} · ${fmt(m.bytesPerSec)} bytes/s · ` +
+      `ETA ${rem < 90 ? `${Math.ceil(rem)} s` : `${Math.ceil(rem / 60)} min`} · train ${(m.loss / Math.LN2).toFixed(3)} bpb` +
+      (last ? ` · validation ${last[1].toFixed(3)} bpb (step ${fmt(last[0])})` : '') + (m.state === 'paused' ? ' · paused' : '');
+    for (const p of m.train) addTrainPoint(p);
+    redrawChart();
+    break;
+  }
+  case 'eval':
+    test.events.push(['val', m.step, m.bpb]);
+    addValPoint([m.step, m.bpb]);
+    $('train-status').dataset.valBpb = m.final ? $('train-status').dataset.valBpb : String(m.bpb);
+    redrawChart();
+    break;
+  case 'sample':
+    addSample(m.step, m.text);
+    break;
+  case 'checkpoint':
+    trainState.history = m.history;
+    saveRun({ step: m.step, ckpt: m.ckpt, history: m.history, state: m.reason === 'pause' ? 'paused' : 'running' }, m.reason);
+    break;
+  case 'state':
+    setTrainStatus(m.state, { step: m.step });
+    if (m.state === 'paused') $('train-text').textContent = `Paused at step ${fmt(m.step)}.`;
+    break;
+  case 'done': {
+    const r = trainState.run;
+    trainState.history = m.history;
+    const label = `trained ${r.settings.config} ${r.settings.quant}, ${fmt(m.step)} steps`;
+    saveRun({ step: m.step, ckpt: m.ckpt, history: m.history, state: 'done', valBpb: m.valBpb, atome01: m.atome01,
+      atome02: m.atome02, stopped: m.stopped }, 'finished');
+    $('train-progress').value = m.step;
+    $('train-text').textContent = `Done: ${fmt(m.step)} steps in ${m.seconds.toFixed(1)} s; validation ${m.valBpb.toFixed(4)} bpb` +
+      (m.stopped ? ' (stopped early)' : '') + (m.atome02 ? '. The model is now in Generate and ready to download.' :
+      ' (only atome-family models pack into .atome for the engine and the boards).');
+    setTrainStatus('done', { step: m.step, valBpb: m.valBpb });
+    if (m.atome02) {
+      const v = addModelOption(`trained-${r.settings.config}-${r.id.slice(4, 12)}.atome`,
+        { label, kind: 'trained', bytes: m.atome02, runId: r.id }, true);
+      openModel(v);
+    }
+    break;
+  }
+  case 'error':
+    showError(`training: ${m.message}`);
+    setTrainStatus(trainState.state === 'starting' ? 'error' : trainState.state === 'running' ? 'error' : trainState.state,
+      {});
+    if (trainState.state === 'error') $('train-text').textContent = `Stopped by an error: ${m.message}`;
+    break;
+  default:
+  }
+};
+trainer.onerror = (e) => { e.preventDefault(); showError(`training worker failed: ${e.message}`); setTrainStatus('error'); };
+
+// ------------------------------------------------------------------ chart and samples
+let chartData = { train: [], val: [] };
+function resetChart(history) {
+  chartData = { train: [...(history?.train ?? [])], val: [...(history?.val ?? [])] };
+  trainState.history = history ?? null;
+  if (!trainState.chart) {
+    const el = $('chart');
+    el.hidden = false;
+    trainState.chart = new uPlot({
+      width: Math.max(280, el.clientWidth), height: 260, legend: { live: false },
+      scales: { x: { time: false } },
+      axes: [{ label: 'step' }, { label: 'bits per byte', size: 60 }],
+      series: [{ label: 'step' },
+        { label: 'train (mean of 10 steps)', stroke: '#3b6fd8', width: 1.5 },
+        { label: 'validation', stroke: '#d9480f', width: 2, points: { show: true, size: 6 }, spanGaps: true }],
+    }, [[], [], []], el);
+    new ResizeObserver(() => trainState.chart.setSize({ width: Math.max(280, el.clientWidth), height: 260 })).observe(el);
+  }
+  redrawChart();
+}
+function addTrainPoint(p) { const t = chartData.train; if (!t.length || p[0] > t.at(-1)[0]) t.push(p); }
+function addValPoint(p) { chartData.val = chartData.val.filter(([s]) => s !== p[0]); chartData.val.push(p); chartData.val.sort((a, b) => a[0] - b[0]); }
+let chartRaf = 0;
+function redrawChart() {
+  if (chartRaf) return;
+  chartRaf = requestAnimationFrame(() => {
+    chartRaf = 0;
+    const xs = [...new Set([...chartData.train.map((p) => p[0]), ...chartData.val.map((p) => p[0])])].sort((a, b) => a - b);
+    const tm = new Map(chartData.train), vm = new Map(chartData.val);
+    trainState.chart.setData([xs, xs.map((x) => tm.get(x) ?? null), xs.map((x) => vm.get(x) ?? null)]);
+  });
+}
+function addSample(step, text) {
+  const d = document.createElement('div');
+  d.className = 'sample';
+  const b = document.createElement('strong');
+  b.textContent = `step ${fmt(step)}: `;
+  const t = document.createElement('span');
+  t.textContent = text;
+  d.append(b, t);
+  $('samples').prepend(d);
+  while ($('samples').children.length > 8) $('samples').lastChild.remove();
+}
+
+// ------------------------------------------------------------------ saved runs
+async function listSavedRuns() {
+  let runs;
+  try { runs = await store.listRuns(); } catch (e) {
+    $('runs').replaceChildren(li(`Saved runs are not available: ${e.message}`));
+    $('runs').dataset.loaded = '1';
+    return [];
+  }
+  const items = runs.map((r) => {
+    const item = document.createElement('li');
+    const s = r.settings;
+    const txt = document.createElement('span');
+    const when = new Date(r.updated).toLocaleString();
+    txt.textContent = `${s.config} ${s.quant}, ${r.corpusName}: step ${fmt(r.step)} of ${fmt(r.steps)}, ${r.state}` +
+      (r.valBpb ? `, validation ${r.valBpb.toFixed(4)} bpb` : '') + ` — ${when}`;
+    item.append(txt);
+    const isLive = trainState.run?.id === r.id && trainState.active;
+    if (r.state !== 'done' && r.hasCkpt && !isLive) item.append(button('Continue', () => continueRun(r.id), `continue-${r.id}`));
+    if (r.state === 'done' && r.hasModel) item.append(button('Open in Generate', () => openRunModel(r.id), `open-${r.id}`));
+    if (!isLive) item.append(button('Delete', () => deleteSavedRun(r.id), `delete-${r.id}`, 'secondary'));
+    item.dataset.runId = r.id;
+    return item;
+  });
+  $('runs').replaceChildren(...(items.length ? items : [li('No saved runs yet.')]));
+  $('runs').dataset.loaded = '1';
+  return runs;
+}
+function li(text) { const x = document.createElement('li'); x.textContent = text; return x; }
+function button(text, fn, id, cls = '') {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.textContent = text;
+  b.id = id;
+  if (cls) b.className = cls;
+  b.addEventListener('click', () => guarded(fn));
+  return b;
+}
+
+async function continueRun(id) {
+  if (trainState.active) throw new Error('a run is in progress: pause or stop it first');
+  const r = await store.getRun(id);
+  if (!r || !r.ckpt) throw new Error('that run has no saved checkpoint');
+  let corpus = r.corpus;
+  if (r.corpusBuiltin) corpus = trainState.builtinBytes ?? (trainState.builtinBytes = await fetchBytes(BUILTIN.url));
+  if (!corpus) throw new Error('the corpus of that run was not saved; it cannot be continued');
+  $('resume-banner').hidden = true;
+  const { corpus: _c, ...run } = r;
+  run.state = 'running';
+  trainState.savedCorpus = true;
+  launch(run, corpus, { ckpt: r.ckpt, history: r.history });
+  trainState.savedCorpus = true;
+  Object.assign($('train-config'), { value: r.settings.config });
+}
+
+async function openRunModel(id) {
+  const r = await store.getRun(id);
+  if (!r?.atome02) throw new Error('that run has no packed model');
+  const v = addModelOption(`trained-${r.settings.config}-${r.id.slice(4, 12)}.atome`,
+    { label: `trained ${r.settings.config} ${r.settings.quant}, ${fmt(r.step)} steps`, kind: 'trained', bytes: r.atome02 }, true);
+  await openModel(v);
+  location.hash = '#sec-generate';
+}
+
+async function deleteSavedRun(id) {
+  await store.deleteRun(id);
+  await listSavedRuns();
+}
+
+// ------------------------------------------------------------------ start-up
+async function boot() {
+  setTrainStatus('idle', { step: 0, valBpb: '' });
+  const scalar = params.get('scalar') === '1';
+  trainer.postMessage({ type: 'init', scalar });
+  let mod;
+  try { mod = await call('init', { forceScalar: scalar }); } catch (e) {
+    $('module-status').textContent = 'The WebAssembly module did not load.';
+    showError(`cannot load the WebAssembly module: ${e.message} (run tools/setup, then tools/serve)`);
+    return;
+  }
+  ready.module = true;
+  $('module-status').textContent = mod.simd ? 'Ready: WebAssembly SIMD module.' :
+    'Ready: this browser has no WebAssembly SIMD, so the page uses the scalar module (atome-scalar.wasm): the same bytes, slower.';
+  $('module-status').dataset.module = mod.module;
+  let list = [];
+  try { list = (await (await fetch('/api/models')).json()).models; } catch (e) { showError(`cannot list the models: ${e.message}`); }
+  for (const m of list) addModelOption(m.name, { label: `${m.name} (${fmt(m.bytes)} bytes)`, kind: 'shipped', url: `/models/${encodeURIComponent(m.name)}` });
+  const want = params.get('model-select') ?? params.get('model');
+  const first = want && models.has(want) ? want : list[0]?.name;
+  if (first) { $('model-select').value = first; await openModel(first); }
+  refreshEnabled();
+  const runs = await listSavedRuns();
+  const live = runs.find((r) => (r.state === 'running' || r.state === 'paused') && r.hasCkpt);
+  if (live) {
+    $('resume-text').textContent = `A training run (${live.settings.config}, step ${fmt(live.step)} of ${fmt(live.steps)}) ` +
+      'was interrupted. Continue it from its last save?';
+    $('resume-banner').hidden = false;
+    $('resume-continue').onclick = () => guarded(() => continueRun(live.id));
+    $('resume-later').onclick = () => { $('resume-banner').hidden = true; };
+  }
+}
+boot();

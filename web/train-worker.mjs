@@ -1,0 +1,227 @@
+// web/train-worker.mjs — the page's training worker: the float trainer of
+// atome.wasm (wasm SIMD kernels) running one model at a time, in slices
+// short enough that pause / stop messages are seen within ~50 ms, and it
+// keeps going when the tab is hidden (a dedicated worker is not throttled
+// like the page's timers).
+//
+// Protocol (docs/web.md). Page -> worker:
+//   { type: 'init', scalar }                     load the module
+//   { type: 'start', run }                        run = { id, settings, corpus, corpusName, resume? }
+//   { type: 'pause' } / { type: 'resume' } / { type: 'stop' }
+// Worker -> page:
+//   { type: 'ready', simd, kernels }              module loaded
+//   { type: 'started', info }                     model built, data chunked
+//   { type: 'progress', step, steps, loss, lr, bytesPerSec, seconds, state }
+//   { type: 'eval', step, bpb } / { type: 'sample', step, text }
+//   { type: 'checkpoint', reason, step, ckpt, history }   every few seconds, on pause, at the end
+//   { type: 'done', step, valBpb, atome01, atome02, ckpt, history, stopped }
+//   { type: 'state', state }                      running | paused
+//   { type: 'error', message }
+//
+// Determinism: the trainer's state (weights, AdamW moments, step, RNG,
+// schedule) is all in the checkpoint; evaluations and samples read the
+// weights without changing them, so a run continued from any checkpoint
+// reaches the same bits as one that never stopped. The history (loss
+// curves, samples) is saved with each checkpoint and restored with it.
+import { loadAtome } from '../wasm/atome.mjs';
+
+let saveEveryMs = 3000;            // checkpoint cadence while running (the page may set it)
+const SLICE_MS = 50;              // training time between looks at the message queue
+const TRAIN_POINT_EVERY = 10;     // one train-loss point per 10 steps (their mean)
+const SAMPLE = { prompt: 'Once upon a time', n: 160, temperature: '0.8', topK: 40, seed: 1 };
+
+let atome = null, simd = false;
+let m = null;                    // the Model being trained
+let run = null;                  // { id, settings, ... }
+let history = null;              // { train: [[step, bpb]], val: [[step, bpb]], samples: [[step, text]], acc: [sum, n] }
+let state = 'idle';              // idle | running | paused | stopping | done
+let lastSave = 0;
+
+function yieldNow() {
+  return new Promise((resolve) => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => { ch.port1.close(); resolve(); };
+    ch.port2.postMessage(null);
+  });
+}
+
+function simdSupported() {
+  const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 10, 9, 1, 7, 0,
+    65, 0, 253, 15, 26, 11]);
+  try { return WebAssembly.validate(bytes); } catch { return false; }
+}
+
+const bpb = (nats) => nats / Math.LN2;
+
+function post(msg, transfer = []) { postMessage(msg, transfer); }
+
+// The run's options for createModel (numbers already checked by the page;
+// the C side checks ranges and says why).
+function modelOptions(s) {
+  const o = { seed: s.seed, steps: s.steps, batch: s.batch, seq: s.seq, lr: s.lr, quant: s.quant,
+    warmup: s.warmup, cosine: s.cosine, lrMin: s.lrMin, clip: s.clip, wd: s.wd, fpFraction: s.fpFraction };
+  if (s.lr2 !== null && s.lr2 !== undefined) o.lr2 = s.lr2;
+  return o;
+}
+
+function evaluate() {
+  const r = m.evaluate({ maxChunks: 0, batch: 16 });
+  return bpb(r.natsPerByte);
+}
+
+function sample() {
+  const dec = new TextDecoder();
+  const bytes = m.generateBytes(SAMPLE.prompt, { n: SAMPLE.n, temperature: SAMPLE.temperature, topK: SAMPLE.topK,
+    seed: SAMPLE.seed });
+  return SAMPLE.prompt + dec.decode(bytes);
+}
+
+function saveCheckpoint(reason) {
+  const ckpt = m.saveCheckpoint();
+  lastSave = performance.now();
+  post({ type: 'checkpoint', reason, step: m.step, ckpt, history: structuredClone(history) }, [ckpt.buffer]);
+}
+
+function start(r) {
+  if (m) { m.free(); m = null; }
+  run = r;
+  if (r.saveEveryMs > 0) saveEveryMs = r.saveEveryMs;
+  const s = r.settings;
+  if (r.resume) {
+    m = atome.loadCheckpoint(r.resume.ckpt);
+    history = r.resume.history;
+  } else {
+    m = atome.createModel(s.config, modelOptions(s));
+    history = { train: [], val: [], samples: [], acc: [0, 0] };
+  }
+  const { trainChunks, evalChunks } = m.setData(r.corpus, { split: 0.9, trainName: r.corpusName });
+  post({ type: 'started', info: { params: m.nParams, family: m.family, quant: m.quant, trainChunks, evalChunks,
+    step: m.step, steps: m.steps, kernels: atome.kernels(), simd } });
+  state = 'running';
+  loop().catch((e) => { state = 'idle'; post({ type: 'error', message: String(e?.message ?? e) }); });
+}
+
+function finishTrainPoint(step) {
+  const [sum, n] = history.acc;
+  if (n > 0) history.train.push([step, bpb(sum / n)]);
+  history.acc = [0, 0];
+}
+
+async function loop() {
+  const s = run.settings;
+  const evalEvery = s.evalEvery > 0 ? s.evalEvery : 0, sampleEvery = s.sampleEvery > 0 ? s.sampleEvery : 0;
+  const predicted = m.batch * (m.seq - 1);
+  let stepMs = 20;                         // estimate, refined as we go
+  let rate = 0, lastPost = 0;
+  lastSave = performance.now();
+  // the evaluation before the first step (a continued run has it already)
+  if (m.step === 0 && !history.val.some(([st]) => st === 0)) {
+    const v = evaluate();
+    history.val.push([0, v]);
+    post({ type: 'eval', step: 0, bpb: v });
+  }
+  while (m.step < m.steps && state !== 'stopping') {
+    if (state === 'paused') { await yieldNow(); await new Promise((r) => setTimeout(r, 30)); continue; }
+    // steps up to the next boundary (point, eval, sample, end), within the slice
+    let k = Math.max(1, Math.floor(SLICE_MS / Math.max(stepMs, 0.5)));
+    const step0 = m.step;
+    const next = (every) => (every ? (Math.floor(step0 / every) + 1) * every : Infinity);
+    const boundary = Math.min(next(TRAIN_POINT_EVERY), next(evalEvery), next(sampleEvery), m.steps);
+    k = Math.min(k, boundary - step0);
+    const t0 = performance.now();
+    for (let i = 0; i < k; i++) {
+      const r = m.trainSteps(1);
+      history.acc[0] += r.loss;
+      history.acc[1] += 1;
+    }
+    const dt = performance.now() - t0;
+    stepMs = 0.7 * stepMs + 0.3 * (dt / k);
+    const inst = (predicted * k) / (dt / 1000);
+    rate = rate ? 0.8 * rate + 0.2 * inst : inst;
+    const step = m.step;
+    if (step % TRAIN_POINT_EVERY === 0 || step === m.steps) finishTrainPoint(step);
+    if (evalEvery && step % evalEvery === 0 && step < m.steps) {
+      const v = evaluate();
+      history.val.push([step, v]);
+      post({ type: 'eval', step, bpb: v });
+    }
+    if (sampleEvery && step % sampleEvery === 0) {
+      const text = sample();
+      history.samples.push([step, text]);
+      post({ type: 'sample', step, text });
+    }
+    const now = performance.now();
+    if (now - lastPost > 150 || step === m.steps) {
+      lastPost = now;
+      post({ type: 'progress', step, steps: m.steps, loss: m.loss, lr: m.lr, bytesPerSec: rate,
+        seconds: m.elapsed, stepMs, state, train: history.train.slice(-50) });
+    }
+    if (now - lastSave > saveEveryMs && step < m.steps) saveCheckpoint('periodic');
+    await yieldNow();
+  }
+  if (state === 'stopping' || m.step >= m.steps) await finish(state === 'stopping');
+}
+
+async function finish(stopped) {
+  const step = m.step;
+  finishTrainPoint(step);
+  // every run ends with a validation pass over all held-out chunks
+  const v = evaluate();
+  history.val = history.val.filter(([st]) => st !== step);
+  history.val.push([step, v]);
+  post({ type: 'eval', step, bpb: v, final: true });
+  let atome01 = null, atome02 = null;
+  if (m.family === 'atome') {
+    atome01 = m.exportAtome({ encoding: 1 });
+    atome02 = m.exportAtome({ encoding: 2 });
+  }
+  const ckpt = m.saveCheckpoint();
+  state = 'done';
+  const transfer = [ckpt.buffer, ...(atome01 ? [atome01.buffer, atome02.buffer] : [])];
+  post({ type: 'done', step, steps: m.steps, valBpb: v, atome01, atome02, ckpt, history: structuredClone(history), stopped,
+    seconds: m.elapsed }, transfer);
+}
+
+let initDone = null;
+self.onmessage = async (ev) => {
+  const msg = ev.data;
+  try {
+    if (msg.type !== 'init') {
+      if (!initDone) throw new Error('the module is not loaded (init first)');
+      await initDone;
+    }
+    switch (msg.type) {
+    case 'init': {
+      simd = !msg.scalar && simdSupported();
+      initDone = loadAtome(new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url),
+        { onStderr: () => {} }).then((a) => { atome = a; });
+      await initDone;
+      post({ type: 'ready', simd, kernels: atome.kernels() });
+      break;
+    }
+    case 'start':
+      if (state === 'running' || state === 'paused') throw new Error('a run is already in progress');
+      start(msg.run);
+      break;
+    case 'pause':
+      if (state === 'running') {
+        state = 'paused';
+        saveCheckpoint('pause');
+        post({ type: 'state', state, step: m.step });
+      }
+      break;
+    case 'resume':
+      if (state === 'paused') { state = 'running'; post({ type: 'state', state, step: m.step }); }
+      break;
+    case 'stop':
+      // the loop sees it within a slice (also while paused) and finishes
+      if (state === 'running' || state === 'paused') state = 'stopping';
+      break;
+    default:
+      throw new Error(`unknown message '${msg.type}'`);
+    }
+  } catch (e) {
+    if (state !== 'done') state = m && m.step > 0 ? 'paused' : 'idle';
+    post({ type: 'error', message: String(e?.message ?? e) });
+  }
+};

@@ -1,0 +1,107 @@
+// web/why.mjs — the "why this byte" strip: one 10-px column per generated
+// byte (the character on top, then for each layer three cells — conv, SSM,
+// attention — whose darkness is the router weight, then a row for each
+// layer's router entropy) and the detail box of one byte: its router weights
+// and entropy per layer and the five most likely next bytes. The numbers are
+// the integer engine's (core/explain.h lines, as `atome generate
+// --router-json` writes them).
+
+export const WHY_MAX = 4096;          // bytes kept in the strip (the latest ones)
+const COL = 10, CELL = 7, TOP = 16, GAP = 3;
+const COLORS = [[59, 111, 216], [47, 158, 98], [224, 123, 34]];   // conv, SSM, attention
+const LN3 = Math.log(3);
+
+export function byteLabel(b) {
+  if (b === 10) return '↵';
+  if (b === 32) return '␣';
+  if (b < 32 || b === 127) return '·';
+  if (b >= 128) return '◆';
+  return String.fromCharCode(b);
+}
+
+function byteText(b) {
+  const hex = `0x${b.toString(16).padStart(2, '0')}`;
+  if (b === 10) return `newline (${hex})`;
+  if (b === 32) return `space (${hex})`;
+  if (b < 32 || b === 127) return `control byte ${hex}`;
+  if (b >= 128) return `byte ${hex} (part of a UTF-8 character)`;
+  return `'${String.fromCharCode(b)}' (${hex})`;
+}
+
+function topLabel(b) {
+  if (b === 32) return 'space';
+  if (b === 10) return 'newline';
+  if (b < 32 || b >= 127) return `0x${b.toString(16).padStart(2, '0')}`;
+  return `'${String.fromCharCode(b)}'`;
+}
+
+export function drawWhy(canvas, lines, sel = -1) {
+  const L = lines.length ? lines[0].router.length : 0;
+  const h = TOP + L * (3 * CELL + GAP) + L * 4 + 6;
+  const w = Math.max(1, lines.length * COL);
+  const dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.ceil(w * dpr) || canvas.height !== Math.ceil(h * dpr)) {
+    canvas.width = Math.ceil(w * dpr);
+    canvas.height = Math.ceil(h * dpr);
+    canvas.style.width = `${w}px`;
+    canvas.style.height = `${h}px`;
+  }
+  const g = canvas.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, h);
+  g.font = '11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
+  g.textAlign = 'center';
+  g.textBaseline = 'top';
+  lines.forEach((x, i) => {
+    const x0 = i * COL;
+    if (i === sel) { g.fillStyle = 'rgba(255, 214, 0, 0.35)'; g.fillRect(x0, 0, COL, h); }
+    g.fillStyle = x.byte === 32 || x.byte === 10 ? '#a0a0a0' : '#222';
+    g.fillText(byteLabel(x.byte), x0 + COL / 2, 2);
+    for (let l = 0; l < L; l++) {
+      const y0 = TOP + l * (3 * CELL + GAP);
+      for (let p = 0; p < 3; p++) {
+        const [r, gg, b] = COLORS[p];
+        g.fillStyle = `rgba(${r}, ${gg}, ${b}, ${Math.max(0.04, x.router[l][p])})`;
+        g.fillRect(x0 + 1, y0 + p * CELL, COL - 2, CELL - 1);
+      }
+    }
+    const ye = TOP + L * (3 * CELL + GAP);
+    for (let l = 0; l < L; l++) {
+      g.fillStyle = `rgba(90, 90, 90, ${Math.max(0.04, x.entropy[l] / LN3)})`;
+      g.fillRect(x0 + 1, ye + l * 4, COL - 2, 3);
+    }
+  });
+}
+
+// DOM nodes describing one byte (for #why-detail).
+export function whyDetail(x) {
+  const out = [];
+  const head = document.createElement('p');
+  head.className = 'why-title';
+  head.textContent = `Byte ${x.i + 1}: ${byteText(x.byte)}`;
+  out.push(head);
+  const t = document.createElement('table');
+  t.className = 'why-table';
+  const hr = t.createTHead().insertRow();
+  for (const c of ['layer', 'conv', 'SSM', 'attention', 'entropy']) {
+    const th = document.createElement('th');
+    th.scope = 'col';
+    th.textContent = c;
+    hr.append(th);
+  }
+  const tb = t.createTBody();
+  x.router.forEach((r, l) => {
+    const row = tb.insertRow();
+    row.insertCell().textContent = String(l + 1);
+    r.forEach((w) => { row.insertCell().textContent = w.toFixed(3); });
+    row.insertCell().textContent = `${x.entropy[l].toFixed(3)} nats`;
+  });
+  out.push(t);
+  const top = document.createElement('p');
+  top.className = 'why-top';
+  top.textContent = 'The model\'s top 5 for this position: ' +
+    x.top.map(([b, p]) => `${topLabel(b)} ${(100 * p).toFixed(1)}%`).join(' · ') +
+    (x.top.some(([b]) => b === x.byte) ? '' : ' (the sampled byte is outside them)');
+  out.push(top);
+  return out;
+}
