@@ -1,0 +1,137 @@
+// tests/node/wasm-board.test.mjs — the board files made inside atome.wasm
+// (wasm/atome_wasm_fw.c over tools/fwimage.c: what the page downloads)
+// against the native CLI, byte for byte: `atome firmware` for both boards,
+// `atome header`, `atome convert`, the fit report (slot, RAM, largest
+// window), the refusals (another board's template, a model too big for the
+// slot, a damaged model), and "why this byte" (generateExplained) against
+// `atome generate --router-json`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { repo, load, native } from './artifacts.mjs';
+
+const MCU = process.env.ATOME_MCU_BUILD ?? path.join(repo, 'build/mcu');
+const template = (b) => readFileSync(path.join(MCU, 'mcu', `atome-fw-${b}.elf`));
+const BOARDS = ['mps2-an385', 'microbit'];
+let atome, tmp;
+const models = [];   // { name, file, bytes }
+
+before(async () => {
+  atome = await load('simd');
+  tmp = mkdtempSync(path.join(tmpdir(), 'atome-board-'));
+  const shipped = path.join(repo, 'models/atome-60k.atome');
+  models.push({ name: 'atome-60k.atome', file: shipped });
+  const a1 = path.join(tmp, 'shipped-01.atome');
+  assert.equal((await native(['convert', '--model', shipped, '--format', 'atome01', '--out', a1])).code, 0);
+  models.push({ name: 'shipped-01.atome', file: a1 });
+  // a different shape: atome-tiny with two pathways, random weights
+  const ck = path.join(tmp, 'tiny.ckpt'), ta = path.join(tmp, 'tiny-conv-attn.atome');
+  assert.equal((await native(['init', '--config', 'atome-tiny', '--seed', '5', '--pathways', 'conv,attn', '--out', ck])).code, 0);
+  assert.equal((await native(['export', '--model', ck, '--format', 'atome02', '--out', ta, '--quiet'])).code, 0);
+  models.push({ name: 'tiny-conv-attn.atome', file: ta });
+  for (const m of models) m.bytes = readFileSync(m.file);
+});
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+test('firmware images, headers and conversions equal the CLI\'s', async () => {
+  for (const m of models) {
+    for (const b of BOARDS) {
+      const out = path.join(tmp, `n-${b}.elf`);
+      const r = await native(['firmware', '--model', m.file, '--board', b, '--out', out]);
+      assert.equal(r.code, 0, r.stderr);
+      const cli = JSON.parse(r.stdout.toString());
+      const { image, info } = atome.firmware(template(b), b, m.bytes);
+      assert.ok(Buffer.from(image).equals(readFileSync(out)), `${m.name} on ${b}: image differs from atome firmware`);
+      for (const k of ['board', 'model_bytes', 'capacity', 'container_crc32', 'encoding', 'arena_bytes', 'window', 'engine_bytes', 'max_window'])
+        assert.equal(info[k], cli[k], `${m.name} on ${b}: ${k}`);
+      const fit = atome.firmwareFit(template(b), m.bytes);
+      assert.equal(fit.max_window, cli.max_window);
+      assert.equal(fit.fits_flash, true);
+      // RAM at a window: engine arena + the firmware's 256-byte tail
+      const p = atome.loadModel(m.bytes);
+      assert.equal(atome.firmwareRam(m.bytes, 32), p.arenaFor(32) + 256);
+      p.free();
+    }
+    const hn = path.join(tmp, 'n.h');
+    const hr = await native(['header', '--model', m.file, '--out', hn]);
+    assert.equal(hr.code, 0, hr.stderr);
+    const h = atome.header(m.bytes, { source: path.basename(m.file) });
+    assert.ok(Buffer.from(h.text).equals(readFileSync(hn)), `${m.name}: header differs from atome header`);
+    const hn2 = path.join(tmp, 'n2.h');
+    assert.equal((await native(['header', '--model', m.file, '--out', hn2, '--name', 'story_model'])).code, 0);
+    assert.ok(Buffer.from(atome.header(m.bytes, { source: path.basename(m.file), name: 'story_model' }).text).equals(readFileSync(hn2)));
+    for (const [enc, fmt] of [[1, 'atome01'], [2, 'atome02']]) {
+      const cn = path.join(tmp, `c.${fmt}`);
+      assert.equal((await native(['convert', '--model', m.file, '--format', fmt, '--out', cn])).code, 0);
+      assert.ok(Buffer.from(atome.convert(m.bytes, enc)).equals(readFileSync(cn)), `${m.name}: convert to ${fmt}`);
+    }
+  }
+});
+
+test('the same refusals as the CLI', async () => {
+  const good = models[0].bytes;
+  assert.throws(() => atome.firmware(template('microbit'), 'mps2-an385', good),
+    (e) => e.usage && /built for board 'microbit', not 'mps2-an385'/.test(e.message));
+  const bad = Buffer.from(good);
+  bad[100] ^= 1;
+  for (const [bytes, why] of [[good.subarray(0, 500), /truncated/], [bad, /CRC/i], [Buffer.from('hello'), /truncated|magic/]]) {
+    const f = path.join(tmp, 'bad.atome');
+    writeFileSync(f, bytes);
+    const r = await native(['firmware', '--model', f, '--board', 'microbit', '--out', path.join(tmp, 'x.elf')]);
+    assert.equal(r.code, 1);
+    let msg = null;
+    try { atome.firmware(template('microbit'), 'microbit', bytes); } catch (e) { msg = e.message; }
+    assert.match(msg, why);
+    // the CLI says "firmware: 'FILE': <reason>"; the module "'model': <reason>"
+    assert.equal(msg.replace(/^'model': /, ''), r.stderr.trim().replace(/^atome: firmware: '[^']*': /, ''));
+    assert.throws(() => atome.header(bytes, { source: 'bad.atome' }), why);
+  }
+  // too big for the micro:bit slot: a random atome-944k
+  const ck = path.join(tmp, 'big.ckpt'), big = path.join(tmp, 'big.atome');
+  assert.equal((await native(['init', '--config', 'atome-944k', '--seed', '2', '--out', ck])).code, 0);
+  assert.equal((await native(['export', '--model', ck, '--format', 'atome02', '--out', big, '--quiet'])).code, 0);
+  const bb = readFileSync(big);
+  const r = await native(['firmware', '--model', big, '--board', 'microbit', '--out', path.join(tmp, 'y.elf')]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /too big for the microbit model slot of 32736 bytes/);
+  assert.throws(() => atome.firmware(template('microbit'), 'microbit', bb), /too big for the microbit model slot of 32736 bytes/);
+  const fit = atome.firmwareFit(template('microbit'), bb);
+  assert.equal(fit.fits_flash, false);
+  assert.equal(fit.max_window, 0);
+  const ok = atome.firmware(template('mps2-an385'), 'mps2-an385', bb);
+  const out = path.join(tmp, 'big-m3.elf');
+  assert.equal((await native(['firmware', '--model', big, '--board', 'mps2-an385', '--out', out])).code, 0);
+  assert.ok(Buffer.from(ok.image).equals(readFileSync(out)));
+});
+
+test('why this byte: generateExplained gives the bytes of generate and the lines of --router-json', async () => {
+  const cases = [
+    { prompt: 'Once upon a time', n: 120, temperature: '0.8', topK: 40, seed: 7 },
+    { prompt: '', n: 90, temperature: '1.1', topP: '0.9', seed: 3, window: 16 },
+    { prompt: 'Ben', n: 70 },
+  ];
+  for (const m of [models[0], models[2]]) {
+    const p = atome.loadModel(m.bytes);
+    try {
+      for (const c of cases) {
+        const args = ['generate', '--model', m.file, '--prompt', c.prompt, '--n', String(c.n)];
+        if (c.temperature) args.push('--temperature', c.temperature);
+        if (c.topK) args.push('--top-k', String(c.topK));
+        if (c.topP) args.push('--top-p', c.topP);
+        if (c.seed) args.push('--seed', String(c.seed));
+        if (c.window) args.push('--window', String(c.window));
+        const jf = path.join(tmp, 'r.jsonl');
+        const r = await native([...args, '--router-json', jf]);
+        assert.equal(r.code, 0, r.stderr);
+        const bytes = [], lines = [];
+        for (const piece of p.generateExplained(c.prompt, { ...c, chunk: 13 })) { bytes.push(...piece.bytes); lines.push(...piece.lines); }
+        assert.ok(Buffer.from(bytes).equals(r.stdout), `${m.name} ${JSON.stringify(c)}: bytes`);
+        assert.equal(lines.join('\n') + '\n', readFileSync(jf, 'utf8'), `${m.name} ${JSON.stringify(c)}: lines`);
+        const plain = p.generateBytes(c.prompt, c);
+        assert.ok(Buffer.from(plain).equals(r.stdout), 'generate without explain');
+      }
+    } finally { p.free(); }
+  }
+});
