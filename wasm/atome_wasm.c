@@ -64,6 +64,7 @@ typedef struct {
     size_t         image_len;
     uint8_t       *calib;      /* ACAL bytes of the loaded checkpoint, while its weights are unchanged */
     size_t         calib_len;
+    int            calib_computed;  /* 1: calib was taken from the session's training data (not loaded) */
     const atm_family *gfam;    /* float generator */
     void          *gen;
     float         *gw;         /* [n_params] quantised weights the generator reads */
@@ -98,6 +99,7 @@ static void calib_clear(session *s) {
     free(s->calib);
     s->calib = NULL;
     s->calib_len = 0;
+    s->calib_computed = 0;
 }
 
 static void model_clear(session *s) {
@@ -120,6 +122,10 @@ static int session_calib(session *s, atm_calib_stats *st) {
     int window = t->opt.seq <= ATM_MAX_WINDOW ? t->opt.seq : ATM_MAX_WINDOW;
     if (atm_calib_sample(&t->L, t->w, s->train.base, s->train.n * (size_t)s->train.seq, window, st, s->err, sizeof s->err))
         return -1;
+    /* kept until the weights change (calib_clear), as loaded statistics are:
+     * the next export or save of the same weights reuses them */
+    size_t nb = atm_calib_bytes(t->L.cfg.n_layers);
+    if ((s->calib = (uint8_t *)malloc(nb)) != NULL) { s->calib_len = atm_calib_serialize(st, s->calib, nb); s->calib_computed = 1; }
     return 1;
 }
 
@@ -231,6 +237,7 @@ API uint8_t *atome_corpus(session *s, int which, size_t n) {
 API int atome_data(session *s, double split, double max_bytes, const char *train_name, const char *valid_name) {
     char why[300];
     if (!s->tr) FAIL(s, "no model (build or load one first)");
+    if (s->calib_computed) calib_clear(s);   /* taken from the old data; loaded statistics stay */
     atm_corpus c0 = { s->bytes[0], s->nbytes[0] }, c1 = { s->bytes[1], s->nbytes[1] };
     int seq = s->tr->opt.seq;
     s->data_ready = 0;
@@ -311,15 +318,19 @@ API double atome_evaluate(session *s, int max_chunks, int batch) {
 }
 
 /* Serialises the model into the session's image; returns its length (the
- * bytes are at atome_image(s)) or -1. */
-API double atome_save(session *s) {
+ * bytes are at atome_image(s)) or -1. with_calib = 0 leaves the activation
+ * statistics out (unless they are at hand already): a checkpoint to continue
+ * training from needs none, since the first step changes the weights and the
+ * statistics are then taken afresh (the page's periodic saves; computing
+ * them costs about as much as 40 training steps of atome-60k). */
+API double atome_save_opts(session *s, int with_calib) {
     if (!s->tr) FAIL(s, "no model (build or load one first)");
     atm_ckpt ck = s->meta;
     atm_ckpt_from_trainer(&ck, s->tr);
     if (!s->has_adam) ck.m = ck.v = NULL;
     atm_calib_stats st;
     uint8_t *calp = NULL;
-    int have = session_calib(s, &st);
+    int have = with_calib || s->calib ? session_calib(s, &st) : 0;
     if (have < 0) return -1;
     if (have) {
         size_t nb = atm_calib_bytes(s->tr->L.cfg.n_layers);
@@ -335,6 +346,8 @@ API double atome_save(session *s) {
     if (rc) FAIL(s, "out of memory for the checkpoint");
     return (double)s->image_len;
 }
+
+API double atome_save(session *s) { return atome_save_opts(s, 1); }
 
 API uint8_t *atome_image(session *s) { return s->image; }
 

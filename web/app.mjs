@@ -620,10 +620,10 @@ function resetChart(history) {
     el.hidden = false;
     trainState.chart = new uPlot({
       width: Math.max(280, el.clientWidth), height: 260, legend: { live: false },
-      scales: { x: { time: false } },
+      scales: { x: { time: false, range: (u, lo, hi) => [0, Math.max(hi, trainState.run?.steps ?? hi, 1)] } },
       axes: [{ label: 'step' }, { label: 'bits per byte', size: 60 }],
       series: [{ label: 'step' },
-        { label: 'train (mean of 10 steps)', stroke: '#3b6fd8', width: 1.5 },
+        { label: 'train (mean of 10 steps)', stroke: '#3b6fd8', width: 1.5, points: { show: false } },
         { label: 'validation', stroke: '#d9480f', width: 2, points: { show: true, size: 6 }, spanGaps: true }],
     }, [[], [], []], el);
     new ResizeObserver(() => trainState.chart.setSize({ width: Math.max(280, el.clientWidth), height: 260 })).observe(el);

@@ -77,7 +77,9 @@ function sample() {
 }
 
 function saveCheckpoint(reason) {
-  const ckpt = m.saveCheckpoint();
+  // a checkpoint to continue from: the final one (in finish) carries the
+  // calibration statistics, these need none
+  const ckpt = m.saveCheckpoint({ calibration: false });
   lastSave = performance.now();
   post({ type: 'checkpoint', reason, step: m.step, ckpt, history: structuredClone(history) }, [ckpt.buffer]);
 }

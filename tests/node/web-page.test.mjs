@@ -84,8 +84,10 @@ async function waitReady(page) {
   });
 }
 
-// Laptop- and phone-width screenshots of the whole page.
-async function shot(page, name) {
+// Laptop- and phone-width screenshots of the whole page (and, for docs/web.md,
+// laptop-width ones of the named sections).
+async function shot(page, name, sections = []) {
+  for (const sec of sections) await page.locator(`#${sec}`).screenshot({ path: path.join(SHOTS, `${name}-${sec}.png`) });
   const vp = page.viewportSize();
   await page.screenshot({ path: path.join(SHOTS, `${name}-laptop.png`), fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
@@ -230,7 +232,7 @@ test('generation equals the native CLI byte for byte; why-this-byte equals --rou
     const detail = await page.textContent('#why-detail');
     assert.match(detail, /^Byte 4: /);
     assert.match(detail, /top 5/);
-    await shot(page, '02-generated-why');
+    await shot(page, '02-generated-why', ['sec-generate']);
     // explain off gives the same bytes
     assertSameHex(await generate(page, c, { explain: false }), await nativeHex(MODEL, c), 'explain off');
     // the keyboard: Ctrl+Enter in the prompt generates; arrow keys move along the strip
@@ -294,7 +296,7 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     assert.ok(Number.isFinite(last) && last < first - 1, `validation bpb ${first} -> ${last}`);
     assert.equal(vals.at(-1)[2], last, 'data-val-bpb holds the final pass');
     await page.waitForSelector('#samples .sample');
-    await shot(page, '04-trained');
+    await shot(page, '04-trained', ['sec-train']);
 
     // the trained model is now the one in Generate
     const key = await page.inputValue('#model-select');
@@ -341,7 +343,7 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     assert.match(fit[0], /Fits at window 64/);
     assert.match(fit[1], /Fits at window 32 or less \(not at 64\)/);
     assert.match(fit[1], /Largest window that fits32/);
-    await shot(page, '05-board');
+    await shot(page, '05-board', ['sec-board']);
   } finally { await ctx.close(); }
 
   // the uninterrupted reference for the resume tests
