@@ -184,9 +184,8 @@ static int explain_loop(atm_engine *e, const char *path, const uint8_t *pbytes, 
                         const atm_sampler_cfg *sc, uint32_t seed) {
     const int V = (int)e->m->cfg.vocab, L = (int)e->m->cfg.n_layers;
     int32_t trace[64 * 3];
-    atm_engine_trace(e, trace);
     const int32_t *logits = NULL;
-    for (size_t i = 0; i < plen; i++) logits = atm_engine_step(e, pbytes[i]);
+    for (size_t i = 0; i < plen; i++) logits = atm_engine_step_traced(e, pbytes[i], trace);
     atm_rng rng;
     atm_rng_seed(&rng, seed);
     uint8_t scratch[ATM_MAX_VOCAB];
@@ -209,9 +208,8 @@ static int explain_loop(atm_engine *e, const char *path, const uint8_t *pbytes, 
         memcpy(text + tlen, line, n);
         tlen += n;
         if (putchar(b) == EOF) break;
-        if (i + 1 < nbytes) logits = atm_engine_step(e, b);
+        if (i + 1 < nbytes) logits = atm_engine_step_traced(e, b, trace);
     }
-    atm_engine_trace(e, NULL);
     if (fflush(stdout) || ferror(stdout)) rc = cli_err(CLI_RUNTIME, "generate: cannot write to stdout");
     if (rc == CLI_OK) {
         char why[512];

@@ -636,15 +636,11 @@ atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window, void *
     e->vexp = b + p.vexp;
     e->ring = (int8_t *)(b + p.ring);
     e->ringexp = b + p.ringexp;
-    e->trace = 0;
     for (size_t i = 0; i < p.total; i++) b[i] = 0;
     atm_engine_reset(e);
     return ATM_OK;
 }
 
-void atm_engine_trace(atm_engine *e, int32_t *out) {
-    if (e) e->trace = out;
-}
 
 int atm_engine_set_kernel(atm_engine *e, int kernel) {
     if (!e) return -1;
@@ -815,7 +811,9 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, c
 
 /* ---- one step ---- */
 
-const int32_t *atm_engine_step(atm_engine *e, int byte) {
+const int32_t *atm_engine_step(atm_engine *e, int byte) { return atm_engine_step_traced(e, byte, 0); }
+
+const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
     if (!e || !e->m) return 0;
     const atm_model *m = e->m;
     const atm_mconfig *c = &m->cfg;
@@ -859,8 +857,8 @@ const int32_t *atm_engine_step(atm_engine *e, int byte) {
         if (pw & ATM_PW_CONV) conv_path(e, ks, l, e->rw[np++], fu);
         if (pw & ATM_PW_SSM) ssm_path(e, ks, l, e->rw[np++], fu);
         if (pw & ATM_PW_ATTN) attn_path(e, ks, l, e->rw[np++], fu, &in, slot, n, oldest);
-        if (e->trace) {
-            int32_t *t = e->trace + 3 * l;
+        if (trace) {
+            int32_t *t = trace + 3 * l;
             np = 0;
             t[0] = (pw & ATM_PW_CONV) ? e->rw[np++] : 0;
             t[1] = (pw & ATM_PW_SSM) ? e->rw[np++] : 0;

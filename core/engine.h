@@ -66,7 +66,6 @@ typedef struct {
     uint32_t kv_next, kv_count;      /* next cache slot; cached positions (<= W) */
     uint32_t ring_next, ring_count;  /* next ring slot; remembered positions (<= K-1) */
     uint32_t pos_lo, pos_hi;         /* bytes fed since init/reset (64-bit counter) */
-    int32_t *trace;    /* NULL, or [L][3]: each step's router weights (Q15) */
 } atm_engine;
 
 /* Arena bytes for a model and window (window 0 = the model's default);
@@ -88,13 +87,7 @@ int atm_engine_set_kernel(atm_engine *e, int kernel);
  * forced kernel resolves to for e's model on this CPU. */
 int atm_engine_kernel(const atm_engine *e);
 
-/* Router trace ("why this byte"): with out non-NULL, every later step
- * writes the router weights of each layer into out[L][3], Q15 (value /
- * 32768), in the order conv, ssm, attn; a pathway the model does not have
- * gets 0. They are the very weights the step mixed with, so after a step
- * out describes how the returned logits were made. out = NULL stops it
- * (atm_engine_init starts with it off). Tracing never changes the logits. */
-void atm_engine_trace(atm_engine *e, int32_t *out);
+
 
 /* Forgets every position (fresh conv ring, SSM state, caches). */
 void atm_engine_reset(atm_engine *e);
@@ -103,5 +96,12 @@ void atm_engine_reset(atm_engine *e);
  * does) and returns the V logits (Q16) predicting the next byte. NULL only
  * if e is NULL or not initialised. */
 const int32_t *atm_engine_step(atm_engine *e, int byte);
+
+/* atm_engine_step with a router trace ("why this byte"): also writes the
+ * router weights of each layer into trace[L][3], Q15 (value / 32768), in
+ * the order conv, ssm, attn; a pathway the model does not have gets 0. They
+ * are the very weights this step mixed with. trace NULL = atm_engine_step.
+ * The logits and the state are the same bits as atm_engine_step's. */
+const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace);
 
 #endif

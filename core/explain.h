@@ -5,7 +5,7 @@
  *
  * Contract.
  *  - Input: the router weights of each layer from the engine's trace
- *    (atm_engine_trace, Q15, conv/ssm/attn) and the Q16 logits of the same
+ *    (atm_engine_step_traced, Q15, conv/ssm/attn) and the Q16 logits of the same
  *    step, i.e. the distribution the byte was sampled from.
  *  - entropy[l] = -sum_p w_p ln w_p of layer l's router weights, in nats,
  *    Q16 (0 .. ln 3 = 72,000 / 65536); a zero weight adds nothing.
@@ -37,7 +37,8 @@ typedef struct {
     int32_t top_p[ATM_EXPLAIN_TOP];  /* Q16 */
 } atm_explain_t;
 
-/* log2(x) in Q16 for x >= 1 (x = 0 is treated as 1), to within 1 unit. */
+/* log2(x) in Q16 for x >= 1 (x = 0 is treated as 1), within 1.01 units
+ * (its fraction is truncated; tests/test_explain.c). */
 int32_t atm_log2_q16(uint32_t x);
 
 /* Fills out from router[layers][3] (Q15) and logits[V] (Q16, |z| <= 2^30),

@@ -103,9 +103,12 @@ function headers(type, extra = {}) {
 function listModels() {
   const dir = path.join(repo, 'models');
   const out = [];
-  for (const f of readdirSync(dir).sort()) {
+  let names = [];
+  try { names = readdirSync(dir).sort(); } catch { return out; }
+  for (const f of names) {
     if (!f.endsWith('.atome')) continue;
-    const st = statSync(path.join(dir, f));
+    let st;
+    try { st = statSync(path.join(dir, f)); } catch { continue; }   // removed meanwhile
     if (st.isFile()) out.push({ name: f, bytes: st.size, card: existsSync(path.join(dir, f.replace(/\.atome$/, '.md'))) ? f.replace(/\.atome$/, '.md') : null });
   }
   // The web model (the largest that is not the 60K board model) first, then the rest by size.
@@ -126,14 +129,26 @@ function resolveFile(urlPath) {
     if (!existsSync(file)) return null;
     let real;
     try { real = realpathSync(file); } catch { return null; }
-    const realBase = realpathSync(base);
+    let realBase;
+    try { realBase = realpathSync(base); } catch { return null; }
     if (real !== realBase && !real.startsWith(realBase + path.sep)) return null;
-    return statSync(real).isFile() ? real : null;
+    try { return statSync(real).isFile() ? real : null; } catch { return null; }
   }
   return null;
 }
 
+// Without --allow-remote only requests naming this machine are answered: a
+// web page elsewhere cannot reach the server through a DNS name of its own
+// that resolves to 127.0.0.1 (DNS rebinding).
+const LOCAL_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+let hostCheck = (host) => LOCAL_NAMES.has(host);
+
 function handler(req, res) {
+  const host = String(req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+  if (!hostCheck(host)) {
+    res.writeHead(421, headers('text/plain; charset=utf-8')).end('this server answers only requests for 127.0.0.1 / localhost\n');
+    return;
+  }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.writeHead(405, headers('text/plain; charset=utf-8', { Allow: 'GET, HEAD' })).end('method not allowed\n');
     return;
@@ -155,13 +170,19 @@ function handler(req, res) {
     return;
   }
   const type = TYPES[path.extname(file)] ?? 'application/octet-stream';
-  const size = statSync(file).size;
+  let size;
+  try { size = statSync(file).size; } catch {
+    res.writeHead(404, headers('text/plain; charset=utf-8')).end('not found\n');
+    return;
+  }
   res.writeHead(200, headers(type, { 'Content-Length': size }));
   if (req.method === 'HEAD') { res.end(); return; }
   createReadStream(file).on('error', () => res.destroy()).pipe(res);
 }
 
-export function startServer({ port = 0, host = '127.0.0.1' } = {}) {
+export function startServer({ port = 0, host = '127.0.0.1', allowRemote = false } = {}) {
+  if (allowRemote) hostCheck = () => true;
+  else if (!LOCAL_NAMES.has(host)) LOCAL_NAMES.add(host.toLowerCase());
   const server = createServer(handler);
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -125,7 +125,15 @@ static int session_calib(session *s, atm_calib_stats *st) {
     /* kept until the weights change (calib_clear), as loaded statistics are:
      * the next export or save of the same weights reuses them */
     size_t nb = atm_calib_bytes(t->L.cfg.n_layers);
-    if ((s->calib = (uint8_t *)malloc(nb)) != NULL) { s->calib_len = atm_calib_serialize(st, s->calib, nb); s->calib_computed = 1; }
+    if ((s->calib = (uint8_t *)malloc(nb)) != NULL) {
+        s->calib_len = atm_calib_serialize(st, s->calib, nb);
+        s->calib_computed = 1;
+        atm_calib_stats check;
+        char why[200];
+        /* statistics the parser would refuse (non-finite, from a diverged
+         * model) are not kept: the next call computes them again, as before */
+        if (atm_calib_parse(s->calib, s->calib_len, &check, why, sizeof why)) calib_clear(s);
+    }
     return 1;
 }
 
@@ -221,6 +229,7 @@ API int atome_build(session *s) {
  * JS copies the bytes in, then calls atome_data. */
 API uint8_t *atome_corpus(session *s, int which, size_t n) {
     if (which < 0 || which > 1) return NULL;
+    if (s->calib_computed) calib_clear(s);   /* taken from the old data; loaded statistics stay */
     free(s->bytes[which]);
     s->bytes[which] = n ? (uint8_t *)malloc(n) : NULL;
     s->nbytes[which] = s->bytes[which] ? n : 0;

@@ -1,4 +1,3 @@
-#define _POSIX_C_SOURCE 200809L
 /* wasm/atome_wasm_fw.c — the firmware patcher and the C-header writer of
  * `atome firmware` / `atome header` (tools/fwimage.c), exported from
  * atome.wasm so the page makes board files with the same C code.
@@ -12,6 +11,7 @@
  * big) or -2 (usage: a template built for another board), with a one-line
  * reason in atome_fw_error() worded as the CLI's message after its
  * "firmware: " / "header: " prefix. */
+#define _POSIX_C_SOURCE 200809L   /* open_memstream */
 #include <emscripten/emscripten.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +58,7 @@ API size_t atome_fw_out_len(void) { return g_out_len; }
 
 /* The fit of a model in a template, without patching: info JSON
  * {"board","capacity","model_bytes","arena_bytes","window","engine_bytes",
- *  "max_window","fits_flash","fits_ram"} where fits_ram is about the
- * model's default window. 0, or -1. */
+ *  "max_window","fits_flash"}. 0, or -1. */
 static int fit_json(const uint8_t *tmpl, size_t tlen, const atm_model *m, size_t mlen, atm_fw_slot *slot) {
     char err[400];
     if (atm_fw_find_slot(tmpl, tlen, slot, err, sizeof err) != ATM_FW_OK) FAIL(-1, "template: %s", err);
@@ -112,7 +111,7 @@ API int atome_fw_patch(const uint8_t *tmpl, size_t tlen, const char *board, cons
              (unsigned)slot.capacity);
     atm_fw_fit fit;
     char err[400];
-    atm_fw_fit_model(tmpl, tlen, &m, &fit, err, sizeof err);
+    if (atm_fw_fit_model(tmpl, tlen, &m, &fit, err, sizeof err) != ATM_FW_OK) FAIL(-1, "template: %s", err);
     if (fit.max_window == 0)
         FAIL(-1, "the model needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %lld",
              atm_engine_arena_bytes(&m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, slot.board, (long long)fit.arena);

@@ -6,7 +6,7 @@
 // element contract and the page <-> worker messages.
 import uPlot from '/vendor/uplot/uPlot.esm.js';
 import * as store from './store.mjs';
-import { drawWhy, whyDetail, WHY_MAX } from './why.mjs';
+import { drawWhy, whyDetail, WhyLines, WHY_COL } from './why.mjs';
 
 const $ = (id) => document.getElementById(id);
 const enc = new TextEncoder();
@@ -76,7 +76,7 @@ let current = null;         // select value of the open model
 let ready = { module: false, model: false };
 
 function refreshEnabled() {
-  const busy = genState.running;
+  const busy = genState.running || genState.starting;
   $('generate').disabled = !(ready.module && ready.model) || busy;
   $('stop').disabled = !busy;
   $('train-start').disabled = !ready.trainer || trainState.active;
@@ -101,16 +101,25 @@ async function fetchBytes(url) {
   return new Uint8Array(await r.arrayBuffer());
 }
 
+let openSerial = 0;
 async function openModel(value) {
   const e = models.get(value);
   if (!e) return;
+  const serial = ++openSerial;
   if (genState.running) await stopGenerate();
   ready.model = false;
   refreshEnabled();
   $('model-info').textContent = `Opening ${value}…`;
   try {
+    if (!e.bytes && e.runId) {
+      const r = await store.getRun(e.runId);
+      if (!r?.atome02) throw new Error('the saved run of this model is gone');
+      e.bytes = r.atome02;
+    }
     if (!e.bytes) e.bytes = await fetchBytes(e.url);
-    e.info = await call('open', { key: value, bytes: e.bytes });
+    const info = await call('open', { key: value, bytes: e.bytes });
+    if (serial !== openSerial) return;      // another model was chosen meanwhile
+    e.info = info;
     current = value;
     ready.model = true;
     const i = e.info;
@@ -119,6 +128,7 @@ async function openModel(value) {
     $('board-model').textContent = `Now: ${value} (${fmt(i.bytes)} bytes).`;
     updateFit();
   } catch (err) {
+    if (serial !== openSerial) return;
     $('model-info').textContent = '';
     showError(`${value}: ${err.message}`);
     if (current && current !== value) { $('model-select').value = current; ready.model = true; }
@@ -171,17 +181,41 @@ dropZone('sec-generate', userModel);
 dropZone('sec-train', (f) => pickCorpus(f));
 
 // ------------------------------------------------------------------ generate
-const genState = { running: false, rid: 0, bytes: [], n: 0, lines: [], t0: 0 };
+const genState = { running: false, rid: 0, n: 0, lines: new WhyLines(), t0: 0 };
+test.whyLines = () => genState.lines.all();
 
+// An error about one field: the message names it by its label, the field is
+// marked invalid and takes the focus when the message is shown.
+function fieldError(id, msg) { return Object.assign(new Error(msg), { field: id }); }
+function markField(e) {
+  if (!e?.field) return;
+  const el = $(e.field);
+  el.setAttribute('aria-invalid', 'true');
+  el.closest('details')?.setAttribute('open', '');
+  el.focus();
+  el.addEventListener('input', () => el.removeAttribute('aria-invalid'), { once: true });
+}
 function intField(id, lo, hi, what) {
   const s = $(id).value.trim();
-  if (!/^\d+$/.test(s) || Number(s) < lo || Number(s) > hi) throw new Error(`${what} must be an integer in ${lo}..${hi} (got '${s}')`);
+  if (!/^\d+$/.test(s) || Number(s) < lo || Number(s) > hi) throw fieldError(id, `${what} must be an integer in ${lo}..${hi} (got '${s}')`);
   return Number(s);
+}
+// The shared parser's messages name CLI flags; the page names its fields.
+const FLAG_FIELDS = { '--temperature': ['temperature', 'Temperature'], '--top-k': ['top-k', 'Top-k'], '--top-p': ['top-p', 'Top-p'] };
+function settingsError(e) {
+  for (const [flag, [id, label]] of Object.entries(FLAG_FIELDS))
+    if (e.message.startsWith(flag)) return fieldError(id, label + e.message.slice(flag.length));
+  return e;
 }
 
 async function startGenerate() {
   hideError();
-  if (!ready.model || genState.running) return;
+  if (!ready.model || genState.running || genState.starting) return;
+  genState.starting = true;        // at once: a second click or Ctrl+Enter finds it taken
+  try { await runGenerate(); } finally { genState.starting = false; refreshEnabled(); }
+}
+
+async function runGenerate() {
   $('output').dataset.done = '0';
   let n, seed, window = 0;
   const temperature = $('temperature').value.trim(), topK = $('top-k').value.trim(), topP = $('top-p').value.trim();
@@ -189,11 +223,11 @@ async function startGenerate() {
     n = intField('n', 0, 1e9, 'Length');
     seed = intField('seed', 0, 4294967295, 'Seed');
     if ($('window').value.trim() !== '') window = intField('window', 1, 65535, 'Window');
-    await call('check', { temperature: temperature || null, topK: topK || null, topP: topP || null });
-  } catch (e) { showError(e.message); return; }
+    await call('check', { temperature: temperature || null, topK: topK || null, topP: topP || null }).catch((e) => { throw settingsError(e); });
+  } catch (e) { showError(e.message); markField(e); return; }
   const prompt = enc.encode($('prompt').value);
   const out = $('output');
-  test.lines = genState.lines = [];
+  genState.lines = new WhyLines();
   out.textContent = '';
   out.dataset.hex = '';
   out.dataset.done = '0';
@@ -201,6 +235,8 @@ async function startGenerate() {
   $('speed').textContent = '';
   const explain = $('explain').checked;
   $('why').hidden = !explain;
+  $('why-note').textContent = '';
+  const hadFocus = document.activeElement === $('generate');
   const dec = new TextDecoder();
   const hexParts = [];
   genState.sel = -1;
@@ -208,18 +244,26 @@ async function startGenerate() {
   Object.assign(genState, { running: true, n: 0, t0: performance.now() });
   refreshEnabled();
   let pendingText = '', raf = 0;
-  const paint = () => { raf = 0; if (pendingText) { out.append(pendingText); pendingText = ''; } drawWhy($('why-canvas'), genState.lines, genState.sel); };
+  const sc = $('why-scroll');
+  const paint = () => {
+    raf = 0;
+    if (pendingText) { out.append(pendingText); pendingText = ''; }
+    // the strip follows the newest byte unless the reader scrolled back
+    const follow = sc.scrollLeft + sc.clientWidth >= sc.scrollWidth - 2 * WHY_COL;
+    paintWhy();
+    if (follow) { sc.scrollLeft = sc.scrollWidth; paintWhy(); }
+  };
   const job = gen.call('generate', { key: current, prompt, n, temperature: temperature || null, topK: topK || null,
     topP: topP || null, seed, window, explain }, [], (m) => {
     hexParts.push(hexOf(m.bytes));
     pendingText += dec.decode(m.bytes, { stream: true });
-    if (m.lines) for (const l of m.lines) genState.lines.push(JSON.parse(l));
-    if (genState.lines.length > WHY_MAX) genState.lines.splice(0, genState.lines.length - WHY_MAX);
+    if (m.lines) genState.lines.push(m.lines);
     genState.n = m.done;
     $('speed').textContent = `${fmt(m.done)} bytes · ${fmt(m.done / Math.max(m.seconds, 1e-3))} bytes/s`;
     if (!raf) raf = requestAnimationFrame(paint);
   });
   genState.rid = job.rid;
+  if (hadFocus) $('stop').focus();       // the Generate button is disabled now: keep the keyboard's place
   try {
     const r = await job.done;
     pendingText += dec.decode();
@@ -237,6 +281,8 @@ async function startGenerate() {
   } finally {
     genState.running = false;
     refreshEnabled();
+    if (document.activeElement === $('stop') || document.activeElement === document.body) $('generate').focus();
+    if (genState.lines.dropped) $('why-note').textContent = `The strip shows the last ${fmt(genState.lines.length)} bytes.`;
   }
 }
 
@@ -247,20 +293,29 @@ async function stopGenerate() {
 }
 $('generate').addEventListener('click', startGenerate);
 $('stop').addEventListener('click', stopGenerate);
+document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && genState.running) { e.preventDefault(); stopGenerate(); } });
+$('explain').addEventListener('change', () => { if (!$('explain').checked) $('why').hidden = true; else if (genState.lines.length) $('why').hidden = false; });
 $('prompt').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); if (!$('generate').disabled) startGenerate(); } });
 
 // why-this-byte strip: hover / click / arrow keys pick a byte
 genState.sel = -1;
+function paintWhy() {
+  const sc = $('why-scroll');
+  drawWhy($('why-canvas'), $('why-spacer'), genState.lines, genState.sel, sc.scrollLeft, sc.clientWidth);
+}
+let whyRaf = 0;
+$('why-scroll').addEventListener('scroll', () => { if (!whyRaf) whyRaf = requestAnimationFrame(() => { whyRaf = 0; paintWhy(); }); });
+new ResizeObserver(() => paintWhy()).observe($('why-scroll'));
 function selectWhy(i) {
   const n = genState.lines.length;
   if (!n) return;
   genState.sel = Math.max(0, Math.min(n - 1, i));
-  drawWhy($('why-canvas'), genState.lines, genState.sel);
-  $('why-detail').replaceChildren(...whyDetail(genState.lines[genState.sel]));
-  const x = genState.sel * 10, sc = $('why-scroll');
-  if (x < sc.scrollLeft || x > sc.scrollLeft + sc.clientWidth - 20) sc.scrollLeft = x - sc.clientWidth / 2;
+  const x = genState.sel * WHY_COL, sc = $('why-scroll');
+  if (x < sc.scrollLeft || x > sc.scrollLeft + sc.clientWidth - 2 * WHY_COL) sc.scrollLeft = x - sc.clientWidth / 2;
+  paintWhy();
+  $('why-detail').replaceChildren(...whyDetail(genState.lines.get(genState.sel)));
 }
-const whyIndex = (e) => Math.floor((e.offsetX) / 10);
+const whyIndex = (e) => Math.floor((e.offsetX + $('why-scroll').scrollLeft) / WHY_COL);
 $('why-canvas').addEventListener('mousemove', (e) => selectWhy(whyIndex(e)));
 $('why-canvas').addEventListener('click', (e) => selectWhy(whyIndex(e)));
 $('why-canvas').addEventListener('keydown', (e) => {
@@ -341,7 +396,7 @@ function boardNote(b, key, w) {
     `-semihosting-config enable=on,target=native,arg=atome${args.map((a) => `,arg=${a}`).join('')} ` +
     `-kernel ${fwName(key, b.id)} > story.txt`;
   p.textContent = b.id === 'microbit'
-    ? 'Flash it with a debug probe: pyocd flash -t nrf51 FILE.elf (or OpenOCD). This image takes its prompt and settings ' +
+    ? `Flash it with a debug probe: pyocd flash -t nrf51 ${fwName(key, b.id)} (or OpenOCD). This image takes its prompt and settings ` +
       'over semihosting, so today it runs under a debugger or QEMU; it prints the same bytes as this page.'
     : 'The MPS2 FPGA board loads images from its configuration USB drive (images.txt); under QEMU it runs as below, ' +
       'with the prompt and settings passed over semihosting.';
@@ -350,7 +405,22 @@ function boardNote(b, key, w) {
   label.textContent = 'Run it under QEMU with the prompt and settings of Generate (it writes the same bytes):';
   const pre = document.createElement('pre');
   pre.textContent = cmd;
-  return [p, label, pre];
+  pre.tabIndex = 0;
+  pre.setAttribute('aria-label', `QEMU command for ${b.name}`);
+  const copy = document.createElement('button');
+  copy.type = 'button';
+  copy.className = 'secondary';
+  copy.textContent = 'Copy';
+  copy.setAttribute('aria-label', `Copy the QEMU command for ${b.name}`);
+  copy.addEventListener('click', () => guarded(async () => {
+    await navigator.clipboard.writeText(cmd);
+    copy.textContent = 'Copied';
+    setTimeout(() => { copy.textContent = 'Copy'; }, 1500);
+  }));
+  const row = document.createElement('div');
+  row.className = 'cmd-row';
+  row.append(pre, copy);
+  return [p, label, row];
 }
 
 function download(bytes, name, type = 'application/octet-stream') {
@@ -390,9 +460,11 @@ for (const b of BOARDS) {
 const trainState = { active: false, state: 'idle', run: null, corpus: null, corpusName: BUILTIN.name, builtin: true,
   chart: null, started: 0 };
 
+// state: idle | starting | running | paused | done | error; data-state shows
+// the contract's five (a run being set up still reads idle)
 function setTrainStatus(state, extra = {}) {
   const st = $('train-status');
-  st.dataset.state = state;
+  st.dataset.state = state === 'starting' ? 'idle' : state;
   if (extra.step !== undefined) st.dataset.step = String(extra.step);
   if (extra.valBpb !== undefined) st.dataset.valBpb = String(extra.valBpb);
   trainState.state = state;
@@ -406,22 +478,28 @@ function setTrainStatus(state, extra = {}) {
 }
 
 const NUM = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
-function num(id, what) {
+function num(id, what, lo = -Infinity, hi = Infinity, loOpen = false) {
   const s = $(id).value.trim();
-  if (!NUM.test(s)) throw new Error(`${what} must be a number (got '${s}')`);
-  return Number(s);
+  if (!NUM.test(s)) throw fieldError(id, `${what} must be a number (got '${s}')`);
+  const x = Number(s);
+  if (x < lo || x > hi || (loOpen && x === lo))
+    throw fieldError(id, `${what} must be ${loOpen ? `above ${lo}` : `at least ${lo}`}${hi < Infinity ? ` and at most ${hi}` : ''} (got '${s}')`);
+  return x;
 }
+// "auto": about six validations / samples a run, on a multiple of 10 steps
+const autoEvery = (steps) => Math.max(10, Math.round(steps / 6 / 10) * 10);
 function readSettings() {
   const int = (id, lo, hi, what) => intField(id, lo, hi, what);
   const s = {
     config: $('train-config').value, quant: $('train-quant').value,
     steps: int('steps', 1, 1e8, 'Steps'), batch: int('batch', 1, 4096, 'Batch'), seq: int('seq', 2, 65536, 'Seq'),
-    lr: num('lr', 'Learning rate'), seed: int('train-seed', 0, 4294967295, 'Seed'),
-    warmup: int('warmup', 0, 1e8, 'Warmup steps'), cosine: $('cosine').value === '1', lrMin: num('lr-min', 'Cosine floor'),
-    clip: num('clip', 'Clip'), wd: num('wd', 'Weight decay'), fpFraction: num('fp-fraction', 'fp32 fraction'),
-    lr2: $('lr2').value.trim() === '' ? null : num('lr2', 'Stage-2 lr'),
-    evalEvery: int('eval-every', 0, 1e8, 'Validate every'), sampleEvery: int('sample-every', 0, 1e8, 'Sample every'),
+    lr: num('lr', 'Learning rate', 0, 10, true), seed: int('train-seed', 0, 4294967295, 'Training seed'),
+    warmup: int('warmup', 0, 1e8, 'Warmup steps'), cosine: $('cosine').value === '1', lrMin: num('lr-min', 'Cosine floor', 0, 10),
+    clip: num('clip', 'Clip grad norm', 0), wd: num('wd', 'Weight decay', 0, 10), fpFraction: num('fp-fraction', 'fp32 fraction', 0, 1),
+    lr2: $('lr2').value.trim() === '' ? null : num('lr2', 'Stage-2 lr', 0, 10, true),
   };
+  s.evalEvery = $('eval-every').value.trim() === '' ? autoEvery(s.steps) : int('eval-every', 0, 1e8, 'Validate every');
+  s.sampleEvery = $('sample-every').value.trim() === '' ? autoEvery(s.steps) : int('sample-every', 0, 1e8, 'Sample every');
   if (!['atome-60k', 'vanilla-60k', 'gssm-60k'].includes(s.config)) throw new Error(`unknown model '${s.config}'`);
   return s;
 }
@@ -481,19 +559,39 @@ function newRunId() { return `run-${Date.now().toString(36)}-${Math.floor(Math.r
 
 async function startTraining() {
   hideError();
+  if (trainState.active) return;
   let s;
-  try { s = readSettings(); } catch (e) { showError(e.message); return; }
+  try { s = readSettings(); } catch (e) { showError(e.message); markField(e); return; }
+  setTrainStatus('starting');      // at once: a second click finds the run taken
   let corpus;
-  try { corpus = await corpusBytes(); } catch (e) { showError(`cannot load the built-in corpus: ${e.message}`); return; }
+  try { corpus = await corpusBytes(); } catch (e) {
+    setTrainStatus('idle');
+    showError(`cannot load the built-in corpus: ${e.message}`);
+    return;
+  }
   const why = corpusProblem(corpus, trainState.corpusName, s.batch, s.seq);
-  if (why) { showError(why); return; }
+  if (why) { setTrainStatus('idle'); showError(why); return; }
   const run = { id: newRunId(), created: Date.now(), updated: Date.now(), settings: s, corpusName: trainState.corpusName,
     corpusBytes: corpus.length, corpusBuiltin: trainState.builtin, step: 0, steps: s.steps, state: 'running',
     history: null, ckpt: null, valBpb: null };
   launch(run, corpus, null);
 }
 
+// The form shows the settings of the run in progress (a continued run's own).
+function settingsToForm(s) {
+  $('train-config').value = s.config;
+  $('train-quant').value = s.quant;
+  const put = { steps: s.steps, batch: s.batch, seq: s.seq, lr: s.lr, 'train-seed': s.seed, warmup: s.warmup,
+    'lr-min': s.lrMin, clip: s.clip, wd: s.wd, 'fp-fraction': s.fpFraction, lr2: s.lr2 ?? '',
+    'eval-every': s.evalEvery, 'sample-every': s.sampleEvery };
+  for (const [id, v] of Object.entries(put)) $(id).value = String(v);
+  $('cosine').value = s.cosine ? '1' : '0';
+}
+
 function launch(run, corpus, resume) {
+  $('resume-banner').hidden = true;
+  settingsToForm(run.settings);
+  if (!run.corpusBuiltin) $('corpus-name').textContent = `${run.corpusName} — ${fmt(run.corpusBytes)} bytes (your file)`;
   trainState.run = run;
   trainState.corpusForSave = run.corpusBuiltin ? null : corpus;
   trainState.savedCorpus = false;
@@ -584,7 +682,7 @@ trainer.onmessage = (ev) => {
   case 'done': {
     const r = trainState.run;
     trainState.history = m.history;
-    const label = `trained ${r.settings.config} ${r.settings.quant}, ${fmt(m.step)} steps`;
+    const label = trainedLabel(r, m.step);
     saveRun({ step: m.step, ckpt: m.ckpt, history: m.history, state: 'done', valBpb: m.valBpb, atome01: m.atome01,
       atome02: m.atome02, stopped: m.stopped }, 'finished');
     $('train-progress').value = m.step;
@@ -599,11 +697,16 @@ trainer.onmessage = (ev) => {
     }
     break;
   }
-  case 'error':
+  case 'refused':
     showError(`training: ${m.message}`);
-    setTrainStatus(trainState.state === 'starting' ? 'error' : trainState.state === 'running' ? 'error' : trainState.state,
-      {});
-    if (trainState.state === 'error') $('train-text').textContent = `Stopped by an error: ${m.message}`;
+    break;
+  case 'error':
+    showError(`training: ${m.message}` + (/out of memory/.test(m.message) ?
+      ' — batch × seq is too large for the training module\'s 48 MiB; try a smaller batch or seq' : ''));
+    if (m.state === 'idle') {   // no run left in the worker
+      setTrainStatus('error');
+      $('train-text').textContent = `Stopped by an error: ${m.message}`;
+    }
     break;
   default:
   }
@@ -624,7 +727,8 @@ function resetChart(history) {
       axes: [{ label: 'step' }, { label: 'bits per byte', size: 60 }],
       series: [{ label: 'step' },
         { label: 'train (mean of 10 steps)', stroke: '#3b6fd8', width: 1.5, points: { show: false } },
-        { label: 'validation', stroke: '#d9480f', width: 2, points: { show: true, size: 6 }, spanGaps: true }],
+        { label: 'validation (all held-out chunks)', stroke: '#d9480f', width: 1.5, dash: [5, 4], points: { show: true, size: 7 },
+          spanGaps: true }],
     }, [[], [], []], el);
     new ResizeObserver(() => trainState.chart.setSize({ width: Math.max(280, el.clientWidth), height: 260 })).observe(el);
   }
@@ -654,6 +758,11 @@ function addSample(step, text) {
   while ($('samples').children.length > 8) $('samples').lastChild.remove();
 }
 
+function trainedLabel(r, step) {
+  const t = new Date(r.created).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  return `trained ${r.settings.config} ${r.settings.quant}, ${fmt(step)} steps (${t})`;
+}
+
 // ------------------------------------------------------------------ saved runs
 async function listSavedRuns() {
   let runs;
@@ -667,13 +776,29 @@ async function listSavedRuns() {
     const s = r.settings;
     const txt = document.createElement('span');
     const when = new Date(r.updated).toLocaleString();
-    txt.textContent = `${s.config} ${s.quant}, ${r.corpusName}: step ${fmt(r.step)} of ${fmt(r.steps)}, ${r.state}` +
+    const isLive0 = trainState.run?.id === r.id && trainState.active;
+    const stateText = r.state === 'done' ? (r.stopped ? 'stopped early' : 'finished') :
+      !r.hasCkpt && !isLive0 ? 'interrupted before its first save' : r.state;
+    txt.textContent = `${s.config} ${s.quant}, ${r.corpusName}: step ${fmt(r.step)} of ${fmt(r.steps)}, ${stateText}` +
       (r.valBpb ? `, validation ${r.valBpb.toFixed(4)} bpb` : '') + ` — ${when}`;
     item.append(txt);
     const isLive = trainState.run?.id === r.id && trainState.active;
     if (r.state !== 'done' && r.hasCkpt && !isLive) item.append(button('Continue', () => continueRun(r.id), `continue-${r.id}`));
     if (r.state === 'done' && r.hasModel) item.append(button('Open in Generate', () => openRunModel(r.id), `open-${r.id}`));
-    if (!isLive) item.append(button('Delete', () => deleteSavedRun(r.id), `delete-${r.id}`, 'secondary'));
+    if (r.hasCkpt) item.append(button('Checkpoint', () => downloadCkpt(r.id), `ckpt-${r.id}`, 'secondary'));
+    if (!isLive) {
+      // two clicks: the first asks, the second deletes (the run's model goes with it)
+      const del = button('Delete', () => {
+        if (del.dataset.armed !== '1') {
+          del.dataset.armed = '1';
+          del.textContent = 'Delete? Click again';
+          setTimeout(() => { del.dataset.armed = ''; del.textContent = 'Delete'; }, 4000);
+          return Promise.resolve();
+        }
+        return deleteSavedRun(r.id);
+      }, `delete-${r.id}`, 'secondary');
+      item.append(del);
+    }
     item.dataset.runId = r.id;
     return item;
   });
@@ -694,32 +819,44 @@ function button(text, fn, id, cls = '') {
 
 async function continueRun(id) {
   if (trainState.active) throw new Error('a run is in progress: pause or stop it first');
-  const r = await store.getRun(id);
-  if (!r || !r.ckpt) throw new Error('that run has no saved checkpoint');
-  let corpus = r.corpus;
-  if (r.corpusBuiltin) corpus = trainState.builtinBytes ?? (trainState.builtinBytes = await fetchBytes(BUILTIN.url));
-  if (!corpus) throw new Error('the corpus of that run was not saved; it cannot be continued');
+  setTrainStatus('starting');      // at once: a second click finds the run taken
+  let r, corpus;
+  try {
+    r = await store.getRun(id);
+    if (!r || !r.ckpt) throw new Error('that run has no saved checkpoint');
+    corpus = r.corpus;
+    if (r.corpusBuiltin) corpus = trainState.builtinBytes ?? (trainState.builtinBytes = await fetchBytes(BUILTIN.url));
+    if (!corpus) throw new Error('the corpus of that run was not saved; it cannot be continued');
+  } catch (e) { setTrainStatus('idle'); throw e; }
   $('resume-banner').hidden = true;
   const { corpus: _c, ...run } = r;
   run.state = 'running';
   trainState.savedCorpus = true;
   launch(run, corpus, { ckpt: r.ckpt, history: r.history });
   trainState.savedCorpus = true;
-  Object.assign($('train-config'), { value: r.settings.config });
 }
 
 async function openRunModel(id) {
   const r = await store.getRun(id);
   if (!r?.atome02) throw new Error('that run has no packed model');
   const v = addModelOption(`trained-${r.settings.config}-${r.id.slice(4, 12)}.atome`,
-    { label: `trained ${r.settings.config} ${r.settings.quant}, ${fmt(r.step)} steps`, kind: 'trained', bytes: r.atome02 }, true);
+    { label: trainedLabel(r, r.step), kind: 'trained', bytes: r.atome02, runId: r.id }, true);
   await openModel(v);
   location.hash = '#sec-generate';
+}
+
+// The run's float checkpoint (ATOMECKP): `atome train --resume` continues
+// it, `atome export` packs it, `atome eval` scores it.
+async function downloadCkpt(id) {
+  const r = await store.getRun(id);
+  if (!r?.ckpt) throw new Error('that run has no saved checkpoint');
+  download(r.ckpt, `${r.settings.config}-${r.id.slice(4, 12)}-step${r.step}.ckpt`);
 }
 
 async function deleteSavedRun(id) {
   await store.deleteRun(id);
   await listSavedRuns();
+  $('runs-heading').focus();
 }
 
 // ------------------------------------------------------------------ start-up
@@ -745,11 +882,14 @@ async function boot() {
   if (first) { $('model-select').value = first; await openModel(first); }
   refreshEnabled();
   const runs = await listSavedRuns();
+  for (const r of runs.filter((x) => x.state === 'done' && x.hasModel).reverse())
+    addModelOption(`trained-${r.settings.config}-${r.id.slice(4, 12)}.atome`, { label: trainedLabel(r, r.step), kind: 'trained', runId: r.id });
   const live = runs.find((r) => (r.state === 'running' || r.state === 'paused') && r.hasCkpt);
   if (live) {
     $('resume-text').textContent = `A training run (${live.settings.config}, step ${fmt(live.step)} of ${fmt(live.steps)}) ` +
       'was interrupted. Continue it from its last save?';
     $('resume-banner').hidden = false;
+    $('train-text').textContent = `An interrupted run (step ${fmt(live.step)}) can be continued: see the banner at the top or Saved runs.`;
     $('resume-continue').onclick = () => guarded(() => continueRun(live.id));
     $('resume-later').onclick = () => { $('resume-banner').hidden = true; };
   }

@@ -10,27 +10,12 @@
 // `generate`, which first streams { rid, type: 'bytes', bytes, lines } pieces
 // and then replies { rid, ok: true, result: { n, seconds, stopped } }.
 import { loadAtome } from '../wasm/atome.mjs';
+import { simdSupported, yieldNow } from './worker-util.mjs';
 
 let atome = null;
 const models = new Map();     // key -> { model: PackedModel, bytes: Uint8Array }
 const stops = new Set();      // rids asked to stop
-
-// A zero-delay yield to the event loop (setTimeout is clamped to >= 4 ms
-// once nested), so that a `stop` message is seen between slices.
-function yieldNow() {
-  return new Promise((resolve) => {
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => { ch.port1.close(); resolve(); };
-    ch.port2.postMessage(null);
-  });
-}
-
-function simdSupported() {
-  // the smallest module with a v128 instruction (i8x16.splat of 0; drop)
-  const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 10, 9, 1, 7, 0,
-    65, 0, 253, 15, 26, 11]);
-  try { return WebAssembly.validate(bytes); } catch { return false; }
-}
+const running = new Set();    // rids of generations queued or running
 
 async function init({ forceScalar = false } = {}) {
   const simd = !forceScalar && simdSupported();
@@ -94,9 +79,9 @@ async function generate(rid, { key, prompt, n, temperature, topK, topP, seed, wi
     }
   } finally {
     if (typeof it.return === 'function') it.return();
+    flush();                 // what was made before an error still reaches the page
+    stops.delete(rid);
   }
-  flush();
-  stops.delete(rid);
   return { n: done, seconds: (performance.now() - t0) / 1000, stopped };
 }
 
@@ -127,8 +112,9 @@ const handlers = {
 let queue = Promise.resolve();
 self.onmessage = (ev) => {
   const msg = ev.data;
-  if (msg.type === 'stop') { stops.add(msg.target); return; }
+  if (msg.type === 'stop') { if (running.has(msg.target)) stops.add(msg.target); return; }
   const { rid, type } = msg;
+  if (type === 'generate') running.add(rid);
   queue = queue.then(async () => {
     try {
       if (type !== 'init' && !atome) throw new Error('the module is not loaded yet');
@@ -137,6 +123,9 @@ self.onmessage = (ev) => {
       postMessage({ rid, ok: true, result });
     } catch (e) {
       postMessage({ rid, ok: false, error: String(e?.message ?? e), usage: !!e?.usage });
+    } finally {
+      running.delete(rid);
+      stops.delete(rid);
     }
   });
 };

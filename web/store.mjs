@@ -2,9 +2,10 @@
 //
 // Database "atome" (version 1):
 //   runs    keyPath "id": { id, created, updated, settings, corpusName,
-//           corpusBytes, corpusBuiltin, step, steps, state, history, ckpt,
-//           valBpb, atome01, atome02 }
-//   corpora keyPath "id": { id, bytes }   (a user-picked corpus, per run)
+//           corpusBytes, corpusBuiltin, step, steps, state, history,
+//           valBpb, hasCkpt, hasModel }      (small: listed on every save)
+//   blobs   keyPath "id": { id, ckpt, atome01, atome02 }   (the run's bytes)
+//   corpora keyPath "id": { id, bytes }      (a user-picked corpus, per run)
 //
 // Every save is one readwrite transaction over both stores, so it lands
 // whole or not at all: a tab closed mid-save, a full disk or a denied
@@ -38,8 +39,8 @@ export function openDb() {
     } catch (e) { reject(wrap(e, 'cannot open saved runs')); return; }
     req.onupgradeneeded = () => {
       const db = req.result;
-      if (!db.objectStoreNames.contains('runs')) db.createObjectStore('runs', { keyPath: 'id' });
-      if (!db.objectStoreNames.contains('corpora')) db.createObjectStore('corpora', { keyPath: 'id' });
+      for (const name of ['runs', 'blobs', 'corpora'])
+        if (!db.objectStoreNames.contains(name)) db.createObjectStore(name, { keyPath: 'id' });
     };
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(wrap(req.error, 'cannot open saved runs'));
@@ -64,15 +65,19 @@ function tx(db, stores, mode, body) {
 // Writes a run record (and its corpus, once, if given) in one transaction.
 export async function saveRun(record, corpus = null) {
   const db = await openDb();
+  const { ckpt = null, atome01 = null, atome02 = null, ...meta } = record;
+  meta.hasCkpt = !!ckpt;
+  meta.hasModel = !!atome02;
   try {
-    await tx(db, ['runs', 'corpora'], 'readwrite', (t) => {
-      t.objectStore('runs').put(record);
+    await tx(db, ['runs', 'blobs', 'corpora'], 'readwrite', (t) => {
+      t.objectStore('runs').put(meta);
+      t.objectStore('blobs').put({ id: record.id, ckpt, atome01, atome02 });
       if (corpus) t.objectStore('corpora').put({ id: record.id, bytes: corpus });
     });
   } catch (e) { throw wrap(e, `could not save the run at step ${record.step}`); }
 }
 
-// All runs, newest first, without their checkpoint and model bytes.
+// All runs, newest first (their metadata only).
 export async function listRuns() {
   const db = await openDb();
   let all = [];
@@ -82,29 +87,29 @@ export async function listRuns() {
       r.onsuccess = () => { all = r.result; };
     });
   } catch (e) { throw wrap(e, 'cannot read saved runs'); }
-  return all.map(({ ckpt, atome01, atome02, ...r }) => ({ ...r, hasCkpt: !!ckpt, hasModel: !!atome02 }))
-    .sort((a, b) => b.updated - a.updated);
+  return all.sort((a, b) => b.updated - a.updated);
 }
 
+// One run with its bytes: { ...meta, ckpt, atome01, atome02, corpus }.
 export async function getRun(id) {
   const db = await openDb();
-  let rec = null, corpus = null;
+  let rec = null, blob = null, corpus = null;
   try {
-    await tx(db, ['runs', 'corpora'], 'readonly', (t) => {
-      const a = t.objectStore('runs').get(id), c = t.objectStore('corpora').get(id);
+    await tx(db, ['runs', 'blobs', 'corpora'], 'readonly', (t) => {
+      const a = t.objectStore('runs').get(id), b = t.objectStore('blobs').get(id), c = t.objectStore('corpora').get(id);
       a.onsuccess = () => { rec = a.result ?? null; };
+      b.onsuccess = () => { blob = b.result ?? null; };
       c.onsuccess = () => { corpus = c.result?.bytes ?? null; };
     });
   } catch (e) { throw wrap(e, 'cannot read the saved run'); }
-  return rec ? { ...rec, corpus } : null;
+  return rec ? { ...rec, ckpt: blob?.ckpt ?? null, atome01: blob?.atome01 ?? null, atome02: blob?.atome02 ?? null, corpus } : null;
 }
 
 export async function deleteRun(id) {
   const db = await openDb();
   try {
-    await tx(db, ['runs', 'corpora'], 'readwrite', (t) => {
-      t.objectStore('runs').delete(id);
-      t.objectStore('corpora').delete(id);
+    await tx(db, ['runs', 'blobs', 'corpora'], 'readwrite', (t) => {
+      for (const name of ['runs', 'blobs', 'corpora']) t.objectStore(name).delete(id);
     });
   } catch (e) { throw wrap(e, 'could not delete the run'); }
 }

@@ -16,7 +16,8 @@
 //   { type: 'checkpoint', reason, step, ckpt, history }   every few seconds, on pause, at the end
 //   { type: 'done', step, valBpb, atome01, atome02, ckpt, history, stopped }
 //   { type: 'state', state }                      running | paused
-//   { type: 'error', message }
+//   { type: 'error', message, state }            state = the worker's after it (idle: no run)
+//   { type: 'refused', message }                  a start while a run is in progress (it goes on)
 //
 // Determinism: the trainer's state (weights, AdamW moments, step, RNG,
 // schedule) is all in the checkpoint; evaluations and samples read the
@@ -24,6 +25,7 @@
 // reaches the same bits as one that never stopped. The history (loss
 // curves, samples) is saved with each checkpoint and restored with it.
 import { loadAtome } from '../wasm/atome.mjs';
+import { simdSupported, yieldNow } from './worker-util.mjs';
 
 let saveEveryMs = 3000;            // checkpoint cadence while running (the page may set it)
 const SLICE_MS = 50;              // training time between looks at the message queue
@@ -36,20 +38,6 @@ let run = null;                  // { id, settings, ... }
 let history = null;              // { train: [[step, bpb]], val: [[step, bpb]], samples: [[step, text]], acc: [sum, n] }
 let state = 'idle';              // idle | running | paused | stopping | done
 let lastSave = 0;
-
-function yieldNow() {
-  return new Promise((resolve) => {
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => { ch.port1.close(); resolve(); };
-    ch.port2.postMessage(null);
-  });
-}
-
-function simdSupported() {
-  const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 10, 9, 1, 7, 0,
-    65, 0, 253, 15, 26, 11]);
-  try { return WebAssembly.validate(bytes); } catch { return false; }
-}
 
 const bpb = (nats) => nats / Math.LN2;
 
@@ -86,6 +74,7 @@ function saveCheckpoint(reason) {
 
 function start(r) {
   if (m) { m.free(); m = null; }
+  state = 'idle';
   run = r;
   if (r.saveEveryMs > 0) saveEveryMs = r.saveEveryMs;
   const s = r.settings;
@@ -100,7 +89,9 @@ function start(r) {
   post({ type: 'started', info: { params: m.nParams, family: m.family, quant: m.quant, trainChunks, evalChunks,
     step: m.step, steps: m.steps, kernels: atome.kernels(), simd } });
   state = 'running';
-  loop().catch((e) => { state = 'idle'; post({ type: 'error', message: String(e?.message ?? e) }); });
+  // a first save at once, so that a reload in the first seconds can continue
+  if (!r.resume) saveCheckpoint('start');
+  loop().catch((e) => { state = 'idle'; post({ type: 'error', message: String(e?.message ?? e), state }); });
 }
 
 function finishTrainPoint(step) {
@@ -172,6 +163,11 @@ async function finish(stopped) {
   history.val = history.val.filter(([st]) => st !== step);
   history.val.push([step, v]);
   post({ type: 'eval', step, bpb: v, final: true });
+  if (!history.samples.some(([st]) => st === step)) {    // and a sample of where it ended
+    const text = sample();
+    history.samples.push([step, text]);
+    post({ type: 'sample', step, text });
+  }
   let atome01 = null, atome02 = null;
   if (m.family === 'atome') {
     atome01 = m.exportAtome({ encoding: 1 });
@@ -202,14 +198,22 @@ self.onmessage = async (ev) => {
       break;
     }
     case 'start':
-      if (state === 'running' || state === 'paused') throw new Error('a run is already in progress');
-      start(msg.run);
+      // refused without touching the run in progress
+      if (state === 'running' || state === 'paused' || state === 'stopping') {
+        post({ type: 'refused', message: 'a run is already in progress' });
+        break;
+      }
+      try { start(msg.run); } catch (e) {
+        if (m) { m.free(); m = null; }
+        state = 'idle';
+        throw e;
+      }
       break;
     case 'pause':
       if (state === 'running') {
         state = 'paused';
-        saveCheckpoint('pause');
         post({ type: 'state', state, step: m.step });
+        saveCheckpoint('pause');
       }
       break;
     case 'resume':
@@ -223,7 +227,6 @@ self.onmessage = async (ev) => {
       throw new Error(`unknown message '${msg.type}'`);
     }
   } catch (e) {
-    if (state !== 'done') state = m && m.step > 0 ? 'paused' : 'idle';
-    post({ type: 'error', message: String(e?.message ?? e) });
+    post({ type: 'error', message: String(e?.message ?? e), state });
   }
 };

@@ -6,7 +6,22 @@
 // the integer engine's (core/explain.h lines, as `atome generate
 // --router-json` writes them).
 
-export const WHY_MAX = 4096;          // bytes kept in the strip (the latest ones)
+export const WHY_MAX = 50000;         // bytes kept in the strip (the latest ones)
+
+// The explain lines of a generation, kept as the JSON text the engine wrote
+// and parsed only when a column is drawn or shown (parsing every line as it
+// streams in cost more than the generation itself).
+export class WhyLines {
+  constructor() { this.raw = []; this.parsed = []; this.dropped = 0; }
+  get length() { return this.raw.length; }
+  push(lines) {
+    for (const l of lines) this.raw.push(l);
+    const over = this.raw.length - WHY_MAX;
+    if (over > 0) { this.raw.splice(0, over); this.parsed.splice(0, over); this.dropped += over; }
+  }
+  get(i) { return this.parsed[i] ?? (this.parsed[i] = JSON.parse(this.raw[i])); }
+  all() { return this.raw.map((l) => JSON.parse(l)); }
+}
 const COL = 10, CELL = 7, TOP = 16, GAP = 3;
 const COLORS = [[59, 111, 216], [47, 158, 98], [224, 123, 34]];   // conv, SSM, attention
 const LN3 = Math.log(3);
@@ -35,10 +50,19 @@ function topLabel(b) {
   return `'${String.fromCharCode(b)}'`;
 }
 
-export function drawWhy(canvas, lines, sel = -1) {
-  const L = lines.length ? lines[0].router.length : 0;
+export const WHY_COL = COL;
+
+// Draws the columns visible in the scrolling strip: the canvas is as wide as
+// the strip's view (it stays put, position: sticky) and the spacer under it
+// as wide as all columns, so no canvas ever grows past the browsers' size
+// limits however long the text.
+export function drawWhy(canvas, spacer, lines, sel = -1, scrollLeft = 0, viewWidth = 600) {
+  const L = lines.length ? lines.get(0).router.length : 0;
   const h = TOP + L * (3 * CELL + GAP) + L * 4 + 6;
-  const w = Math.max(1, lines.length * COL);
+  const total = Math.max(1, lines.length * COL);
+  spacer.style.width = `${total}px`;
+  spacer.style.height = `${h}px`;
+  const w = Math.max(1, Math.min(viewWidth, total));
   const dpr = window.devicePixelRatio || 1;
   if (canvas.width !== Math.ceil(w * dpr) || canvas.height !== Math.ceil(h * dpr)) {
     canvas.width = Math.ceil(w * dpr);
@@ -52,8 +76,9 @@ export function drawWhy(canvas, lines, sel = -1) {
   g.font = '11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
   g.textAlign = 'center';
   g.textBaseline = 'top';
-  lines.forEach((x, i) => {
-    const x0 = i * COL;
+  const first = Math.max(0, Math.floor(scrollLeft / COL)), last = Math.min(lines.length, Math.ceil((scrollLeft + w) / COL) + 1);
+  for (let i = first; i < last; i++) {
+    const x = lines.get(i), x0 = i * COL - scrollLeft;
     if (i === sel) { g.fillStyle = 'rgba(255, 214, 0, 0.35)'; g.fillRect(x0, 0, COL, h); }
     g.fillStyle = x.byte === 32 || x.byte === 10 ? '#a0a0a0' : '#222';
     g.fillText(byteLabel(x.byte), x0 + COL / 2, 2);
@@ -70,7 +95,7 @@ export function drawWhy(canvas, lines, sel = -1) {
       g.fillStyle = `rgba(90, 90, 90, ${Math.max(0.04, x.entropy[l] / LN3)})`;
       g.fillRect(x0 + 1, ye + l * 4, COL - 2, 3);
     }
-  });
+  }
 }
 
 // DOM nodes describing one byte (for #why-detail).

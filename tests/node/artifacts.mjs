@@ -50,6 +50,18 @@ export function run(file, args, { env = {}, timeout = 60000 } = {}) {
   });
 }
 export const native = (args, opts) => run(nativeCli(), args, opts);
+
+// The `atome generate` flags of a case { promptHex, n, temperature, topK,
+// topP, seed, window } (settings left undefined are left to their defaults).
+export function generateArgs(model, c) {
+  const a = ['generate', '--model', model, '--prompt-hex', c.promptHex, '--n', String(c.n)];
+  if (c.temperature !== undefined) a.push('--temperature', c.temperature);
+  if (c.topK !== undefined) a.push('--top-k', String(c.topK));
+  if (c.topP !== undefined) a.push('--top-p', c.topP);
+  if (c.seed !== undefined) a.push('--seed', String(c.seed));
+  if (c.window !== undefined) a.push('--window', String(c.window));
+  return a;
+}
 export const nodeCli = (args, opts) => run(process.execPath, [cliScript, ...args],
   { ...opts, env: { ATOME_WASM: wasmFile('simd'), ...(opts?.env ?? {}) } });
 

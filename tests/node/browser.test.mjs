@@ -14,7 +14,7 @@ import { createServer } from 'node:http';
 import { existsSync, mkdtempSync, rmSync, statSync, createReadStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { repo, wasmFile, native, firstDiff } from './artifacts.mjs';
+import { repo, wasmFile, native, firstDiff, generateArgs } from './artifacts.mjs';
 
 // Module scripts are MIME-checked, and instantiateStreaming needs
 // application/wasm; an unknown type must not be octet-stream for the page
@@ -53,15 +53,7 @@ const CASES = [
 const TRAIN = { config: 'atome-tiny', dataUrl: 'README.md', steps: 8,
   options: { seed: 1, lr: 3e-3, batch: 4, seq: 32, warmup: 0 } };
 
-function cliArgs(c) {
-  const a = ['generate', '--model', path.join(repo, 'models/atome-60k.atome'), '--prompt-hex', c.promptHex, '--n', String(c.n)];
-  if (c.temperature !== undefined) a.push('--temperature', c.temperature);
-  if (c.topK !== undefined) a.push('--top-k', String(c.topK));
-  if (c.topP !== undefined) a.push('--top-p', c.topP);
-  if (c.seed !== undefined) a.push('--seed', String(c.seed));
-  if (c.window !== undefined) a.push('--window', String(c.window));
-  return a;
-}
+const cliArgs = (c) => generateArgs(path.join(repo, 'models/atome-60k.atome'), c);
 
 test('page and module Worker: atome.wasm via wasm/atome.mjs generates the native CLI bytes; the Worker trains', async (t) => {
   assert.ok(CHROMIUM, 'Chromium not found at /usr/lib/chromium/chromium or /usr/bin/chromium: run tools/setup (Debian package chromium)');

@@ -26,7 +26,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { repo, native, run, firstDiff, mulberry32 } from './artifacts.mjs';
+import { repo, native, run, firstDiff, mulberry32, generateArgs, ckptSections } from './artifacts.mjs';
 import { startServer, missingArtifacts, CSP } from '../../tools/serve.mjs';
 
 const CHROMIUM = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((f) => existsSync(f));
@@ -131,15 +131,7 @@ async function finished(page) {
   return page.evaluate(() => document.getElementById('output').dataset.hex);
 }
 
-function cliArgs(model, c) {
-  const a = ['generate', '--model', model, '--prompt-hex', hex(Buffer.from(c.prompt ?? '')), '--n', String(c.n)];
-  if (c.temperature !== undefined) a.push('--temperature', c.temperature);
-  if (c.topK !== undefined) a.push('--top-k', String(c.topK));
-  if (c.topP !== undefined) a.push('--top-p', c.topP);
-  if (c.seed !== undefined) a.push('--seed', String(c.seed));
-  if (c.window !== undefined) a.push('--window', String(c.window));
-  return a;
-}
+const cliArgs = (model, c) => generateArgs(model, { ...c, promptHex: hex(Buffer.from(c.prompt ?? '')) });
 
 async function nativeHex(model, c, extra = []) {
   const r = await native([...cliArgs(model, c), ...extra]);
@@ -157,6 +149,17 @@ async function grab(page, selector) {
   const file = path.join(tmp, `${Date.now()}-${d.suggestedFilename()}`);
   await d.saveAs(file);
   return { file, name: d.suggestedFilename(), bytes: readFileSync(file) };
+}
+
+// Drops a file on an element, as a person dragging it from their desktop.
+async function drop(page, selector, name, bytes) {
+  const dt = await page.evaluateHandle(({ b64, name }) => {
+    const d = new DataTransfer();
+    d.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name));
+    return d;
+  }, { b64: Buffer.from(bytes).toString('base64'), name });
+  await page.dispatchEvent(selector, 'dragover', { dataTransfer: dt });
+  await page.dispatchEvent(selector, 'drop', { dataTransfer: dt });
 }
 
 const state = (page) => page.evaluate(() => ({ ...document.getElementById('train-status').dataset }));
@@ -197,6 +200,15 @@ test('the page serves with its CSP, names what is missing and refuses a non-loop
   assert.equal((await fetch(`${origin}/build/wasm/atome.wasm`)).headers.get('content-type'), 'application/wasm');
   for (const bad of ['/models/../README.md', '/web/%2e%2e/README.md', '/build/native/atome', '/.git/config', '/node_modules/playwright-core/package.json'])
     assert.equal((await fetch(`${origin}${bad}`)).status, 404, bad);
+  // a request for another host name (DNS rebinding) is not answered
+  const { request } = await import('node:http');
+  const rebound = await new Promise((resolve, reject) => {
+    const rq = request({ host: '127.0.0.1', port: server.address().port, path: '/', headers: { Host: 'evil.example:80' } },
+      (res) => { res.resume(); resolve(res.statusCode); });
+    rq.on('error', reject);
+    rq.end();
+  });
+  assert.equal(rebound, 421);
   const list = await (await fetch(`${origin}/api/models`)).json();
   assert.ok(list.models.some((m) => m.name === 'atome-60k.atome'));
   const serve = path.join(repo, 'tools/serve');
@@ -221,13 +233,15 @@ test('generation equals the native CLI byte for byte; why-this-byte equals --rou
     // the explain lines of the last case, against the CLI's
     const c = CASES[1];
     await generate(page, c);
-    const lines = await page.evaluate(() => window.__atome.lines);
+    const lines = await page.evaluate(() => window.__atome.whyLines());
     const jf = path.join(tmp, 'router.jsonl');
     await nativeHex(MODEL, c, ['--router-json', jf]);
     const want = readFileSync(jf, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(lines.length, c.n);
     assert.deepEqual(lines, want);
     // hover the strip: the detail box names the byte and its top 5
+    await page.evaluate(() => { document.getElementById('why-scroll').scrollLeft = 0; });
+    await page.waitForTimeout(50);
     await page.hover('#why-canvas', { position: { x: 35, y: 30 } });
     const detail = await page.textContent('#why-detail');
     assert.match(detail, /^Byte 4: /);
@@ -252,6 +266,17 @@ test('generation equals the native CLI byte for byte; why-this-byte equals --rou
     await page.keyboard.press('Home');
     await page.keyboard.press('ArrowRight');
     assert.match(await page.textContent('#why-detail'), /^Byte 2: /);
+    // drag and drop: an ATOME01 copy of the model onto the Generate card, a
+    // text file onto the Train card
+    const a1 = path.join(tmp, 'dropped-01.atome');
+    assert.equal((await native(['convert', '--model', MODEL, '--format', 'atome01', '--out', a1])).code, 0);
+    await drop(page, '#sec-generate', 'dropped-01.atome', readFileSync(a1));
+    await page.waitForFunction(() => document.getElementById('model-select').value === 'dropped-01.atome' &&
+      !document.getElementById('generate').disabled);
+    assert.match(await page.textContent('#model-info'), /dropped-01\.atome: 60,544 parameters.*ATOME01/);
+    assertSameHex(await generate(page, CASES[1]), await nativeHex(a1, CASES[1]), 'dropped model');
+    await drop(page, '#sec-train', 'story.txt', Buffer.from('Once upon a time, a cat sat in the sun. '.repeat(400)));
+    await page.waitForFunction(() => /story\.txt — 16,000 bytes/.test(document.getElementById('corpus-name').textContent));
     // every control has a label
     const unlabeled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea, button')]
       .filter((e) => !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim()))
@@ -349,14 +374,32 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
   // the uninterrupted reference for the resume tests
   const { ctx: rc, page: rp } = await open(RESUME_Q);
   try {
-    const st = await waitTrainAfterClick(rp);
-    reference = { bytes: (await grab(rp, '#download-atome02')).bytes, valBpb: st.valBpb };
+    await waitTrainAfterClick(rp);
+    reference = await runResult(rp);
   } finally { await rc.close(); }
 });
 
 async function waitTrainAfterClick(page) {
   await page.click('#train-start');
   return waitTrain(page);
+}
+
+// The finished run's .atome (ATOME02) and the parts of its checkpoint that
+// must match bit for bit: weights, AdamW moments, calibration statistics
+// (the state section also holds the informative wall-clock, so it is left out).
+async function runResult(page) {
+  const id = await page.evaluate(() => window.__atome.runId);
+  await page.waitForSelector(`#ckpt-${id}`);
+  const ck = ckptSections(new Uint8Array((await grab(page, `#ckpt-${id}`)).bytes));
+  const parts = Object.fromEntries(['WGHT', 'ADAM', 'ACAL'].map((t) => [t, ck.get(t) && Buffer.from(ck.get(t))]));
+  for (const t of ['WGHT', 'ADAM', 'ACAL']) assert.ok(parts[t]?.length > 0, `the final checkpoint has no ${t} section`);
+  return { atome: (await grab(page, '#download-atome02')).bytes, ...parts, valBpb: (await state(page)).valBpb };
+}
+
+function sameRun(got, want, what) {
+  assert.equal(got.valBpb, want.valBpb, `${what}: final validation bpb`);
+  for (const t of ['WGHT', 'ADAM', 'ACAL']) assert.ok(got[t].equals(want[t]), `${what}: checkpoint ${t} differs`);
+  assert.ok(got.atome.equals(want.atome), `${what}: .atome differs`);
 }
 
 test('a reload mid-run continues to the uninterrupted run\'s bytes', async () => {
@@ -376,10 +419,8 @@ test('a reload mid-run continues to the uninterrupted run\'s bytes', async () =>
     await page.waitForSelector('#resume-banner:not([hidden])');
     await shot(page, '07-resume-offer');
     await page.click('#resume-continue');
-    const st = await waitTrain(page);
-    assert.equal(st.valBpb, reference.valBpb);
-    const a2 = await grab(page, '#download-atome02');
-    assert.ok(a2.bytes.equals(reference.bytes), 'continued run = uninterrupted run, byte for byte');
+    await waitTrain(page);
+    sameRun(await runResult(page), reference, 'paused, resumed, reloaded and continued');
     // the chart history came back with the checkpoint: the step-0 validation is there
     const vals = await page.evaluate(() => window.__atome.events.filter((e) => e[0] === 'val').map((e) => e[1]));
     assert.ok(!vals.includes(0), 'the continued run did not redo the step-0 validation');
@@ -403,14 +444,18 @@ test('a tab closed mid-save loses nothing; several runs are listed and deleted',
     assert.equal(ids.length, 1);
     await p2.click(`#continue-${ids[0]}`);
     await waitTrain(p2);
-    assert.ok((await grab(p2, '#download-atome02')).bytes.equals(reference.bytes), 'run continued after a close mid-save');
+    sameRun(await runResult(p2), reference, 'continued after a tab closed mid-save');
     // a second run, then delete one: the list follows
     await p2.click('#train-start');
     await waitTrain(p2);
     await p2.waitForFunction(() => document.querySelectorAll('#runs li[data-run-id]').length === 2);
     await shot(p2, '08-runs');
+    await p2.click(`#delete-${ids[0]}`);                 // asks first
+    assert.match(await p2.textContent(`#delete-${ids[0]}`), /click again/i);
+    assert.equal(await p2.$$eval('#runs li[data-run-id]', (l) => l.length), 2);
     await p2.click(`#delete-${ids[0]}`);
     await p2.waitForFunction(() => document.querySelectorAll('#runs li[data-run-id]').length === 1);
+    assert.equal(await p2.evaluate(() => document.activeElement.id), 'runs-heading');
     await p2.reload();
     await waitReady(p2);
     assert.equal(await p2.$$eval('#runs li[data-run-id]', (l) => l.length), 1);
@@ -472,7 +517,17 @@ test('bad inputs show #error, keep what was there and the page still generates',
     // a bad setting
     await page.fill('#temperature', '1e3');
     await page.click('#generate');
-    await expectError(page, /temperature/, 'temperature 1e3');
+    await expectError(page, /^Temperature must be a decimal number in 0\.\.100/, 'temperature 1e3');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'temperature');
+    assert.equal(await page.getAttribute('#temperature', 'aria-invalid'), 'true');
+    // a training setting out of range: named by its label, nothing starts
+    await page.fill('#lr', '-1');
+    await page.click('#train-start');
+    await expectError(page, /^Learning rate must be above 0/, 'lr -1');
+    assert.equal((await state(page)).state, 'idle');
+    await page.fill('#lr', '3e-4');
+    await page.fill('#temperature', '0.8');
+    await stillGenerates('bad settings');
   } finally { await ctx.close(); }
 });
 
