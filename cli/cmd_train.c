@@ -6,7 +6,13 @@
  * Resume: the checkpoint fixes the config, the training options and the data
  * description; flags repeated on the command line must agree with it (else a
  * usage error), except --steps (the new total), --data (the file may have
- * moved), --out, --log*, --eval-every, --ckpt-every and --quiet. */
+ * moved), --out, --log*, --eval-every, --ckpt-every and --quiet.
+ *
+ * Distillation: --teacher CKPT [--distill-weight W] adds the teacher's soft
+ * next-byte distribution to the loss (core/train/trainer.h). The checkpoint
+ * records the teacher's path, the CRC-32 of its file and W (section DIST);
+ * a resumed run reloads that teacher (or the --teacher given, which must be
+ * the same file by CRC) and continues bit-identically. */
 #include "cli.h"
 #include <errno.h>
 #include <math.h>
@@ -18,7 +24,8 @@
 #define PROGRESS_SECONDS 1.0
 
 typedef struct {
-    const char *config, *quant, *data, *valid, *out, *resume, *log;
+    const char *config, *quant, *data, *valid, *out, *resume, *log, *teacher;
+    double distill_weight;
     int64_t max_bytes, steps, batch, seq, warmup, log_every, eval_every, ckpt_every, stop_at;
     double split, lr, lr2, lr_min, clip, wd, fp_fraction, beta1, beta2, eps;
     uint32_t seed;
@@ -46,6 +53,27 @@ static void fmt_eta(double s, char *buf, size_t n) {
     if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
     else if (t >= 60) snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
     else snprintf(buf, n, "%lds", t);
+}
+
+/* Reads the teacher checkpoint at path into *t (weights only needed) and its
+ * CRC-32 into *crc. CLI_OK or the error printed. */
+static int load_teacher(const char *path, atm_ckpt *t, uint32_t *crc) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    int rc = cli_read_file("train", path, (size_t)1 << 31, &bytes, &len);
+    if (rc) return cli_err(CLI_RUNTIME, "train: --teacher: cannot read '%s'", path);
+    char why[600];
+    atm_ckpt_init(t);
+    if (atm_ckpt_parse(bytes, len, t, why, sizeof why)) {
+        free(bytes);
+        return cli_err(CLI_RUNTIME, "train: --teacher '%s': %s", path, why);
+    }
+    /* the checkpoint's own CRC-32 (its last 4 bytes, over everything before
+     * them): a CRC over the whole file, which ends in its CRC, would be the
+     * same constant for every checkpoint */
+    *crc = atm_rd_u32le(bytes + len - 4);
+    free(bytes);
+    return CLI_OK;
 }
 
 /* A flag given on resume must match the checkpoint. */
@@ -211,8 +239,10 @@ int cmd_train(int argc, char **argv) {
         { "ckpt-every",  OPT_INT,   &a.ckpt_every, 0, 1e12, 0, 0 },
         { "quiet",       OPT_FLAG,  &a.quiet, 0, 0, 0, 0 },
         { "stop-at",     OPT_INT,   &a.stop_at, 1, 1099511627776.0, 0, 0 },
+        { "teacher",     OPT_STR,   &a.teacher, 0, 0, 0, 0 },
+        { "distill-weight", OPT_FLOAT, &a.distill_weight, 0, 1, 1, 0 },
     };
-    int n = 29;
+    int n = 31;
     int shape_first = n;
     n += cli_shape_opts(&shape, opts + n);
     int rc = cli_parse("train", argc, argv, opts, n);
@@ -220,6 +250,9 @@ int cmd_train(int argc, char **argv) {
 #define SEEN(nm) cli_seen(opts, n, nm)
     if (SEEN("split") && a.split >= 1.0) return cli_err(CLI_USAGE, "train: --split must be a number in (0, 1) (got %g)", a.split);
     if (SEEN("split") && SEEN("valid")) return cli_err(CLI_USAGE, "train: give --split or --valid, not both");
+    if (SEEN("distill-weight") && !a.teacher && !a.resume)
+        return cli_err(CLI_USAGE, "train: --distill-weight needs --teacher CKPT");
+    if (a.teacher && !*a.teacher) return cli_err(CLI_USAGE, "train: --teacher needs a file name");
     int any_shape = 0;
     for (int i = shape_first; i < n; i++) any_shape |= opts[i].seen;
 
@@ -264,6 +297,40 @@ int cmd_train(int argc, char **argv) {
         return cli_err(CLI_USAGE, "train: data path too long");
     }
     if (atm_train_opts_validate(&o, why, sizeof why)) { atm_ckpt_free(&resume); return cli_err(CLI_USAGE, "train: %s", why); }
+
+    /* ---- distillation: the teacher of a new run, or the one a resumed run names ---- */
+    if (a.resume && resume.has_dist) {
+        if (SEEN("distill-weight") && (float)a.distill_weight != resume.distill_weight) {
+            atm_ckpt_free(&resume);
+            return cli_err(CLI_USAGE, "train: --distill-weight %g differs from the checkpoint's %g (a resumed run keeps its options)",
+                           a.distill_weight, (double)resume.distill_weight);
+        }
+        meta.has_dist = 1;
+        meta.distill_weight = resume.distill_weight;
+        meta.teacher_crc = resume.teacher_crc;
+        snprintf(meta.teacher_path, sizeof meta.teacher_path, "%s", a.teacher ? a.teacher : resume.teacher_path);
+    } else if (a.resume && (a.teacher || SEEN("distill-weight"))) {
+        atm_ckpt_free(&resume);
+        return cli_err(CLI_USAGE, "train: the checkpoint was trained without a teacher; a resumed run keeps its options");
+    } else if (a.teacher) {
+        if (strlen(a.teacher) + 1 >= sizeof meta.teacher_path) return cli_err(CLI_USAGE, "train: --teacher path too long");
+        meta.has_dist = 1;
+        meta.distill_weight = SEEN("distill-weight") ? (float)a.distill_weight : 0.5f;
+        snprintf(meta.teacher_path, sizeof meta.teacher_path, "%s", a.teacher);
+    }
+    atm_ckpt teacher;
+    atm_ckpt_init(&teacher);
+    if (meta.has_dist) {
+        uint32_t crc = 0;
+        if ((rc = load_teacher(meta.teacher_path, &teacher, &crc))) { atm_ckpt_free(&resume); return rc; }
+        if (a.resume && crc != meta.teacher_crc) {
+            atm_ckpt_free(&resume);
+            atm_ckpt_free(&teacher);
+            return cli_err(CLI_RUNTIME, "train: teacher '%s' is not the file the run was trained with (CRC-32 0x%08X, recorded 0x%08X)",
+                           meta.teacher_path, (unsigned)crc, (unsigned)meta.teacher_crc);
+        }
+        meta.teacher_crc = crc;
+    }
     if (cfg.family == ATM_FAMILY_VANILLA && o.seq - 1 > cfg.max_seq) {
         atm_ckpt_free(&resume);
         return cli_err(CLI_USAGE, "train: --seq %d needs %d positions; the model has max-seq %d", (int)o.seq, (int)o.seq - 1, (int)cfg.max_seq);
@@ -299,6 +366,13 @@ int cmd_train(int argc, char **argv) {
     if (!tr) { rc = cli_err(CLI_RUNTIME, "train: cannot build the %s model (family not built or out of memory)", atm_family_name(cfg.family)); goto done; }
     if (a.resume && atm_trainer_load_ckpt(tr, &resume)) { rc = cli_err(CLI_RUNTIME, "train: checkpoint does not fit the model"); goto done; }
     atm_ckpt_free(&resume);
+    if (meta.has_dist) {
+        if (atm_trainer_set_teacher(tr, &teacher.cfg, teacher.w, cli_ckpt_quant(&teacher), meta.distill_weight, why, sizeof why)) {
+            rc = cli_err(CLI_USAGE, "train: --teacher '%s': %s", meta.teacher_path, why);
+            goto done;
+        }
+        atm_ckpt_free(&teacher);
+    }
 
     /* ---- outputs: check the checkpoint can be written, open the log ---- */
     if (can_create_beside(a.out, why, sizeof why)) { rc = cli_err(CLI_RUNTIME, "train: %s", why); goto done; }
@@ -385,6 +459,10 @@ int cmd_train(int argc, char **argv) {
         fprintf(f, ",\"bytes\":%llu,\"params\":%zu,\"seconds\":", (unsigned long long)er.bytes, tr->L.n_params);
         cli_json_num(f, seconds);
         fputs(",\"config\":", f); cli_json_str(f, meta.name);
+        if (meta.has_dist) {
+            fputs(",\"teacher\":", f); cli_json_str(f, meta.teacher_path);
+            fputs(",\"distill_weight\":", f); cli_json_float(f, meta.distill_weight);
+        }
         fputs(",\"family\":", f); cli_json_str(f, atm_family_name(cfg.family));
         fprintf(f, ",\"quant\":\"%s\",\"seed\":%u,\"out\":", cli_quant_name(o.quant), (unsigned)o.seed);
         cli_json_str(f, a.out);
@@ -398,6 +476,7 @@ done:
     atm_corpus_free(&corpus);
     atm_corpus_free(&vcorpus);
     atm_ckpt_free(&resume);
+    atm_ckpt_free(&teacher);
     return rc;
 #undef SEEN
 }

@@ -69,7 +69,10 @@ static const char *const USAGE_TRAIN =
     "  --ckpt-every N      also save CKPT every N steps (0 = only at the end)\n"
     "  --stop-at N         end this invocation after step N (schedules still span\n"
     "                      --steps); continue later with --resume\n"
-    "  --quiet             no progress on stderr\n";
+    "  --quiet             no progress on stderr\n"
+    "  --teacher CKPT      distil: also learn the teacher checkpoint's next-byte\n"
+    "                      distribution (any family, same vocabulary; atome students)\n"
+    "  --distill-weight W  weight of the teacher's soft targets in the loss, (0, 1] (0.5)\n";
 
 static const char *const USAGE_EVAL =
     "usage: atome eval --model MODEL --data FILE [--max-bytes N] [--split S] [--seq N]\n"

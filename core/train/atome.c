@@ -403,6 +403,8 @@ typedef struct {
     float *scratch;          /* [ATM_ATOME_SCRATCH(C, K)] conv/ssm scratch */
     float *attn_scratch;     /* [(DH+1)*Tmax] (attn only) */
     uint8_t *in, *tgt;       /* [NM] copies of the last forward's bytes */
+    const float *soft;       /* [NM][V] distillation targets (set_soft_targets) or NULL */
+    float soft_w;            /* their weight in the loss */
     float *fmem;
     int32_t *imem;
 } atome_acts;
@@ -568,6 +570,7 @@ static void atome_backward(const atm_layout *L, const float *w, void *acts, floa
 
     memset(a->dlogits, 0, sizeof(float) * (size_t)N * V);
     atm_xent_backward(a->dlogits, a->probs, a->tgt, N, V, 1.0f / (float)N);
+    if (a->soft && a->soft_w != 0.0f) atm_xent_soft_adjust(a->dlogits, a->tgt, a->soft, a->soft_w, N, V, 1.0f / (float)N);
     memset(a->du, 0, sizeof(float) * NC);
     atm_matmul_backward(a->du, dw + o.unembed, a->dlogits, a->uf, w + o.unembed, N, C, V);
     memset(a->dh, 0, sizeof(float) * NC);
@@ -761,7 +764,14 @@ static void atome_gen_free(void *gen) {
     free(g);
 }
 
+static void atome_set_soft_targets(void *acts, const float *q, float w) {
+    atome_acts *a = acts;
+    if (!a) return;
+    a->soft = q;
+    a->soft_w = q ? w : 0.0f;
+}
+
 const atm_family atm_family_atome = {
     "atome", atome_layout, atome_acts_new, atome_acts_free, atome_forward, atome_backward,
-    atome_logits, atome_gen_new, atome_gen_step, atome_gen_free
+    atome_logits, atome_gen_new, atome_gen_step, atome_gen_free, atome_set_soft_targets
 };

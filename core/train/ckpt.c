@@ -83,7 +83,9 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     size_t vp = str_len(ck->valid_path, sizeof ck->valid_path);
     int has_adam = ck->m && ck->v;
     int has_calib = ck->calib && ck->calib_len;
-    uint32_t nsec = 4 + (name_len > 0) + (ck->has_data ? 1 : 0) + (has_adam ? 1 : 0) + (has_calib ? 1 : 0);
+    size_t tp = ck->has_dist ? str_len(ck->teacher_path, sizeof ck->teacher_path) : 0;
+    uint32_t nsec = 4 + (name_len > 0) + (ck->has_data ? 1 : 0) + (has_adam ? 1 : 0) + (has_calib ? 1 : 0) +
+                    (ck->has_dist ? 1 : 0);
     uint64_t total = HEADER_BYTES;
     total += SECTION_HEAD + CONF_BYTES;
     if (name_len) total += SECTION_HEAD + name_len;
@@ -93,6 +95,7 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     total += SECTION_HEAD + 8 + 4 * (uint64_t)np;
     if (has_adam) total += SECTION_HEAD + 8 + 8 * (uint64_t)np;
     if (has_calib) total += SECTION_HEAD + (uint64_t)ck->calib_len;
+    if (ck->has_dist) total += SECTION_HEAD + 4 + 4 + 4 + tp;
     total += CRC_BYTES;
     if (total > (uint64_t)(size_t)-1) return ATM_CKPT_ENOMEM;
     wbuf b = { (uint8_t *)malloc((size_t)total), 0 };
@@ -154,6 +157,12 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
         put_section(&b, "ACAL", 0, ck->calib_len);
         put_bytes(&b, ck->calib, ck->calib_len);
     }
+    if (ck->has_dist) {
+        put_section(&b, "DIST", 0, 4 + 4 + 4 + tp);
+        put_f32(&b, ck->distill_weight);
+        put_u32(&b, ck->teacher_crc);
+        put_u32(&b, (uint32_t)tp); put_bytes(&b, ck->teacher_path, tp);
+    }
     put_u32(&b, atm_crc32(b.p, b.n));
     *out = b.p;
     *out_len = b.n;
@@ -211,8 +220,8 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
 
     const uint8_t *p = buf + HEADER_BYTES, *end = buf + len - CRC_BYTES;
     const uint8_t *conf = NULL, *topt = NULL, *stat = NULL, *data = NULL, *wght = NULL, *adam = NULL, *name = NULL;
-    const uint8_t *calb = NULL;
-    uint64_t data_len = 0, wght_len = 0, adam_len = 0, name_len = 0, calb_len = 0;
+    const uint8_t *calb = NULL, *dist = NULL;
+    uint64_t data_len = 0, wght_len = 0, adam_len = 0, name_len = 0, calb_len = 0, dist_len = 0;
     for (uint32_t s = 0; s < nsec; s++) {
         if ((size_t)(end - p) < SECTION_HEAD) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %u header runs past the end", s);
         const uint8_t *tag = p;
@@ -233,6 +242,7 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
         else if (tag_is(tag, "ADAM")) { slot = &adam; lslot = &adam_len; }
         else if (tag_is(tag, "NAME")) { slot = &name; lslot = &name_len; }
         else if (tag_is(tag, "ACAL")) { slot = &calb; lslot = &calb_len; }
+        else if (tag_is(tag, "DIST")) { slot = &dist; lslot = &dist_len; }
         else if (flags & FLAG_REQUIRED) PFAIL(ATM_CKPT_EFORMAT, "unsupported required section %s (written by a newer build?)", tt);
         if (slot) {
             if (*slot) PFAIL(ATM_CKPT_EFORMAT, "malformed: duplicate section %s", tt);
@@ -307,6 +317,18 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
         if (!ck->valid_path[0] && !(ck->split > 0.0 && ck->split < 1.0))
             PFAIL(ATM_CKPT_EFORMAT, "malformed: DATA split %g is not in (0, 1)", ck->split);
         ck->has_data = 1;
+    }
+    if (dist) {
+        const uint8_t *q = dist, *qe = dist + dist_len;
+        if (dist_len < 8) PFAIL(ATM_CKPT_EFORMAT, "malformed: DIST section too short");
+        ck->distill_weight = get_f32(q);
+        ck->teacher_crc = get_u32(q + 4);
+        q += 8;
+        if (read_string(&q, qe, ck->teacher_path, sizeof ck->teacher_path) || q != qe || !ck->teacher_path[0])
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: bad DIST section");
+        if (!(ck->distill_weight > 0.0f && ck->distill_weight <= 1.0f))
+            PFAIL(ATM_CKPT_EFORMAT, "malformed: DIST weight %g is not in (0, 1]", (double)ck->distill_weight);
+        ck->has_dist = 1;
     }
     size_t np = L.n_params;
     if (wght_len < 8 || get_u64(wght) != (uint64_t)np || wght_len != 8 + 4 * (uint64_t)np)

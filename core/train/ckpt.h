@@ -68,6 +68,13 @@ typedef struct {
      * the reader with atm_calib_parse() against the config; NULL if absent */
     uint8_t       *calib;
     size_t         calib_len;
+    /* distillation (section DIST): the teacher checkpoint's path, its CRC-32
+     * (the one stored at the end of the teacher's file) and the weight of its
+     * soft targets */
+    int            has_dist;
+    float          distill_weight;
+    uint32_t       teacher_crc;
+    char           teacher_path[ATM_CKPT_PATH_MAX];
     /* tensors, [n_params] each; m and v are NULL when absent */
     size_t         n_params;
     float         *w, *m, *v;

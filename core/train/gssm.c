@@ -399,5 +399,6 @@ static const float *gssm_gen_step(void *gen, int token) {
 
 const atm_family atm_family_gssm = {
     "gssm", gssm_layout, gssm_acts_new, gssm_acts_free, gssm_forward,
-    gssm_backward, gssm_logits, gssm_gen_new, gssm_gen_step, gssm_gen_free
+    gssm_backward, gssm_logits, gssm_gen_new, gssm_gen_step, gssm_gen_free,
+    NULL   /* no distillation student (atome only) */
 };

@@ -186,3 +186,13 @@ void atm_xent_backward_ref(float *dlogits, const float *probs, const uint8_t *tg
         d[tgt[n]] -= scale;
     }
 }
+
+void atm_xent_soft_adjust(float *dlogits, const uint8_t *tgt, const float *q, float w, int N, int V, float scale) {
+    const float sw = scale * w;
+    for (int n = 0; n < N; n++) {
+        const float *qn = q + (size_t)n * V;
+        float *d = dlogits + (size_t)n * V;
+        for (int i = 0; i < V; i++) d[i] -= sw * qn[i];
+        d[tgt[n]] += sw;
+    }
+}

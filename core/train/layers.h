@@ -59,6 +59,12 @@ double atm_xent_forward(float *probs, const float *logits, const uint8_t *tgt, i
 /* dlogits[N][V] += scale * (probs - onehot(tgt)) */
 void atm_xent_backward(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
                        float scale);
+/* Distillation (soft targets): after atm_xent_backward, turns the gradient of
+ * the mean cross-entropy into that of (1-w) CE(onehot(tgt)) + w CE(q), i.e.
+ * dlogits[N][V] += scale * w * (onehot(tgt) - q), q[N][V] a distribution per
+ * row (the teacher's). Plain C in every kernel set (O(N V), beside the
+ * matmuls), so runs without a teacher keep their bits. */
+void atm_xent_soft_adjust(float *dlogits, const uint8_t *tgt, const float *q, float w, int N, int V, float scale);
 double atm_xent_forward_ref(float *probs, const float *logits, const uint8_t *tgt, int N, int V);
 void atm_xent_backward_ref(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
                            float scale);

@@ -106,6 +106,11 @@ typedef struct atm_family {
     void *(*gen_new)(const atm_layout *L, const float *w, int window);
     const float *(*gen_step)(void *gen, int token);
     void  (*gen_free)(void *gen);
+    /* Distillation (optional; NULL where a family does not learn from soft
+     * targets): the next backward's gradient is that of (1-w) CE(targets) +
+     * w CE(q), q[B*T][V] row distributions, kept by pointer (q = NULL or
+     * w = 0: plain cross-entropy). The loss forward returns stays CE(targets). */
+    void  (*set_soft_targets)(void *acts, const float *q, float w);
 } atm_family;
 
 extern const atm_family atm_family_atome;

@@ -77,8 +77,76 @@ float atm_lr_at(const atm_train_opts *o, int64_t s, int stage) {
     return o->lr;
 }
 
+/* The distillation teacher: its layout, quantised weights, activations for
+ * the student's B x T, and the soft targets of the current step. */
+struct atm_teacher {
+    atm_layout        L;
+    const atm_family *fam;
+    float            *weff;   /* [n_params] */
+    void             *acts;
+    float            *q;      /* [B*T][V] softmax of the teacher's logits */
+    float             weight;
+};
+
+static void teacher_free(struct atm_teacher *t) {
+    if (!t) return;
+    if (t->acts && t->fam && t->fam->acts_free) t->fam->acts_free(t->acts);
+    free(t->weff);
+    free(t->q);
+    free(t);
+}
+
+int atm_trainer_set_teacher(atm_trainer *tr, const atm_config *tc, const float *tw, int tquant,
+                            float weight, char *err, size_t errlen) {
+    if (!tr || !tc || !tw) FAIL("invalid argument");
+    if (!(weight > 0.0f && weight <= 1.0f)) FAIL("the distillation weight must be in (0, 1] (got %g)", (double)weight);
+    if (!tr->fam->set_soft_targets) FAIL("the %s family does not train on soft targets", tr->fam->name);
+    if (tc->vocab != tr->L.cfg.vocab) FAIL("the teacher's vocabulary (%d) differs from the student's (%d)", (int)tc->vocab, (int)tr->L.cfg.vocab);
+    if (tc->family == ATM_FAMILY_VANILLA && tr->T > tc->max_seq)
+        FAIL("the teacher has %d learned positions, the student trains on %d", (int)tc->max_seq, tr->T);
+    char why[256];
+    if (atm_config_validate(tc, why, sizeof why)) FAIL("teacher: %s", why);
+    struct atm_teacher *t = (struct atm_teacher *)calloc(1, sizeof *t);
+    if (!t) FAIL("out of memory for the teacher");
+    if (atm_layout_build(tc, &t->L) != 0 || !(t->fam = atm_family_get(tc->family)) || !t->fam->forward || !t->fam->logits) {
+        teacher_free(t);
+        FAIL("teacher: the %s family cannot run here", atm_family_name(tc->family));
+    }
+    const size_t bt = (size_t)tr->B * (size_t)tr->T;
+    t->weff = (float *)malloc(t->L.n_params * sizeof(float));
+    t->q = (float *)malloc(bt * (size_t)tc->vocab * sizeof(float));
+    t->acts = t->fam->acts_new(tc, tr->B, tr->T);
+    if (!t->weff || !t->q || !t->acts) { teacher_free(t); FAIL("out of memory for the teacher"); }
+    atm_quantize_layout(&t->L, tquant, tw, t->weff);
+    t->weight = weight;
+    teacher_free(tr->teacher);
+    tr->teacher = t;
+    return 0;
+}
+
+/* q = softmax of the teacher's logits on in[B*T] (rows max-subtracted,
+ * libm expf, the sum in double). */
+static void teacher_targets(atm_trainer *tr, const uint8_t *in) {
+    struct atm_teacher *t = tr->teacher;
+    t->fam->forward(&t->L, t->weff, t->acts, in, NULL, tr->B, tr->T);
+    const float *lg = t->fam->logits(t->acts);
+    const int V = t->L.cfg.vocab;
+    const size_t N = (size_t)tr->B * (size_t)tr->T;
+    for (size_t n = 0; n < N; n++) {
+        const float *z = lg + n * V;
+        float *q = t->q + n * V;
+        float mx = z[0];
+        for (int i = 1; i < V; i++) if (z[i] > mx) mx = z[i];
+        double s = 0.0;
+        for (int i = 0; i < V; i++) { q[i] = expf(z[i] - mx); s += q[i]; }
+        const float inv = (float)(1.0 / s);
+        for (int i = 0; i < V; i++) q[i] *= inv;
+    }
+}
+
 void atm_trainer_free(atm_trainer *tr) {
     if (!tr) return;
+    teacher_free(tr->teacher);
     if (tr->acts && tr->fam && tr->fam->acts_free) tr->fam->acts_free(tr->acts);
     free(tr->w); free(tr->weff); free(tr->dw); free(tr->m); free(tr->v);
     free(tr->in); free(tr->tgt);
@@ -133,6 +201,10 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
     int quant = tr->stage == 0 ? ATM_QUANT_FP32 : o->quant;
     atm_quantize_layout(&tr->L, quant, tr->w, tr->weff);
     memset(tr->dw, 0, n * sizeof(float));
+    if (tr->teacher) {
+        teacher_targets(tr, in);
+        tr->fam->set_soft_targets(tr->acts, tr->teacher->q, tr->teacher->weight);
+    }
     double loss = tr->fam->forward(&tr->L, tr->weff, tr->acts, in, tgt, tr->B, tr->T);
     tr->fam->backward(&tr->L, tr->weff, tr->acts, tr->dw);
 

@@ -84,6 +84,7 @@ typedef struct {
     double              last_loss;  /* loss of the last step */
     float               last_lr;    /* lr of the last step */
     double              last_gnorm; /* grad norm of the last step (before clipping) */
+    struct atm_teacher *teacher;    /* distillation (atm_trainer_set_teacher), or NULL */
 } atm_trainer;
 
 /* Builds the layout, allocates everything, seeds the generator with
@@ -92,6 +93,15 @@ typedef struct {
  * out of memory (validate first for a reason). */
 atm_trainer *atm_trainer_new(const atm_config *c, const atm_train_opts *o);
 void         atm_trainer_free(atm_trainer *tr);
+/* Distillation: from now on every step also runs the teacher (a model of
+ * any family over the same bytes, its weights tw quantised once with
+ * tquant) on the step's inputs and trains on (1-weight) CE(targets) +
+ * weight CE(softmax(teacher logits)), weight in (0, 1]; the reported loss
+ * stays CE(targets). The teacher is copied (tw may be freed). The student's
+ * family must take soft targets (atome does). 0, or -1 with a reason. A
+ * resumed run with the same teacher and weight continues bit-identically. */
+int          atm_trainer_set_teacher(atm_trainer *tr, const atm_config *tc, const float *tw, int tquant,
+                                     float weight, char *err, size_t errlen);
 /* Quantiser the next step will use. */
 int          atm_trainer_quant(const atm_trainer *tr);
 /* One AdamW step on in[B*T], tgt[B*T]; returns the mean loss in nats. */

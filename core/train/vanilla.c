@@ -386,5 +386,6 @@ static const float *vanilla_gen_step(void *gen, int token) {
 
 const atm_family atm_family_vanilla = {
     "vanilla", vanilla_layout, vanilla_acts_new, vanilla_acts_free, vanilla_forward,
-    vanilla_backward, vanilla_logits, vanilla_gen_new, vanilla_gen_step, vanilla_gen_free
+    vanilla_backward, vanilla_logits, vanilla_gen_new, vanilla_gen_step, vanilla_gen_free,
+    NULL   /* no distillation student (atome only) */
 };

@@ -142,6 +142,29 @@ ok '[ "$(json_key gs.json quant)" = fp32 ]' "gssm trains, fp32 by default"
 ok '[ "$("$ATOME" generate --model gs.ckpt --prompt hi --n 9 | wc -c)" -eq 9 ]' "gssm generates"
 ok '[ "$("$ATOME" generate --model v.ckpt --prompt hi --n 70 | wc -c)" -eq 70 ]' "vanilla generates past its window"
 
+# --- distillation: --teacher / --distill-weight, recorded and resumed bit-identically ---
+"$ATOME" init --config vanilla-tiny --seed 3 --out teach.ckpt > /dev/null
+DS=(--config atome-tiny --data small.txt --steps 12 --batch 2 --seq 32 --seed 2 --quiet)
+"$ATOME" train "${DS[@]}" --out d0.ckpt > d0.json
+"$ATOME" train "${DS[@]}" --teacher teach.ckpt --distill-weight 0.7 --out d1.ckpt > d1.json
+ok '! cmp -s <(weights d0.ckpt) <(weights d1.ckpt)' "--teacher changes the run"
+ok 'grep -q "\"teacher\":\"teach.ckpt\",\"distill_weight\":0.7" d1.json' "summary names the teacher and weight"
+"$ATOME" train "${DS[@]}" --teacher teach.ckpt --distill-weight 0.7 --out d2.ckpt --stop-at 5 > /dev/null
+"$ATOME" train --resume d2.ckpt --quiet > /dev/null
+ok 'cmp -s <(weights d1.ckpt) <(weights d2.ckpt)' "a distilled run resumes bit-identically (teacher reloaded from the checkpoint)"
+"$ATOME" train --resume d2.ckpt --distill-weight 0.5 --quiet > /dev/null 2> dw.err; rc=$?
+ok '[ $rc -eq 2 ] && grep -q "differs from the checkpoint" dw.err' "resume with another --distill-weight: usage error"
+"$ATOME" init --config vanilla-tiny --seed 4 --out teach2.ckpt > /dev/null
+"$ATOME" train "${DS[@]}" --teacher teach.ckpt --out d3.ckpt --stop-at 5 > /dev/null
+"$ATOME" train --resume d3.ckpt --teacher teach2.ckpt --quiet > /dev/null 2> dt.err; rc=$?
+ok '[ $rc -eq 1 ] && grep -q "not the file the run was trained with" dt.err' "resume with another teacher file: refused"
+"$ATOME" train "${DS[@]}" --distill-weight 0.5 --out d4.ckpt > /dev/null 2> dn.err; rc=$?
+ok '[ $rc -eq 2 ] && grep -q "needs --teacher" dn.err' "--distill-weight without --teacher: usage error"
+"$ATOME" train --config vanilla-tiny --data small.txt --steps 3 --batch 2 --seq 32 --teacher teach.ckpt --out d5.ckpt --quiet > /dev/null 2> dv.err; rc=$?
+ok '[ $rc -eq 2 ] && grep -q "does not train on soft targets" dv.err' "a vanilla student is refused"
+"$ATOME" train "${DS[@]}" --teacher no-such.ckpt --out d6.ckpt > /dev/null 2> dm.err; rc=$?
+ok '[ $rc -eq 1 ] && grep -q "teacher" dm.err && [ ! -e d6.ckpt ]' "a missing teacher: runtime error, nothing written"
+
 # --- generate --router-json (the integer engine's "why this byte") ---
 MODEL="${ATOME_SOURCE_DIR:-.}/models/atome-60k.atome"
 "$ATOME" generate --model "$MODEL" --prompt "Once upon a time" --n 50 --temperature 0.8 --top-k 40 --seed 4 > r0.bin
