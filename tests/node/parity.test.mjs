@@ -31,7 +31,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, nativeDir, nativeCli, load, run, firstDiff } from './artifacts.mjs';
@@ -283,6 +283,50 @@ test('parity: native = wasm = QEMU Cortex-M3 = QEMU Cortex-M0, byte for byte', a
       (failures.length > 25 ? `\n... and ${failures.length - 25} more` : ''));
   assert.ok(results.fourWay >= 200, `only ${results.fourWay} cases ran on all four targets`);
   assert.ok(results.m0Refused > 0, 'the M0 refusal path (window 64 for atome-60k) was not exercised');
+});
+
+// The shipped web model (the largest models/*.atome not named atome-60k): it
+// does not fit the micro:bit, so native = wasm = QEMU Cortex-M3, on fewer
+// and shorter cases (the M3 runs it ~15x slower per byte than atome-60k).
+test('parity, web model: native = wasm = QEMU Cortex-M3, byte for byte', async (t) => {
+  const dir = path.join(repo, 'models');
+  const web = readdirSync(dir).filter((f) => f.endsWith('.atome') && !f.includes('atome-60k'))
+    .sort((a, b) => statSync(path.join(dir, b)).size - statSync(path.join(dir, a)).size)[0];
+  assert.ok(web, 'no web model in models/ (issue #9 ships one)');
+  const file = path.join(dir, web);
+  const elf = path.join(tmp, `web-${BOARDS.m3}.elf`);
+  await ok(await run(nativeCli(), ['firmware', '--model', file, '--board', BOARDS.m3, '--out', elf],
+    { env: { ATOME_MCU_BUILD: MCU } }), `atome firmware ${web}`);
+  const m0 = await run(nativeCli(), ['firmware', '--model', file, '--board', BOARDS.m0, '--out', path.join(tmp, 'web-m0.elf')],
+    { env: { ATOME_MCU_BUILD: MCU } });
+  assert.equal(m0.code, 1, 'the web model is refused for the micro:bit');
+  assert.match(m0.stderr, /too big for the microbit model slot/);
+  const packed = atome.loadModel(readFileSync(file));
+  const settings = [[GREEDY, 1, 'default'], [SAMPLED[0], 7, 32], [SAMPLED[3], 4294967295, 'default'], [SAMPLED[1], 0, 64]];
+  const webCases = [];
+  PROMPTS.slice(0, 4).forEach(([pname, prompt], pi) => settings.forEach(([st, seed, window], si) => {
+    if ((pi + si) % 2 === 0) webCases.push({ pname, prompt, s: st, seed, window, n: 24 + 8 * ((pi + si) % 3) });
+  }));
+  const failures = [];
+  try {
+    await Promise.all(webCases.map(async (cs) => {
+      const h = hex(cs.prompt);
+      const fw = [h ? '--prompt-hex' : '--prompt-hex=', ...(h ? [h] : []), ...flags(cs)];
+      const [nat, m3] = await Promise.all([schedule(() => run(nativeCli(), ['generate', '--model', file, '--prompt-hex', h, ...flags(cs)])),
+        schedule(() => runQemu(BOARDS.m3, elf, fw))]);
+      const wasm = packed.generateBytes(cs.prompt, { n: cs.n, temperature: cs.s.t ?? null, topK: cs.s.k ?? null,
+        topP: cs.s.p ?? null, seed: cs.seed, window: cs.window === 'default' ? 0 : cs.window });
+      const what = `[${web} prompt=${cs.pname} window=${cs.window} ${cs.s.name} seed=${cs.seed} n=${cs.n}]`;
+      if (nat.code !== 0 || nat.stdout.length !== cs.n) { failures.push(`${what} native: exit ${nat.code} ${nat.stderr}`); return; }
+      const dw = compare('wasm', wasm, nat.stdout);
+      if (dw) failures.push(`${what} ${dw}`);
+      if (m3.code !== 0) failures.push(`${what} M3: exit ${m3.code}, stderr '${m3.stderr.trim()}'`);
+      else { const d = compare('M3', m3.stdout, nat.stdout); if (d) failures.push(`${what} ${d}`); }
+    }));
+  } finally { packed.free(); }
+  t.diagnostic(`${webCases.length} cases of ${web} on native, wasm and the M3`);
+  assert.ok(webCases.length >= 8);
+  assert.deepEqual(failures, []);
 });
 
 test('firmware from `atome firmware`: equals elfpatch, and runs with the documented qemu-system-arm command line', async () => {

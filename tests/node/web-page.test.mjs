@@ -23,7 +23,7 @@
 // skipped (tools/setup installs both).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, native, run, firstDiff, mulberry32, generateArgs, ckptSections } from './artifacts.mjs';
@@ -72,7 +72,9 @@ async function open(query = '', { initScript = null, width = 1280, height = 900 
   page.on('console', (m) => logs.push(`console.${m.type()}: ${m.text()}`));
   page.on('pageerror', (e) => logs.push(`pageerror: ${e.message}`));
   page.logs = logs;
-  await page.goto(`${origin}/${query}`);
+  // the page opens the web model first; these tests compare with atome-60k unless told otherwise
+  const q = /[?&]model-select=/.test(query) ? query : `${query}${query.includes('?') ? '&' : '?'}model-select=atome-60k.atome`;
+  await page.goto(`${origin}/${q}`);
   await waitReady(page);
   return { ctx, page };
 }
@@ -226,6 +228,23 @@ test('generation equals the native CLI byte for byte; why-this-byte equals --rou
     await shot(page, '01-loaded');
     const opts = await page.evaluate(() => [...document.getElementById('model-select').options].map((o) => o.value));
     assert.ok(opts.includes('atome-60k.atome'), `model options: ${opts}`);
+    // every shipped model is offered, the web model (the largest not named atome-60k) first
+    const shipped = readdirSync(path.join(repo, 'models')).filter((f) => f.endsWith('.atome'));
+    for (const f of shipped) assert.ok(opts.includes(f), `${f} is not offered`);
+    const web = shipped.filter((f) => !f.includes('atome-60k')).sort((a, b) => statSync(path.join(repo, 'models', b)).size -
+      statSync(path.join(repo, 'models', a)).size)[0];
+    if (web) {
+      assert.equal(opts[0], web, 'the web model comes first');
+      // and it generates the CLI's bytes in the page
+      await page.selectOption('#model-select', web);
+      await page.waitForFunction((v) => document.getElementById('model-select').value === v && !document.getElementById('generate').disabled &&
+        /parameters/.test(document.getElementById('model-info').textContent), web);
+      const wc = { prompt: 'Once upon a time', n: 120, temperature: '0.8', topK: 40, topP: '0.95', seed: 1 };
+      assertSameHex(await generate(page, wc), await nativeHex(path.join(repo, 'models', web), wc), `web model ${web}`);
+      await page.selectOption('#model-select', 'atome-60k.atome');
+      await page.waitForFunction(() => document.getElementById('model-select').value === 'atome-60k.atome' &&
+        !document.getElementById('generate').disabled && /^atome-60k\.atome:/.test(document.getElementById('model-info').textContent));
+    }
     for (const c of CASES) {
       const got = await generate(page, c);
       assertSameHex(got, await nativeHex(MODEL, c), `case ${JSON.stringify(c)}`);

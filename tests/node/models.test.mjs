@@ -1,0 +1,84 @@
+// tests/node/models.test.mjs — the shipped models against their cards:
+// models/ holds exactly two .atome files (the board model atome-60k.atome and
+// the web model, the largest one whose name does not contain atome-60k), each
+// with its card (models/<name>.md, written by tools/model-card.mjs) and
+// training log; each opens natively and in wasm with the card's size and
+// parameter count; re-scored natively on the fixed first 64 KiB of
+// tinystories-valid.txt it matches the card within 0.5 %, and the wasm
+// engine gives the same bytes as the native one; the board model fits the
+// micro:bit image at window 32 and both fit the mps2-an385 slot.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { repo, sharedDir, native, load } from './artifacts.mjs';
+
+const MODELS = path.join(repo, 'models');
+const VALID = path.join(sharedDir, 'data/tinystories-valid.txt');
+
+function card(name) {
+  const md = readFileSync(path.join(MODELS, `${name}.md`), 'utf8');
+  const m = md.match(/<!-- card: (\{.*\}) -->/);
+  assert.ok(m, `models/${name}.md has no card line`);
+  return JSON.parse(m[1]);
+}
+
+const shipped = () => readdirSync(MODELS).filter((f) => f.endsWith('.atome')).sort();
+
+test('models/ ships the board model and the web model, each with its card and log', () => {
+  const files = shipped();
+  assert.equal(files.length, 2, `models/ holds ${files.join(', ')}`);
+  assert.ok(files.includes('atome-60k.atome'));
+  const web = files.filter((f) => !f.includes('atome-60k')).sort((a, b) => statSync(path.join(MODELS, b)).size - statSync(path.join(MODELS, a)).size)[0];
+  assert.ok(web, 'no web model');
+  for (const f of files) {
+    const n = f.replace(/\.atome$/, '');
+    for (const ext of ['.md', '.log.jsonl', '.ckpt']) assert.ok(existsSync(path.join(MODELS, n + ext)), `models/${n}${ext} is missing`);
+    const log = readFileSync(path.join(MODELS, `${n}.log.jsonl`), 'utf8').trim().split('\n');
+    assert.ok(log.length > 10 && log.length < 600, `${n}.log.jsonl has ${log.length} lines (kept small)`);
+    for (const l of log) JSON.parse(l);
+  }
+  assert.match(readFileSync(path.join(MODELS, 'README.md'), 'utf8'), new RegExp(web.replace('.', '\\.')));
+});
+
+test('each model matches its card: size, parameters, and the 64 KiB re-score within 0.5 %', async () => {
+  const atome = await load('simd');
+  for (const f of shipped()) {
+    const name = f.replace(/\.atome$/, ''), file = path.join(MODELS, f), c = card(name);
+    const bytes = readFileSync(file);
+    assert.equal(bytes.length, c.bytes_atome02, `${f}: size`);
+    const ins = await native(['inspect', file]);
+    assert.equal(ins.code, 0, ins.stderr);
+    const j = JSON.parse(ins.stdout.toString());
+    assert.equal(j.valid, true);
+    assert.equal(j.encoding, 'ATOME02');
+    assert.equal(j.params, c.params);
+    const r = await native(['eval', '--model', file, '--data', VALID, '--max-bytes', '65536'], { timeout: 300000 });
+    assert.equal(r.code, 0, r.stderr);
+    const bpb = JSON.parse(r.stdout.toString()).bpb;
+    assert.ok(Math.abs(bpb - c.slice_65536_bpb) <= 0.005 * c.slice_65536_bpb,
+      `${f}: ${bpb} bpb on the first 64 KiB of tinystories-valid.txt, the card says ${c.slice_65536_bpb}`);
+    // the wasm engine: the same bytes as the native one
+    const p = atome.loadModel(bytes);
+    try {
+      const opts = { n: 200, temperature: '0.8', topK: 40, topP: '0.95', seed: 1 };
+      const g = await native(['generate', '--model', file, '--prompt', 'Once upon a time', '--n', '200', '--temperature', '0.8',
+        '--top-k', '40', '--top-p', '0.95', '--seed', '1']);
+      assert.equal(g.code, 0, g.stderr);
+      assert.ok(Buffer.from(p.generateBytes('Once upon a time', opts)).equals(g.stdout), `${f}: wasm and native bytes differ`);
+    } finally { p.free(); }
+  }
+});
+
+test('the board model fits the micro:bit at window 32; both fit the mps2-an385', async () => {
+  for (const f of shipped()) {
+    for (const board of ['mps2-an385', 'microbit']) {
+      if (board === 'microbit' && !f.includes('atome-60k')) continue;
+      const out = path.join(repo, 'build', `models-test-${board}.elf`);
+      const r = await native(['firmware', '--model', path.join(MODELS, f), '--board', board, '--out', out]);
+      assert.equal(r.code, 0, `${f} on ${board}: ${r.stderr}`);
+      const j = JSON.parse(r.stdout.toString());
+      assert.ok(j.max_window >= (board === 'microbit' ? 32 : 256), `${f} on ${board}: largest window ${j.max_window}`);
+    }
+  }
+});
