@@ -6,7 +6,7 @@
 //
 //   node tools/model-card.mjs --name NAME --role board|web --ckpt CKPT
 //        --train-cmd "COMMAND" [--train-cmd "COMMAND" ...] --log LOG.jsonl
-//        --batch N [--note TEXT] [--out-dir DIR]
+//        --batch N [--note TEXT] [--out-dir DIR] [--variants RESULTS.jsonl]
 //
 // Reads models/NAME.atome (the shipped ATOME02 container) and CKPT (its
 // float checkpoint); writes models/NAME.md and models/NAME.log.jsonl.
@@ -104,6 +104,28 @@ const fits = (board) => {
 const m3 = fits('mps2-an385'), m0 = fits('microbit');
 
 const web = args.role === 'web';
+
+// The variants tried (tools/sweep-60k's results, copied beside the card).
+function variantsTable() {
+  if (!args.variants) return '';
+  const rows = readFileSync(args.variants, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const cell = (x) => (x === undefined || x === null ? '—' : Number(x).toFixed(4));
+  const flags = (cmd) => cmd.replace(/^.*--seed 1 /, '').replace(/ --ckpt-every.*$/, '');
+  return `## Variants tried
+
+Every variant was trained by \`tools/sweep-60k STEPS NAME\` with the shared flags \`atome train --config atome-60k
+--quant ternary --data ${rel(TRAIN)} --valid ${rel(VALID)} --batch 16 --seq 64 --warmup 500 --clip 1.0 --seed 1\` plus
+its own (a later flag wins); scored on all of \`tinystories-valid.txt\` as the float checkpoint and as the ATOME02 model
+(integer engine; chunks of the training seq; also at window 32 and in 64-byte chunks). One seed each: differences of
+~0.03 bpb are within what another seed gives. Raw results: [\`${path.basename(args.variants)}\`](${path.basename(args.variants)}).
+
+| variant | steps | params | float bpb | engine bpb | window 32 | 64-byte chunks | its flags |
+|---|---:|---:|---:|---:|---:|---:|---|
+${rows.map((r) => `| ${r.variant.replace(/-s\d+$/, '')} | ${fmt(r.steps)} | ${fmt(r.params)} | ${cell(r.float_bpb)} | ${cell(r.engine_bpb)} | ` +
+    `${cell(r.engine_bpb_w32)} | ${cell(r.engine_bpb_seq64 ?? (/--seq/.test(r.command) ? undefined : r.engine_bpb))} | \`${flags(r.command)}\` |`).join('\n')}
+
+`;
+}
 const card = `# ${name}${web ? ' — the web-demo model' : ' — the board model'}
 
 ${web
@@ -174,7 +196,7 @@ Training log: [\`${name}.log.jsonl\`](${name}.log.jsonl) (every ${every}${every 
 
 (The page shows its own bytes/s under the text; \`node tools/bench-web-generate.mjs\` measures it in Chromium.)
 
-## Samples
+${variantsTable()}## Samples
 
 ${samples.map((s) => `**${s.label}** — \`${s.cmd}\`\n\n\`\`\`text\n${s.text.replace(/```/g, '` ` `')}\n\`\`\``).join('\n\n')}
 
