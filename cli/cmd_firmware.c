@@ -29,6 +29,8 @@
 #include "cli.h"
 #include "engine.h"
 #include "format.h"
+#include "fwsettings.h"
+#include "sampler.h"
 #include "../tools/fwimage.h"
 #include <stdlib.h>
 #include <string.h>
@@ -79,15 +81,130 @@ static int find_template(const char *board, char *path, size_t n, char *tried, s
     return -1;
 }
 
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* The generation settings flags of `atome generate`, for the settings block
+ * (core/fwsettings.h). Shared by `firmware` and `header`. */
+typedef struct {
+    const char *prompt, *prompt_hex, *temperature, *top_k, *top_p, *seed;
+    int64_t n, window;
+    int loop, interactive;
+} settings_args;
+
+#define SETTINGS_OPTS(sa) \
+    { "prompt",      OPT_STR,  &(sa).prompt, 0, 0, 0, 0 }, \
+    { "prompt-hex",  OPT_STR,  &(sa).prompt_hex, 0, 0, 0, 0 }, \
+    { "n",           OPT_INT,  &(sa).n, 0, 1.0e12, 0, 0 }, \
+    { "temperature", OPT_STR,  &(sa).temperature, 0, 0, 0, 0 }, \
+    { "top-k",       OPT_STR,  &(sa).top_k, 0, 0, 0, 0 }, \
+    { "top-p",       OPT_STR,  &(sa).top_p, 0, 0, 0, 0 }, \
+    { "seed",        OPT_STR,  &(sa).seed, 0, 0, 0, 0 }, \
+    { "window",      OPT_INT,  &(sa).window, 1, 65535, 0, 0 }, \
+    { "loop",        OPT_FLAG, &(sa).loop, 0, 0, 0, 0 }, \
+    { "interactive", OPT_FLAG, &(sa).interactive, 0, 0, 0, 0 }
+#define N_SETTINGS_OPTS 10
+
+/* 1 if any settings flag was given (opts[first .. first+10)). */
+static int settings_seen(const cli_opt *opts, int first) {
+    for (int i = first; i < first + N_SETTINGS_OPTS; i++) if (opts[i].seen) return 1;
+    return 0;
+}
+
+/* Fills *st from the flags with generate's rules and messages; the window
+ * is resolved: --window if it fits max_window (the board's largest; 0 = no
+ * board), else the model's default if it fits, else the largest that fits
+ * (note on stderr). CLI_OK or the error printed. */
+static int settings_build(const char *cmd, const settings_args *sa, cli_opt *opts, int n_opts,
+                          const atm_model *m, int max_window, const char *board, atm_fwset *st) {
+    memset(st, 0, sizeof *st);
+    if (!cli_seen(opts, n_opts, "n")) return cli_err(CLI_USAGE, "%s: --n is required with the generation settings", cmd);
+    if (sa->prompt && sa->prompt_hex) return cli_err(CLI_USAGE, "%s: give --prompt or --prompt-hex, not both", cmd);
+    if (!sa->prompt && !sa->prompt_hex) return cli_err(CLI_USAGE, "%s: --prompt or --prompt-hex is required with the generation settings", cmd);
+    atm_sampler_cfg sc;
+    int rc = cli_sampler_settings(cmd, sa->temperature, sa->top_k, sa->top_p, &sc);
+    if (rc) return rc;
+    const char *texts[3] = { sa->temperature, sa->top_k, sa->top_p };
+    char *dst[3] = { st->temperature, st->top_k, st->top_p };
+    for (int i = 0; i < 3; i++) {
+        if (!texts[i]) continue;
+        if (strlen(texts[i]) >= ATM_FWSET_TEXT)
+            return cli_err(CLI_USAGE, "%s: '%s' is longer than the settings block's %u characters", cmd, texts[i], ATM_FWSET_TEXT - 1);
+        memcpy(dst[i], texts[i], strlen(texts[i]) + 1);
+    }
+    st->seed = 1;
+    if (sa->seed && atm_sampler_parse_uint(sa->seed, 4294967295u, &st->seed))
+        return cli_err(CLI_USAGE, "%s: --seed must be an integer in 0..4294967295 (got '%s')", cmd, sa->seed);
+    st->n = (uint64_t)sa->n;
+    if (sa->prompt_hex) {
+        size_t hl = strlen(sa->prompt_hex);
+        if (hl % 2) return cli_err(CLI_USAGE, "%s: --prompt-hex needs an even number of hex digits", cmd);
+        if (hl / 2 > ATM_FWSET_PROMPT_MAX)
+            return cli_err(CLI_USAGE, "%s: the prompt is %zu bytes; the settings block holds %u", cmd, hl / 2, ATM_FWSET_PROMPT_MAX);
+        for (size_t i = 0; i < hl / 2; i++) {
+            int hi = hexval((unsigned char)sa->prompt_hex[2 * i]), lo = hexval((unsigned char)sa->prompt_hex[2 * i + 1]);
+            if (hi < 0 || lo < 0) return cli_err(CLI_USAGE, "%s: --prompt-hex has a non-hex digit", cmd);
+            st->prompt[i] = (uint8_t)(hi * 16 + lo);
+        }
+        st->prompt_len = (uint16_t)(hl / 2);
+    } else {
+        size_t pl = strlen(sa->prompt);
+        if (pl > ATM_FWSET_PROMPT_MAX)
+            return cli_err(CLI_USAGE, "%s: the prompt is %zu bytes; the settings block holds %u", cmd, pl, ATM_FWSET_PROMPT_MAX);
+        memcpy(st->prompt, sa->prompt, pl);
+        st->prompt_len = (uint16_t)pl;
+    }
+    for (size_t i = 0; i < st->prompt_len; i++)
+        if (st->prompt[i] >= (unsigned)m->cfg.vocab)
+            return cli_err(CLI_USAGE, "%s: prompt byte 0x%02X is outside the model's vocabulary of %d", cmd, st->prompt[i], (int)m->cfg.vocab);
+    if (cli_seen(opts, n_opts, "window")) {
+        if (max_window && sa->window > max_window)
+            return cli_err(CLI_RUNTIME, "%s: --window %lld does not fit the %s's RAM (the largest that fits is %d)", cmd,
+                           (long long)sa->window, board, max_window);
+        st->window = (int32_t)sa->window;
+    } else if (max_window && m->cfg.window > max_window) {
+        st->window = max_window;
+        fprintf(stderr, "%s: note: the model's default window %d does not fit the %s's RAM; the image uses window %d\n",
+                cmd, (int)m->cfg.window, board, max_window);
+    } else {
+        st->window = m->cfg.window;
+    }
+    st->flags = (sa->loop ? ATM_FWSET_LOOP : 0u) | (sa->interactive ? ATM_FWSET_INTERACTIVE : 0u);
+    char err[300];
+    if (atm_fw_expect(m, st, err, sizeof err)) return cli_err(CLI_RUNTIME, "%s: %s", cmd, err);
+    return CLI_OK;
+}
+
+static void json_settings(FILE *f, const atm_fwset *st) {
+    fprintf(f, ",\"standalone\":true,\"settings\":{\"n\":%llu,\"prompt_hex\":\"", (unsigned long long)st->n);
+    for (size_t i = 0; i < st->prompt_len; i++) fprintf(f, "%02x", st->prompt[i]);
+    fputs("\",\"temperature\":", f); cli_json_str(f, st->temperature[0] ? st->temperature : "0");
+    fputs(",\"top_k\":", f); cli_json_str(f, st->top_k[0] ? st->top_k : "0");
+    fputs(",\"top_p\":", f); cli_json_str(f, st->top_p[0] ? st->top_p : "1");
+    fprintf(f, ",\"seed\":%u,\"window\":%d,\"loop\":%s,\"interactive\":%s},\"expect_hex\":\"", (unsigned)st->seed, (int)st->window,
+            (st->flags & ATM_FWSET_LOOP) ? "true" : "false", (st->flags & ATM_FWSET_INTERACTIVE) ? "true" : "false");
+    for (size_t i = 0; i < st->expect_len; i++) fprintf(f, "%02x", st->expect[i]);
+    fputc('"', f);
+}
+
 int cmd_firmware(int argc, char **argv) {
-    const char *model = NULL, *board = NULL, *out = NULL, *tmpl = NULL;
+    const char *model = NULL, *board = NULL, *out = NULL, *tmpl = NULL, *format = "elf";
+    settings_args sa;
+    memset(&sa, 0, sizeof sa);
     cli_opt opts[] = {
         { "model",    OPT_STR, &model, 0, 0, 0, 0 },
         { "board",    OPT_STR, &board, 0, 0, 0, 0 },
         { "out",      OPT_STR, &out, 0, 0, 0, 0 },
         { "template", OPT_STR, &tmpl, 0, 0, 0, 0 },
+        { "format",   OPT_STR, &format, 0, 0, 0, 0 },
+        SETTINGS_OPTS(sa),
     };
-    int rc = cli_parse("firmware", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]));
+    const int nopts = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse("firmware", argc, argv, opts, nopts);
     if (rc) return rc;
     if (!model) return cli_err(CLI_USAGE, "firmware: --model is required");
     if (!board) return cli_err(CLI_USAGE, "firmware: --board is required (mps2-an385 or microbit)");
@@ -95,6 +212,9 @@ int cmd_firmware(int argc, char **argv) {
     int known = 0;
     for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(board, BOARDS[i]) == 0;
     if (!known) return cli_err(CLI_USAGE, "firmware: unknown board '%s' (mps2-an385 or microbit)", board);
+    if (strcmp(format, "elf") && strcmp(format, "hex") && strcmp(format, "bin"))
+        return cli_err(CLI_USAGE, "firmware: --format must be elf, hex or bin (got '%s')", format);
+    const int with_settings = settings_seen(opts, 5);
 
     uint8_t *blob = NULL;
     size_t blen = 0;
@@ -121,6 +241,11 @@ int cmd_firmware(int argc, char **argv) {
     char err[512];
     atm_fw_slot slot;
     int st = atm_fw_find_slot(elf, elen, &slot, err, sizeof err);
+    if (st == ATM_FW_OK && with_settings && blen + ATM_FWSET_BYTES > slot.capacity) {
+        free(blob); free(elf);
+        return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block",
+                       model, blen, board, (unsigned)slot.capacity, ATM_FWSET_BYTES);
+    }
     if (st == ATM_FW_OK) st = atm_fw_patch(elf, elen, board, blob, blen, err, sizeof err);
     if (st != ATM_FW_OK) {
         free(blob); free(elf);
@@ -129,7 +254,6 @@ int cmd_firmware(int argc, char **argv) {
                            board, (unsigned)slot.capacity);
         return cli_err(st == ATM_FW_E_BOARD ? CLI_USAGE : CLI_RUNTIME, "firmware: template '%s': %s", path, err);
     }
-
     atm_fw_fit fit;
     if (atm_fw_fit_model(elf, elen, &m, &fit, err, sizeof err) != ATM_FW_OK || fit.arena < 0) {
         free(blob); free(elf);
@@ -143,11 +267,43 @@ int cmd_firmware(int argc, char **argv) {
         return cli_err(CLI_RUNTIME, "firmware: '%s' needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %ld",
                        model, need + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, board, arena);
     }
+    atm_fwset set;
+    if (with_settings) {
+        if ((rc = settings_build("firmware", &sa, opts, nopts, &m, max_window, board, &set))) { free(blob); free(elf); return rc; }
+        uint8_t block[ATM_FWSET_BYTES];
+        if (atm_fwset_encode(&set, block) != ATM_FWSET_OK || atm_fw_put_settings(elf, elen, block, err, sizeof err) != ATM_FW_OK) {
+            free(blob); free(elf);
+            return cli_err(CLI_RUNTIME, "firmware: cannot write the settings block: %s", err);
+        }
+    }
+    /* the file a board takes: the ELF, or its flash contents as Intel HEX or raw binary */
+    const void *data = elf;
+    size_t dlen = elen;
+    uint8_t *flash = NULL;
+    char *hex = NULL;
+    uint32_t base = 0;
+    size_t fl = 0;
+    if (strcmp(format, "elf") != 0) {
+        if (atm_fw_flash_bytes(elf, elen, &flash, &fl, &base, err, sizeof err) != ATM_FW_OK) {
+            free(blob); free(elf);
+            return cli_err(CLI_RUNTIME, "firmware: template '%s': %s", path, err);
+        }
+        data = flash;
+        dlen = fl;
+        if (strcmp(format, "hex") == 0) {
+            size_t hl = 0;
+            if (atm_fw_ihex(flash, fl, base, &hex, &hl)) { free(blob); free(elf); free(flash); return cli_err(CLI_RUNTIME, "firmware: out of memory"); }
+            data = hex;
+            dlen = hl;
+        }
+    }
     char why[512];
-    rc = atm_write_atomic(out, elf, elen, why, sizeof why);
+    rc = atm_write_atomic(out, data, dlen, why, sizeof why);
+    free(flash);
+    free(hex);
     if (rc) { free(blob); free(elf); return cli_err(CLI_RUNTIME, "firmware: %s", why); }
     const int defw = m.cfg.window;
-    if (defw > max_window)
+    if (!with_settings && defw > max_window)
         fprintf(stderr, "firmware: note: the model's default window %d does not fit the %s's RAM; run it with --window %d or less\n",
                 defw, board, max_window);
     printf("{\"out\":");
@@ -155,9 +311,13 @@ int cmd_firmware(int argc, char **argv) {
     printf(",\"board\":\"%s\",\"template\":", board);
     cli_json_str(stdout, path);
     printf(",\"model_bytes\":%zu,\"capacity\":%u,\"container_crc32\":\"0x%08X\",\"encoding\":\"%s\","
-           "\"arena_bytes\":%ld,\"window\":%d,\"engine_bytes\":%zu,\"max_window\":%d}\n",
-           blen, (unsigned)slot.capacity, (unsigned)atm_rd_u32le(blob + blen - 4), cli_encoding_name(m.encoding), arena, defw,
-           atm_engine_arena_bytes(&m, defw), max_window);
+           "\"arena_bytes\":%ld,\"window\":%d,\"engine_bytes\":%zu,\"max_window\":%d,\"format\":\"%s\"",
+           blen, (unsigned)slot.capacity, (unsigned)atm_rd_u32le(blob + blen - 4), cli_encoding_name(m.encoding), arena,
+           with_settings ? (int)set.window : defw, atm_engine_arena_bytes(&m, with_settings ? set.window : defw), max_window, format);
+    if (strcmp(format, "elf") != 0) printf(",\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu", (unsigned)base, fl);
+    if (with_settings) json_settings(stdout, &set);
+    else printf(",\"standalone\":false");
+    printf("}\n");
     free(blob); free(elf);
     return CLI_OK;
 }

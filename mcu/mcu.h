@@ -22,6 +22,12 @@ enum {
 #define ATM_STACK_PAINT 0xA5A5A5A5u
 
 int mcu_main(void);
+/* 1 if the image carries a settings block (its magic at the end of the
+ * model slot, read from flash: no RAM spent): it runs on its UART and must
+ * never make a semihosting call (no debugger answers on a board). */
+int mcu_standalone(void);
+/* Standalone: one line on the UART, then a WFI loop. */
+void mcu_fault_line(uint32_t exception);
 /* Bytes of stack written since reset (lowest non-paint word up to the top). */
 uint32_t mcu_stack_used(void);
 uint32_t mcu_stack_size(void);

@@ -56,10 +56,12 @@ static uint32_t read_sp(void) {
     return sp;
 }
 
-/* One handler for every exception: IPSR holds the exception number. */
+/* One handler for every exception: IPSR holds the exception number. A
+ * standalone image reports it on its UART instead (no semihosting there). */
 void Fault_Handler(void) {
     uint32_t ipsr;
     __asm__ volatile ("mrs %0, ipsr" : "=r"(ipsr));
+    if (mcu_standalone()) mcu_fault_line(ipsr & 0x3Fu);
     sh_exit(MCU_EXIT_FAULT_BASE + (int)(ipsr & 0x3Fu));
 }
 

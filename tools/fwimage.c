@@ -5,6 +5,9 @@
  * sh_offset 16, sh_size 20). */
 #include "fwimage.h"
 #include "../core/engine.h"
+#include "../core/rng.h"
+#include "../core/sampler.h"
+#include <stdlib.h>
 #include "../core/format.h"
 #include <stdarg.h>
 #include <string.h>
@@ -203,4 +206,117 @@ int atm_fw_header_text(FILE *f, const atm_model *m, const uint8_t *model, size_t
             c->window, c->train_seq, c->fx, (unsigned)m->n_params, atm_engine_arena_bytes(m, 32),
             atm_engine_arena_bytes(m, 64));
     return atm_fw_header(f, model, mlen, name, source, err, errlen);
+}
+
+int atm_fw_put_settings(uint8_t *elf, size_t len, const uint8_t *block, char *err, size_t errlen) {
+    atm_fw_slot slot;
+    int rc = atm_fw_find_slot(elf, len, &slot, err, errlen);
+    if (rc) return rc;
+    if (slot.capacity < ATM_FWSET_BYTES || slot.model_len > slot.capacity - ATM_FWSET_BYTES)
+        return fw_err(ATM_FW_E_CAPACITY, err, errlen, "the model leaves no room for the %u-byte settings block", ATM_FWSET_BYTES);
+    memcpy(elf + slot.file_offset + slot.size - ATM_FWSET_BYTES, block, ATM_FWSET_BYTES);
+    return ATM_FW_OK;
+}
+
+int atm_fw_expect(const atm_model *m, atm_fwset *s, char *err, size_t errlen) {
+    size_t need = atm_engine_arena_bytes(m, s->window);
+    if (!need) return fw_err(ATM_FW_E_ARG, err, errlen, "window %d is not usable", (int)s->window);
+    void *arena = malloc(need);
+    if (!arena) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory for the engine arena");
+    atm_engine e;
+    if (atm_engine_init(&e, m, s->window, arena, need) != ATM_OK) {
+        free(arena);
+        return fw_err(ATM_FW_E_ARG, err, errlen, "engine: cannot initialise");
+    }
+    const int V = m->cfg.vocab;
+    static const uint8_t newline = '\n';
+    const uint8_t *feed = s->prompt_len ? s->prompt : &newline;
+    const size_t flen = s->prompt_len ? s->prompt_len : 1;
+    for (size_t i = 0; i < flen; i++)
+        if (feed[i] >= V) { free(arena); return fw_err(ATM_FW_E_ARG, err, errlen, "prompt byte 0x%02X is outside the model's vocabulary of %d", feed[i], V); }
+    const int32_t *logits = NULL;
+    for (size_t i = 0; i < flen; i++) logits = atm_engine_step(&e, feed[i]);
+    atm_sampler_cfg c;
+    atm_sampler_config(&c, s->temperature[0] ? s->temperature : NULL, s->top_k[0] ? s->top_k : NULL,
+                       s->top_p[0] ? s->top_p : NULL);
+    atm_rng rng;
+    atm_rng_seed(&rng, s->seed);
+    uint8_t order[256];
+    const uint64_t k = s->n < ATM_FWSET_EXPECT ? s->n : ATM_FWSET_EXPECT;
+    for (uint64_t i = 0; i < k; i++) {
+        int b = atm_sampler_next(&c, logits, V, &rng, order);
+        s->expect[i] = (uint8_t)b;
+        if (i + 1 < k) logits = atm_engine_step(&e, b);
+    }
+    s->expect_len = (uint8_t)k;
+    free(arena);
+    return ATM_FW_OK;
+}
+
+int atm_fw_flash_bytes(const uint8_t *e, size_t len, uint8_t **out, size_t *outlen, uint32_t *base,
+                       char *err, size_t errlen) {
+    if (len < 52 || memcmp(e, "\x7f" "ELF\x01\x01", 6) != 0) return fw_err(ATM_FW_E_ELF, err, errlen, "not a 32-bit little-endian ELF file");
+    const uint32_t phoff = atm_rd_u32le(e + 28), phent = rd16(e + 42), phnum = rd16(e + 44);
+    if (phent < 32 || !in_file(phoff, (uint64_t)phnum * phent, len)) return fw_err(ATM_FW_E_ELF, err, errlen, "program header table out of bounds");
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < phnum; i++) {
+        const uint8_t *ph = e + phoff + (size_t)i * phent;
+        const uint32_t type = atm_rd_u32le(ph), off = atm_rd_u32le(ph + 4), paddr = atm_rd_u32le(ph + 12), fsz = atm_rd_u32le(ph + 16);
+        if (type != 1 || fsz == 0) continue;   /* PT_LOAD with file bytes */
+        if (!in_file(off, fsz, len)) return fw_err(ATM_FW_E_ELF, err, errlen, "segment %u out of bounds", (unsigned)i);
+        if (paddr < lo) lo = paddr;
+        if ((uint64_t)paddr + fsz > hi) hi = (uint64_t)paddr + fsz;
+    }
+    if (hi <= lo || hi - lo > ((uint64_t)64 << 20)) return fw_err(ATM_FW_E_ELF, err, errlen, "no loadable flash contents");
+    uint8_t *b = (uint8_t *)malloc((size_t)(hi - lo));
+    if (!b) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
+    memset(b, 0xFF, (size_t)(hi - lo));
+    for (uint32_t i = 0; i < phnum; i++) {
+        const uint8_t *ph = e + phoff + (size_t)i * phent;
+        const uint32_t type = atm_rd_u32le(ph), off = atm_rd_u32le(ph + 4), paddr = atm_rd_u32le(ph + 12), fsz = atm_rd_u32le(ph + 16);
+        if (type != 1 || fsz == 0) continue;
+        memcpy(b + (paddr - lo), e + off, fsz);
+    }
+    *out = b;
+    *outlen = (size_t)(hi - lo);
+    *base = (uint32_t)lo;
+    return ATM_FW_OK;
+}
+
+int atm_fw_ihex(const uint8_t *bin, size_t n, uint32_t base, char **out, size_t *outlen) {
+    /* a data record is ":10AAAA00" + 32 hex + checksum + CRLF = 45 chars per
+     * 16 bytes; an address record per 64 KiB; the end record */
+    size_t cap = (n / 16 + 2) * 45 + (n / 65536 + 2) * 17 + 16;
+    char *t = (char *)malloc(cap);
+    if (!t) return -1;
+    static const char hx[] = "0123456789ABCDEF";
+    size_t o = 0;
+#define PUT(b) do { t[o++] = hx[((b) >> 4) & 15]; t[o++] = hx[(b) & 15]; } while (0)
+    uint32_t upper = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i += 16) {
+        const uint32_t addr = base + (uint32_t)i;
+        if ((addr >> 16) != upper) {
+            upper = addr >> 16;
+            const uint8_t rec[6] = { 2, 0, 0, 4, (uint8_t)(upper >> 8), (uint8_t)upper };
+            uint8_t sum = 0;
+            t[o++] = ':';
+            for (int k = 0; k < 6; k++) { PUT(rec[k]); sum = (uint8_t)(sum + rec[k]); }
+            PUT((uint8_t)(0u - sum));
+            t[o++] = '\r'; t[o++] = '\n';
+        }
+        const uint32_t cnt = n - i < 16 ? (uint32_t)(n - i) : 16u;
+        uint8_t sum = (uint8_t)(cnt + ((addr >> 8) & 0xFF) + (addr & 0xFF));
+        t[o++] = ':';
+        PUT((uint8_t)cnt); PUT((uint8_t)(addr >> 8)); PUT((uint8_t)addr); PUT(0);
+        for (uint32_t k = 0; k < cnt; k++) { PUT(bin[i + k]); sum = (uint8_t)(sum + bin[i + k]); }
+        PUT((uint8_t)(0u - sum));
+        t[o++] = '\r'; t[o++] = '\n';
+    }
+    memcpy(t + o, ":00000001FF\r\n", 13);
+    o += 13;
+    t[o] = '\0';
+#undef PUT
+    *out = t;
+    *outlen = o;
+    return 0;
 }

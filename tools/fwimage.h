@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "../core/container.h"
+#include "../core/fwsettings.h"
 
 #define ATM_FW_SECTION ".atome_model"
 #define ATM_FW_SLOT_HEADER 32u
@@ -95,5 +96,31 @@ int atm_fw_fit_model(const uint8_t *elf, size_t len, const atm_model *m, atm_fw_
  * and engine RAM at windows 32 and 64, then atm_fw_header's array. */
 int atm_fw_header_text(FILE *out, const atm_model *m, const uint8_t *model, size_t mlen, const char *name,
                        const char *source, char *err, size_t errlen);
+
+/* ---- settings block (core/fwsettings.h): standalone images ---- */
+
+/* Writes the encoded block block[ATM_FWSET_BYTES] into the last bytes of
+ * the model slot of elf[len] (patched with its model already, which must
+ * leave that room: model length <= capacity - ATM_FWSET_BYTES). */
+int atm_fw_put_settings(uint8_t *elf, size_t len, const uint8_t *block, char *err, size_t errlen);
+
+/* The known answer: the first min(n, 64) bytes story 0 of settings s
+ * generates with model m (the engine and sampler of `atome generate`), into
+ * s->expect / s->expect_len. 0, or -1 (out of memory, window, prompt byte
+ * outside the vocabulary) with a reason. Allocates the engine's arena. */
+int atm_fw_expect(const atm_model *m, atm_fwset *s, char *err, size_t errlen);
+
+/* ---- files a board takes ---- */
+
+/* The flash contents of elf[len]: every PT_LOAD segment with file bytes,
+ * at its physical (load) address, from the lowest such address; gaps are
+ * 0xFF (erased flash). *out is malloc'd (free it). */
+int atm_fw_flash_bytes(const uint8_t *elf, size_t len, uint8_t **out, size_t *outlen, uint32_t *base,
+                       char *err, size_t errlen);
+
+/* Intel HEX text of bin[n] at address base: type-04 extended linear address
+ * records, 16 data bytes a record, CRLF line ends, the type-01 end record.
+ * *out is malloc'd and NUL-terminated; *outlen excludes the NUL. 0 / -1. */
+int atm_fw_ihex(const uint8_t *bin, size_t n, uint32_t base, char **out, size_t *outlen);
 
 #endif

@@ -1,0 +1,73 @@
+/* mcu/uart.c — the board's serial port for standalone images (docs/mcu.md,
+ * "standalone mode"): polled, no interrupts, no buffers.
+ *   microbit    the nRF51822 UART at 0x40002000: 115200 8N1, TX P0.24, RX
+ *               P0.25 (the interface chip's USB serial on the micro:bit v1)
+ *   mps2-an385  CMSDK APB UART0 at 0x40004000, 115200 8N1 from the 25 MHz
+ *               system clock (QEMU: the first -serial)
+ * Also the cycle counter where the board has one (the M3's DWT CYCCNT; QEMU
+ * does not model it and reads 0, which callers must treat as "unknown"). */
+#include <stdint.h>
+#include "uart.h"
+
+#define REG(base, off) (*(volatile uint32_t *)((base) + (off)))
+
+#if defined(MCU_UART_NRF51)
+#define UB 0x40002000u
+void uart_init(void) {
+    REG(UB, 0x500) = 0u;            /* ENABLE: off while configuring */
+    REG(UB, 0x50C) = 24u;           /* PSELTXD = P0.24 */
+    REG(UB, 0x514) = 25u;           /* PSELRXD = P0.25 */
+    REG(UB, 0x508) = 0xFFFFFFFFu;   /* PSELRTS: not connected */
+    REG(UB, 0x510) = 0xFFFFFFFFu;   /* PSELCTS: not connected */
+    REG(UB, 0x524) = 0x01D7E000u;   /* BAUDRATE 115200 */
+    REG(UB, 0x56C) = 0u;            /* CONFIG: no parity, no flow control */
+    REG(UB, 0x500) = 4u;            /* ENABLE */
+    REG(UB, 0x11C) = 0u;            /* EVENTS_TXDRDY */
+    REG(UB, 0x108) = 0u;            /* EVENTS_RXDRDY */
+    REG(UB, 0x008) = 1u;            /* TASKS_STARTTX */
+    REG(UB, 0x000) = 1u;            /* TASKS_STARTRX */
+}
+void uart_putc(uint8_t b) {
+    REG(UB, 0x51C) = b;             /* TXD */
+    while (REG(UB, 0x11C) == 0u) { }
+    REG(UB, 0x11C) = 0u;
+}
+int uart_getc(void) {
+    while (REG(UB, 0x108) == 0u) { }
+    REG(UB, 0x108) = 0u;
+    return (int)(REG(UB, 0x518) & 0xFFu);   /* RXD */
+}
+uint32_t uart_cycles(void) { return 0u; }   /* the Cortex-M0 has no cycle counter */
+uint32_t uart_cpu_hz(void) { return 16000000u; }
+
+#elif defined(MCU_UART_CMSDK)
+#define UB 0x40004000u
+#define DEMCR (*(volatile uint32_t *)0xE000EDFCu)
+#define DWT_CTRL (*(volatile uint32_t *)0xE0001000u)
+#define DWT_CYCCNT (*(volatile uint32_t *)0xE0001004u)
+void uart_init(void) {
+    REG(UB, 0x10) = 25000000u / 115200u;   /* BAUDDIV (>= 16) */
+    REG(UB, 0x08) = 3u;                    /* CTRL: TX and RX enable */
+    DEMCR |= 1u << 24;                     /* TRCENA: the DWT */
+    DWT_CYCCNT = 0u;
+    DWT_CTRL |= 1u;                        /* CYCCNTENA */
+}
+void uart_putc(uint8_t b) {
+    while (REG(UB, 0x04) & 1u) { }         /* STATE: TX buffer full */
+    REG(UB, 0x00) = b;
+}
+int uart_getc(void) {
+    while ((REG(UB, 0x04) & 2u) == 0u) { } /* STATE: RX buffer full */
+    return (int)(REG(UB, 0x00) & 0xFFu);
+}
+uint32_t uart_cycles(void) { return DWT_CYCCNT; }
+uint32_t uart_cpu_hz(void) { return 25000000u; }
+
+#else
+#error "no UART for this board: define MCU_UART_NRF51 or MCU_UART_CMSDK"
+#endif
+
+void uart_write(const void *p, uint32_t n) {
+    const uint8_t *b = (const uint8_t *)p;
+    for (uint32_t i = 0; i < n; i++) uart_putc(b[i]);
+}
