@@ -115,31 +115,24 @@ static int settings_seen(const cli_opt *opts, int first) {
     return 0;
 }
 
-/* Fills *st from the flags with generate's rules and messages; the window
- * is resolved: --window if it fits max_window (the board's largest; 0 = no
- * board), else the model's default if it fits, else the largest that fits
- * (note on stderr). CLI_OK or the error printed. */
+/* Fills *st from the flags with generate's rules and messages (the texts
+ * through the CLI's sampler check, then tools/fwimage.c's
+ * atm_fw_settings_make: prompt, window, known answer). CLI_OK or the error
+ * printed. */
 static int settings_build(const char *cmd, const settings_args *sa, cli_opt *opts, int n_opts,
                           const atm_model *m, int max_window, const char *board, atm_fwset *st) {
-    memset(st, 0, sizeof *st);
     if (!cli_seen(opts, n_opts, "n")) return cli_err(CLI_USAGE, "%s: --n is required with the generation settings", cmd);
     if (sa->prompt && sa->prompt_hex) return cli_err(CLI_USAGE, "%s: give --prompt or --prompt-hex, not both", cmd);
     if (!sa->prompt && !sa->prompt_hex) return cli_err(CLI_USAGE, "%s: --prompt or --prompt-hex is required with the generation settings", cmd);
     atm_sampler_cfg sc;
     int rc = cli_sampler_settings(cmd, sa->temperature, sa->top_k, sa->top_p, &sc);
     if (rc) return rc;
-    const char *texts[3] = { sa->temperature, sa->top_k, sa->top_p };
-    char *dst[3] = { st->temperature, st->top_k, st->top_p };
-    for (int i = 0; i < 3; i++) {
-        if (!texts[i]) continue;
-        if (strlen(texts[i]) >= ATM_FWSET_TEXT)
-            return cli_err(CLI_USAGE, "%s: '%s' is longer than the settings block's %u characters", cmd, texts[i], ATM_FWSET_TEXT - 1);
-        memcpy(dst[i], texts[i], strlen(texts[i]) + 1);
-    }
-    st->seed = 1;
-    if (sa->seed && atm_sampler_parse_uint(sa->seed, 4294967295u, &st->seed))
+    atm_fw_settings_in in;
+    memset(&in, 0, sizeof in);
+    if (sa->seed && atm_sampler_parse_uint(sa->seed, 4294967295u, &in.seed))
         return cli_err(CLI_USAGE, "%s: --seed must be an integer in 0..4294967295 (got '%s')", cmd, sa->seed);
-    st->n = (uint64_t)sa->n;
+    if (!sa->seed) in.seed = 1;
+    uint8_t pb[ATM_FWSET_PROMPT_MAX + 1];
     if (sa->prompt_hex) {
         size_t hl = strlen(sa->prompt_hex);
         if (hl % 2) return cli_err(CLI_USAGE, "%s: --prompt-hex needs an even number of hex digits", cmd);
@@ -148,34 +141,25 @@ static int settings_build(const char *cmd, const settings_args *sa, cli_opt *opt
         for (size_t i = 0; i < hl / 2; i++) {
             int hi = hexval((unsigned char)sa->prompt_hex[2 * i]), lo = hexval((unsigned char)sa->prompt_hex[2 * i + 1]);
             if (hi < 0 || lo < 0) return cli_err(CLI_USAGE, "%s: --prompt-hex has a non-hex digit", cmd);
-            st->prompt[i] = (uint8_t)(hi * 16 + lo);
+            pb[i] = (uint8_t)(hi * 16 + lo);
         }
-        st->prompt_len = (uint16_t)(hl / 2);
+        in.prompt = pb;
+        in.prompt_len = hl / 2;
     } else {
-        size_t pl = strlen(sa->prompt);
-        if (pl > ATM_FWSET_PROMPT_MAX)
-            return cli_err(CLI_USAGE, "%s: the prompt is %zu bytes; the settings block holds %u", cmd, pl, ATM_FWSET_PROMPT_MAX);
-        memcpy(st->prompt, sa->prompt, pl);
-        st->prompt_len = (uint16_t)pl;
+        in.prompt = (const uint8_t *)sa->prompt;
+        in.prompt_len = strlen(sa->prompt);
     }
-    for (size_t i = 0; i < st->prompt_len; i++)
-        if (st->prompt[i] >= (unsigned)m->cfg.vocab)
-            return cli_err(CLI_USAGE, "%s: prompt byte 0x%02X is outside the model's vocabulary of %d", cmd, st->prompt[i], (int)m->cfg.vocab);
-    if (cli_seen(opts, n_opts, "window")) {
-        if (max_window && sa->window > max_window)
-            return cli_err(CLI_RUNTIME, "%s: --window %lld does not fit the %s's RAM (the largest that fits is %d)", cmd,
-                           (long long)sa->window, board, max_window);
-        st->window = (int32_t)sa->window;
-    } else if (max_window && m->cfg.window > max_window) {
-        st->window = max_window;
-        fprintf(stderr, "%s: note: the model's default window %d does not fit the %s's RAM; the image uses window %d\n",
-                cmd, (int)m->cfg.window, board, max_window);
-    } else {
-        st->window = m->cfg.window;
-    }
-    st->flags = (sa->loop ? ATM_FWSET_LOOP : 0u) | (sa->interactive ? ATM_FWSET_INTERACTIVE : 0u);
-    char err[300];
-    if (atm_fw_expect(m, st, err, sizeof err)) return cli_err(CLI_RUNTIME, "%s: %s", cmd, err);
+    in.n = (uint64_t)sa->n;
+    in.temperature = sa->temperature;
+    in.top_k = sa->top_k;
+    in.top_p = sa->top_p;
+    in.window = cli_seen(opts, n_opts, "window") ? (int)sa->window : 0;
+    in.flags = (sa->loop ? ATM_FWSET_LOOP : 0u) | (sa->interactive ? ATM_FWSET_INTERACTIVE : 0u);
+    char note[300], err[300];
+    int st_rc = atm_fw_settings_make(m, max_window, board, &in, st, note, sizeof note, err, sizeof err);
+    if (st_rc == ATM_FW_E_ARG) return cli_err(CLI_USAGE, "%s: %s", cmd, err);
+    if (st_rc != ATM_FW_OK) return cli_err(CLI_RUNTIME, "%s: %s", cmd, err);
+    if (note[0]) fprintf(stderr, "%s: note: %s\n", cmd, note);
     return CLI_OK;
 }
 
@@ -277,30 +261,17 @@ int cmd_firmware(int argc, char **argv) {
         }
     }
     /* the file a board takes: the ELF, or its flash contents as Intel HEX or raw binary */
-    const void *data = elf;
-    size_t dlen = elen;
-    uint8_t *flash = NULL;
-    char *hex = NULL;
+    const int fmt = strcmp(format, "hex") == 0 ? ATM_FW_FORMAT_HEX : strcmp(format, "bin") == 0 ? ATM_FW_FORMAT_BIN : ATM_FW_FORMAT_ELF;
+    uint8_t *data = NULL;
+    size_t dlen = 0, fl = 0;
     uint32_t base = 0;
-    size_t fl = 0;
-    if (strcmp(format, "elf") != 0) {
-        if (atm_fw_flash_bytes(elf, elen, &flash, &fl, &base, err, sizeof err) != ATM_FW_OK) {
-            free(blob); free(elf);
-            return cli_err(CLI_RUNTIME, "firmware: template '%s': %s", path, err);
-        }
-        data = flash;
-        dlen = fl;
-        if (strcmp(format, "hex") == 0) {
-            size_t hl = 0;
-            if (atm_fw_ihex(flash, fl, base, &hex, &hl)) { free(blob); free(elf); free(flash); return cli_err(CLI_RUNTIME, "firmware: out of memory"); }
-            data = hex;
-            dlen = hl;
-        }
+    if (atm_fw_make_file(elf, elen, fmt, &data, &dlen, &base, &fl, err, sizeof err) != ATM_FW_OK) {
+        free(blob); free(elf);
+        return cli_err(CLI_RUNTIME, "firmware: template '%s': %s", path, err);
     }
     char why[512];
     rc = atm_write_atomic(out, data, dlen, why, sizeof why);
-    free(flash);
-    free(hex);
+    free(data);
     if (rc) { free(blob); free(elf); return cli_err(CLI_RUNTIME, "firmware: %s", why); }
     const int defw = m.cfg.window;
     if (!with_settings && defw > max_window)

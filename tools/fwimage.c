@@ -320,3 +320,73 @@ int atm_fw_ihex(const uint8_t *bin, size_t n, uint32_t base, char **out, size_t 
     *outlen = o;
     return 0;
 }
+
+int atm_fw_settings_make(const atm_model *m, int max_window, const char *board, const atm_fw_settings_in *in,
+                         atm_fwset *st, char *note, size_t notelen, char *err, size_t errlen) {
+    if (note && notelen) note[0] = '\0';
+    memset(st, 0, sizeof *st);
+    const char *texts[3] = { in->temperature, in->top_k, in->top_p };
+    char *dst[3] = { st->temperature, st->top_k, st->top_p };
+    for (int i = 0; i < 3; i++) {
+        if (!texts[i]) continue;
+        size_t l = strlen(texts[i]);
+        if (l >= ATM_FWSET_TEXT)
+            return fw_err(ATM_FW_E_ARG, err, errlen, "'%s' is longer than the settings block's %u characters", texts[i], ATM_FWSET_TEXT - 1);
+        memcpy(dst[i], texts[i], l + 1);
+    }
+    if (in->prompt_len > ATM_FWSET_PROMPT_MAX)
+        return fw_err(ATM_FW_E_ARG, err, errlen, "the prompt is %zu bytes; the settings block holds %u", in->prompt_len, ATM_FWSET_PROMPT_MAX);
+    if (in->prompt_len) memcpy(st->prompt, in->prompt, in->prompt_len);
+    st->prompt_len = (uint16_t)in->prompt_len;
+    for (size_t i = 0; i < st->prompt_len; i++)
+        if (st->prompt[i] >= (unsigned)m->cfg.vocab)
+            return fw_err(ATM_FW_E_ARG, err, errlen, "prompt byte 0x%02X is outside the model's vocabulary of %d", st->prompt[i], (int)m->cfg.vocab);
+    if (in->n > 1000000000000ull) return fw_err(ATM_FW_E_ARG, err, errlen, "--n must be an integer in 0..1000000000000");
+    st->n = in->n;
+    st->seed = in->seed;
+    if (in->window) {
+        if (in->window < 1 || in->window > ATM_MAX_WINDOW)
+            return fw_err(ATM_FW_E_ARG, err, errlen, "--window must be an integer in 1..65535 (got '%d')", in->window);
+        if (max_window && in->window > max_window)
+            return fw_err(ATM_FW_E_CAPACITY, err, errlen, "--window %d does not fit the %s's RAM (the largest that fits is %d)",
+                          in->window, board, max_window);
+        st->window = in->window;
+    } else if (max_window && m->cfg.window > max_window) {
+        st->window = max_window;
+        if (note && notelen)
+            snprintf(note, notelen, "the model's default window %d does not fit the %s's RAM; the image uses window %d",
+                     (int)m->cfg.window, board, max_window);
+    } else {
+        st->window = m->cfg.window;
+    }
+    st->flags = in->flags & (ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE);
+    if (atm_fwset_check(st) != ATM_FWSET_OK) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid sampler settings");
+    return atm_fw_expect(m, st, err, errlen);
+}
+
+int atm_fw_make_file(const uint8_t *elf, size_t len, int format, uint8_t **out, size_t *outlen, uint32_t *base,
+                     size_t *flash_len, char *err, size_t errlen) {
+    *base = 0;
+    *flash_len = 0;
+    if (format == ATM_FW_FORMAT_ELF) {
+        *out = (uint8_t *)malloc(len ? len : 1);
+        if (!*out) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
+        memcpy(*out, elf, len);
+        *outlen = len;
+        return ATM_FW_OK;
+    }
+    uint8_t *flash = NULL;
+    size_t fl = 0;
+    int rc = atm_fw_flash_bytes(elf, len, &flash, &fl, base, err, errlen);
+    if (rc) return rc;
+    *flash_len = fl;
+    if (format == ATM_FW_FORMAT_BIN) { *out = flash; *outlen = fl; return ATM_FW_OK; }
+    char *hex = NULL;
+    size_t hl = 0;
+    rc = atm_fw_ihex(flash, fl, *base, &hex, &hl);
+    free(flash);
+    if (rc) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
+    *out = (uint8_t *)hex;
+    *outlen = hl;
+    return ATM_FW_OK;
+}

@@ -110,7 +110,35 @@ int atm_fw_put_settings(uint8_t *elf, size_t len, const uint8_t *block, char *er
  * outside the vocabulary) with a reason. Allocates the engine's arena. */
 int atm_fw_expect(const atm_model *m, atm_fwset *s, char *err, size_t errlen);
 
+/* The settings of a standalone image from generate's inputs (the texts
+ * already checked by the caller's sampler parser, with its messages): the
+ * window resolved (window 0: the model's default if it fits max_window,
+ * else max_window, with a note in note[]; an explicit window above
+ * max_window is ATM_FW_E_CAPACITY), the prompt (at most
+ * ATM_FWSET_PROMPT_MAX bytes; else ATM_FW_E_ARG) and the known answer
+ * (atm_fw_expect). note[0] = 0 when there is nothing to say. */
+typedef struct {
+    const uint8_t *prompt;
+    size_t         prompt_len;
+    uint64_t       n;
+    const char    *temperature, *top_k, *top_p;   /* NULL = default */
+    uint32_t       seed;
+    int            window;                        /* 0 = resolve */
+    uint32_t       flags;                         /* ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE */
+} atm_fw_settings_in;
+
+int atm_fw_settings_make(const atm_model *m, int max_window, const char *board, const atm_fw_settings_in *in,
+                         atm_fwset *st, char *note, size_t notelen, char *err, size_t errlen);
+
 /* ---- files a board takes ---- */
+
+enum { ATM_FW_FORMAT_ELF = 0, ATM_FW_FORMAT_HEX = 1, ATM_FW_FORMAT_BIN = 2 };
+
+/* The file for a board from a patched image: the ELF itself, its flash
+ * contents as Intel HEX, or as raw binary from the flash base. *out is
+ * malloc'd; *base and *flash_len describe the flash contents (0 for ELF). */
+int atm_fw_make_file(const uint8_t *elf, size_t len, int format, uint8_t **out, size_t *outlen, uint32_t *base,
+                     size_t *flash_len, char *err, size_t errlen);
 
 /* The flash contents of elf[len]: every PT_LOAD segment with file bytes,
  * at its physical (load) address, from the lowest such address; gaps are

@@ -216,6 +216,28 @@ export class Atome {
     })));
   }
 
+  // `atome firmware ... --prompt ... --n ... --format F`: a standalone image
+  // whose settings block holds the generation settings; settings = { prompt
+  // (string or bytes), n, temperature, topK, topP (decimal text or numbers,
+  // null = default), seed (null = 1), window (0 = the CLI's choice), loop,
+  // interactive }; format 'elf' | 'hex' | 'bin'. Returns { bytes, info }
+  // (info.expect_hex: the first bytes the board will print).
+  firmwareStandalone(template, board, model, settings, format = 'elf') {
+    const s = settings;
+    const pb = typeof s.prompt === 'string' ? enc.encode(s.prompt) : (s.prompt ?? new Uint8Array(0));
+    const fmt = { elf: 0, hex: 1, bin: 2 }[format];
+    if (fmt === undefined) throw new Error(`--format must be elf, hex or bin (got '${format}')`);
+    const texts = [s.temperature, s.topK, s.topP, s.seed].map(settingText);
+    const ptrs = texts.map((t) => (t === null ? 0 : this.alloc(t)));
+    try {
+      return this.withBytes(template, (t) => this.withBytes(board, (b) => this.withBytes(model, (m) => this.withBytes(pb, (p) => {
+        this.fwCall(this.ex.atome_fw_standalone(t, template.length, b, m, model.length, p, pb.length, Number(s.n ?? 0),
+          ptrs[0], ptrs[1], ptrs[2], ptrs[3], s.window ?? 0, (s.loop ? 1 : 0) | (s.interactive ? 2 : 0), fmt));
+        return { bytes: this.fwOut(), info: this.fwInfo() };
+      }))));
+    } finally { for (const p of ptrs) if (p) this.ex.atome_free(p); }
+  }
+
   // `atome header --model M [--name N]`: { text: Uint8Array, info }; source
   // is the file name written in the header's comment (the CLI writes the
   // model path's base name).

@@ -20,6 +20,8 @@
 #include "engine.h"
 #include "export.h"
 #include "format.h"
+#include "fwsettings.h"
+#include "sampler.h"
 #include "../tools/fwimage.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
@@ -27,7 +29,7 @@
 static uint8_t *g_out = NULL;
 static size_t g_out_len = 0;
 static char g_err[600];
-static char g_info[600];
+static char g_info[2400];
 
 #define FAIL(code, ...) do { snprintf(g_err, sizeof g_err, __VA_ARGS__); return (code); } while (0)
 
@@ -166,4 +168,89 @@ API int atome_fw_convert(const uint8_t *model, size_t mlen, int encoding) {
     g_out_len = got;
     snprintf(g_info, sizeof g_info, "{\"format\":\"atome\",\"encoding\":\"%s\",\"bytes\":%zu}", enc_name(encoding), got);
     return (int)got;
+}
+
+/* wasm/atome_wasm.c: the settings texts with the CLI's ranges and messages */
+int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
+                           char *err, size_t errlen);
+
+/* `atome firmware --model M --board B --prompt-hex P --n N [--temperature T
+ * --top-k K --top-p P --seed S --window W --loop --interactive] --format F`:
+ * a standalone image (settings block, known answer) as ELF (format 0),
+ * Intel HEX (1) or raw binary (2), in the output buffer; info JSON with the
+ * CLI's keys (settings, expect_hex, format). Texts may be NULL (default);
+ * seed is text too (NULL = 1); window 0 = resolve as the CLI does (a note
+ * goes into info's "note"). */
+API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board, const uint8_t *model, size_t mlen,
+                            const uint8_t *prompt, size_t plen, double n, const char *temperature, const char *top_k,
+                            const char *top_p, const char *seed, int window, int flags, int format) {
+    out_clear();
+    g_info[0] = 0;
+    atm_model m;
+    if (open_model(model, mlen, "model", &m)) return -1;
+    atm_fw_slot slot;
+    if (fit_json(tmpl, tlen, &m, mlen, &slot)) return -1;
+    if (board && strcmp(board, slot.board) != 0)
+        FAIL(-2, "template: the template was built for board '%s', not '%s'", slot.board, board);
+    if (mlen + ATM_FWSET_BYTES > slot.capacity)
+        FAIL(-1, "the model is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block", mlen,
+             slot.board, (unsigned)slot.capacity, ATM_FWSET_BYTES);
+    char err[400], note[300];
+    atm_sampler_cfg sc;
+    int rc = atome_sampler_settings(&sc, temperature, top_k, top_p, err, sizeof err);
+    if (rc) FAIL(rc, "%s", err);
+    atm_fw_settings_in in;
+    memset(&in, 0, sizeof in);
+    in.seed = 1;
+    if (seed && atm_sampler_parse_uint(seed, 4294967295u, &in.seed))
+        FAIL(-2, "--seed must be an integer in 0..4294967295 (got '%s')", seed);
+    if (!(n >= 0 && n <= 1e12) || n != (double)(uint64_t)n) FAIL(-2, "--n must be an integer in 0..1000000000000");
+    in.prompt = prompt;
+    in.prompt_len = plen;
+    in.n = (uint64_t)n;
+    in.temperature = temperature;
+    in.top_k = top_k;
+    in.top_p = top_p;
+    in.window = window;
+    in.flags = (uint32_t)flags;
+    atm_fw_fit fit;
+    if (atm_fw_fit_model(tmpl, tlen, &m, &fit, err, sizeof err) != ATM_FW_OK) FAIL(-1, "template: %s", err);
+    if (fit.max_window == 0)
+        FAIL(-1, "the model needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %lld",
+             atm_engine_arena_bytes(&m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, slot.board, (long long)fit.arena);
+    atm_fwset st;
+    rc = atm_fw_settings_make(&m, fit.max_window, slot.board, &in, &st, note, sizeof note, err, sizeof err);
+    if (rc == ATM_FW_E_ARG) FAIL(-2, "%s", err);
+    if (rc != ATM_FW_OK) FAIL(-1, "%s", err);
+    uint8_t *elf = (uint8_t *)malloc(tlen ? tlen : 1);
+    if (!elf) FAIL(-1, "out of memory for a %zu-byte image", tlen);
+    memcpy(elf, tmpl, tlen);
+    uint8_t block[ATM_FWSET_BYTES];
+    if (atm_fw_patch(elf, tlen, board, model, mlen, err, sizeof err) != ATM_FW_OK ||
+        atm_fwset_encode(&st, block) != ATM_FWSET_OK || atm_fw_put_settings(elf, tlen, block, err, sizeof err) != ATM_FW_OK) {
+        free(elf);
+        FAIL(-1, "template: %s", err);
+    }
+    uint32_t base = 0;
+    size_t fl = 0;
+    rc = atm_fw_make_file(elf, tlen, format, &g_out, &g_out_len, &base, &fl, err, sizeof err);
+    free(elf);
+    if (rc != ATM_FW_OK) { g_out = NULL; g_out_len = 0; FAIL(-1, "template: %s", err); }
+    char ph[2 * ATM_FWSET_PROMPT_MAX + 1], eh[2 * ATM_FWSET_EXPECT + 1];
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < st.prompt_len; i++) { ph[2 * i] = hx[st.prompt[i] >> 4]; ph[2 * i + 1] = hx[st.prompt[i] & 15]; }
+    ph[2 * st.prompt_len] = 0;
+    for (size_t i = 0; i < st.expect_len; i++) { eh[2 * i] = hx[st.expect[i] >> 4]; eh[2 * i + 1] = hx[st.expect[i] & 15]; }
+    eh[2 * st.expect_len] = 0;
+    static const char *const fmts[] = { "elf", "hex", "bin" };
+    snprintf(g_info, sizeof g_info,
+             "{\"board\":\"%s\",\"model_bytes\":%zu,\"capacity\":%u,\"window\":%d,\"max_window\":%d,\"format\":\"%s\","
+             "\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu,\"standalone\":true,\"settings\":{\"n\":%llu,\"prompt_hex\":\"%s\","
+             "\"temperature\":\"%s\",\"top_k\":\"%s\",\"top_p\":\"%s\",\"seed\":%u,\"window\":%d,\"loop\":%s,\"interactive\":%s},"
+             "\"expect_hex\":\"%s\",\"note\":\"%s\"}",
+             slot.board, mlen, (unsigned)slot.capacity, (int)st.window, fit.max_window, fmts[format < 0 || format > 2 ? 0 : format],
+             (unsigned)base, fl, (unsigned long long)st.n, ph, st.temperature[0] ? st.temperature : "0",
+             st.top_k[0] ? st.top_k : "0", st.top_p[0] ? st.top_p : "1", (unsigned)st.seed, (int)st.window,
+             (st.flags & ATM_FWSET_LOOP) ? "true" : "false", (st.flags & ATM_FWSET_INTERACTIVE) ? "true" : "false", eh, note);
+    return (int)g_out_len;
 }

@@ -80,7 +80,8 @@ function refreshEnabled() {
   $('generate').disabled = !(ready.module && ready.model) || busy;
   $('stop').disabled = !busy;
   $('train-start').disabled = !ready.trainer || trainState.active;
-  for (const id of ['download-atome01', 'download-atome02', 'download-header', 'download-fw-mps2-an385', 'download-fw-microbit'])
+  for (const id of ['download-atome01', 'download-atome02', 'download-header', 'download-fw-mps2-an385', 'download-fw-microbit',
+    'download-hex-microbit', 'download-bin-mps2-an385'])
     $(id).disabled = !(ready.module && ready.model);
 }
 
@@ -375,11 +376,35 @@ async function updateFit() {
       dl.append(dt, dd);
     }
     card.className = `board-card ${cls}`;
-    card.querySelector('.fit-body').replaceChildren(v, dl);
+    const known = document.createElement('p');
+    known.className = 'known';
+    if (cls !== 'bad') {
+      try {
+        const g = pageSettings();
+        const bytes = await call('expect', { key, ...g, window: runW });
+        if (serial !== fitSerial) return;
+        known.append(Object.assign(document.createElement('span'), { className: 'label', textContent: 'Known answer (the first bytes the board prints after the prompt): ' }),
+          Object.assign(document.createElement('code'), { textContent: hexOf(bytes) }));
+        known.title = new TextDecoder().decode(bytes);
+        known.dataset.hex = hexOf(bytes);
+      } catch (e) { known.textContent = `Known answer: ${e.message}`; }
+    }
+    card.querySelector('.fit-body').replaceChildren(v, dl, known);
     card.querySelector('.board-note').replaceChildren(...boardNote(b, key, runW));
   }
 }
 for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', updateFit);
+
+// Generate's settings as the firmware's settings block takes them (the
+// texts the CLI takes; n and seed checked here).
+function pageSettings() {
+  const int = (id, lo, hi, what, dflt) => ($(id).value.trim() === '' ? dflt : intField(id, lo, hi, what));
+  return {
+    prompt: enc.encode($('prompt').value), n: int('n', 0, 1e12, 'Length', 0),
+    temperature: $('temperature').value.trim() || null, topK: $('top-k').value.trim() || null, topP: $('top-p').value.trim() || null,
+    seed: int('seed', 0, 4294967295, 'Seed', 1), window: chosenWindow(),
+  };
+}
 
 function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.elf`; }
 
@@ -396,10 +421,13 @@ function boardNote(b, key, w) {
     `-semihosting-config enable=on,target=native,arg=atome${args.map((a) => `,arg=${a}`).join('')} ` +
     `-kernel ${fwName(key, b.id)} > story.txt`;
   p.textContent = b.id === 'microbit'
-    ? `Flash it with a debug probe: pyocd flash -t nrf51 ${fwName(key, b.id)} (or OpenOCD). This image takes its prompt and settings ` +
-      'over semihosting, so today it runs under a debugger or QEMU; it prints the same bytes as this page.'
-    : 'The MPS2 FPGA board loads images from its configuration USB drive (images.txt); under QEMU it runs as below, ' +
-      'with the prompt and settings passed over semihosting.';
+    ? `Flash it: plug the micro:bit in by USB and drag ${current.replace(/\.atome$/, '')}-microbit.hex onto the MICROBIT drive; ` +
+      'it restarts and prints the status line, the story and a byte count on its USB serial port: ' +
+      'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is for a debugger (pyocd, OpenOCD) or QEMU, ' +
+      'with the prompt and settings on the semihosting command line.'
+    : `Flash it: copy ${current.replace(/\.atome$/, '')}-mps2-an385.bin to the MPS2 board's configuration USB drive and point ` +
+      'its images.txt at it; the story comes out of UART0 at 115200 baud. Under QEMU: qemu-system-arm -M mps2-an385 -display none ' +
+      `-monitor none -serial stdio -kernel ${current.replace(/\.atome$/, '')}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`;
   const label = document.createElement('p');
   label.className = 'cmd-label';
   label.textContent = 'Run it under QEMU with the prompt and settings of Generate (it writes the same bytes):';
@@ -447,6 +475,21 @@ $('download-header').addEventListener('click', () => guarded(async () => {
   const r = await call('header', { key: current, source: current, name: '' });
   download(r.text, `${base()}.h`, 'text/x-c');
 }));
+for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin']]) {
+  $(id).addEventListener('click', () => guarded(async () => {
+    const b = BOARDS.find((x) => x.id === board);
+    const t = await template(board);
+    let g;
+    try { g = pageSettings(); } catch (e) { markField(e); throw e; }
+    const settings = { ...g, seed: String(g.seed) };
+    let r;
+    try { r = await call('standalone', { key: current, template: t, board, settings, format }); } catch (e) {
+      throw new Error(`${b.name}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
+    }
+    test.events.push(['standalone', board, r.info.expect_hex]);
+    download(r.bytes, `${current.replace(/\.atome$/, '')}-${board}.${format}`);
+  }));
+}
 for (const b of BOARDS) {
   $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
     const t = await template(b.id);

@@ -101,6 +101,11 @@ const handlers = {
     return r;
   },
   header: ({ key, source, name }) => atome.header(get(key).bytes, { source, name }),
+  // a standalone image with the settings baked in (hex / bin / elf)
+  standalone: ({ key, template, board, settings, format }) => atome.firmwareStandalone(template, board, get(key).bytes, settings, format),
+  // the first min(n, 64) bytes those settings generate at that window: the known answer
+  expect: ({ key, prompt, n, temperature, topK, topP, seed, window }) =>
+    get(key).model.generateBytes(prompt, { n: Math.min(n, 64), temperature, topK, topP, seed, window }),
   convert: ({ key, encoding }) => {
     const { model, bytes } = get(key);
     return model.encoding === encoding ? bytes.slice() : atome.convert(bytes, encoding);
