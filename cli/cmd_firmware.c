@@ -295,19 +295,26 @@ int cmd_firmware(int argc, char **argv) {
 
 int cmd_header(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *name = NULL;
+    settings_args sa;
+    memset(&sa, 0, sizeof sa);
     cli_opt opts[] = {
         { "model", OPT_STR, &model, 0, 0, 0, 0 },
         { "out",   OPT_STR, &out, 0, 0, 0, 0 },
         { "name",  OPT_STR, &name, 0, 0, 0, 0 },
+        SETTINGS_OPTS(sa),
     };
-    int rc = cli_parse("header", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]));
+    const int nopts = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse("header", argc, argv, opts, nopts);
     if (rc) return rc;
     if (!model) return cli_err(CLI_USAGE, "header: --model is required");
     if (!out || !*out) return cli_err(CLI_USAGE, "header: --out is required");
+    const int with_settings = settings_seen(opts, 3);
     uint8_t *blob = NULL;
     size_t blen = 0;
     atm_model m;
     if ((rc = cli_open_container("header", model, &blob, &blen, &m))) return rc;
+    atm_fwset set;
+    if (with_settings && (rc = settings_build("header", &sa, opts, nopts, &m, 0, "board", &set))) { free(blob); return rc; }
 
     char *text = NULL;
     size_t tlen = 0;
@@ -316,6 +323,16 @@ int cmd_header(int argc, char **argv) {
     const char *base = strrchr(model, '/');
     char err[256];
     int st = atm_fw_header_text(f, &m, blob, blen, name, base ? base + 1 : model, err, sizeof err);
+    if (st == ATM_FW_OK && with_settings) {
+        /* the settings go before the header's closing #endif */
+        fflush(f);
+        static const char tail[] = "#endif\n";
+        if (tlen >= sizeof tail - 1 && memcmp(text + tlen - (sizeof tail - 1), tail, sizeof tail - 1) == 0) {
+            fseeko(f, -(off_t)(sizeof tail - 1), SEEK_END);
+            st = atm_fw_settings_text(f, &m, &set, name, err, sizeof err);
+            fputs(tail, f);
+        }
+    }
     int closed = fclose(f);
     free(blob);
     if (st != ATM_FW_OK || closed != 0) {
@@ -327,9 +344,33 @@ int cmd_header(int argc, char **argv) {
     rc = atm_write_atomic(out, text, tlen, why, sizeof why);
     free(text);
     if (rc) return cli_err(CLI_RUNTIME, "header: %s", why);
+    /* with settings: the one-file example firmware main beside the header */
+    char example[4096] = "";
+    if (with_settings) {
+        const char *slash = strrchr(out, '/');
+        snprintf(example, sizeof example, "%.*satome_model.c", slash ? (int)(slash - out + 1) : 0, out);
+        char *et = NULL;
+        size_t el = 0;
+        FILE *ef = open_memstream(&et, &el);
+        if (!ef || atm_fw_example_text(ef, slash ? slash + 1 : out, name) != ATM_FW_OK) {
+            if (ef) fclose(ef);
+            free(et);
+            return cli_err(CLI_RUNTIME, "header: out of memory");
+        }
+        fclose(ef);
+        rc = atm_write_atomic(example, et, el, why, sizeof why);
+        free(et);
+        if (rc) return cli_err(CLI_RUNTIME, "header: %s", why);
+    }
     printf("{\"out\":");
     cli_json_str(stdout, out);
-    printf(",\"model_bytes\":%zu,\"name\":\"%s\",\"encoding\":\"%s\"}\n", blen, name ? name : "atome_model",
+    printf(",\"model_bytes\":%zu,\"name\":\"%s\",\"encoding\":\"%s\"", blen, name ? name : "atome_model",
            cli_encoding_name(m.encoding));
+    if (with_settings) {
+        fputs(",\"example\":", stdout);
+        cli_json_str(stdout, example);
+        json_settings(stdout, &set);
+    }
+    printf("}\n");
     return CLI_OK;
 }

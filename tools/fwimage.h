@@ -130,6 +130,18 @@ typedef struct {
 int atm_fw_settings_make(const atm_model *m, int max_window, const char *board, const atm_fw_settings_in *in,
                          atm_fwset *st, char *note, size_t notelen, char *err, size_t errlen);
 
+/* The settings block as C for a header (written before its #endif): a
+ * comment with the settings and the known answer, <NAME>_SETTINGS_BYTES,
+ * <NAME>_ARENA_BYTES (atm_engine_arena_bytes at the block's window) and
+ * `static const uint8_t <name>_settings[]` (the encoded block). */
+int atm_fw_settings_text(FILE *out, const atm_model *m, const atm_fwset *st, const char *name, char *err, size_t errlen);
+
+/* atome_model.c: a one-file example firmware main (CMSIS-style: no malloc,
+ * the arena a static buffer checked against atm_engine_arena_bytes) that
+ * runs the header's model with its settings block; `header` is the
+ * header's file name as it is #included, name its array name. */
+int atm_fw_example_text(FILE *out, const char *header, const char *name);
+
 /* ---- files a board takes ---- */
 
 enum { ATM_FW_FORMAT_ELF = 0, ATM_FW_FORMAT_HEX = 1, ATM_FW_FORMAT_BIN = 2 };

@@ -174,5 +174,34 @@ ok 'one_line $rc 2 e.err' "header: --out missing"
 "$ATOME" header --out e.h 2> e.err; rc=$?
 ok 'one_line $rc 2 e.err && [ ! -e e.h ]' "header: --model missing"
 
+# header with generation settings: the settings block in the header and a
+# one-file atome_model.c example that, built with the core, prints the
+# prompt and atome generate's bytes (natively here; it also compiles for the M0)
+mkdir -p ex
+"$ATOME" header --model a60k.atome --out ex/model.h --prompt "Once upon a time" --n 90 --temperature 0.8 --top-k 40 --seed 9 --window 32 > ex.json
+ok '[ -s ex/atome_model.c ] && grep -q "\"example\":\"ex/atome_model.c\"" ex.json && grep -q "\"expect_hex\":\"" ex.json' "header --prompt ...: writes atome_model.c beside it"
+ok 'grep -q "static const uint8_t atome_model_settings\[512\]" ex/model.h && grep -q "#define ATOME_MODEL_ARENA_BYTES 14048u" ex/model.h && tail -n 1 ex/model.h | grep -q "^#endif$"' "the header holds the settings block and the arena size"
+cat > ex/host.c <<'EOF2'
+#include <stdio.h>
+int atome_model_main(void);
+void atome_putc(unsigned char c) { putchar(c); }
+void atome_idle(void) { fflush(stdout); }
+int main(void) { return atome_model_main(); }
+EOF2
+C="$SRC/core"
+if cc -std=c99 -O1 -I"$C" ex/host.c ex/atome_model.c "$C/engine.c" "$C/engine_x86.c" "$C/engine_wasm.c" "$C/container.c" \
+      "$C/fixmath.c" "$C/format.c" "$C/sampler.c" "$C/fwsettings.c" -o ex/run 2> ex/cc.err; then
+    ./ex/run > ex/run.out; rc=$?
+    "$ATOME" generate --model a60k.atome --prompt "Once upon a time" --n 90 --temperature 0.8 --top-k 40 --seed 9 --window 32 > ex/gen.out
+    ok '[ $rc -eq 0 ] && printf "Once upon a time" | cat - ex/gen.out | cmp -s - ex/run.out' "atome_model.c prints the prompt and atome generate's bytes"
+else
+    ok 'false' "atome_model.c does not build natively: $(head -c 300 ex/cc.err)"
+fi
+if command -v arm-none-eabi-gcc > /dev/null; then
+    ok 'arm-none-eabi-gcc -std=c99 -mcpu=cortex-m0 -mthumb -Os -ffreestanding -Wall -Wextra -Werror -I"$C" -c ex/atome_model.c -o ex/m0.o' "atome_model.c compiles for the Cortex-M0 without warnings"
+fi
+"$ATOME" header --model a60k.atome --out ex/x.h --prompt "x" 2> e.err; rc=$?
+ok 'one_line $rc 2 e.err && grep -q "\-\-n is required" e.err && [ ! -e ex/x.h ]' "header: settings without --n"
+
 echo "firmware.sh: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
