@@ -159,21 +159,34 @@ static const char *const USAGE_BENCH =
     "prompt (\"Once upon a time\" by default), then times N bytes.\n";
 
 static const char *const USAGE_FIRMWARE =
-    "usage: atome firmware --model FILE.atome --board mps2-an385|microbit --out FILE.elf [--template ELF]\n"
+    "usage: atome firmware --model FILE.atome --board mps2-an385|microbit --out FILE [flags]\n"
     "\n"
     "Patches the model into the model slot of the board's prebuilt firmware\n"
-    "(the template the mcu preset builds: cmake --preset mcu && cmake --build\n"
-    "--preset mcu; found in $ATOME_MCU_BUILD/mcu, beside this binary in\n"
-    "../mcu/mcu, or build/mcu/mcu of the source tree). Prints one JSON line\n"
-    "(max_window: the largest attention window the board's RAM holds). Run it:\n"
+    "(the template the mcu preset builds: tools/setup; found in\n"
+    "$ATOME_MCU_BUILD/mcu, beside this binary in ../mcu/mcu, or build/mcu/mcu of\n"
+    "the source tree). Prints one JSON line (max_window: the largest attention\n"
+    "window the board's RAM holds).\n"
+    "  --format F          elf (default), hex (Intel HEX: the micro:bit's file) or\n"
+    "                      bin (raw flash bytes from the flash base)\n"
+    "  --template ELF      another template\n"
+    "Standalone image: with the generation flags of `atome generate` (--prompt or\n"
+    "--prompt-hex, --n, --temperature, --top-k, --top-p, --seed, --window) the\n"
+    "image carries its settings and prints the story on the board's serial port\n"
+    "(115200 8N1) with no debugger; expect_hex is the known answer.\n"
+    "  --loop              story k with seed S+k, one after another\n"
+    "  --interactive       after each story, read the next prompt from the UART\n"
+    "Without them the image reads its settings over semihosting:\n"
     "  qemu-system-arm -M BOARD -nographic -semihosting-config \\\n"
     "    enable=on,target=native,arg=atome,arg=--prompt-hex,arg=HEX,arg=--n,arg=64 -kernel FILE.elf\n";
 
 static const char *const USAGE_HEADER =
-    "usage: atome header --model FILE.atome --out model.h [--name atome_model]\n"
+    "usage: atome header --model FILE.atome --out model.h [--name atome_model] [settings]\n"
     "\n"
     "Writes the model as a C header: a static const uint8_t array (flash on a\n"
-    "microcontroller), NAME_BYTES and NAME_CRC32, and a comment with its config.\n";
+    "microcontroller), NAME_BYTES and NAME_CRC32, and a comment with its config.\n"
+    "With the generation flags of `atome firmware` it also holds the settings\n"
+    "block (NAME_settings, NAME_ARENA_BYTES) and writes atome_model.c beside it:\n"
+    "a one-file example firmware main for your own board.\n";
 
 static const char *const USAGE_PARAMS =
     "usage: atome params --config NAME [--quant Q] [shape overrides]\n"
