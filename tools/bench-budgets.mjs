@@ -113,6 +113,28 @@ for (const b of BOARDS) {
     cmd: `tools/run-qemu fw-${b.board}.elf --prompt-hex ${hexPrompt} ${SAMPLED_FLAGS.join(' ')} --window ${b.window} --report` });
 }
 
+// ---- standalone images (settings block, UART, no semihosting): the same sampled
+// settings baked in; the count line reports the stack high-water (stack painting)
+const standalone = [];
+for (const b of BOARDS) {
+  const elf = path.join(tmp, `sa-${b.board}.elf`), out = path.join(tmp, `sa-${b.board}.uart`);
+  const fwArgs = ['firmware', '--model', models.atome02.file, '--board', b.board, '--out', elf, '--prompt', PROMPT, ...SAMPLED_FLAGS,
+    '--window', String(b.window)];
+  const fw = JSON.parse(sh(ATOME, fwArgs, { env: { ...process.env, ATOME_MCU_BUILD: mcuDir }, stdio: ['ignore', 'pipe', 'ignore'] }));
+  const q = spawnSync('timeout', ['60', 'qemu-system-arm', '-M', b.board, '-display', 'none', '-monitor', 'none', '-serial', `file:${out}`,
+    '-kernel', elf], { encoding: 'utf8' });
+  void q;   // the image halts in WFI: timeout stops QEMU once the story is out
+  const text = readFileSync(out, 'latin1');
+  const m = text.match(/\natome: 256 bytes[^\n]*\(stack (\d+) of (\d+) bytes\)\n/);
+  if (!m) die(`standalone run on ${b.board}: no count line in ${JSON.stringify(text.slice(-200))}`);
+  const engine = fw.engine_bytes, sz = sizes(path.join(mcuDir, 'mcu', `atome-fw-${b.board}.elf`));
+  standalone.push({ ...b, stack: Number(m[1]), reserved: Number(m[2]), engine, static: (sz['.data'] ?? 0) + (sz['.bss'] ?? 0),
+    ram: (sz['.stack'] ?? 0) + (sz['.data'] ?? 0) + (sz['.bss'] ?? 0) + (sz['.arena'] ?? 0),
+    cmd: `${rel(ATOME)} firmware --model atome-60k-atome02.atome --board ${b.board} --out sa-${b.board}.elf --prompt "${PROMPT}" ` +
+      `${SAMPLED_FLAGS.join(' ')} --window ${b.window}\n` +
+      `qemu-system-arm -M ${b.board} -display none -monitor none -serial file:sa-${b.board}.uart -kernel sa-${b.board}.elf` });
+}
+
 // ---- sections and map files
 function sizes(elf) {
   const out = {};
@@ -271,6 +293,18 @@ const ramRows = [
     s.report.static_bytes, s.report.engine_bytes, s.report.tail_bytes, peak(s.report), ramTotal(images.find((i) => i.board === s.board).sizes)]),
 ];
 table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'tail', 'peak', 'RAM'], ramRows);
+p();
+p('Standalone images (docs/mcu.md, "standalone mode": the settings block in flash, output on the UART, no');
+p('semihosting, no command line in RAM; the tail is the sampler\'s 256 bytes). The count line after the story');
+p('reports the stack-painting high-water mark:');
+p();
+table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'tail', 'peak', 'RAM'],
+  standalone.map((x) => [x.board, x.window, 'standalone, T 0.8, top-k 40, top-p 0.9, ATOME02', x.stack, x.reserved, x.static, x.engine, 256,
+    x.stack + x.static + x.engine + 256, x.ram]));
+p();
+p('```sh');
+for (const x of standalone) p(x.cmd);
+p('```');
 p();
 p('Commands (greedy rows: the `tools/bench-mcu` runs below, `--n 256`; sampled rows):');
 p();

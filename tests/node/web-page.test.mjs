@@ -382,6 +382,26 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
       assert.equal(q.code, 0, `${board} under QEMU: ${q.stderr}`);
       assertSameHex(hex(q.stdout), await nativeHex(mfile, fc), `${board} firmware under QEMU`);
     }
+    // the standalone board files carry Generate's settings: equal to atome firmware's, known answer shown
+    await page.fill('#prompt', 'Once upon a time');
+    await page.fill('#n', '300');
+    await page.fill('#temperature', '0.8');
+    await page.fill('#top-k', '40');
+    await page.fill('#top-p', '0.95');
+    await page.fill('#seed', '3');
+    await page.fill('#window', '');
+    await page.dispatchEvent('#seed', 'change');
+    for (const [id, board, format] of [['#download-hex-microbit', 'microbit', 'hex'], ['#download-bin-mps2-an385', 'mps2-an385', 'bin']]) {
+      const got = await grab(page, id);
+      assert.equal(got.name, `${key.replace(/\.atome$/, '')}-${board}.${format}`);
+      const out = path.join(tmp, `native-standalone-${board}.${format}`);
+      const fr = await native(['firmware', '--model', mfile, '--board', board, '--out', out, '--format', format, '--prompt', 'Once upon a time',
+        '--n', '300', '--temperature', '0.8', '--top-k', '40', '--top-p', '0.95', '--seed', '3']);
+      assert.equal(fr.code, 0, fr.stderr);
+      assert.ok(got.bytes.equals(readFileSync(out)), `${board}: page ${format} = atome firmware --format ${format}`);
+      const expect = JSON.parse(fr.stdout.toString()).expect_hex;
+      await page.waitForFunction(([b, e]) => document.querySelector(`.board-card[data-board="${b}"] .known`)?.dataset.hex === e, [board, expect]);
+    }
     const fit = await page.evaluate(() => [...document.querySelectorAll('#fit-table .board-card')].map((r) => r.textContent));
     assert.equal(fit.length, 2);
     assert.match(fit[0], /Fits at window 64/);
