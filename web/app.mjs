@@ -383,9 +383,10 @@ async function updateFit() {
         const g = pageSettings();
         const bytes = await call('expect', { key, ...g, window: runW });
         if (serial !== fitSerial) return;
-        known.append(Object.assign(document.createElement('span'), { className: 'label', textContent: 'Known answer (the first bytes the board prints after the prompt): ' }),
-          Object.assign(document.createElement('code'), { textContent: hexOf(bytes) }));
-        known.title = new TextDecoder().decode(bytes);
+        known.append(Object.assign(document.createElement('span'), { className: 'label',
+          textContent: `Known answer — the board prints, after the prompt (window ${runW}): ` }),
+          Object.assign(document.createElement('q'), { textContent: new TextDecoder().decode(bytes) }),
+          Object.assign(document.createElement('code'), { className: 'known-hex', textContent: hexOf(bytes) }));
         known.dataset.hex = hexOf(bytes);
       } catch (e) { known.textContent = `Known answer: ${e.message}`; }
     }
