@@ -331,6 +331,9 @@ int cmd_header(int argc, char **argv) {
             fseeko(f, -(off_t)(sizeof tail - 1), SEEK_END);
             st = atm_fw_settings_text(f, &m, &set, name, err, sizeof err);
             fputs(tail, f);
+        } else {
+            st = ATM_FW_E_IO;
+            snprintf(err, sizeof err, "the header text does not end in #endif");
         }
     }
     int closed = fclose(f);
@@ -341,26 +344,35 @@ int cmd_header(int argc, char **argv) {
         return cli_err(CLI_RUNTIME, "header: %s", st != ATM_FW_OK ? err : "out of memory");
     }
     char why[512];
-    rc = atm_write_atomic(out, text, tlen, why, sizeof why);
-    free(text);
-    if (rc) return cli_err(CLI_RUNTIME, "header: %s", why);
-    /* with settings: the one-file example firmware main beside the header */
+    /* with settings: the one-file example firmware main beside the header,
+     * written first; if the header then fails, the example goes too */
     char example[4096] = "";
     if (with_settings) {
         const char *slash = strrchr(out, '/');
         snprintf(example, sizeof example, "%.*satome_model.c", slash ? (int)(slash - out + 1) : 0, out);
+        if (strcmp(example, out) == 0) {
+            free(text);
+            return cli_err(CLI_USAGE, "header: --out '%s' is where the example atome_model.c goes; name the header otherwise", out);
+        }
         char *et = NULL;
         size_t el = 0;
         FILE *ef = open_memstream(&et, &el);
         if (!ef || atm_fw_example_text(ef, slash ? slash + 1 : out, name) != ATM_FW_OK) {
             if (ef) fclose(ef);
             free(et);
+            free(text);
             return cli_err(CLI_RUNTIME, "header: out of memory");
         }
         fclose(ef);
         rc = atm_write_atomic(example, et, el, why, sizeof why);
         free(et);
-        if (rc) return cli_err(CLI_RUNTIME, "header: %s", why);
+        if (rc) { free(text); return cli_err(CLI_RUNTIME, "header: %s", why); }
+    }
+    rc = atm_write_atomic(out, text, tlen, why, sizeof why);
+    free(text);
+    if (rc) {
+        if (example[0]) remove(example);
+        return cli_err(CLI_RUNTIME, "header: %s", why);
     }
     printf("{\"out\":");
     cli_json_str(stdout, out);

@@ -30,7 +30,7 @@ int atm_fwset_encode(const atm_fwset *s, uint8_t *out) {
     for (uint32_t i = 0; i < ATM_FWSET_BYTES; i++) out[i] = 0;
     const char *m = ATM_FWSET_MAGIC;
     for (int i = 0; i < 8; i++) out[i] = (uint8_t)m[i];
-    atm_wr_u32le(out + 8, s->flags);
+    atm_wr_u32le(out + 12, s->flags);
     atm_wr_u32le(out + 16, (uint32_t)s->n);
     atm_wr_u32le(out + 20, (uint32_t)(s->n >> 32));
     atm_wr_u32le(out + 24, s->seed);
@@ -42,15 +42,15 @@ int atm_fwset_encode(const atm_fwset *s, uint8_t *out) {
     out[82] = s->expect_len;
     for (uint32_t i = 0; i < s->expect_len; i++) out[84 + i] = s->expect[i];
     for (uint32_t i = 0; i < s->prompt_len; i++) out[ATM_FWSET_PROMPT_OFF + i] = s->prompt[i];
-    atm_wr_u32le(out + 12, atm_crc32(out + 16, ATM_FWSET_BYTES - 16));
+    atm_wr_u32le(out + 8, atm_crc32(out + 12, ATM_FWSET_BYTES - 12));
     return ATM_FWSET_OK;
 }
 
 int atm_fwset_decode(const uint8_t *in, atm_fwset_view *v) {
     const char *m = ATM_FWSET_MAGIC;
     for (int i = 0; i < 8; i++) if (in[i] != (uint8_t)m[i]) return ATM_FWSET_NONE;
-    if (atm_crc32(in + 16, ATM_FWSET_BYTES - 16) != atm_rd_u32le(in + 12)) return ATM_FWSET_E_CRC;
-    v->flags = atm_rd_u32le(in + 8);
+    if (atm_crc32(in + 12, ATM_FWSET_BYTES - 12) != atm_rd_u32le(in + 8)) return ATM_FWSET_E_CRC;
+    v->flags = atm_rd_u32le(in + 12);
     v->n = (uint64_t)atm_rd_u32le(in + 16) | ((uint64_t)atm_rd_u32le(in + 20) << 32);
     v->seed = atm_rd_u32le(in + 24);
     v->window = (int32_t)atm_rd_u32le(in + 28);
@@ -63,7 +63,7 @@ int atm_fwset_decode(const uint8_t *in, atm_fwset_view *v) {
     v->prompt = in + ATM_FWSET_PROMPT_OFF;
     if ((v->flags & ~(ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE)) != 0 || v->n > 1000000000000ull ||
         v->window < 1 || v->window > 65535 || !text_ok(v->temperature) || !text_ok(v->top_k) || !text_ok(v->top_p) ||
-        v->prompt_len > ATM_FWSET_PROMPT_MAX || v->expect_len > ATM_FWSET_EXPECT)
+        v->prompt_len > ATM_FWSET_PROMPT_MAX || v->expect_len > ATM_FWSET_EXPECT || in[83] != 0)
         return ATM_FWSET_E_FIELD;
     atm_sampler_cfg c;
     if (atm_sampler_config(&c, v->temperature[0] ? v->temperature : 0, v->top_k[0] ? v->top_k : 0,

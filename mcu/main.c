@@ -449,10 +449,12 @@ __attribute__((noreturn, noinline)) static void sa_fail(const char *a, const cha
 
 /* Reads a line from the UART into buf[cap] (echoed; backspace edits; CR or
  * LF ends it); returns its length. */
-static uint32_t read_line(uint8_t *buf, uint32_t cap) {
+static uint32_t read_line(uint8_t *buf, uint32_t cap, int *after_cr) {
     uint32_t n = 0;
     for (;;) {
         int c = uart_getc();
+        if (c == '\n' && *after_cr && n == 0) { *after_cr = 0; continue; }   /* the LF of a CRLF */
+        *after_cr = c == '\r';
         if (c == '\r' || c == '\n') { u_str("\n"); return n; }
         if ((c == 8 || c == 127) && n) { n--; u_str("\b \b"); continue; }
         if (c < 0x20 && c != '\t') continue;
@@ -467,6 +469,11 @@ __attribute__((noreturn)) static void standalone(const atm_fwset_view *v) {
     for (int i = 0; i < 8; i++) if (s[i] != (uint8_t)m[i]) sa_fail("model slot: bad magic (not an atome firmware image?)", 0);
     const uint32_t cap = atm_rd_u32le(s + 8), n = atm_rd_u32le(s + 12), crc = atm_rd_u32le(s + 16);
     if (size < SLOT_HEADER + ATM_FWSET_BYTES || cap != size - SLOT_HEADER) sa_fail("model slot: capacity field does not match the section", 0);
+    const char *bn = MCU_BOARD;
+    for (int i = 0; i < 12; i++) {
+        if ((char)s[20 + i] != bn[i]) sa_fail("model slot: made for another board", 0);
+        if (!bn[i]) break;
+    }
     if (n == 0) sa_fail("no model in this image (patch one in: docs/mcu.md)", 0);
     if (n > cap - ATM_FWSET_BYTES) sa_fail("model slot: the model runs into the settings block", 0);
     if (atm_crc32(s + SLOT_HEADER, n) != crc) sa_fail("model slot: CRC-32 mismatch", 0);
@@ -500,7 +507,10 @@ __attribute__((noreturn)) static void standalone(const atm_fwset_view *v) {
     u_hex(v->expect, v->expect_len);
     u_str("\n");
 
+    if ((v->flags & ATM_FWSET_INTERACTIVE) && line_cap == 0)
+        sa_fail("no RAM left for an interactive prompt at this window", 0);
     static const uint8_t newline = '\n';
+    int after_cr = 0;
     const uint8_t *prompt = v->prompt;
     uint32_t plen = v->prompt_len;
     const int V = (int)model.cfg.vocab;
@@ -510,6 +520,7 @@ __attribute__((noreturn)) static void standalone(const atm_fwset_view *v) {
         int bad = 0;
         for (uint32_t i = 0; i < flen; i++) bad |= feed[i] >= (unsigned)V;
         if (bad) {
+            if (!(v->flags & ATM_FWSET_INTERACTIVE) || k == 0) sa_fail("a prompt byte is outside the model's vocabulary", 0);
             u_str("atome: a prompt byte is outside the model's vocabulary\n");
         } else {
             uart_write(prompt, plen);
@@ -530,13 +541,14 @@ __attribute__((noreturn)) static void standalone(const atm_fwset_view *v) {
             }
             u_str("\natome: "); u_dec(v->n); u_str(" bytes");
             if (cycles > 0) {   /* a counter that counts (QEMU's reads 0) */
-                u_str(", "); u_dec(v->n * (uint64_t)uart_cpu_hz() / cycles); u_str(" bytes/s");
+                const uint64_t hz = uart_cpu_hz();
+                u_str(", "); u_dec((v->n / cycles) * hz + (v->n % cycles) * hz / cycles); u_str(" bytes/s");
             }
             u_str(" (stack "); u_dec(mcu_stack_used()); u_str(" of "); u_dec(mcu_stack_size()); u_str(" bytes)\n");
         }
         if (v->flags & ATM_FWSET_INTERACTIVE) {
             u_str("> ");
-            plen = read_line(line, line_cap);
+            plen = read_line(line, line_cap, &after_cr);
             prompt = line;
         } else if (!(v->flags & ATM_FWSET_LOOP)) {
             halt();
@@ -554,6 +566,7 @@ int mcu_standalone(void) {
 }
 
 void mcu_fault_line(uint32_t exception) {
+    uart_init();   /* idempotent: the fault may come before mcu_main brought it up */
     u_str("\natome: fault (exception ");
     u_dec(exception);
     u_str(")\n");

@@ -13,7 +13,18 @@
 
 #if defined(MCU_UART_NRF51)
 #define UB 0x40002000u
+#define GPIO 0x50000000u
+#define CLOCK 0x40000000u
 void uart_init(void) {
+    /* the 16 MHz crystal for an exact baud rate (the RC oscillator is only
+     * within a few %); bounded wait, in case a clock never reports */
+    REG(CLOCK, 0x100) = 0u;         /* EVENTS_HFCLKSTARTED */
+    REG(CLOCK, 0x000) = 1u;         /* TASKS_HFCLKSTART */
+    for (uint32_t i = 0; i < 200000u && REG(CLOCK, 0x100) == 0u; i++) { }
+    /* TX P0.24 an output idling high, RX P0.25 an input (the UART drives them once enabled) */
+    REG(GPIO, 0x508) = 1u << 24;    /* OUTSET */
+    REG(GPIO, 0x700 + 4u * 24u) = 1u;   /* PIN_CNF[24]: output, input buffer connected */
+    REG(GPIO, 0x700 + 4u * 25u) = 0u;   /* PIN_CNF[25]: input, no pull */
     REG(UB, 0x500) = 0u;            /* ENABLE: off while configuring */
     REG(UB, 0x50C) = 24u;           /* PSELTXD = P0.24 */
     REG(UB, 0x514) = 25u;           /* PSELRXD = P0.25 */

@@ -186,6 +186,7 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
                             const char *top_p, const char *seed, int window, int flags, int format) {
     out_clear();
     g_info[0] = 0;
+    if (format < 0 || format > 2) FAIL(-2, "--format must be elf, hex or bin");
     atm_model m;
     if (open_model(model, mlen, "model", &m)) return -1;
     atm_fw_slot slot;

@@ -203,5 +203,8 @@ fi
 "$ATOME" header --model a60k.atome --out ex/x.h --prompt "x" 2> e.err; rc=$?
 ok 'one_line $rc 2 e.err && grep -q "\-\-n is required" e.err && [ ! -e ex/x.h ]' "header: settings without --n"
 
+"$ATOME" header --model a60k.atome --out ex/atome_model.c --prompt "x" --n 5 2> e.err; rc=$?
+ok 'one_line $rc 2 e.err && grep -q "where the example atome_model.c goes" e.err' "header: --out atome_model.c with settings is refused"
+
 echo "firmware.sh: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
