@@ -47,6 +47,46 @@ static int can_create_beside(const char *path, char *why, size_t n) {
     return 0;
 }
 
+/* On --resume, the log is cut back to what the checkpoint knows: lines of
+ * steps after it (the run that was interrupted went on past its last
+ * checkpoint) and a last line cut short by the interruption are dropped, so
+ * the resumed log reads as one uninterrupted run. Rewritten atomically; a
+ * missing log is not an error (the resumed run starts a new one). */
+static int trim_log(const char *path, int64_t step, char *why, size_t n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = (char *)malloc(cap);
+    for (;;) {
+        if (!buf) { fclose(f); snprintf(why, n, "out of memory reading the log '%s'", path); return -1; }
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap) break;
+        char *nb = (char *)realloc(buf, cap * 2);
+        if (!nb) free(buf);
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(buf); snprintf(why, n, "cannot read the log '%s'", path); return -1; }
+    size_t keep = 0, i = 0;
+    while (i < len) {
+        char *nl = (char *)memchr(buf + i, '\n', len - i);
+        if (!nl) break;                      /* a line cut short: dropped */
+        size_t e = (size_t)(nl - buf) + 1;
+        long long s = -1;
+        if (e - i > 9 && memcmp(buf + i, "{\"step\":", 8) == 0) s = strtoll(buf + i + 8, NULL, 10);
+        if (s > step) break;                 /* past the checkpoint: dropped with all after it */
+        if (keep != i) memmove(buf + keep, buf + i, e - i);
+        keep += e - i;
+        i = e;
+    }
+    int rc = 0;
+    if (keep != len) rc = atm_write_atomic(path, buf, keep, why, n);
+    free(buf);
+    return rc;
+}
+
 static void fmt_eta(double s, char *buf, size_t n) {
     if (!(s >= 0.0) || s > 1e8) { snprintf(buf, n, "?"); return; }
     long t = (long)(s + 0.5);
@@ -383,6 +423,7 @@ int cmd_train(int argc, char **argv) {
         if (logpath) { memcpy(logpath, a.out, ol); memcpy(logpath + ol, ".log.jsonl", 11); }
     }
     if (!logpath) { rc = cli_err(CLI_RUNTIME, "train: out of memory"); goto done; }
+    if (a.resume && trim_log(logpath, tr->step, why, sizeof why)) { rc = cli_err(CLI_RUNTIME, "train: %s", why); goto done; }
     lg = fopen(logpath, a.resume ? "a" : "w");
     if (!lg) { rc = cli_err(CLI_RUNTIME, "train: cannot open log '%s': %s", logpath, strerror(errno)); goto done; }
 

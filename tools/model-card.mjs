@@ -14,7 +14,7 @@
 // that tests/node/models.test.mjs checks the shipped files against.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -176,7 +176,7 @@ ${args['train-cmd'].join('\n')}
 \`\`\`
 ${args.note ? `\n${args.note}\n` : ''}
 Evaluations during training (float, all of \`tinystories-valid.txt\`): ${evals.map((e) => `step ${fmt(e.step)} ${e.eval_bpb.toFixed(3)}`).join(', ')} bpb.
-Training log: [\`${name}.log.jsonl\`](${name}.log.jsonl) (every ${every}${every === 1 ? 'st' : 'th'} log line and every evaluation).
+Training log: [\`${name}.log.jsonl\`](${name}.log.jsonl) (${every === 1 ? 'every log line' : `one log line in ${every}`} and every evaluation).
 
 ## Scores on \`tinystories-valid.txt\` (${fmt(evalEngine.bytes)} predicted bytes)
 
@@ -202,9 +202,27 @@ ${samples.map((s) => `**${s.label}** — \`${s.cmd}\`\n\n\`\`\`text\n${s.text.re
 
 <!-- card: ${JSON.stringify({ name, params: ins.params, bytes_atome02: bytes02, bytes_atome01: bytes01,
   engine_bpb: evalEngine.bpb, float_bpb: evalFloat.bpb, engine_bpb_w32: evalEngineW32.bpb, slice_65536_bpb: slice.bpb,
-  crc32: ins.crc32 ?? null }) } -->
+  sha256_atome: sha256(atomeFile) }) } -->
 `;
 writeFileSync(path.join(outDir, `${name}.md`), card);
+// models/README.md indexes the cards: this model's row there takes the card's figures
+{
+  const idx = path.join(outDir, 'README.md');
+  if (existsSync(idx)) {
+    const rowStart = `| \`${name}.atome\` |`;
+    const lines = readFileSync(idx, 'utf8').split('\n');
+    const i = lines.findIndex((l) => l.startsWith(rowStart));
+    if (i < 0) console.error(`model-card: models/README.md has no row for ${name}.atome; add one starting with ${rowStart}`);
+    else {
+      const cells = lines[i].split('|');   // ['', file, role, params, bytes, bpb, card, '']
+      cells[3] = ` ${fmt(ins.params)} `;
+      cells[4] = ` ${fmt(bytes02)} `;
+      cells[5] = ` ${evalEngine.bpb.toFixed(4)} `;
+      lines[i] = cells.join('|');
+      writeFileSync(idx, lines.join('\n'));
+    }
+  }
+}
 rmSync(tmp, { recursive: true, force: true });
 console.log(JSON.stringify({ name, engine_bpb: evalEngine.bpb, float_bpb: evalFloat.bpb, slice_65536_bpb: slice.bpb,
   native_bytes_per_s: benchNative.bytes_per_s, node_3000_s: best }));

@@ -127,6 +127,12 @@ ok 'cmp -s <(weights t.ckpt) <(weights u2.ckpt)' "two-stage run stopped at step 
 "$ATOME" train "${TS[@]}" --out c.ckpt --ckpt-every 8 --stop-at 20 --quiet > /dev/null
 "$ATOME" train --resume c.ckpt --out c2.ckpt --quiet > /dev/null
 ok 'cmp -s <(weights t.ckpt) <(weights c2.ckpt)' "periodic saves (--ckpt-every) do not perturb the run"
+# an interrupted run's log: lines past its last checkpoint and a line cut short are dropped on resume
+"$ATOME" train "${TS[@]}" --out k.ckpt --stop-at 16 --quiet > /dev/null
+{ grep -E '^\{"step":(17|18|19),"loss"' t.ckpt.log.jsonl; printf '{"step":20,"loss":1.2'; } >> k.ckpt.log.jsonl
+"$ATOME" train --resume k.ckpt --out k.ckpt --log-every 1 --quiet > /dev/null
+curve() { grep -o '"step":[0-9]*,"loss":[^,]*,"lr":[^,]*' "$1"; }
+ok 'diff <(curve t.ckpt.log.jsonl) <(curve k.ckpt.log.jsonl) > /dev/null && [ "$(grep -c . k.ckpt.log.jsonl)" -eq "$(grep -c "\"step\":" k.ckpt.log.jsonl)" ]' "a resumed log reads as the uninterrupted run's (no repeats, no cut line)"
 ok 'grep "\"step\":12," t.ckpt.log.jsonl | grep -q "\"stage\":0,\"quant\":\"fp32\""' "steps 1..12 are fp32"
 ok 'grep "\"step\":13," t.ckpt.log.jsonl | grep -q "\"lr\":0.003,.*\"stage\":1,\"quant\":\"ternary\""' "step 13 is ternary at lr2"
 ok 'grep "\"step\":1," t.ckpt.log.jsonl | grep -q "\"lr\":0.00025,"' "warmup: step 1 at lr/4"

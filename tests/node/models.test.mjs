@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { createHash } from 'node:crypto';
 import { repo, sharedDir, native, load } from './artifacts.mjs';
 
 const MODELS = path.join(repo, 'models');
@@ -38,7 +39,17 @@ test('models/ ships the board model and the web model, each with its card and lo
     assert.ok(log.length > 10 && log.length < 600, `${n}.log.jsonl has ${log.length} lines (kept small)`);
     for (const l of log) JSON.parse(l);
   }
-  assert.match(readFileSync(path.join(MODELS, 'README.md'), 'utf8'), new RegExp(web.replace('.', '\\.')));
+  // models/README.md indexes them with the cards' figures
+  const idx = readFileSync(path.join(MODELS, 'README.md'), 'utf8').split('\n');
+  for (const f of files) {
+    const c = card(f.replace(/\.atome$/, ''));
+    const row = idx.find((l) => l.startsWith(`| \`${f}\` |`));
+    assert.ok(row, `models/README.md has no row for ${f}`);
+    const cells = row.split('|').map((x) => x.trim());
+    assert.equal(cells[3], c.params.toLocaleString('en-US'), `${f}: README parameters`);
+    assert.equal(cells[4], c.bytes_atome02.toLocaleString('en-US'), `${f}: README bytes`);
+    assert.equal(cells[5], c.engine_bpb.toFixed(4), `${f}: README bpb`);
+  }
 });
 
 test('each model matches its card: size, parameters, and the 64 KiB re-score within 0.5 %', async () => {
@@ -47,6 +58,7 @@ test('each model matches its card: size, parameters, and the 64 KiB re-score wit
     const name = f.replace(/\.atome$/, ''), file = path.join(MODELS, f), c = card(name);
     const bytes = readFileSync(file);
     assert.equal(bytes.length, c.bytes_atome02, `${f}: size`);
+    assert.equal(createHash('sha256').update(bytes).digest('hex'), c.sha256_atome, `${f}: the card describes another file`);
     const ins = await native(['inspect', file]);
     assert.equal(ins.code, 0, ins.stderr);
     const j = JSON.parse(ins.stdout.toString());
