@@ -473,7 +473,10 @@ export class PackedModel {
   get dModel() { return this.stat(3); }
   get layers() { return this.stat(4); }
   get bytes() { return this.stat(5); }
-  get nParams() { return this.stat(6); }
+  /** the model's parameter count (as `atome params` and `atome inspect` "params" give it) */
+  get nParams() { return this.stat(10); }
+  /** values the file stores (fewer: the SSM output vector is folded at export; inspect's "stored_values") */
+  get storedValues() { return this.stat(6); }
   get defaultWindow() { return this.stat(7); }
   get trainSeq() { return this.stat(8); }
   get encoding() { return this.stat(9); }

@@ -25,6 +25,7 @@
 #include "explain.h"
 #include "export.h"
 #include "format.h"
+#include "model.h"
 #include "rng.h"
 #include "sampler.h"
 
@@ -196,7 +197,10 @@ API double atome_engine_arena_for(engine_session *s, int w) {
 }
 
 /* what = 0 vocab, 1 window, 2 arena bytes, 3 d_model, 4 layers, 5 container
- * bytes, 6 parameters, 7 default window, 8 training seq, 9 encoding. */
+ * bytes, 6 stored values, 7 default window, 8 training seq, 9 encoding,
+ * 10 the model's parameter count as `atome params` gives it for this shape
+ * (the file stores fewer values: the SSM output vector is folded into its
+ * input weights at export; `atome inspect` prints both). */
 API double atome_engine_stat(engine_session *s, int what) {
     if (!s->open) return -1;
     switch (what) {
@@ -210,6 +214,13 @@ API double atome_engine_stat(engine_session *s, int what) {
     case 7: return s->m.cfg.window;
     case 8: return s->m.cfg.train_seq;
     case 9: return s->m.encoding;
+    case 10: {
+        const atm_mconfig *c = &s->m.cfg;
+        atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
+                          c->pathways, 0, 0, 0 };
+        atm_layout L;
+        return atm_layout_build(&fc, &L) == 0 ? (double)L.n_params : -1;
+    }
     default: return -1;
     }
 }

@@ -75,14 +75,23 @@ const models = new Map();   // select value -> { label, kind: shipped|file|train
 let current = null;         // select value of the open model
 let ready = { module: false, model: false };
 
+const boardFit = new Map();   // board id -> 'ok' | 'warn' | 'bad' for the open model
+
 function refreshEnabled() {
   const busy = genState.running || genState.starting;
   $('generate').disabled = !(ready.module && ready.model) || busy;
   $('stop').disabled = !busy;
   $('train-start').disabled = !ready.trainer || trainState.active;
-  for (const id of ['download-atome01', 'download-atome02', 'download-header', 'download-fw-mps2-an385', 'download-fw-microbit',
-    'download-hex-microbit', 'download-bin-mps2-an385'])
+  for (const id of ['download-atome01', 'download-atome02', 'download-header'])
     $(id).disabled = !(ready.module && ready.model);
+  // a board's firmware buttons: off while its card says the model does not fit (the verdict says why)
+  for (const b of BOARDS) {
+    const tooBig = boardFit.get(b.id) === 'bad';
+    for (const btn of document.querySelectorAll(`.board-card[data-board="${b.id}"] .actions button`)) {
+      btn.disabled = !(ready.module && ready.model) || tooBig;
+      btn.title = tooBig ? 'This model does not fit this board: see above' : '';
+    }
+  }
 }
 
 function addModelOption(value, entry, select = false) {
@@ -346,6 +355,7 @@ let fitSerial = 0;
 async function updateFit() {
   if (!current || !ready.model) return;
   const serial = ++fitSerial;
+  boardFit.clear();
   const key = current, info = models.get(key).info, w = chosenWindow() || info.defaultWindow;
   for (const b of BOARDS) {
     const card = document.querySelector(`.board-card[data-board="${b.id}"]`);
@@ -376,6 +386,8 @@ async function updateFit() {
       dl.append(dt, dd);
     }
     card.className = `board-card ${cls}`;
+    boardFit.set(b.id, cls);
+    refreshEnabled();
     const known = document.createElement('p');
     known.className = 'known';
     if (cls !== 'bad') {

@@ -30,6 +30,10 @@ test('export: deterministic, both trit encodings, calibration changes only the f
   assert.ok(blob2.length < blob1.length, 'ATOME02 (5 trits per byte) is not smaller than ATOME01');
   const p1 = a.loadModel(blob1), p2 = a.loadModel(blob2), pc = a.loadModel(calibrated);
   assert.equal(p1.nParams, p2.nParams);
+  // the page shows nParams: the model's parameter count, as the trainer and `atome inspect` give it
+  assert.equal(p1.nParams, trained.nParams);
+  assert.equal(p1.nParams, 60800);
+  assert.ok(p1.storedValues > 0 && p1.storedValues < p1.nParams, 'the file stores fewer values (SSM output folded)');
   assert.equal(p1.encoding, 1);
   assert.equal(p2.encoding, 2);
   assert.equal(p1.window, 64);            // the training seq

@@ -547,6 +547,12 @@ test('bad inputs show #error, keep what was there and the page still generates',
     await page.waitForFunction(() => document.getElementById('model-select').value === 'big-944k.atome');
     await page.waitForFunction(() => document.querySelectorAll('#fit-table .board-card.bad').length === 1);
     assert.match(await page.textContent('.board-card[data-board="microbit"] .verdict'), /Too big: the model does not fit the 32,736-byte model slot/);
+    // its micro:bit buttons are off (the verdict says why); the mps2-an385's stay on
+    await page.waitForFunction(() => document.getElementById('download-fw-microbit').disabled && document.getElementById('download-hex-microbit').disabled);
+    assert.equal(await page.isDisabled('#download-bin-mps2-an385'), false);
+    assert.match(await page.getAttribute('#download-hex-microbit', 'title'), /does not fit this board/);
+    // and the worker still refuses it with the CLI's message if asked
+    await page.evaluate(() => { document.getElementById('download-fw-microbit').disabled = false; });
     await page.click('#download-fw-microbit');
     await expectError(page, /micro:bit v1: the model is \d+ bytes, too big for the microbit model slot of 32736 bytes/, 'big model, micro:bit');
     await shot(page, '10-too-big');
