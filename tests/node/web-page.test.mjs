@@ -239,8 +239,11 @@ test('generation equals the native CLI byte for byte; why-this-byte equals --rou
       await page.selectOption('#model-select', web);
       await page.waitForFunction((v) => document.getElementById('model-select').value === v && !document.getElementById('generate').disabled &&
         /parameters/.test(document.getElementById('model-info').textContent), web);
-      const wc = { prompt: 'Once upon a time', n: 120, temperature: '0.8', topK: 40, topP: '0.95', seed: 1 };
+      const wc = { prompt: 'Once upon a time', n: 400, temperature: '0.8', topK: 40, topP: '0.95', seed: 1 };
       assertSameHex(await generate(page, wc), await nativeHex(path.join(repo, 'models', web), wc), `web model ${web}`);
+      await page.evaluate(() => { document.getElementById('why-scroll').scrollLeft = 0; });
+      await page.hover('#why-canvas', { position: { x: 120, y: 30 } });
+      await shot(page, '02-web-model', ['sec-generate']);
       await page.selectOption('#model-select', 'atome-60k.atome');
       await page.waitForFunction(() => document.getElementById('model-select').value === 'atome-60k.atome' &&
         !document.getElementById('generate').disabled && /^atome-60k\.atome:/.test(document.getElementById('model-info').textContent));
