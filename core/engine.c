@@ -578,6 +578,16 @@ typedef struct {
 
 static size_t round4(size_t n) { return (n + 3u) & ~(size_t)3u; }
 
+/* Words of `wide` before the top-k selection stored in its tail: at least
+ * d (the mixed row) and tk (the softmax scratch), and at least max(vocab, d,
+ * dh) (the logits, the q/k/v rows) when the model has no attention. */
+static uint32_t wide_cap(const atm_mconfig *c) {
+    const uint32_t d = (uint32_t)c->d_model, at = (c->pathways & ATM_PW_ATTN) != 0;
+    const uint32_t dh = at ? (uint32_t)c->d_head : 0, tk = at ? (uint32_t)c->top_k : 0;
+    const uint32_t wl = max3(max3((uint32_t)c->vocab, d, dh), d + 2 * tk, 3 * tk);
+    return wl - 2 * tk;
+}
+
 static void plan(const atm_model *m, uint32_t W, arena_plan *p) {
     const atm_mconfig *c = &m->cfg;
     const size_t d = (size_t)c->d_model, L = (size_t)c->n_layers;
@@ -587,9 +597,14 @@ static void plan(const atm_model *m, uint32_t W, arena_plan *p) {
     size_t o = 0;
     p->x = o; o += 4 * d;
     p->ssm = o; o += sm ? 4 * L * d : 0;
-    p->wide = o; o += 4 * (size_t)max3((uint32_t)c->vocab, (uint32_t)d, (uint32_t)dh);
-    p->sel_s = o; o += 4 * tk;
-    p->sel_i = o; o += 4 * tk;
+    /* wide: the logits, the q/k/v rows, and in attention the scores of a
+     * run of slots, the softmax scratch and the mixed row; the top-k
+     * selection (scores and slots, 2 * tk words) lives in its last words, so
+     * wide holds at least d + 2 tk and 3 tk words (see wide_cap) */
+    const size_t wl = max3(max3((uint32_t)c->vocab, (uint32_t)d, (uint32_t)dh), (uint32_t)(d + 2 * tk), (uint32_t)(3 * tk));
+    p->wide = o; o += 4 * wl;
+    p->sel_s = p->wide + 4 * (wl - 2 * tk);
+    p->sel_i = p->wide + 4 * (wl - tk);
     p->rw = o; o += 16;
     p->u = o; o += 2 * d;
     p->q = o; o = round4(o + 2 * dh);
@@ -771,7 +786,7 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, c
     const int64_t ms = (int64_t)(((((uint64_t)Q.mant * Kt.mant) >> 2) * (rs >> 14)) >> 16);
     const int sbase = Q.exp + Kt.exp + rsh + 2 * fu - 48 - qe;
     const int keff = (uint32_t)tk < n ? tk : (int)n;
-    const uint32_t cap = max3((uint32_t)m->cfg.vocab, (uint32_t)d, (uint32_t)dh);
+    const uint32_t cap = wide_cap(&m->cfg);   /* wide's words before the selection */
     int cnt = 0;
     uint32_t j = oldest, left = n;
     while (left > 0) {

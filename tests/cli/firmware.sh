@@ -180,7 +180,7 @@ ok 'one_line $rc 2 e.err && [ ! -e e.h ]' "header: --model missing"
 mkdir -p ex
 "$ATOME" header --model a60k.atome --out ex/model.h --prompt "Once upon a time" --n 90 --temperature 0.8 --top-k 40 --seed 9 --window 32 > ex.json
 ok '[ -s ex/atome_model.c ] && grep -q "\"example\":\"ex/atome_model.c\"" ex.json && grep -q "\"expect_hex\":\"" ex.json' "header --prompt ...: writes atome_model.c beside it"
-ok 'grep -q "static const uint8_t atome_model_settings\[512\]" ex/model.h && grep -q "#define ATOME_MODEL_ARENA_BYTES 14048u" ex/model.h && tail -n 1 ex/model.h | grep -q "^#endif$"' "the header holds the settings block and the arena size"
+ok 'grep -q "static const uint8_t atome_model_settings\[512\]" ex/model.h && grep -q "#define ATOME_MODEL_ARENA_BYTES $("$ATOME" inspect a60k.atome | python3 -c "import json,sys; print(json.load(sys.stdin)[\"arena_bytes_by_window\"][\"32\"])")u" ex/model.h && tail -n 1 ex/model.h | grep -q "^#endif$"' "the header holds the settings block and the arena size"
 cat > ex/host.c <<'EOF2'
 #include <stdio.h>
 int atome_model_main(void);
