@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EVAL_BATCH 16     /* see cmd_eval.c: the eval result does not depend on it */
@@ -53,6 +54,8 @@ static int can_create_beside(const char *path, char *why, size_t n) {
  * the resumed log reads as one uninterrupted run. Rewritten atomically; a
  * missing log is not an error (the resumed run starts a new one). */
 static int trim_log(const char *path, int64_t step, char *why, size_t n) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;   /* a pipe, a tty, /dev/stdout: appended to as it is */
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
     size_t cap = 1 << 16, len = 0;
@@ -75,11 +78,12 @@ static int trim_log(const char *path, int64_t step, char *why, size_t n) {
         if (!nl) break;                      /* a line cut short: dropped */
         size_t e = (size_t)(nl - buf) + 1;
         long long s = -1;
-        if (e - i > 9 && memcmp(buf + i, "{\"step\":", 8) == 0) s = strtoll(buf + i + 8, NULL, 10);
+        if (e - i > 9 && memcmp(buf + i, "{\"step\":", 8) == 0) {
+            s = 0;                           /* the digits, within the line */
+            for (size_t k = i + 8; k < e && buf[k] >= '0' && buf[k] <= '9' && s < ((long long)1 << 55); k++) s = s * 10 + (buf[k] - '0');
+        }
         if (s > step) break;                 /* past the checkpoint: dropped with all after it */
-        if (keep != i) memmove(buf + keep, buf + i, e - i);
-        keep += e - i;
-        i = e;
+        keep = i = e;                        /* lines are dropped only from here to the end */
     }
     int rc = 0;
     if (keep != len) rc = atm_write_atomic(path, buf, keep, why, n);

@@ -23,8 +23,9 @@
  *
  * Arena layout (docs/fixed-point.md, "arena"), for d = d_model, L layers,
  * W window, dh = d_head, K = kernel, V = vocab:
- *   int32 x[d], ssm[L][d], wide[max(V, d, dh)] (logits; scratch during the
- *   layers), sel_s[top_k], sel_i[top_k], router[4];
+ *   int32 x[d], ssm[L][d], wide[max(V, d, dh, d + 2 top_k, 3 top_k)] (logits;
+ *   scratch during the layers; its last 2 top_k words are sel_s[top_k],
+ *   sel_i[top_k] in attention), router[4];
  *   int16 u[d], q[dh];
  *   int8  kc[L][W][dh], vc[L][W][d], ring[L][K-1][d];
  *   uint8 kexp[L][W], vexp[L][W], ringexp[L][K-1]  (per-row exponents). */
@@ -51,9 +52,9 @@ typedef struct {
     int32_t  kernel;   /* ATM_KERNEL_*, AUTO after init */
     int32_t *x;        /* [d] residual stream, Q(fx) */
     int32_t *ssm;      /* [L][d] SSM state, Q(FS of the layer) */
-    int32_t *wide;     /* [max(V, d, dh)] logits (Q16) after a step; scratch inside it */
-    int32_t *sel_s;    /* [top_k] selected attention scores, Q16 */
-    int32_t *sel_i;    /* [top_k] their cache slots */
+    int32_t *wide;     /* [max(V, d, dh, d + 2 top_k, 3 top_k)] logits (Q16) after a step; scratch inside it */
+    int32_t *sel_s;    /* [top_k] selected attention scores, Q16 (in wide's tail, live only in attention) */
+    int32_t *sel_i;    /* [top_k] their cache slots (after sel_s) */
     int32_t *rw;       /* [4] router logits, then weights (Q15) */
     int16_t *u;        /* [d] LayerNorm output, Q(FU of that LN) */
     int16_t *q;        /* [dh] query, scaled by 2^-qexp */
