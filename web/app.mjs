@@ -403,7 +403,8 @@ async function updateFit() {
       } catch (e) { known.textContent = `Known answer: ${e.message}`; }
     }
     card.querySelector('.fit-body').replaceChildren(v, dl, known);
-    card.querySelector('.board-note').replaceChildren(...boardNote(b, key, runW));
+    // how to flash and run it, only for a model that fits
+    card.querySelector('.board-note').replaceChildren(...(cls === 'bad' ? [] : boardNote(b, key, runW)));
   }
 }
 for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', updateFit);
