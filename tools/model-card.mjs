@@ -160,7 +160,7 @@ gives the licence **CDLA-Sharing-1.0**; the model is shared under the same terms
 | parameters | ${fmt(ins.params)} (${fmt(ins.trit_params)} ternary, ${fmt(ins.vector_params)} fixed-point vector values) |
 | file | \`models/${name}.atome\`: ATOME02 ${fmt(bytes02)} bytes; ATOME01 ${fmt(bytes01)} bytes (\`atome convert --model models/${name}.atome --format atome01\`) |
 | default window | ${ins.window} (training seq ${ins.train_seq}); engine RAM ${fmt(ins.arena_bytes_by_window['32'])} bytes at window 32, ${fmt(ins.arena_bytes_by_window['64'])} at 64 (\`atome inspect\`) |
-| float checkpoint | \`models/${name}.ckpt\` (${fmt(statSync(args.ckpt).size)} bytes, moments stripped) |
+| float checkpoint | \`models/${name}.ckpt\` (${fmt(statSync(args.ckpt).size)} bytes, moments stripped)${statSync(args.ckpt).size > 1 << 20 ? ': not committed (over 1 MiB); `tools/ship-models` writes it from the training run' : ''} |
 | mps2-an385 firmware | ${m3.error ? `does not fit: ${m3.error}` : `fits: ${fmt(m3.model_bytes)} of ${fmt(m3.capacity)} slot bytes, largest window ${fmt(m3.max_window)}`} |
 | micro:bit v1 firmware | ${m0.error ? `does not fit: ${m0.error}` : `fits: ${fmt(m0.model_bytes)} of ${fmt(m0.capacity)} slot bytes, RAM for windows up to ${fmt(m0.max_window)}`} |
 

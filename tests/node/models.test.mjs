@@ -34,7 +34,9 @@ test('models/ ships the board model and the web model, each with its card and lo
   assert.ok(web, 'no web model');
   for (const f of files) {
     const n = f.replace(/\.atome$/, '');
-    for (const ext of ['.md', '.log.jsonl', '.ckpt']) assert.ok(existsSync(path.join(MODELS, n + ext)), `models/${n}${ext} is missing`);
+    for (const ext of ['.md', '.log.jsonl']) assert.ok(existsSync(path.join(MODELS, n + ext)), `models/${n}${ext} is missing`);
+    // the board model's float checkpoint is committed; the web model's (3.8 MB) is not: kept out of git
+    if (n === 'atome-60k') assert.ok(existsSync(path.join(MODELS, n + '.ckpt')), `models/${n}.ckpt is missing`);
     const log = readFileSync(path.join(MODELS, `${n}.log.jsonl`), 'utf8').trim().split('\n');
     assert.ok(log.length > 10 && log.length < 600, `${n}.log.jsonl has ${log.length} lines (kept small)`);
     for (const l of log) JSON.parse(l);
