@@ -77,6 +77,18 @@ static int fit_json(const uint8_t *tmpl, size_t tlen, const atm_model *m, size_t
     return 0;
 }
 
+/* The model opened and fitted to the template (g_info gets the fit JSON),
+ * the template checked to be the named board's: 0, -1 (bad model or
+ * template), -2 (another board's template). */
+static int open_for_board(const uint8_t *tmpl, size_t tlen, const char *board, const uint8_t *model, size_t mlen,
+                          atm_model *m, atm_fw_slot *slot) {
+    if (open_model(model, mlen, "model", m)) return -1;
+    if (fit_json(tmpl, tlen, m, mlen, slot)) return -1;
+    if (board && strcmp(board, slot->board) != 0)
+        FAIL(-2, "template: the template was built for board '%s', not '%s'", slot->board, board);
+    return 0;
+}
+
 /* Describes how model fits the template (info JSON); no output buffer. */
 API int atome_fw_fit(const uint8_t *tmpl, size_t tlen, const uint8_t *model, size_t mlen) {
     atm_model m;
@@ -103,11 +115,9 @@ API int atome_fw_patch(const uint8_t *tmpl, size_t tlen, const char *board, cons
     out_clear();
     g_info[0] = 0;
     atm_model m;
-    if (open_model(model, mlen, "model", &m)) return -1;
     atm_fw_slot slot;
-    if (fit_json(tmpl, tlen, &m, mlen, &slot)) return -1;
-    if (board && strcmp(board, slot.board) != 0)
-        FAIL(-2, "template: the template was built for board '%s', not '%s'", slot.board, board);
+    const int orc = open_for_board(tmpl, tlen, board, model, mlen, &m, &slot);
+    if (orc) return orc;
     if (mlen > slot.capacity)
         FAIL(-1, "the model is %zu bytes, too big for the %s model slot of %u bytes", mlen, slot.board,
              (unsigned)slot.capacity);
@@ -188,11 +198,9 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
     g_info[0] = 0;
     if (format < 0 || format > 2) FAIL(-2, "--format must be elf, hex or bin");
     atm_model m;
-    if (open_model(model, mlen, "model", &m)) return -1;
     atm_fw_slot slot;
-    if (fit_json(tmpl, tlen, &m, mlen, &slot)) return -1;
-    if (board && strcmp(board, slot.board) != 0)
-        FAIL(-2, "template: the template was built for board '%s', not '%s'", slot.board, board);
+    const int orc = open_for_board(tmpl, tlen, board, model, mlen, &m, &slot);
+    if (orc) return orc;
     if (mlen + ATM_FWSET_BYTES > slot.capacity)
         FAIL(-1, "the model is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block", mlen,
              slot.board, (unsigned)slot.capacity, ATM_FWSET_BYTES);
