@@ -25,20 +25,24 @@ static int load_model(const char *cmd, const char *path, atm_ckpt *ck) {
     return CLI_OK;
 }
 
-static int print_eval(const atm_eval_result *r, size_t chunks, int64_t seq) {
+/* window 0: a float checkpoint (no "window" key) */
+static int print_eval(const atm_eval_result *r, size_t chunks, int64_t seq, int64_t window) {
     FILE *f = stdout;
     fputs("{\"nats_per_byte\":", f); cli_json_num(f, r->nats_per_byte);
     fputs(",\"bpb\":", f); cli_json_num(f, r->bpb);
     fputs(",\"ppl\":", f); cli_json_num(f, r->ppl);
-    fprintf(f, ",\"bytes\":%llu,\"chunks\":%zu,\"seq\":%lld}\n", (unsigned long long)r->bytes, chunks, (long long)seq);
+    fprintf(f, ",\"bytes\":%llu,\"chunks\":%zu,\"seq\":%lld", (unsigned long long)r->bytes, chunks, (long long)seq);
+    if (window > 0) fprintf(f, ",\"window\":%lld", (long long)window);
+    fputs("}\n", f);
     if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "eval: cannot write to stdout");
     return CLI_OK;
 }
 
 /* eval of a container with the integer engine. seq 0: the container's
- * training seq (its default window if unknown); window 0: seq - 1, so every
- * position of a chunk is visible, as in the float evaluation. split 0: every
- * chunk. */
+ * training seq (its default window if unknown); window 0: the container's
+ * stored window (the one generate and the firmware default to), or seq - 1
+ * if that is smaller, so a default export (window = training seq) sees every
+ * position of a chunk, as in the float evaluation. split 0: every chunk. */
 static int eval_packed(const char *model, const char *data, int64_t max_bytes, double split, int64_t seq, int64_t window) {
     uint8_t *blob = NULL;
     size_t len = 0;
@@ -46,6 +50,7 @@ static int eval_packed(const char *model, const char *data, int64_t max_bytes, d
     int rc = cli_open_container("eval", model, &blob, &len, &m);
     if (rc) return rc;
     if (seq == 0) seq = m.cfg.train_seq >= 2 ? m.cfg.train_seq : (m.cfg.window >= 1 ? m.cfg.window + 1 : 64);
+    if (window == 0 && m.cfg.window >= 1 && m.cfg.window < seq - 1) window = m.cfg.window;
     if (window == 0) {
         if (seq - 1 > ATM_MAX_WINDOW) {
             free(blob);
@@ -74,7 +79,7 @@ static int eval_packed(const char *model, const char *data, int64_t max_bytes, d
     atm_corpus_free(&corpus);
     free(blob);
     if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
-    return print_eval(&r, chunks, seq);
+    return print_eval(&r, chunks, seq, window);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -133,7 +138,7 @@ int cmd_eval(int argc, char **argv) {
     atm_corpus_free(&corpus);
     atm_ckpt_free(&ck);
     if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
-    return print_eval(&r, chunks, seq);
+    return print_eval(&r, chunks, seq, 0);
 }
 
 static int hexval(int c) {

@@ -169,6 +169,14 @@ done
 ok '[ "$(jv ee.json bytes)" = "$(jv ef.json bytes)" ] && [ "$(jv ee.json seq)" -eq 32 ]' "eval .atome: same chunks, seq from the container"
 ok 'awk -v a="$(jv ee.json bpb)" -v b="$(jv ef.json bpb)" "BEGIN { r = a / b - 1; exit !(r < 0.01 && r > -0.01) }"' "engine bpb within 1% of the float model"
 ok 'cmp -s ee.json ee2.json' "ATOME01 and ATOME02 evaluate identically"
+ok '[ "$(jv ee.json window)" -eq 31 ]' "eval .atome: a default export (window = training seq) sees the whole chunk (window seq - 1)"
+# a container whose stored window is below seq - 1 is scored at that window
+"$ATOME" export --quiet --model t.ckpt --format atome02 --window 8 --out w8.atome > /dev/null
+"$ATOME" eval --model w8.atome --data small.txt --split 0.9 > ew8.json
+"$ATOME" eval --model w8.atome --data small.txt --split 0.9 --window 8 > ew8b.json
+"$ATOME" eval --model w8.atome --data small.txt --split 0.9 --window 31 > ew31.json
+ok 'cmp -s ew8.json ew8b.json && [ "$(jv ew8.json window)" -eq 8 ]' "eval .atome: the default window is the stored one when it is smaller than seq - 1"
+ok '[ "$(jv ew31.json bpb)" = "$(jv ee2.json bpb)" ] && [ "$(jv ew8.json bpb)" != "$(jv ee2.json bpb)" ]' "eval .atome: --window overrides the stored window (31 = the default export's score)"
 
 # --- malformed containers: each class has its own clear error ---
 size=$(wc -c < a1.atome)
