@@ -54,6 +54,10 @@ const bytes01 = statSync(a1).size, bytes02 = statSync(atomeFile).size;
 const evalFloat = json(A, ['eval', '--model', args.ckpt, '--data', VALID]);
 const evalEngine = json(A, ['eval', '--model', atomeFile, '--data', VALID]);
 const evalEngineW32 = json(A, ['eval', '--model', atomeFile, '--data', VALID, '--window', '32']);
+// the whole chunk visible (window seq - 1): how a default export, and the float model, are scored
+const fullWindow = evalEngine.seq - 1;
+const evalEngineFull = evalEngine.window === fullWindow ? evalEngine
+  : json(A, ['eval', '--model', atomeFile, '--data', VALID, '--window', String(fullWindow)]);
 const slice = json(A, ['eval', '--model', atomeFile, '--data', VALID, '--max-bytes', '65536']);
 
 // ---- speed
@@ -183,9 +187,10 @@ Training log: [\`${name}.log.jsonl\`](${name}.log.jsonl) (${every === 1 ? 'every
 | model | bpb | nats/byte | command |
 |---|---:|---:|---|
 | float checkpoint | ${evalFloat.bpb.toFixed(4)} | ${evalFloat.nats_per_byte.toFixed(4)} | \`atome eval --model models/${name}.ckpt --data ${rel(VALID)}\` |
-| integer engine (the \`.atome\`) | **${evalEngine.bpb.toFixed(4)}** | ${evalEngine.nats_per_byte.toFixed(4)} | \`atome eval --model models/${name}.atome --data ${rel(VALID)}\` |
-| integer engine, window 32 | ${evalEngineW32.bpb.toFixed(4)} | ${evalEngineW32.nats_per_byte.toFixed(4)} | \`… --window 32\` |
-| integer engine, first 64 KiB | ${slice.bpb.toFixed(4)} | ${slice.nats_per_byte.toFixed(4)} | \`… --max-bytes 65536\` (the figure \`tests/node/models.test.mjs\` re-scores) |
+| integer engine (the \`.atome\`, at its stored window ${evalEngine.window}) | **${evalEngine.bpb.toFixed(4)}** | ${evalEngine.nats_per_byte.toFixed(4)} | \`atome eval --model models/${name}.atome --data ${rel(VALID)}\` |
+${evalEngine.window !== 32 ? `| integer engine, window 32 | ${evalEngineW32.bpb.toFixed(4)} | ${evalEngineW32.nats_per_byte.toFixed(4)} | \`… --window 32\` |
+` : ''}${evalEngine.window !== fullWindow ? `| integer engine, window ${fullWindow} (the whole chunk, as the float model) | ${evalEngineFull.bpb.toFixed(4)} | ${evalEngineFull.nats_per_byte.toFixed(4)} | \`… --window ${fullWindow}\` |
+` : ''}| integer engine, first 64 KiB | ${slice.bpb.toFixed(4)} | ${slice.nats_per_byte.toFixed(4)} | \`… --max-bytes 65536\` (the figure \`tests/node/models.test.mjs\` re-scores) |
 
 ## Speed
 
@@ -201,7 +206,8 @@ ${variantsTable()}## Samples
 ${samples.map((s) => `**${s.label}** — \`${s.cmd}\`\n\n\`\`\`text\n${s.text.replace(/```/g, '` ` `')}\n\`\`\``).join('\n\n')}
 
 <!-- card: ${JSON.stringify({ name, params: ins.params, bytes_atome02: bytes02, bytes_atome01: bytes01,
-  engine_bpb: evalEngine.bpb, float_bpb: evalFloat.bpb, engine_bpb_w32: evalEngineW32.bpb, slice_65536_bpb: slice.bpb,
+  engine_bpb: evalEngine.bpb, float_bpb: evalFloat.bpb, engine_bpb_w32: evalEngineW32.bpb, engine_window: evalEngine.window,
+  engine_bpb_full_chunk: evalEngineFull.bpb, slice_65536_bpb: slice.bpb,
   sha256_atome: sha256(atomeFile) }) } -->
 `;
 writeFileSync(path.join(outDir, `${name}.md`), card);
