@@ -330,6 +330,8 @@ int cmd_generate(int argc, char **argv) {
         window = ck.opt.seq;
         /* A vanilla model trained at seq = max_seq+1 saw max_seq positions. */
         if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) window = ck.cfg.max_seq;
+        /* an atome model trained with --attn-window runs at it (as its export does) */
+        if (ck.cfg.attn_window > 0 && ck.cfg.attn_window < window) window = ck.cfg.attn_window;
     }
     if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) {
         int ms = (int)ck.cfg.max_seq;

@@ -43,6 +43,7 @@ int cmd_params(int argc, char **argv) {
         if (c.pathways & ATM_PATH_SSM) { fprintf(f, "%sssm", sep); sep = ","; }
         if (c.pathways & ATM_PATH_ATTN) { fprintf(f, "%sattn", sep); }
         fputc('"', f);
+        fprintf(f, ",\"attn_window\":%d", (int)c.attn_window);
         break;
     }
     case ATM_FAMILY_VANILLA:

@@ -84,6 +84,8 @@ int cmd_export(int argc, char **argv) {
             return cli_err(CLI_USAGE, "export: the training seq %d exceeds the engine's %d positions; give --window", s, ATM_MAX_WINDOW);
         }
         window = ck.opt.seq;
+        /* a model trained with a narrower attention window runs at it */
+        if (ck.cfg.attn_window > 0 && ck.cfg.attn_window < window) window = ck.cfg.attn_window;
     }
     atm_layout L;
     if (atm_layout_build(&ck.cfg, &L)) { atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "export: cannot build the layout"); }
@@ -262,7 +264,7 @@ static int inspect_container(const char *path, const uint8_t *b, size_t len, int
          * this shape; stored_values: what the file holds (the SSM output vector
          * is folded into its input weights at export, so it stores fewer). */
         atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
-                          c->pathways, 0, 0, 0 };
+                          c->pathways, 0, 0, 0, 0 };
         atm_layout FL;
         if (atm_layout_build(&fc, &FL) == 0) fprintf(f, ",\"params\":%zu", FL.n_params);
         else fputs(",\"params\":null", f);
@@ -304,6 +306,7 @@ static int inspect_ckpt(const char *path, const uint8_t *b, size_t len) {
     if (c->family == ATM_FAMILY_ATOME) {
         fprintf(f, ",\"d_head\":%d,\"kernel\":%d,\"attn_top_k\":%d,\"pathways\":", (int)c->d_head, (int)c->kernel, (int)c->top_k);
         json_pathways(f, c->pathways);
+        fprintf(f, ",\"attn_window\":%d", (int)c->attn_window);
     } else if (c->family == ATM_FAMILY_VANILLA) {
         fprintf(f, ",\"heads\":%d,\"d_head\":%d,\"d_ff\":%d,\"max_seq\":%d", (int)c->n_heads, (int)c->d_head, (int)c->d_ff, (int)c->max_seq);
     } else {

@@ -135,7 +135,8 @@ static int same_i(const char *flag, int seen, long long given, long long stored)
 /* Saves the trainer. An atome-family checkpoint also carries the activation
  * statistics that `atome export` calibrates with: the current weights run
  * over the calibration sample of the training chunks (atm_calib_sample) with
- * the training seq as attention window, the export's default window. They
+ * the training seq (or the smaller --attn-window) as attention window, the
+ * export's default window. They
  * depend only on the weights and the data, so saves stay deterministic. */
 static int write_ckpt(const char *out, const atm_trainer *tr, const atm_ckpt *meta, const atm_chunks *train_ch,
                       double elapsed) {
@@ -147,6 +148,7 @@ static int write_ckpt(const char *out, const atm_trainer *tr, const atm_ckpt *me
     if (tr->L.cfg.family == ATM_FAMILY_ATOME) {
         atm_calib_stats st;
         int window = tr->opt.seq <= ATM_MAX_WINDOW ? tr->opt.seq : ATM_MAX_WINDOW;
+        if (tr->L.cfg.attn_window > 0 && tr->L.cfg.attn_window < window) window = tr->L.cfg.attn_window;
         size_t nb = atm_calib_bytes(tr->L.cfg.n_layers);
         if (atm_calib_sample(&tr->L, tr->w, train_ch->base, train_ch->n * (size_t)train_ch->seq, window, &st, why, sizeof why))
             return cli_err(CLI_RUNTIME, "train: %s", why);

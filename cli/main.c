@@ -32,6 +32,8 @@ static const char *const USAGE_SHAPE =
     "  --heads N           attention heads [vanilla]\n"
     "  --kernel N          causal conv length [atome]\n"
     "  --attn-top-k N      attention keeps the top N scores [atome]\n"
+    "  --attn-window N     attention sees only the last N positions, as the\n"
+    "                      engine at window N does (>= top-k; default: all) [atome]\n"
     "  --pathways LIST     comma list of conv,ssm,attn [atome]\n"
     "  --d-ff N            FFN width [vanilla, gssm]\n"
     "  --d-inner N         recurrent width [gssm]\n"

@@ -412,11 +412,13 @@ static void small_config(atm_config *c, int pathways) {
     c->d_head = 4; c->kernel = 3; c->top_k = 2; c->pathways = pathways;
 }
 
-/* odd_width: d = 7, d_head = 3 so the scalar tails of the SIMD helpers run. */
-static void test_model_fd(int pathways, int odd_width) {
+/* odd_width: d = 7, d_head = 3 so the scalar tails of the SIMD helpers run.
+ * window: the config's attn_window (0 = none; T = 7 here, so 2..6 slide). */
+static void test_model_fd(int pathways, int odd_width, int window) {
     atm_config c; atm_layout L;
     small_config(&c, pathways);
     if (odd_width) { c.d_model = 7; c.d_head = 3; }
+    c.attn_window = window;
     CHECK(atm_config_validate(&c, NULL, 0) == 0);
     CHECK(atm_layout_build(&c, &L) == 0);
     const int B = 2, T = 7, N = B * T;
@@ -723,6 +725,54 @@ static void test_generation(int pathways, int odd_width) {
         else CHECK(!differs);
     }
     for (int wi = 0; wi < 4; wi++) free(gl_all[wi]);
+    /* 3. Training with attn_window W (W < T): the batch forward applies the
+     *    window rule of gen_step and the engine, so its logits equal
+     *    gen_step's at window W and the double reference of that rule; the
+     *    layout (and so the weights) is the same as without a window. */
+    if (pathways & ATM_PATH_ATTN) {
+        const int Wt[] = { 6, c.top_k };
+        for (int wi = 0; wi < 2; wi++) {
+            atm_config cw = c; atm_layout LW;
+            cw.attn_window = Wt[wi];
+            CHECK(atm_config_validate(&cw, NULL, 0) == 0);
+            CHECK(atm_layout_build(&cw, &LW) == 0 && LW.n_params == L.n_params);
+            void *aw = atm_family_atome.acts_new(&cw, 1, T);
+            CHECK(atm_family_atome.forward(&LW, weff, aw, tok, NULL, 1, T) == 0.0);
+            const float *wl = atm_family_atome.logits(aw);
+            ref_generate(&L, weff, tok, T, Wt[wi], ref);
+            void *g = atm_family_atome.gen_new(&L, weff, Wt[wi]);
+            double worst_g = 0.0, worst_r = 0.0, vs_full = 0.0;
+            for (int t = 0; t < T; t++) {
+                const float *gl = atm_family_atome.gen_step(g, tok[t]);
+                double rr[256];
+                for (int o = 0; o < V; o++) rr[o] = gl[o];
+                double e = row_rel(wl + (size_t)t * V, rr, V);
+                if (e > worst_g) worst_g = e;
+                e = row_rel(wl + (size_t)t * V, ref + (size_t)t * V, V);
+                if (e > worst_r) worst_r = e;
+                for (int o = 0; o < V; o++) rr[o] = fl[(size_t)t * V + o];
+                e = row_rel(wl + (size_t)t * V, rr, V);
+                if (e > vs_full) vs_full = e;
+            }
+            CHECKF(worst_g < 1e-4, "pathways %d attn_window %d: forward vs gen_step rel %g", pathways, Wt[wi], worst_g);
+            CHECKF(worst_r < 1e-4, "pathways %d attn_window %d: forward vs reference rel %g", pathways, Wt[wi], worst_r);
+            CHECKF(vs_full > 1e-3, "pathways %d attn_window %d: the window changed nothing (%g)", pathways, Wt[wi], vs_full);
+            /* a window of at least T is no window: the same bits as none */
+            cw.attn_window = T;
+            CHECK(atm_layout_build(&cw, &LW) == 0);
+            CHECK(atm_family_atome.forward(&LW, weff, aw, tok, NULL, 1, T) == 0.0);
+            CHECK(memcmp(atm_family_atome.logits(aw), fl, sizeof(float) * (size_t)T * V) == 0);
+            atm_family_atome.gen_free(g);
+            atm_family_atome.acts_free(aw);
+        }
+        atm_config bad = c;
+        bad.attn_window = c.top_k - 1;
+        CHECK(atm_config_validate(&bad, NULL, 0) != 0);
+    } else {
+        atm_config bad = c;
+        bad.attn_window = 8;
+        CHECK(atm_config_validate(&bad, NULL, 0) != 0);
+    }
     /* Out-of-range tokens read as 0; window 0 is refused. */
     {
         void *g1 = atm_family_atome.gen_new(&L, weff, 8), *g2 = atm_family_atome.gen_new(&L, weff, 8);
@@ -743,8 +793,10 @@ int main(void) {
     test_attn();
     test_mix();
     test_ties();
-    for (int pw = 1; pw <= ATM_PATH_ALL; pw++) test_model_fd(pw, 0);
-    test_model_fd(ATM_PATH_ALL, 1);
+    for (int pw = 1; pw <= ATM_PATH_ALL; pw++) test_model_fd(pw, 0, 0);
+    test_model_fd(ATM_PATH_ALL, 1, 0);
+    test_model_fd(ATM_PATH_ALL, 0, 3);               /* training with an attention window */
+    test_model_fd(ATM_PATH_ATTN, 1, 2);
     test_model_misc();
     for (int pw = 1; pw <= ATM_PATH_ALL; pw++) test_generation(pw, 0);
     test_generation(ATM_PATH_ALL, 1);

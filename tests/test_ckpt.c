@@ -124,6 +124,37 @@ static void test_round_trip(void) {
         }
 }
 
+/* attn_window travels in its own required section AWIN, written only when
+ * set: a checkpoint without it has exactly the bytes it had before the
+ * option existed (no AWIN tag), and a reader that meets AWIN = 0 refuses it. */
+static void test_attn_window(void) {
+    atm_config c = small_config();
+    c.top_k = 3;
+    atm_ckpt a, b;
+    make_ckpt(&a, &c, 1);
+    uint8_t *buf = NULL, *buf0 = NULL;
+    size_t len = 0, len0 = 0;
+    char err[256];
+    CHECK(atm_ckpt_serialize(&a, &buf0, &len0) == ATM_CKPT_OK);
+    CHECK(section_payload(buf0, "AWIN") == 0);
+    a.cfg.attn_window = a.cfg.top_k + 3;
+    CHECK(atm_ckpt_serialize(&a, &buf, &len) == ATM_CKPT_OK);
+    CHECK(len == len0 + 16 + 4);
+    size_t off = section_payload(buf, "AWIN");
+    CHECK(off != 0 && get32(buf + off) == (uint32_t)(c.top_k + 3) && get32(buf + off - 12) == 1u);  /* flags: required */
+    CHECKF(atm_ckpt_parse(buf, len, &b, err, sizeof err) == ATM_CKPT_OK, "%s", err);
+    CHECK(same_ckpt(&a, &b) && b.cfg.attn_window == c.top_k + 3);
+    atm_ckpt_free(&b);
+    put32(buf + off, 0);
+    fix_crc(buf, len);
+    CHECK(parse_code(buf, len, err, sizeof err) == ATM_CKPT_EFORMAT && strstr(err, "AWIN"));
+    put32(buf + off, (uint32_t)(c.top_k - 1));           /* below top-k: the config check refuses it */
+    fix_crc(buf, len);
+    CHECK(parse_code(buf, len, err, sizeof err) == ATM_CKPT_ECONFIG);
+    free(buf); free(buf0);
+    atm_ckpt_free(&a);
+}
+
 static void test_file_io(void) {
     char path[256], err[512];
     snprintf(path, sizeof path, "%s/model.ckpt", tmpdir);
@@ -267,6 +298,7 @@ int main(void) {
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     test_crc();
     test_round_trip();
+    test_attn_window();
     test_file_io();
     test_corruptions();
     rmdir(tmpdir);

@@ -494,6 +494,38 @@ uint64_t atm_atome_selection_hash(const void *acts) {
 /* ------------------------------------------------------------------------- */
 /* forward / backward                                                         */
 
+/* Attention whose query at t sees only positions t-W+1..t (config
+ * attn_window W < T): the rule of the engine's window and of gen_step.
+ * The same operations in the same order as gen_step (scores over e from 0,
+ * candidates oldest first through atm_atome_attn_select, atm_softmax, the
+ * mix in selection order), so the two agree bit for bit; idx holds chunk
+ * positions, so the backward needs nothing new (keff = min(TK, t+1) there
+ * too, since W >= TK). */
+static void attn_forward_windowed(float *out, int32_t *idx, float *p, const float *q, const float *k,
+                                  const float *v, float *scratch, int B, int T, int DH, int C, int TK, int W) {
+    const float scale = 1.0f / sqrtf((float)DH);
+    float *kT = scratch, *sc = scratch + (size_t)DH * T; /* [DH][T] keys of one sequence, [T] scores */
+    for (int b = 0; b < B; b++) {
+        size_t n0 = (size_t)b * T;
+        for (int j = 0; j < T; j++)
+            for (int e = 0; e < DH; e++) kT[(size_t)e * T + j] = k[(n0 + j) * DH + e];
+        for (int t = 0; t < T; t++) {
+            size_t n = n0 + t;
+            int j0 = t + 1 > W ? t + 1 - W : 0, cand = t + 1 - j0;
+            float *ps = p + n * TK;
+            int32_t *is = idx + n * TK;
+            int keff = TK < cand ? TK : cand;
+            atm_atome_attn_select(ps, is, q + n * DH, kT + j0, T, DH, cand, scale, keff, sc);
+            for (int i = 0; i < keff; i++) is[i] += j0;
+            for (int i = keff; i < TK; i++) { ps[i] = 0.0f; is[i] = -1; }
+            atm_softmax(ps, keff);
+            float *o = out + n * C;
+            memset(o, 0, sizeof(float) * (size_t)C);
+            for (int i = 0; i < keff; i++) axpyf(o, ps[i], v + (n0 + (size_t)is[i]) * C, C);
+        }
+    }
+}
+
 static double atome_forward(const atm_layout *L, const float *w, void *acts,
                             const uint8_t *in, const uint8_t *tgt, int B, int T) {
     atome_acts *a = acts;
@@ -544,8 +576,12 @@ static double atome_forward(const atm_layout *L, const float *w, void *acts,
             atm_matmul_forward(q, u, w + bo->wq, N, C, DH);
             atm_matmul_forward(k, u, w + bo->wk, N, C, DH);
             atm_matmul_forward(v, u, w + bo->wv, N, C, C);
-            atm_atome_attn_forward(at, a->att_idx + (size_t)l * NM * TK, a->att_p + (size_t)l * NM * TK,
-                                   q, k, v, a->attn_scratch, B, T, DH, C, TK);
+            if (cfg->attn_window > 0 && cfg->attn_window < T)
+                attn_forward_windowed(at, a->att_idx + (size_t)l * NM * TK, a->att_p + (size_t)l * NM * TK,
+                                      q, k, v, a->attn_scratch, B, T, DH, C, TK, cfg->attn_window);
+            else
+                atm_atome_attn_forward(at, a->att_idx + (size_t)l * NM * TK, a->att_p + (size_t)l * NM * TK,
+                                       q, k, v, a->attn_scratch, B, T, DH, C, TK);
             paths[np++] = at;
         }
         atm_atome_mix_forward(hn, r, h, paths, N, C, P);

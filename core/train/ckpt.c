@@ -84,10 +84,12 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     int has_adam = ck->m && ck->v;
     int has_calib = ck->calib && ck->calib_len;
     size_t tp = ck->has_dist ? str_len(ck->teacher_path, sizeof ck->teacher_path) : 0;
+    int has_awin = ck->cfg.attn_window != 0;
     uint32_t nsec = 4 + (name_len > 0) + (ck->has_data ? 1 : 0) + (has_adam ? 1 : 0) + (has_calib ? 1 : 0) +
-                    (ck->has_dist ? 1 : 0);
+                    (ck->has_dist ? 1 : 0) + (has_awin ? 1 : 0);
     uint64_t total = HEADER_BYTES;
     total += SECTION_HEAD + CONF_BYTES;
+    if (has_awin) total += SECTION_HEAD + 4;
     if (name_len) total += SECTION_HEAD + name_len;
     total += SECTION_HEAD + TOPT_BYTES;
     total += SECTION_HEAD + STAT_BYTES;
@@ -111,6 +113,10 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     put_i32(&b, c->family); put_i32(&b, c->vocab); put_i32(&b, c->d_model); put_i32(&b, c->n_layers);
     put_i32(&b, c->d_head); put_i32(&b, c->n_heads); put_i32(&b, c->kernel); put_i32(&b, c->top_k);
     put_i32(&b, c->pathways); put_i32(&b, c->d_ff); put_i32(&b, c->d_inner); put_i32(&b, c->max_seq);
+    /* AWIN: the attention window of training (written only when set; required,
+     * so a build that does not know it refuses the file instead of training
+     * or scoring a different model) */
+    if (has_awin) { put_section(&b, "AWIN", FLAG_REQUIRED, 4); put_i32(&b, c->attn_window); }
 
     if (name_len) { put_section(&b, "NAME", 0, name_len); put_bytes(&b, ck->name, name_len); }
 
@@ -220,7 +226,7 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
 
     const uint8_t *p = buf + HEADER_BYTES, *end = buf + len - CRC_BYTES;
     const uint8_t *conf = NULL, *topt = NULL, *stat = NULL, *data = NULL, *wght = NULL, *adam = NULL, *name = NULL;
-    const uint8_t *calb = NULL, *dist = NULL;
+    const uint8_t *calb = NULL, *dist = NULL, *awin = NULL;
     uint64_t data_len = 0, wght_len = 0, adam_len = 0, name_len = 0, calb_len = 0, dist_len = 0;
     for (uint32_t s = 0; s < nsec; s++) {
         if ((size_t)(end - p) < SECTION_HEAD) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %u header runs past the end", s);
@@ -243,6 +249,7 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
         else if (tag_is(tag, "NAME")) { slot = &name; lslot = &name_len; }
         else if (tag_is(tag, "ACAL")) { slot = &calb; lslot = &calb_len; }
         else if (tag_is(tag, "DIST")) { slot = &dist; lslot = &dist_len; }
+        else if (tag_is(tag, "AWIN")) { slot = &awin; want = 4; }
         else if (flags & FLAG_REQUIRED) PFAIL(ATM_CKPT_EFORMAT, "unsupported required section %s (written by a newer build?)", tt);
         if (slot) {
             if (*slot) PFAIL(ATM_CKPT_EFORMAT, "malformed: duplicate section %s", tt);
@@ -261,6 +268,8 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
     c->n_layers = get_i32(conf + 12); c->d_head = get_i32(conf + 16); c->n_heads = get_i32(conf + 20);
     c->kernel = get_i32(conf + 24); c->top_k = get_i32(conf + 28); c->pathways = get_i32(conf + 32);
     c->d_ff = get_i32(conf + 36); c->d_inner = get_i32(conf + 40); c->max_seq = get_i32(conf + 44);
+    c->attn_window = awin ? get_i32(awin) : 0;
+    if (awin && c->attn_window == 0) PFAIL(ATM_CKPT_EFORMAT, "malformed: AWIN section holds 0");
     {
         char why[200];
         if (atm_config_validate(c, why, sizeof why)) PFAIL(ATM_CKPT_ECONFIG, "bad config: %s", why);

@@ -6,19 +6,19 @@
 typedef struct { const char *name; atm_config c; } named_config;
 
 /* Field order: family, vocab, d_model, n_layers, d_head, n_heads, kernel, top_k,
- * pathways, d_ff, d_inner, max_seq. Parameter counts are pinned in
+ * pathways, d_ff, d_inner, max_seq (attn_window: 0, off). Parameter counts are pinned in
  * tests/test_params.c. */
 static const named_config NAMED[] = {
-    { "atome-60k",   { ATM_FAMILY_ATOME,   256,  64, 4, 16, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0 } },
-    { "atome-944k",  { ATM_FAMILY_ATOME,   256, 256, 8, 64, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0 } },
-    { "vanilla-60k", { ATM_FAMILY_VANILLA, 256,  44, 3, 11, 4, 0, 0, 0, 44, 0, 64 } },
-    { "vanilla-6k",  { ATM_FAMILY_VANILLA, 256,   8, 2,  2, 4, 0, 0, 0, 24, 0, 64 } },
+    { "atome-60k",   { ATM_FAMILY_ATOME,   256,  64, 4, 16, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0 } },
+    { "atome-944k",  { ATM_FAMILY_ATOME,   256, 256, 8, 64, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0 } },
+    { "vanilla-60k", { ATM_FAMILY_VANILLA, 256,  44, 3, 11, 4, 0, 0, 0, 44, 0, 64, 0 } },
+    { "vanilla-6k",  { ATM_FAMILY_VANILLA, 256,   8, 2,  2, 4, 0, 0, 0, 24, 0, 64, 0 } },
     /* gssm-60k: chosen by the shape matcher (docs/models.md); pinned in tests. */
-    { "gssm-60k",    { ATM_FAMILY_GSSM,    256,  44, 3,  0, 0, 0, 0, 0, 88, 44, 0 } },
+    { "gssm-60k",    { ATM_FAMILY_GSSM,    256,  44, 3,  0, 0, 0, 0, 0, 88, 44, 0, 0 } },
     /* Small shapes for tests and quick experiments. */
-    { "atome-tiny",  { ATM_FAMILY_ATOME,   256,  16, 2,  8, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0 } },
-    { "vanilla-tiny",{ ATM_FAMILY_VANILLA, 256,  16, 2,  4, 4, 0, 0, 0, 32, 0, 64 } },
-    { "gssm-tiny",   { ATM_FAMILY_GSSM,    256,  16, 2,  0, 0, 0, 0, 0, 32, 16, 0 } },
+    { "atome-tiny",  { ATM_FAMILY_ATOME,   256,  16, 2,  8, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0 } },
+    { "vanilla-tiny",{ ATM_FAMILY_VANILLA, 256,  16, 2,  4, 4, 0, 0, 0, 32, 0, 64, 0 } },
+    { "gssm-tiny",   { ATM_FAMILY_GSSM,    256,  16, 2,  0, 0, 0, 0, 0, 32, 16, 0, 0 } },
 };
 #define N_NAMED ((int)(sizeof(NAMED) / sizeof(NAMED[0])))
 
@@ -63,6 +63,7 @@ int atm_config_validate(const atm_config *c, char *err, size_t errlen) {
     if (c->vocab < 2 || c->vocab > 256) FAIL("vocab must be 2..256 (got %d)", (int)c->vocab);
     if (c->d_model < 1 || c->d_model > 4096) FAIL("d_model must be 1..4096 (got %d)", (int)c->d_model);
     if (c->n_layers < 1 || c->n_layers > 64) FAIL("layers must be 1..64 (got %d)", (int)c->n_layers);
+    if (c->family != ATM_FAMILY_ATOME && c->attn_window != 0) FAIL("attn window is an atome option");
     switch (c->family) {
     case ATM_FAMILY_ATOME:
         if (c->pathways < 1 || c->pathways > ATM_PATH_ALL) FAIL("pathways must name at least one of conv,ssm,attn");
@@ -70,6 +71,10 @@ int atm_config_validate(const atm_config *c, char *err, size_t errlen) {
         if (c->pathways & ATM_PATH_ATTN) {
             if (c->d_head < 1 || c->d_head > 4096) FAIL("d_head must be 1..4096 (got %d)", (int)c->d_head);
             if (c->top_k < 1 || c->top_k > 1024) FAIL("attn top-k must be 1..1024 (got %d)", (int)c->top_k);
+            if (c->attn_window != 0 && (c->attn_window < c->top_k || c->attn_window > 65535))
+                FAIL("attn window must be 0 (off) or top-k..65535 (got %d, top-k %d)", (int)c->attn_window, (int)c->top_k);
+        } else if (c->attn_window != 0) {
+            FAIL("attn window needs the attention pathway");
         }
         break;
     case ATM_FAMILY_VANILLA:

@@ -41,6 +41,9 @@ typedef struct {
     int32_t d_ff;      /* vanilla, gssm: FFN hidden width */
     int32_t d_inner;   /* gssm: recurrent width */
     int32_t max_seq;   /* vanilla: rows of the learned position table */
+    int32_t attn_window; /* atome: attention sees only the last attn_window positions,
+                          * the current one included, as the engine's window does
+                          * (0 = every earlier position of the chunk); >= top_k */
 } atm_config;
 
 /* Named configs: atome-60k, atome-944k, vanilla-60k, vanilla-6k, gssm-60k, and

@@ -186,5 +186,26 @@ ok '[ $rc -eq 2 ] && grep -q "router-json reports the integer engine" rc.err && 
 "$ATOME" generate --model "$MODEL" --prompt x --n 3 --router-json "$W/no/such/dir/r.jsonl" > /dev/null 2> rd.err; rc=$?
 ok '[ $rc -eq 1 ] && grep -q "router-json" rd.err' "--router-json into a missing directory: runtime error"
 
+# --attn-window: training sees the engine's window; the checkpoint keeps it,
+# export stores it as the default window, eval and generate default to it
+TW=(--config atome-tiny --data small.txt --steps 12 --batch 4 --seq 32 --lr 1e-3 --seed 3)
+"$ATOME" train "${TW[@]}" --attn-window 8 --out aw.ckpt --quiet > aw.json
+"$ATOME" train "${TW[@]}" --out nw.ckpt --quiet > nw.json
+"$ATOME" inspect aw.ckpt > awi.json
+ok '[ "$(json_key awi.json attn_window)" = 8 ] && [ "$("$ATOME" inspect nw.ckpt | grep -o "\"attn_window\":[0-9]*")" = "\"attn_window\":0" ]' "inspect shows the checkpoint's attn_window (8; 0 without the flag)"
+ok '[ "$(json_key aw.json nats_per_byte)" != "$(json_key nw.json nats_per_byte)" ]' "a window of 8 in 32-byte chunks trains a different model"
+"$ATOME" export --model aw.ckpt --format atome02 --out aw.atome > awe.json
+ok '[ "$(json_key awe.json window)" = 8 ]' "export stores the training attn window as the default window"
+"$ATOME" eval --model aw.atome --data small.txt --split 0.9 > awv.json
+ok '[ "$(json_key awv.json window)" = 8 ]' "eval scores it at that window"
+"$ATOME" train --resume aw.ckpt --steps 14 --attn-window 8 --out aw2.ckpt --quiet > /dev/null
+ok '[ "$(json_key <("$ATOME" inspect aw2.ckpt) attn_window)" = 8 ]' "a resumed run keeps its attn window"
+"$ATOME" train --resume aw.ckpt --steps 14 --attn-window 9 --out aw3.ckpt --quiet > /dev/null 2> aw3.err; rc=$?
+ok '[ $rc -eq 2 ] && [ ! -e aw3.ckpt ]' "resume with another --attn-window: usage error, nothing written"
+"$ATOME" train "${TW[@]}" --attn-window 3 --out bad.ckpt --quiet > /dev/null 2> awb.err; rc=$?
+ok '[ $rc -eq 2 ] && grep -q "attn window must be" awb.err && [ ! -e bad.ckpt ]' "--attn-window below top-k: usage error"
+"$ATOME" train --config vanilla-tiny --data small.txt --steps 2 --attn-window 8 --out bad.ckpt --quiet > /dev/null 2> awv.err; rc=$?
+ok '[ $rc -eq 2 ] && grep -q "does not apply to the vanilla family" awv.err' "--attn-window on a vanilla model: usage error"
+
 echo "$checks checks, $fails failed"
 [ "$fails" -eq 0 ]
