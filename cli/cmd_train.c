@@ -25,7 +25,7 @@
 #define PROGRESS_SECONDS 1.0
 
 typedef struct {
-    const char *config, *quant, *data, *valid, *out, *resume, *log, *teacher;
+    const char *config, *quant, *data, *valid, *out, *resume, *log, *teacher, *init;
     double distill_weight;
     int64_t max_bytes, steps, batch, seq, warmup, log_every, eval_every, ckpt_every, stop_at;
     double split, lr, lr2, lr_min, clip, wd, fp_fraction, beta1, beta2, eps;
@@ -287,8 +287,9 @@ int cmd_train(int argc, char **argv) {
         { "stop-at",     OPT_INT,   &a.stop_at, 1, 1099511627776.0, 0, 0 },
         { "teacher",     OPT_STR,   &a.teacher, 0, 0, 0, 0 },
         { "distill-weight", OPT_FLOAT, &a.distill_weight, 0, 1, 1, 0 },
+        { "init",        OPT_STR,   &a.init, 0, 0, 0, 0 },
     };
-    int n = 31;
+    int n = 32;
     int shape_first = n;
     n += cli_shape_opts(&shape, opts + n);
     int rc = cli_parse("train", argc, argv, opts, n);
@@ -299,13 +300,16 @@ int cmd_train(int argc, char **argv) {
     if (SEEN("distill-weight") && !a.teacher && !a.resume)
         return cli_err(CLI_USAGE, "train: --distill-weight needs --teacher CKPT");
     if (a.teacher && !*a.teacher) return cli_err(CLI_USAGE, "train: --teacher needs a file name");
+    if (a.init && !*a.init) return cli_err(CLI_USAGE, "train: --init needs a file name");
+    if (a.init && a.resume) return cli_err(CLI_USAGE, "train: give --init (a new run from a checkpoint's weights) or --resume, not both");
     int any_shape = 0;
     for (int i = shape_first; i < n; i++) any_shape |= opts[i].seen;
 
     atm_ckpt meta;            /* name, data description, elapsed: carried into every save */
     atm_ckpt_init(&meta);
-    atm_ckpt resume;
+    atm_ckpt resume, init;
     atm_ckpt_init(&resume);
+    atm_ckpt_init(&init);
     atm_config cfg;
     atm_train_opts o = def;
     char why[1200];
@@ -318,6 +322,18 @@ int cmd_train(int argc, char **argv) {
         if (!SEEN("steps")) return cli_err(CLI_USAGE, "train: --steps is required");
         if (!a.out) return cli_err(CLI_USAGE, "train: --out is required");
         if ((rc = cli_build_config("train", a.config, &shape, opts, n, &cfg))) return rc;
+        if (a.init) {
+            /* --init: the weights of another checkpoint of the same shape; the
+             * attention window may differ (it has no parameters) */
+            if (atm_ckpt_read(a.init, &init, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: --init: %s", why);
+            atm_config ic = init.cfg;
+            ic.attn_window = cfg.attn_window;
+            if (memcmp(&ic, &cfg, sizeof ic) != 0) {
+                atm_ckpt_free(&init);
+                return cli_err(CLI_USAGE, "train: --init '%s' holds a %s model of another shape than --config %s and its flags",
+                               a.init, atm_family_name(init.cfg.family), a.config);
+            }
+        }
         o.quant = cli_default_quant(cfg.family);
         if (a.quant && (o.quant = cli_quant_from_name(a.quant)) < 0)
             return cli_err(CLI_USAGE, "train: --quant must be ternary or fp32 (got '%s')", a.quant);
@@ -412,6 +428,11 @@ int cmd_train(int argc, char **argv) {
     if (!tr) { rc = cli_err(CLI_RUNTIME, "train: cannot build the %s model (family not built or out of memory)", atm_family_name(cfg.family)); goto done; }
     if (a.resume && atm_trainer_load_ckpt(tr, &resume)) { rc = cli_err(CLI_RUNTIME, "train: checkpoint does not fit the model"); goto done; }
     atm_ckpt_free(&resume);
+    if (a.init) {                   /* the weights only: step 0, zero moments, this run's schedule and seed */
+        if (init.n_params != tr->L.n_params || !init.w) { rc = cli_err(CLI_RUNTIME, "train: --init: checkpoint does not fit the model"); goto done; }
+        memcpy(tr->w, init.w, tr->L.n_params * sizeof(float));
+        atm_ckpt_free(&init);
+    }
     if (meta.has_dist) {
         if (atm_trainer_set_teacher(tr, &teacher.cfg, teacher.w, cli_ckpt_quant(&teacher), meta.distill_weight, why, sizeof why)) {
             rc = cli_err(CLI_USAGE, "train: --teacher '%s': %s", meta.teacher_path, why);
@@ -523,6 +544,7 @@ done:
     atm_corpus_free(&corpus);
     atm_corpus_free(&vcorpus);
     atm_ckpt_free(&resume);
+    atm_ckpt_free(&init);
     atm_ckpt_free(&teacher);
     return rc;
 #undef SEEN

@@ -74,7 +74,10 @@ static const char *const USAGE_TRAIN =
     "  --quiet             no progress on stderr\n"
     "  --teacher CKPT      distil: also learn the teacher checkpoint's next-byte\n"
     "                      distribution (any family, same vocabulary; atome students)\n"
-    "  --distill-weight W  weight of the teacher's soft targets in the loss, (0, 1] (0.5)\n";
+    "  --distill-weight W  weight of the teacher's soft targets in the loss, (0, 1] (0.5)\n"
+    "  --init CKPT         start from that checkpoint's weights (same shape as --config\n"
+    "                      and its flags; --attn-window may differ): a new run, step 0,\n"
+    "                      zero moments, this command's schedule and seed (fine-tuning)\n";
 
 static const char *const USAGE_EVAL =
     "usage: atome eval --model MODEL --data FILE [--max-bytes N] [--split S] [--seq N]\n"

@@ -207,5 +207,21 @@ ok '[ $rc -eq 2 ] && grep -q "attn window must be" awb.err && [ ! -e bad.ckpt ]'
 "$ATOME" train --config vanilla-tiny --data small.txt --steps 2 --attn-window 8 --out bad.ckpt --quiet > /dev/null 2> awv.err; rc=$?
 ok '[ $rc -eq 2 ] && grep -q "does not apply to the vanilla family" awv.err' "--attn-window on a vanilla model: usage error"
 
+# --init: a new run from a checkpoint's weights (fine-tuning)
+TI=(--config atome-tiny --quant ternary --data small.txt --steps 4 --batch 4 --seq 32 --lr 1e-4 --seed 5 --log-every 1)
+"$ATOME" train "${TI[@]}" --init a.ckpt --out fi.ckpt --quiet > fi.json
+"$ATOME" train "${TI[@]}" --out fr.ckpt --quiet > fr.json
+first_loss() { head -n 1 "$1" | grep -o '"loss":[^,]*' | cut -d: -f2; }
+ok 'awk -v i="$(first_loss fi.ckpt.log.jsonl)" -v r="$(first_loss fr.ckpt.log.jsonl)" -v t="$(json_key a.json train_loss)" "BEGIN { exit !(i < r - 1 && i < t + 0.5) }"' "--init starts from the checkpoint's weights (first loss near its last, far below a fresh init's)"
+ok '[ "$(json_key <("$ATOME" inspect fi.ckpt) step)" = 4 ]' "--init is a new run: steps count from 0"
+"$ATOME" train "${TI[@]}" --init a.ckpt --attn-window 8 --out fiw.ckpt --quiet > /dev/null
+ok '[ "$(json_key <("$ATOME" inspect fiw.ckpt) attn_window)" = 8 ]' "--init with --attn-window: same weights' shape, the new window"
+"$ATOME" train "${TI[@]}" --init a.ckpt --d-model 24 --out bad.ckpt --quiet > /dev/null 2> ib.err; rc=$?
+ok '[ $rc -eq 2 ] && grep -q "another shape" ib.err && [ ! -e bad.ckpt ]' "--init of another shape: usage error"
+"$ATOME" train --resume a.ckpt --init a.ckpt --out bad.ckpt --quiet > /dev/null 2> ir.err; rc=$?
+ok '[ $rc -eq 2 ] && grep -q "not both" ir.err' "--init with --resume: usage error"
+"$ATOME" train "${TI[@]}" --init no-such.ckpt --out bad.ckpt --quiet > /dev/null 2> in.err; rc=$?
+ok '[ $rc -eq 1 ] && grep -q -- "--init" in.err && [ ! -e bad.ckpt ]' "--init of a missing file: runtime error"
+
 echo "$checks checks, $fails failed"
 [ "$fails" -eq 0 ]
