@@ -7,7 +7,12 @@
 //   node tools/model-card.mjs --name NAME --role board|web --ckpt CKPT
 //        --train-cmd "COMMAND" [--train-cmd "COMMAND" ...] --log LOG.jsonl
 //        --batch N [--note TEXT] [--out-dir DIR] [--variants RESULTS.jsonl]
+//        [--init-log LOG.jsonl]
 //
+// --init-log: the model was fine-tuned (`atome train --init`) from another
+// run's checkpoint; LOG is that run's log. The card counts both phases
+// (steps, bytes seen, hours, evaluations) and the log copy holds both,
+// each line marked with its "phase".
 // Reads models/NAME.atome (the shipped ATOME02 container) and CKPT (its
 // float checkpoint); writes models/NAME.md and models/NAME.log.jsonl.
 // The card ends with a machine-readable line (an HTML comment holding JSON)
@@ -83,19 +88,30 @@ const samples = [
 ].map(([label, f, cmd]) => ({ label, cmd: cmd.replace('NAME', name), text: PROMPT + gen(f) }));
 
 // ---- training log, kept small: every log line at most 200, evaluations all
-const log = readFileSync(args.log, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+const readLog = (f) => readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+function smallLog(log, phase) {
+  const steps = log.filter((l) => l.loss !== undefined);
+  const every = Math.max(1, Math.ceil(steps.length / 200));
+  const small = log.filter((l) => l.loss === undefined || steps.indexOf(l) % every === 0 || l === steps.at(-1));
+  return { every, lines: phase ? small.map((l) => ({ phase, ...l })) : small };
+}
+const log = readLog(args.log);
+const preLog = args['init-log'] ? readLog(args['init-log']) : null;
 const steps = log.filter((l) => l.loss !== undefined);
-const every = Math.max(1, Math.ceil(steps.length / 200));
-const small = log.filter((l, i) => l.loss === undefined || steps.indexOf(l) % every === 0 || l === steps.at(-1));
+const preSteps = preLog ? preLog.filter((l) => l.loss !== undefined) : [];
+const ft = smallLog(log, preLog ? 'finetune' : null), pre = preLog ? smallLog(preLog, 'pretrain') : { every: 1, lines: [] };
+const every = Math.max(ft.every, pre.every);
 const outDir = args['out-dir'] ? path.resolve(args['out-dir']) : path.join(repo, 'models');
-writeFileSync(path.join(outDir, `${name}.log.jsonl`), small.map((l) => JSON.stringify(l)).join('\n') + '\n');
+writeFileSync(path.join(outDir, `${name}.log.jsonl`), [...pre.lines, ...ft.lines].map((l) => JSON.stringify(l)).join('\n') + '\n');
 const evals = log.filter((l) => l.eval_bpb !== undefined);
+const preEvals = preLog ? preLog.filter((l) => l.eval_bpb !== undefined) : [];
 const last = steps.at(-1);
+const hours = (last.elapsed_s + (preSteps.length ? preSteps.at(-1).elapsed_s : 0)) / 3600;
 
-// bytes seen: steps x batch x seq bytes read, (seq - 1) predicted per sequence
-const stepsDone = ckIns.step;
+// bytes seen: steps x batch x seq bytes read, (seq - 1) predicted per sequence (both phases: same batch and seq)
+const stepsDone = ckIns.step, stepsPre = preSteps.length ? preSteps.at(-1).step : 0;
 const batch = Number(args.batch), seq = ckIns.train_seq;
-const predicted = stepsDone * batch * (seq - 1);
+const predicted = (stepsDone + stepsPre) * batch * (seq - 1);
 const trainBytes = statSync(TRAIN).size;
 
 const fits = (board) => {
@@ -120,8 +136,9 @@ function variantsTable() {
 Every variant was trained by \`tools/sweep-60k STEPS NAME\` with the shared flags \`atome train --config atome-60k
 --quant ternary --data ${rel(TRAIN)} --valid ${rel(VALID)} --batch 16 --seq 64 --warmup 500 --clip 1.0 --seed 1\` plus
 its own (a later flag wins); scored on all of \`tinystories-valid.txt\` as the float checkpoint and as the ATOME02 model
-(integer engine; chunks of the training seq; also at window 32 and in 64-byte chunks). One seed each: differences of
-~0.03 bpb are within what another seed gives. Raw results: [\`${path.basename(args.variants)}\`](${path.basename(args.variants)}).
+(integer engine; chunks of the training seq at the window the export stores, the whole chunk unless the variant trained
+with \`--attn-window\`; also at window 32 and in 64-byte chunks). One seed each: differences of ~0.03 bpb at 20,000
+steps are within what another seed gives. \`ft-*\` rows continue a finished run (\`--init\`, a new warmup and cosine). Raw results: [\`${path.basename(args.variants)}\`](${path.basename(args.variants)}).
 
 | variant | steps | params | float bpb | engine bpb | window 32 | 64-byte chunks | its flags |
 |---|---:|---:|---:|---:|---:|---:|---|
@@ -171,23 +188,25 @@ gives the licence **CDLA-Sharing-1.0**; the model is shared under the same terms
 ## Training
 
 Corpus: \`../shared/data/tinystories-train.txt\`, ${fmt(trainBytes)} bytes, sha256 \`${sha256(TRAIN)}\`. The valid
-text was used only to report evaluations during training. ${fmt(stepsDone)} steps of ${batch} × ${seq} bytes:
+text was used only to report evaluations during training. ${preLog
+    ? `${fmt(stepsPre)} steps of ${batch} × ${seq} bytes, then ${fmt(stepsDone)} more fine-tuning from that checkpoint (\`--init\`; the second command below):`
+    : `${fmt(stepsDone)} steps of ${batch} × ${seq} bytes:`}
 ${fmt(predicted)} predicted bytes seen (steps × batch × (seq − 1)), ${(predicted / trainBytes).toFixed(1)} passes over the corpus,
-${fmt(last.elapsed_s / 3600, 2)} h of training on one core of the 2-core test machine.
+${fmt(hours, 2)} h of training on one core of the 2-core test machine.
 
 \`\`\`sh
 ${args['train-cmd'].join('\n')}
 \`\`\`
 ${args.note ? `\n${args.note}\n` : ''}
-Evaluations during training (float, all of \`tinystories-valid.txt\`): ${evals.map((e) => `step ${fmt(e.step)} ${e.eval_bpb.toFixed(3)}`).join(', ')} bpb.
-Training log: [\`${name}.log.jsonl\`](${name}.log.jsonl) (${every === 1 ? 'every log line' : `one log line in ${every}`} and every evaluation).
+Evaluations during training (float, all of \`tinystories-valid.txt\`): ${preLog ? `pretraining ${preEvals.map((e) => `step ${fmt(e.step)} ${e.eval_bpb.toFixed(3)}`).join(', ')}; fine-tuning ` : ''}${evals.map((e) => `step ${fmt(e.step)} ${e.eval_bpb.toFixed(3)}`).join(', ')} bpb.
+Training log: [\`${name}.log.jsonl\`](${name}.log.jsonl) (${preLog ? `one log line in ${pre.every} of pretraining and one in ${ft.every} of fine-tuning, each marked with its "phase",` : every === 1 ? 'every log line' : `one log line in ${every}`} and every evaluation).
 
 ## Scores on \`tinystories-valid.txt\` (${fmt(evalEngine.bytes)} predicted bytes)
 
 | model | bpb | nats/byte | command |
 |---|---:|---:|---|
 | float checkpoint | ${evalFloat.bpb.toFixed(4)} | ${evalFloat.nats_per_byte.toFixed(4)} | \`atome eval --model models/${name}.ckpt --data ${rel(VALID)}\` |
-| integer engine (the \`.atome\`, at its stored window ${evalEngine.window}) | **${evalEngine.bpb.toFixed(4)}** | ${evalEngine.nats_per_byte.toFixed(4)} | \`atome eval --model models/${name}.atome --data ${rel(VALID)}\` |
+| integer engine (the \`.atome\`, window ${evalEngine.window}: ${evalEngine.window === ins.window ? 'the one it stores' : `the whole chunk; it stores ${ins.window}`}) | **${evalEngine.bpb.toFixed(4)}** | ${evalEngine.nats_per_byte.toFixed(4)} | \`atome eval --model models/${name}.atome --data ${rel(VALID)}\` |
 ${evalEngine.window !== 32 ? `| integer engine, window 32 | ${evalEngineW32.bpb.toFixed(4)} | ${evalEngineW32.nats_per_byte.toFixed(4)} | \`… --window 32\` |
 ` : ''}${evalEngine.window !== fullWindow ? `| integer engine, window ${fullWindow} (the whole chunk, as the float model) | ${evalEngineFull.bpb.toFixed(4)} | ${evalEngineFull.nats_per_byte.toFixed(4)} | \`… --window ${fullWindow}\` |
 ` : ''}| integer engine, first 64 KiB | ${slice.bpb.toFixed(4)} | ${slice.nats_per_byte.toFixed(4)} | \`… --max-bytes 65536\` (the figure \`tests/node/models.test.mjs\` re-scores) |
