@@ -204,9 +204,18 @@ void atm_atome_attn_select_ref(float *ps, int32_t *is, const float *q, const flo
         if (sc[j] > thr) { atm_atome_topk_insert(ps, is, &cnt, keff, sc[j], j); thr = ps[keff - 1]; }
 }
 
-void atm_atome_attn_forward_ref(float *out, int32_t *idx, float *p, const float *q,
-                                const float *k, const float *v, float *scratch,
-                                int B, int T, int DH, int C, int TK) {
+/* The attention forward with a window: the query at t scores positions
+ * t-W+1..t (all of 0..t when W >= T), oldest first, through select, then
+ * softmax over the kept set and the mix in selection order. idx holds chunk
+ * positions, so the backward is the same for every W (its keff =
+ * min(TK, t+1) equals this one's because W >= TK). The reference passes
+ * W = T and its _ref twins; the windowed training path (attn_window) passes
+ * the dispatched select and softmax, the operations gen_step runs, so the
+ * two agree bit for bit. */
+typedef void (*attn_select_fn)(float *, int32_t *, const float *, const float *, int, int, int, float, int, float *);
+static void attn_forward_span(float *out, int32_t *idx, float *p, const float *q, const float *k, const float *v,
+                              float *scratch, int B, int T, int DH, int C, int TK, int W,
+                              attn_select_fn select, void (*softmax)(float *, int)) {
     const float scale = 1.0f / sqrtf((float)DH);
     float *kT = scratch, *sc = scratch + (size_t)DH * T; /* [DH][T] keys of one sequence, [T] scores */
     for (int b = 0; b < B; b++) {
@@ -215,18 +224,25 @@ void atm_atome_attn_forward_ref(float *out, int32_t *idx, float *p, const float 
             for (int e = 0; e < DH; e++) kT[(size_t)e * T + j] = k[(n0 + j) * DH + e];
         for (int t = 0; t < T; t++) {
             size_t n = n0 + t;
-            const float *qt = q + n * DH;
+            int j0 = t + 1 > W ? t + 1 - W : 0, cand = t + 1 - j0;
             float *ps = p + n * TK;
             int32_t *is = idx + n * TK;
-            int keff = TK < t + 1 ? TK : t + 1;
-            atm_atome_attn_select_ref(ps, is, qt, kT, T, DH, t + 1, scale, keff, sc);
+            int keff = TK < cand ? TK : cand;
+            select(ps, is, q + n * DH, kT + j0, T, DH, cand, scale, keff, sc);
+            for (int i = 0; i < keff; i++) is[i] += j0;
             for (int i = keff; i < TK; i++) { ps[i] = 0.0f; is[i] = -1; }
-            atm_softmax_ref(ps, keff);
+            softmax(ps, keff);
             float *o = out + n * C;
             memset(o, 0, sizeof(float) * (size_t)C);
             for (int i = 0; i < keff; i++) axpyf(o, ps[i], v + (n0 + (size_t)is[i]) * C, C);
         }
     }
+}
+
+void atm_atome_attn_forward_ref(float *out, int32_t *idx, float *p, const float *q,
+                                const float *k, const float *v, float *scratch,
+                                int B, int T, int DH, int C, int TK) {
+    attn_forward_span(out, idx, p, q, k, v, scratch, B, T, DH, C, TK, T, atm_atome_attn_select_ref, atm_softmax_ref);
 }
 
 void atm_atome_attn_backward_ref(float *dq, float *dk, float *dv, const float *dout,
@@ -494,38 +510,6 @@ uint64_t atm_atome_selection_hash(const void *acts) {
 /* ------------------------------------------------------------------------- */
 /* forward / backward                                                         */
 
-/* Attention whose query at t sees only positions t-W+1..t (config
- * attn_window W < T): the rule of the engine's window and of gen_step.
- * The same operations in the same order as gen_step (scores over e from 0,
- * candidates oldest first through atm_atome_attn_select, atm_softmax, the
- * mix in selection order), so the two agree bit for bit; idx holds chunk
- * positions, so the backward needs nothing new (keff = min(TK, t+1) there
- * too, since W >= TK). */
-static void attn_forward_windowed(float *out, int32_t *idx, float *p, const float *q, const float *k,
-                                  const float *v, float *scratch, int B, int T, int DH, int C, int TK, int W) {
-    const float scale = 1.0f / sqrtf((float)DH);
-    float *kT = scratch, *sc = scratch + (size_t)DH * T; /* [DH][T] keys of one sequence, [T] scores */
-    for (int b = 0; b < B; b++) {
-        size_t n0 = (size_t)b * T;
-        for (int j = 0; j < T; j++)
-            for (int e = 0; e < DH; e++) kT[(size_t)e * T + j] = k[(n0 + j) * DH + e];
-        for (int t = 0; t < T; t++) {
-            size_t n = n0 + t;
-            int j0 = t + 1 > W ? t + 1 - W : 0, cand = t + 1 - j0;
-            float *ps = p + n * TK;
-            int32_t *is = idx + n * TK;
-            int keff = TK < cand ? TK : cand;
-            atm_atome_attn_select(ps, is, q + n * DH, kT + j0, T, DH, cand, scale, keff, sc);
-            for (int i = 0; i < keff; i++) is[i] += j0;
-            for (int i = keff; i < TK; i++) { ps[i] = 0.0f; is[i] = -1; }
-            atm_softmax(ps, keff);
-            float *o = out + n * C;
-            memset(o, 0, sizeof(float) * (size_t)C);
-            for (int i = 0; i < keff; i++) axpyf(o, ps[i], v + (n0 + (size_t)is[i]) * C, C);
-        }
-    }
-}
-
 static double atome_forward(const atm_layout *L, const float *w, void *acts,
                             const uint8_t *in, const uint8_t *tgt, int B, int T) {
     atome_acts *a = acts;
@@ -577,8 +561,9 @@ static double atome_forward(const atm_layout *L, const float *w, void *acts,
             atm_matmul_forward(k, u, w + bo->wk, N, C, DH);
             atm_matmul_forward(v, u, w + bo->wv, N, C, C);
             if (cfg->attn_window > 0 && cfg->attn_window < T)
-                attn_forward_windowed(at, a->att_idx + (size_t)l * NM * TK, a->att_p + (size_t)l * NM * TK,
-                                      q, k, v, a->attn_scratch, B, T, DH, C, TK, cfg->attn_window);
+                attn_forward_span(at, a->att_idx + (size_t)l * NM * TK, a->att_p + (size_t)l * NM * TK,
+                                  q, k, v, a->attn_scratch, B, T, DH, C, TK, cfg->attn_window,
+                                  atm_atome_attn_select, atm_softmax);
             else
                 atm_atome_attn_forward(at, a->att_idx + (size_t)l * NM * TK, a->att_p + (size_t)l * NM * TK,
                                        q, k, v, a->attn_scratch, B, T, DH, C, TK);
