@@ -327,11 +327,7 @@ int cmd_generate(int argc, char **argv) {
     atm_ckpt ck;
     if ((rc = load_model("generate", model, &ck))) { free(pbytes); return rc; }
     if (!cli_seen(opts, n, "window")) {
-        window = ck.opt.seq;
-        /* A vanilla model trained at seq = max_seq+1 saw max_seq positions. */
-        if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) window = ck.cfg.max_seq;
-        /* an atome model trained with --attn-window runs at it (as its export does) */
-        if (ck.cfg.attn_window > 0 && ck.cfg.attn_window < window) window = ck.cfg.attn_window;
+        window = atm_config_run_window(&ck.cfg, ck.opt.seq);
     }
     if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) {
         int ms = (int)ck.cfg.max_seq;

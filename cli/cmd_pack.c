@@ -78,14 +78,12 @@ int cmd_export(int argc, char **argv) {
         return cli_err(CLI_RUNTIME, "export: '%s' is a %s model; only the atome family can be packed", model, atm_family_name(fam));
     }
     if (!cli_seen(opts, n, "window")) {
-        if (ck.opt.seq > ATM_MAX_WINDOW) {
+        window = atm_config_run_window(&ck.cfg, ck.opt.seq);
+        if (window > ATM_MAX_WINDOW) {
             int s = (int)ck.opt.seq;
             atm_ckpt_free(&ck);
             return cli_err(CLI_USAGE, "export: the training seq %d exceeds the engine's %d positions; give --window", s, ATM_MAX_WINDOW);
         }
-        window = ck.opt.seq;
-        /* a model trained with a narrower attention window runs at it */
-        if (ck.cfg.attn_window > 0 && ck.cfg.attn_window < window) window = ck.cfg.attn_window;
     }
     atm_layout L;
     if (atm_layout_build(&ck.cfg, &L)) { atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "export: cannot build the layout"); }

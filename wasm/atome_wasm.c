@@ -21,7 +21,7 @@
  * prompt is one '\n', float logits sampled through the fixed-point sampler
  * (atm_logits_q16), and atome-family checkpoints carry the ACAL
  * activation statistics `atome train` stores (calibration sample of the
- * training chunks, window = seq), which export uses by default. A
+ * training chunks at the run window: seq, or the attn_window), which export uses by default. A
  * checkpoint written here differs from the CLI's only in its data paths
  * (whatever names JS passes) and elapsed seconds.
  * The calibration sample and the float-logit bridge are the CLI's own
@@ -112,14 +112,15 @@ static void model_clear(session *s) {
 
 /* The statistics `atome train` stores with an atome-family checkpoint and
  * `atome export` uses: the loaded ones while the weights are unchanged,
- * else the calibration sample of the training chunks at window = seq.
+ * else the calibration sample of the training chunks at the run window (seq, or the model's attn_window).
  * 1 = *st filled, 0 = none available, -1 = error. */
 static int session_calib(session *s, atm_calib_stats *st) {
     const atm_trainer *t = s->tr;
     if (t->L.cfg.family != ATM_FAMILY_ATOME) return 0;
     if (s->calib) return atm_calib_parse(s->calib, s->calib_len, st, s->err, sizeof s->err) ? -1 : 1;
     if (!s->data_ready) return 0;
-    int window = t->opt.seq <= ATM_MAX_WINDOW ? t->opt.seq : ATM_MAX_WINDOW;
+    int64_t rw = atm_config_run_window(&t->L.cfg, t->opt.seq);
+    int window = rw <= ATM_MAX_WINDOW ? (int)rw : ATM_MAX_WINDOW;
     if (atm_calib_sample(&t->L, t->w, s->train.base, s->train.n * (size_t)s->train.seq, window, st, s->err, sizeof s->err))
         return -1;
     /* kept until the weights change (calib_clear), as loaded statistics are:
@@ -406,8 +407,9 @@ API double atome_export(session *s, int encoding, int window, const uint8_t *cal
     if (L->cfg.family != ATM_FAMILY_ATOME) FAIL(s, "only the atome family can be packed (this is a %s model)", atm_family_name(L->cfg.family));
     int seq = s->tr->opt.seq;
     if (window <= 0) {
-        if (seq > ATM_MAX_WINDOW) FAIL(s, "the training seq %d exceeds the engine's %d positions; give a window", seq, ATM_MAX_WINDOW);
-        window = seq;
+        int64_t rw = atm_config_run_window(&L->cfg, seq);
+        if (rw > ATM_MAX_WINDOW) FAIL(s, "the training seq %d exceeds the engine's %d positions; give a window", seq, ATM_MAX_WINDOW);
+        window = (int)rw;
     }
     atm_calib_stats st;
     atm_export_opts o = { encoding, window, seq <= ATM_MAX_WINDOW ? seq : 0, NULL };
@@ -470,10 +472,7 @@ API int atome_gen_begin(session *s, int window, const char *temperature, const c
     int rc = atome_sampler_settings(&c, temperature, top_k, top_p, s->err, sizeof s->err);
     if (rc) return rc;
     const atm_layout *L = &s->tr->L;
-    if (window <= 0) {
-        window = s->tr->opt.seq;
-        if (L->cfg.family == ATM_FAMILY_VANILLA && window > L->cfg.max_seq) window = L->cfg.max_seq;
-    }
+    if (window <= 0) window = (int)atm_config_run_window(&L->cfg, s->tr->opt.seq);
     if (L->cfg.family == ATM_FAMILY_VANILLA && window > L->cfg.max_seq)
         FAIL_ARG(s, "--window %d exceeds the model's %d learned positions", window, (int)L->cfg.max_seq);
     if (L->cfg.vocab > 256) FAIL(s, "vocabularies above 256 bytes are not supported");

@@ -53,6 +53,13 @@ const atm_family *atm_family_get(int family) {
     }
 }
 
+int64_t atm_config_run_window(const atm_config *c, int64_t seq) {
+    int64_t w = seq;
+    if (c->family == ATM_FAMILY_VANILLA && w > c->max_seq) w = c->max_seq;
+    if (c->attn_window > 0 && c->attn_window < w) w = c->attn_window;
+    return w;
+}
+
 #define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
 /* Limits keep every size computation far from int overflow and every model

@@ -51,6 +51,10 @@ typedef struct {
 int atm_config_by_name(const char *name, atm_config *out);
 /* Names in the order `atome params` lists them; NULL-terminated. */
 extern const char *const atm_config_names[];
+/* The attention window a model trained at seq runs at by default (export,
+ * generate, calibration): seq, or fewer positions when the model saw fewer
+ * (vanilla: its max_seq learned positions; atome: its attn_window). */
+int64_t atm_config_run_window(const atm_config *c, int64_t seq);
 /* 0 if the config is usable; else -1 and a one-line reason in err. */
 int atm_config_validate(const atm_config *c, char *err, size_t errlen);
 const char *atm_family_name(int family);

@@ -158,6 +158,39 @@ test('`atome export` and exportAtome() write the same .atome bytes (statistics s
   m.free(); bare.free();
 });
 
+test('a checkpoint trained with --attn-window exports, calibrates and generates at that window in wasm, as in the CLI', async () => {
+  const ck = tmp('windowed.ckpt');
+  await ok(['train', '--config', 'atome-tiny', '--data', corpusPath(), '--max-bytes', String(MAXB), '--steps', '6',
+    '--batch', '4', '--seq', '32', '--lr', '3e-3', '--attn-window', '8', '--out', ck, '--quiet']);
+  const m = ref.loadCheckpoint(readFileSync(ck));
+  const out = tmp('windowed.atome');
+  const e = JSON.parse((await ok(['export', '--model', ck, '--format', 'atome02', '--out', out])).stdout.toString());
+  assert.equal(e.window, 8);
+  const at = firstDiff(m.exportAtome({ encoding: 2 }), new Uint8Array(readFileSync(out)));
+  assert.equal(at, -1, `default export: first differing byte at offset ${at}`);
+  m.free();
+  // training on in wasm: the same weights as native, and the ACAL statistics taken at the window (as `atome train` does)
+  const half = tmp('windowed-3.ckpt'), whole = tmp('windowed-6.ckpt');
+  const tw = ['--config', 'atome-tiny', '--data', corpusPath(), '--max-bytes', String(MAXB), '--steps', '6',
+    '--batch', '4', '--seq', '32', '--lr', '3e-3', '--attn-window', '8', '--quiet'];
+  await ok(['train', ...tw, '--stop-at', '3', '--out', half], REF);
+  await ok(['train', '--resume', half, '--out', whole, '--quiet'], REF);
+  const w = ref.loadCheckpoint(readFileSync(half));
+  w.setData(TEXT, { split: 0.9 });
+  w.trainSteps(3);
+  const nat = new Uint8Array(readFileSync(whole)), was = w.saveCheckpoint();
+  assert.equal(firstDiff(new Uint8Array(ckptWeights(was).buffer), new Uint8Array(ckptWeights(nat).buffer)), -1, 'windowed training: weights differ from native');
+  assert.equal(firstDiff(ckptSections(was).get('ACAL'), ckptSections(nat).get('ACAL')), -1, 'windowed training: ACAL differs from native');
+  assert.equal(firstDiff(ckptSections(was).get('AWIN'), ckptSections(nat).get('AWIN')), -1, 'AWIN kept');
+  w.free();
+  const args = ['generate', '--model', ck, '--prompt', 'Once upon a time there was a girl', '--n', '48', '--temperature', '0.8', '--seed', '3'];
+  const [a, b] = await Promise.all([native(args, { env: REF }), nodeCli(args, { env: REF })]);
+  assert.equal(a.code, 0, a.stderr);
+  assert.ok(a.stdout.equals(b.stdout), 'wasm generate of a windowed checkpoint = native');
+  const full = await native([...args, '--window', '32'], { env: REF });
+  assert.ok(!full.stdout.equals(a.stdout), 'the default generate window is the training window, not the seq');
+});
+
 test('node wasm/atome.mjs generate = native atome generate, byte for byte (checkpoints with the reference kernels, .atome models)', async () => {
   const models = [path.join(repo, 'models/atome-60k.ckpt'), tmp('wasm-trained.ckpt'), tmp('wasm-trained.atome')];
   for (const model of models) {
