@@ -147,8 +147,8 @@ static int write_ckpt(const char *out, const atm_trainer *tr, const atm_ckpt *me
     uint8_t *cal = NULL;
     if (tr->L.cfg.family == ATM_FAMILY_ATOME) {
         atm_calib_stats st;
-        int window = tr->opt.seq <= ATM_MAX_WINDOW ? tr->opt.seq : ATM_MAX_WINDOW;
-        if (tr->L.cfg.attn_window > 0 && tr->L.cfg.attn_window < window) window = tr->L.cfg.attn_window;
+        int64_t rw = atm_config_run_window(&tr->L.cfg, tr->opt.seq);
+        int window = rw <= ATM_MAX_WINDOW ? (int)rw : ATM_MAX_WINDOW;
         size_t nb = atm_calib_bytes(tr->L.cfg.n_layers);
         if (atm_calib_sample(&tr->L, tr->w, train_ch->base, train_ch->n * (size_t)train_ch->seq, window, &st, why, sizeof why))
             return cli_err(CLI_RUNTIME, "train: %s", why);
@@ -322,18 +322,6 @@ int cmd_train(int argc, char **argv) {
         if (!SEEN("steps")) return cli_err(CLI_USAGE, "train: --steps is required");
         if (!a.out) return cli_err(CLI_USAGE, "train: --out is required");
         if ((rc = cli_build_config("train", a.config, &shape, opts, n, &cfg))) return rc;
-        if (a.init) {
-            /* --init: the weights of another checkpoint of the same shape; the
-             * attention window may differ (it has no parameters) */
-            if (atm_ckpt_read(a.init, &init, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: --init: %s", why);
-            atm_config ic = init.cfg;
-            ic.attn_window = cfg.attn_window;
-            if (memcmp(&ic, &cfg, sizeof ic) != 0) {
-                atm_ckpt_free(&init);
-                return cli_err(CLI_USAGE, "train: --init '%s' holds a %s model of another shape than --config %s and its flags",
-                               a.init, atm_family_name(init.cfg.family), a.config);
-            }
-        }
         o.quant = cli_default_quant(cfg.family);
         if (a.quant && (o.quant = cli_quant_from_name(a.quant)) < 0)
             return cli_err(CLI_USAGE, "train: --quant must be ternary or fp32 (got '%s')", a.quant);
@@ -351,19 +339,31 @@ int cmd_train(int argc, char **argv) {
         meta.split = a.split;
         snprintf(meta.data_path, sizeof meta.data_path, "%s", a.data);
         if (a.valid) snprintf(meta.valid_path, sizeof meta.valid_path, "%s", a.valid);
+        if (a.init) {
+            /* --init: the weights of another checkpoint of the same shape; the
+             * attention window may differ (it has no parameters) */
+            if (atm_ckpt_read(a.init, &init, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: --init: %s", why);
+            atm_config ic = init.cfg;
+            ic.attn_window = cfg.attn_window;
+            if (memcmp(&ic, &cfg, sizeof ic) != 0) {
+                atm_ckpt_free(&init);
+                return cli_err(CLI_USAGE, "train: --init '%s' holds a %s model of another shape than --config %s and its flags",
+                               a.init, atm_family_name(init.cfg.family), a.config);
+            }
+        }
     }
     meta.has_data = 1;
-    if (!*a.out) { atm_ckpt_free(&resume); return cli_err(CLI_USAGE, "train: --out needs a file name"); }
+    if (!*a.out) { atm_ckpt_free(&resume); atm_ckpt_free(&init); return cli_err(CLI_USAGE, "train: --out needs a file name"); }
     if (strlen(meta.data_path) + 1 >= sizeof meta.data_path || (a.valid && strlen(a.valid) + 1 >= sizeof meta.valid_path)) {
-        atm_ckpt_free(&resume);
+        atm_ckpt_free(&resume); atm_ckpt_free(&init);
         return cli_err(CLI_USAGE, "train: data path too long");
     }
-    if (atm_train_opts_validate(&o, why, sizeof why)) { atm_ckpt_free(&resume); return cli_err(CLI_USAGE, "train: %s", why); }
+    if (atm_train_opts_validate(&o, why, sizeof why)) { atm_ckpt_free(&resume); atm_ckpt_free(&init); return cli_err(CLI_USAGE, "train: %s", why); }
 
     /* ---- distillation: the teacher of a new run, or the one a resumed run names ---- */
     if (a.resume && resume.has_dist) {
         if (SEEN("distill-weight") && (float)a.distill_weight != resume.distill_weight) {
-            atm_ckpt_free(&resume);
+            atm_ckpt_free(&resume); atm_ckpt_free(&init);
             return cli_err(CLI_USAGE, "train: --distill-weight %g differs from the checkpoint's %g (a resumed run keeps its options)",
                            a.distill_weight, (double)resume.distill_weight);
         }
@@ -372,7 +372,7 @@ int cmd_train(int argc, char **argv) {
         meta.teacher_crc = resume.teacher_crc;
         snprintf(meta.teacher_path, sizeof meta.teacher_path, "%s", a.teacher ? a.teacher : resume.teacher_path);
     } else if (a.resume && (a.teacher || SEEN("distill-weight"))) {
-        atm_ckpt_free(&resume);
+        atm_ckpt_free(&resume); atm_ckpt_free(&init);
         return cli_err(CLI_USAGE, "train: the checkpoint was trained without a teacher; a resumed run keeps its options");
     } else if (a.teacher) {
         if (strlen(a.teacher) + 1 >= sizeof meta.teacher_path) return cli_err(CLI_USAGE, "train: --teacher path too long");
@@ -384,9 +384,9 @@ int cmd_train(int argc, char **argv) {
     atm_ckpt_init(&teacher);
     if (meta.has_dist) {
         uint32_t crc = 0;
-        if ((rc = load_teacher(meta.teacher_path, &teacher, &crc))) { atm_ckpt_free(&resume); return rc; }
+        if ((rc = load_teacher(meta.teacher_path, &teacher, &crc))) { atm_ckpt_free(&resume); atm_ckpt_free(&init); return rc; }
         if (a.resume && crc != meta.teacher_crc) {
-            atm_ckpt_free(&resume);
+            atm_ckpt_free(&resume); atm_ckpt_free(&init);
             atm_ckpt_free(&teacher);
             return cli_err(CLI_RUNTIME, "train: teacher '%s' is not the file the run was trained with (CRC-32 0x%08X, recorded 0x%08X)",
                            meta.teacher_path, (unsigned)crc, (unsigned)meta.teacher_crc);
@@ -394,7 +394,7 @@ int cmd_train(int argc, char **argv) {
         meta.teacher_crc = crc;
     }
     if (cfg.family == ATM_FAMILY_VANILLA && o.seq - 1 > cfg.max_seq) {
-        atm_ckpt_free(&resume);
+        atm_ckpt_free(&resume); atm_ckpt_free(&init);
         return cli_err(CLI_USAGE, "train: --seq %d needs %d positions; the model has max-seq %d", (int)o.seq, (int)o.seq - 1, (int)cfg.max_seq);
     }
 
@@ -403,7 +403,7 @@ int cmd_train(int argc, char **argv) {
     memset(&vcorpus, 0, sizeof vcorpus);
     atm_chunks train_ch, eval_ch;
     if (atm_corpus_load(meta.data_path, meta.max_bytes, &corpus, why, sizeof why)) {
-        atm_ckpt_free(&resume);
+        atm_ckpt_free(&resume); atm_ckpt_free(&init);
         return cli_err(CLI_RUNTIME, "train: %s", why);
     }
     rc = 0;
