@@ -58,7 +58,7 @@ const bytes01 = statSync(a1).size, bytes02 = statSync(atomeFile).size;
 // ---- scores
 const evalFloat = json(A, ['eval', '--model', args.ckpt, '--data', VALID]);
 const evalEngine = json(A, ['eval', '--model', atomeFile, '--data', VALID]);
-const evalEngineW32 = json(A, ['eval', '--model', atomeFile, '--data', VALID, '--window', '32']);
+const evalEngineW32 = evalEngine.window === 32 ? evalEngine : json(A, ['eval', '--model', atomeFile, '--data', VALID, '--window', '32']);
 // the whole chunk visible (window seq - 1): how a default export, and the float model, are scored
 const fullWindow = evalEngine.seq - 1;
 const evalEngineFull = evalEngine.window === fullWindow ? evalEngine
