@@ -110,6 +110,7 @@ int cli_shape_opts(cli_shape *s, cli_opt *opts) {
         { "max-seq",    OPT_INT, &s->max_seq, 2, 65536, 0, 0 },
         { "pathways",   OPT_STR, &s->pathways, 0, 0, 0, 0 },
         { "attn-window", OPT_INT, &s->attn_window, 1, 65535, 0, 0 },
+        { "pos",        OPT_STR, &s->pos, 0, 0, 0, 0 },
     };
     memcpy(opts, t, sizeof t);
     return CLI_SHAPE_OPTS;
@@ -148,11 +149,11 @@ int cli_build_config(const char *cmd, const char *name, cli_shape *s, cli_opt *o
     }
     static const char *const applies[ATM_N_FAMILIES][CLI_SHAPE_OPTS] = {
         /* atome */   { "d-model", "layers", "d-head", "kernel", "attn-top-k", "pathways", "attn-window" },
-        /* vanilla */ { "d-model", "layers", "d-head", "heads", "d-ff", "max-seq" },
+        /* vanilla */ { "d-model", "layers", "d-head", "heads", "d-ff", "max-seq", "pos" },
         /* gssm */    { "d-model", "layers", "d-ff", "d-inner" },
     };
     const char *const shape_names[] = { "d-model", "layers", "d-head", "heads", "kernel", "attn-top-k",
-                                        "d-ff", "d-inner", "max-seq", "pathways", "attn-window" };
+                                        "d-ff", "d-inner", "max-seq", "pathways", "attn-window", "pos" };
     for (int i = 0; i < CLI_SHAPE_OPTS; i++) {
         if (!cli_seen(opts, n, shape_names[i])) continue;
         int ok = 0;
@@ -168,6 +169,12 @@ int cli_build_config(const char *cmd, const char *name, cli_shape *s, cli_opt *o
     if (cli_seen(opts, n, "d-inner")) c->d_inner = (int32_t)s->d_inner;
     if (cli_seen(opts, n, "max-seq")) c->max_seq = (int32_t)s->max_seq;
     if (cli_seen(opts, n, "attn-window")) c->attn_window = (int32_t)s->attn_window;
+    if (cli_seen(opts, n, "pos")) {
+        if (strcmp(s->pos, "learned") == 0) c->pos = ATM_POS_LEARNED;
+        else if (strcmp(s->pos, "none") == 0) c->pos = ATM_POS_NONE;
+        else if (strcmp(s->pos, "ternary") == 0) c->pos = ATM_POS_TERNARY;
+        else return cli_err(CLI_USAGE, "%s: --pos must be learned, none or ternary (got '%s')", cmd, s->pos);
+    }
     if (cli_seen(opts, n, "pathways")) {
         int rc = parse_pathways(cmd, s->pathways, &c->pathways);
         if (rc) return rc;

@@ -52,10 +52,10 @@ int cli_seen(cli_opt *opts, int n, const char *name);
 /* ---- shape overrides shared by train, init and params ---- */
 typedef struct {
     int64_t d_model, layers, d_head, heads, kernel, top_k, d_ff, d_inner, max_seq, attn_window;
-    const char *pathways;
+    const char *pathways, *pos;
 } cli_shape;
 /* Appends the shape override entries to opts (at most CLI_SHAPE_OPTS). */
-#define CLI_SHAPE_OPTS 11
+#define CLI_SHAPE_OPTS 12
 int cli_shape_opts(cli_shape *s, cli_opt *opts);
 /* Looks up name, applies the overrides that were seen, validates. On error
  * prints it and returns CLI_USAGE. */
@@ -105,6 +105,7 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_params(int argc, char **argv);
+int cmd_match(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_strip(int argc, char **argv);

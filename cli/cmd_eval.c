@@ -25,14 +25,26 @@ static int load_model(const char *cmd, const char *path, atm_ckpt *ck) {
     return CLI_OK;
 }
 
-/* window 0: a float checkpoint (no "window" key) */
-static int print_eval(const atm_eval_result *r, size_t chunks, int64_t seq, int64_t window) {
+/* window 0: a float checkpoint (no "window" key); rs: --router */
+static int print_eval(const atm_eval_result *r, size_t chunks, int64_t seq, int64_t window, const atm_router_stats *rs) {
     FILE *f = stdout;
     fputs("{\"nats_per_byte\":", f); cli_json_num(f, r->nats_per_byte);
     fputs(",\"bpb\":", f); cli_json_num(f, r->bpb);
     fputs(",\"ppl\":", f); cli_json_num(f, r->ppl);
     fprintf(f, ",\"bytes\":%llu,\"chunks\":%zu,\"seq\":%lld", (unsigned long long)r->bytes, chunks, (long long)seq);
     if (window > 0) fprintf(f, ",\"window\":%lld", (long long)window);
+    if (rs) {
+        /* per layer [conv, ssm, attn] mean weights, and the mean entropy */
+        fputs(",\"router\":[", f);
+        for (int l = 0; l < rs->layers; l++) {
+            fputs(l ? ",[" : "[", f);
+            for (int p = 0; p < 3; p++) { if (p) fputc(',', f); cli_json_num(f, rs->weight[l][p]); }
+            fputc(']', f);
+        }
+        fputs("],\"router_entropy\":[", f);
+        for (int l = 0; l < rs->layers; l++) { if (l) fputc(',', f); cli_json_num(f, rs->entropy[l]); }
+        fprintf(f, "],\"router_positions\":%llu", (unsigned long long)rs->positions);
+    }
     fputs("}\n", f);
     if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "eval: cannot write to stdout");
     return CLI_OK;
@@ -43,7 +55,8 @@ static int print_eval(const atm_eval_result *r, size_t chunks, int64_t seq, int6
  * stored window (the one generate and the firmware default to), or seq - 1
  * if that is smaller, so a default export (window = training seq) sees every
  * position of a chunk, as in the float evaluation. split 0: every chunk. */
-static int eval_packed(const char *model, const char *data, int64_t max_bytes, double split, int64_t seq, int64_t window) {
+static int eval_packed(const char *model, const char *data, int64_t max_bytes, double split, int64_t seq, int64_t window,
+                       int router) {
     uint8_t *blob = NULL;
     size_t len = 0;
     atm_model m;
@@ -74,17 +87,19 @@ static int eval_packed(const char *model, const char *data, int64_t max_bytes, d
         return cli_err(CLI_RUNTIME, "eval: '%s': %s", data, why);
     }
     atm_eval_result r;
-    rc = atm_engine_eval(blob, len, &ch, (int)window, &r, why, sizeof why);
+    atm_router_stats rs;
+    rc = atm_engine_eval_router(blob, len, &ch, (int)window, &r, router ? &rs : NULL, why, sizeof why);
     size_t chunks = ch.n;
     atm_corpus_free(&corpus);
     free(blob);
     if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
-    return print_eval(&r, chunks, seq, window);
+    return print_eval(&r, chunks, seq, window, router ? &rs : NULL);
 }
 
 int cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL;
     int64_t max_bytes = 0, seq = 0, batch = EVAL_BATCH, window = 0;
+    int router = 0;
     double split = 0.9;
     cli_opt opts[] = {
         { "model",     OPT_STR,   &model, 0, 0, 0, 0 },
@@ -94,6 +109,7 @@ int cmd_eval(int argc, char **argv) {
         { "seq",       OPT_INT,   &seq, 2, 65537, 0, 0 },
         { "batch",     OPT_INT,   &batch, 1, 65536, 0, 0 },
         { "window",    OPT_INT,   &window, 1, ATM_MAX_WINDOW, 0, 0 },
+        { "router",    OPT_FLAG,  &router, 0, 0, 0, 0 },
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("eval", argc, argv, opts, n);
@@ -104,11 +120,16 @@ int cmd_eval(int argc, char **argv) {
         return cli_err(CLI_USAGE, "eval: --split must be a number in (0, 1) (got %g)", split);
     if (cli_sniff(model) == CLI_FILE_CONTAINER)
         return eval_packed(model, data, max_bytes, cli_seen(opts, n, "split") ? split : 0.0,
-                           cli_seen(opts, n, "seq") ? seq : 0, cli_seen(opts, n, "window") ? window : 0);
+                           cli_seen(opts, n, "seq") ? seq : 0, cli_seen(opts, n, "window") ? window : 0, router);
     if (cli_seen(opts, n, "window"))
         return cli_err(CLI_USAGE, "eval: --window applies to packed .atome models only");
     atm_ckpt ck;
     if ((rc = load_model("eval", model, &ck))) return rc;
+    if (router && ck.cfg.family != ATM_FAMILY_ATOME) {
+        int fam = ck.cfg.family;
+        atm_ckpt_free(&ck);
+        return cli_err(CLI_USAGE, "eval: --router needs an atome-family model (this checkpoint is %s)", atm_family_name(fam));
+    }
     if (!cli_seen(opts, n, "seq")) seq = ck.opt.seq;
     if (ck.cfg.family == ATM_FAMILY_VANILLA && seq - 1 > ck.cfg.max_seq) {
         atm_ckpt_free(&ck);
@@ -132,13 +153,15 @@ int cmd_eval(int argc, char **argv) {
     }
     atm_layout L;
     atm_eval_result r;
-    rc = atm_layout_build(&ck.cfg, &L) ? -1 : atm_eval_chunks(&L, ck.w, cli_ckpt_quant(&ck), &ch, (int)batch, &r, why, sizeof why);
+    atm_router_stats rs;
+    rc = atm_layout_build(&ck.cfg, &L) ? -1 : atm_eval_chunks_router(&L, ck.w, cli_ckpt_quant(&ck), &ch, (int)batch, &r,
+                                                                      router ? &rs : NULL, why, sizeof why);
     if (rc) snprintf(why, sizeof why, "%s", "evaluation failed (model family not built or out of memory)");
     size_t chunks = ch.n;
     atm_corpus_free(&corpus);
     atm_ckpt_free(&ck);
     if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
-    return print_eval(&r, chunks, seq, 0);
+    return print_eval(&r, chunks, seq, 0, router ? &rs : NULL);
 }
 
 static int hexval(int c) {

@@ -1,6 +1,7 @@
 /* cli/cmd_model.c — `atome params` (config -> parameter table as JSON) and
  * `atome init` (random-init checkpoint, the same weights `train` starts from). */
 #include "cli.h"
+#include "shape.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +48,8 @@ int cmd_params(int argc, char **argv) {
         break;
     }
     case ATM_FAMILY_VANILLA:
-        fprintf(f, ",\"heads\":%d,\"d_head\":%d,\"d_ff\":%d,\"max_seq\":%d", (int)c.n_heads, (int)c.d_head, (int)c.d_ff, (int)c.max_seq);
+        fprintf(f, ",\"heads\":%d,\"d_head\":%d,\"d_ff\":%d,\"max_seq\":%d,\"pos\":\"%s\"", (int)c.n_heads, (int)c.d_head, (int)c.d_ff, (int)c.max_seq,
+                c.pos == ATM_POS_NONE ? "none" : c.pos == ATM_POS_TERNARY ? "ternary" : "learned");
         break;
     default:
         fprintf(f, ",\"d_ff\":%d,\"d_inner\":%d", (int)c.d_ff, (int)c.d_inner);
@@ -115,5 +117,139 @@ int cmd_init(int argc, char **argv) {
     rc = atm_ckpt_write(out, &ck, why, sizeof why);
     free(w);
     if (rc) return cli_err(CLI_RUNTIME, "init: %s", why);
+    return CLI_OK;
+}
+
+/* ---- atome match: the shape matcher of core/train/shape.h on the command
+ * line, listing every candidate within a tolerance ---- */
+
+typedef struct { atm_config c; long params; double err; } match_row;
+
+static void print_shape(FILE *f, const match_row *r, long target) {
+    const atm_config *c = &r->c;
+    fprintf(f, "{\"layers\":%d,\"d_model\":%d,\"d_ff\":%d,\"ffn_ratio\":%d", (int)c->n_layers, (int)c->d_model,
+            (int)c->d_ff, (int)(c->d_ff / c->d_model));
+    if (c->family == ATM_FAMILY_VANILLA) fprintf(f, ",\"heads\":%d,\"d_head\":%d", (int)c->n_heads, (int)c->d_head);
+    else fprintf(f, ",\"d_inner\":%d", (int)c->d_inner);
+    fprintf(f, ",\"params\":%ld,\"delta\":%ld,\"error\":", r->params, r->params - target);
+    cli_json_num(f, r->err);
+    fputc('}', f);
+}
+
+int cmd_match(int argc, char **argv) {
+    const char *family_s = NULL, *pos_s = NULL;
+    int64_t params = 0, max_seq = 64, layers = 0, heads = 4, ratio = 0;
+    double tol = 0.02;
+    cli_opt opts[] = {
+        { "family",    OPT_STR,   &family_s, 0, 0, 0, 0 },
+        { "params",    OPT_INT,   &params, 1, 1e9, 0, 0 },
+        { "max-seq",   OPT_INT,   &max_seq, 2, 65536, 0, 0 },
+        { "tol",       OPT_FLOAT, &tol, 0, 10, 0, 0 },
+        { "layers",    OPT_INT,   &layers, 1, 64, 0, 0 },
+        { "heads",     OPT_INT,   &heads, 1, 64, 0, 0 },
+        { "ffn-ratio", OPT_INT,   &ratio, 1, 4, 0, 0 },
+        { "pos",       OPT_STR,   &pos_s, 0, 0, 0, 0 },
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse("match", argc, argv, opts, n);
+    if (rc) return rc;
+    if (!family_s) return cli_err(CLI_USAGE, "match: --family is required (vanilla or gssm)");
+    if (!cli_seen(opts, n, "params")) return cli_err(CLI_USAGE, "match: --params is required");
+    int fam = atm_family_from_name(family_s);
+    if (fam != ATM_FAMILY_VANILLA && fam != ATM_FAMILY_GSSM)
+        return cli_err(CLI_USAGE, "match: --family must be vanilla or gssm (got '%s'; the atome family has no matcher)", family_s);
+    int pos = ATM_POS_LEARNED;
+    if (pos_s) {
+        if (fam != ATM_FAMILY_VANILLA) return cli_err(CLI_USAGE, "match: --pos applies to the vanilla family only");
+        if (strcmp(pos_s, "learned") == 0) pos = ATM_POS_LEARNED;
+        else if (strcmp(pos_s, "none") == 0) pos = ATM_POS_NONE;
+        else if (strcmp(pos_s, "ternary") == 0) pos = ATM_POS_TERNARY;
+        else return cli_err(CLI_USAGE, "match: --pos must be learned, none or ternary (got '%s')", pos_s);
+    }
+    if (fam == ATM_FAMILY_GSSM && (cli_seen(opts, n, "max-seq") || cli_seen(opts, n, "heads")))
+        return cli_err(CLI_USAGE, "match: --max-seq and --heads apply to the vanilla family only");
+    atm_match_opts mo;
+    atm_match_defaults(fam, &mo);
+    if (fam == ATM_FAMILY_VANILLA) { mo.max_seq = (int32_t)max_seq; mo.n_heads = (int32_t)heads; mo.d_step = (int32_t)heads; }
+    if (layers > mo.l_max) mo.l_max = (int32_t)layers;
+    /* the library's single answer over the whole grid (depth 1..l_max, every ratio) */
+    atm_config best;
+    long best_p = 0;
+    int mrc = pos == ATM_POS_LEARNED ? atm_match_shape(fam, (long)params, &best, &best_p, &mo) : -2;
+
+    /* every candidate of the same grid within the tolerance, filtered */
+    size_t cap = 64, cnt = 0;
+    match_row *rows = (match_row *)malloc(cap * sizeof *rows);
+    if (!rows) return cli_err(CLI_RUNTIME, "match: out of memory");
+    int d0 = mo.d_min;
+    if (fam == ATM_FAMILY_VANILLA && d0 % mo.n_heads) d0 += mo.n_heads - d0 % mo.n_heads;
+    atm_layout L;
+    for (int d = d0; d <= mo.d_max; d += mo.d_step) {
+        for (int nl = 1; nl <= mo.l_max; nl++) {
+            if (layers && nl != layers) continue;
+            for (int k = 1; k <= (fam == ATM_FAMILY_GSSM ? 2 : 1); k++) {
+                for (int m = 1; m <= 4; m++) {
+                    if (ratio && m != ratio) continue;
+                    atm_config c;
+                    memset(&c, 0, sizeof c);
+                    c.family = fam; c.vocab = mo.vocab; c.d_model = d; c.n_layers = nl; c.d_ff = m * d;
+                    if (fam == ATM_FAMILY_VANILLA) {
+                        c.n_heads = mo.n_heads; c.d_head = d / mo.n_heads; c.max_seq = mo.max_seq; c.pos = pos;
+                    } else {
+                        c.d_inner = k * d;
+                    }
+                    if (atm_layout_build(&c, &L) != 0) continue;
+                    double err = ((double)L.n_params - (double)params) / (double)params;
+                    if (err > tol || err < -tol) continue;
+                    if (cnt == cap) {
+                        match_row *nr = (match_row *)realloc(rows, 2 * cap * sizeof *rows);
+                        if (!nr) { free(rows); return cli_err(CLI_RUNTIME, "match: out of memory"); }
+                        rows = nr; cap *= 2;
+                    }
+                    rows[cnt].c = c; rows[cnt].params = (long)L.n_params; rows[cnt].err = err;
+                    cnt++;
+                }
+            }
+        }
+    }
+    /* listed by depth, then by |error| (the enumeration order d, L, d_inner, d_ff on ties) */
+    for (size_t i = 1; i < cnt; i++) {
+        match_row r = rows[i];
+        size_t j = i;
+        for (; j > 0; j--) {
+            const match_row *p = &rows[j - 1];
+            double ae = r.err < 0 ? -r.err : r.err, pe = p->err < 0 ? -p->err : p->err;
+            if (p->c.n_layers < r.c.n_layers || (p->c.n_layers == r.c.n_layers && pe <= ae)) break;
+            rows[j] = rows[j - 1];
+        }
+        rows[j] = r;
+    }
+    /* closest of the listed (first in enumeration order on ties) */
+    size_t bi = 0;
+    for (size_t i = 1; i < cnt; i++) {
+        double ae = rows[i].err < 0 ? -rows[i].err : rows[i].err, be = rows[bi].err < 0 ? -rows[bi].err : rows[bi].err;
+        if (ae < be) bi = i;
+    }
+    FILE *f = stdout;
+    fprintf(f, "{\"family\":\"%s\",\"target\":%lld,\"tol\":", atm_family_name(fam), (long long)params);
+    cli_json_num(f, tol);
+    if (fam == ATM_FAMILY_VANILLA)
+        fprintf(f, ",\"max_seq\":%d,\"heads\":%d,\"pos\":\"%s\"", (int)mo.max_seq, (int)mo.n_heads,
+                pos == ATM_POS_NONE ? "none" : pos == ATM_POS_TERNARY ? "ternary" : "learned");
+    fprintf(f, ",\"count\":%zu,\"closest\":", cnt);
+    if (cnt) print_shape(f, &rows[bi], (long)params); else fputs("null", f);
+    fputs(",\"library\":", f);
+    if (mrc >= 0) {
+        match_row r = { best, best_p, ((double)best_p - (double)params) / (double)params };
+        print_shape(f, &r, (long)params);
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\"shapes\":[", f);
+    for (size_t i = 0; i < cnt; i++) { if (i) fputc(',', f); print_shape(f, &rows[i], (long)params); }
+    fputs("]}\n", f);
+    free(rows);
+    if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "match: cannot write to stdout");
+    if (!cnt) return cli_err(CLI_RUNTIME, "match: no %s shape within %g of %lld parameters", atm_family_name(fam), tol, (long long)params);
     return CLI_OK;
 }

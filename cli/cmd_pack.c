@@ -262,7 +262,7 @@ static int inspect_container(const char *path, const uint8_t *b, size_t len, int
          * this shape; stored_values: what the file holds (the SSM output vector
          * is folded into its input weights at export, so it stores fewer). */
         atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
-                          c->pathways, 0, 0, 0, 0 };
+                          c->pathways, 0, 0, 0, 0, 0 };
         atm_layout FL;
         if (atm_layout_build(&fc, &FL) == 0) fprintf(f, ",\"params\":%zu", FL.n_params);
         else fputs(",\"params\":null", f);

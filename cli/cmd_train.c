@@ -27,7 +27,7 @@
 typedef struct {
     const char *config, *quant, *data, *valid, *out, *resume, *log, *teacher, *init;
     double distill_weight;
-    int64_t max_bytes, steps, batch, seq, warmup, log_every, eval_every, ckpt_every, stop_at;
+    int64_t max_bytes, steps, train_bytes, batch, seq, warmup, log_every, eval_every, ckpt_every, stop_at;
     double split, lr, lr2, lr_min, clip, wd, fp_fraction, beta1, beta2, eps;
     uint32_t seed;
     int cosine, quiet;
@@ -288,8 +288,9 @@ int cmd_train(int argc, char **argv) {
         { "teacher",     OPT_STR,   &a.teacher, 0, 0, 0, 0 },
         { "distill-weight", OPT_FLOAT, &a.distill_weight, 0, 1, 1, 0 },
         { "init",        OPT_STR,   &a.init, 0, 0, 0, 0 },
+        { "train-bytes", OPT_INT,   &a.train_bytes, 1, 4.0e18, 0, 0 },
     };
-    int n = 32;
+    int n = 33;
     int shape_first = n;
     n += cli_shape_opts(&shape, opts + n);
     int rc = cli_parse("train", argc, argv, opts, n);
@@ -297,6 +298,7 @@ int cmd_train(int argc, char **argv) {
 #define SEEN(nm) cli_seen(opts, n, nm)
     if (SEEN("split") && a.split >= 1.0) return cli_err(CLI_USAGE, "train: --split must be a number in (0, 1) (got %g)", a.split);
     if (SEEN("split") && SEEN("valid")) return cli_err(CLI_USAGE, "train: give --split or --valid, not both");
+    if (SEEN("train-bytes") && SEEN("steps")) return cli_err(CLI_USAGE, "train: give --steps or --train-bytes, not both");
     if (SEEN("distill-weight") && !a.teacher && !a.resume)
         return cli_err(CLI_USAGE, "train: --distill-weight needs --teacher CKPT");
     if (a.teacher && !*a.teacher) return cli_err(CLI_USAGE, "train: --teacher needs a file name");
@@ -319,7 +321,7 @@ int cmd_train(int argc, char **argv) {
     } else {
         if (!a.config) return cli_err(CLI_USAGE, "train: --config is required");
         if (!a.data) return cli_err(CLI_USAGE, "train: --data is required");
-        if (!SEEN("steps")) return cli_err(CLI_USAGE, "train: --steps is required");
+        if (!SEEN("steps") && !SEEN("train-bytes")) return cli_err(CLI_USAGE, "train: --steps (or --train-bytes) is required");
         if (!a.out) return cli_err(CLI_USAGE, "train: --out is required");
         if ((rc = cli_build_config("train", a.config, &shape, opts, n, &cfg))) return rc;
         o.quant = cli_default_quant(cfg.family);
@@ -350,6 +352,16 @@ int cmd_train(int argc, char **argv) {
                 return cli_err(CLI_USAGE, "train: --init '%s' holds a %s model of another shape than --config %s and its flags",
                                a.init, atm_family_name(init.cfg.family), a.config);
             }
+        }
+    }
+    if (SEEN("train-bytes")) {
+        /* a byte budget: the fewest whole steps of batch x seq bytes that cover it */
+        int64_t per = (int64_t)o.batch * (int64_t)o.seq;
+        o.steps = a.train_bytes / per + (a.train_bytes % per != 0);
+        if (a.resume && o.steps < resume.step) {
+            atm_ckpt_free(&resume);
+            return cli_err(CLI_USAGE, "train: the checkpoint is at step %lld, beyond --train-bytes %lld (%lld steps)",
+                           (long long)resume.step, (long long)a.train_bytes, (long long)o.steps);
         }
     }
     meta.has_data = 1;

@@ -11,6 +11,7 @@ static const char *const USAGE_MAIN =
     "  eval      score a checkpoint or .atome model on held-out bytes (JSON line)\n"
     "  generate  sample bytes from a checkpoint or .atome model\n"
     "  params    parameter counts of a config (JSON)\n"
+    "  match     baseline shapes within a tolerance of a parameter count (JSON)\n"
     "  init      write a randomly initialised checkpoint\n"
     "  import    reference legacy ATOME01/ATOME02 blob -> float checkpoint\n"
     "  strip     copy a checkpoint without its optimiser moments\n"
@@ -37,7 +38,9 @@ static const char *const USAGE_SHAPE =
     "  --pathways LIST     comma list of conv,ssm,attn [atome]\n"
     "  --d-ff N            FFN width [vanilla, gssm]\n"
     "  --d-inner N         recurrent width [gssm]\n"
-    "  --max-seq N         learned positions [vanilla]\n";
+    "  --max-seq N         learned positions [vanilla]\n"
+    "  --pos P             learned (fp32 table, default) | none (no positions) |\n"
+    "                      ternary (table quantised with the weights) [vanilla]\n";
 
 static const char *const USAGE_TRAIN =
     "usage: atome train --config NAME --data FILE --steps N --out CKPT [flags]\n"
@@ -51,6 +54,7 @@ static const char *const USAGE_TRAIN =
     "  --split S           first floor(S*chunks) chunks train, the rest evaluate (0.9)\n"
     "  --valid FILE        evaluate on this file instead of a split\n"
     "  --steps N           total optimiser steps (a resumed run continues to N)\n"
+    "  --train-bytes N     byte budget: steps = ceil(N / (batch * seq)) (not with --steps)\n"
     "  --batch N           sequences per step (16)\n"
     "  --seq N             bytes per chunk; seq-1 predictions each (64)\n"
     "  --lr X              peak learning rate (3e-4, constant unless scheduled)\n"
@@ -90,7 +94,10 @@ static const char *const USAGE_EVAL =
     "  --split S           score only the held-out tail: chunks after floor(S*chunks)\n"
     "  --seq N             chunk length (default: the model's training seq)\n"
     "  --batch N           chunks per forward pass (16; does not change the result)\n"
-    "  --window W          .atome only: attention window (default seq-1: the whole chunk)\n";
+    "  --window W          .atome only: attention window (default seq-1: the whole chunk)\n"
+    "  --router            atome models: also the mean router weight of each pathway\n"
+    "                      per layer (router: [[conv,ssm,attn],...]) and the mean\n"
+    "                      router entropy in nats (router_entropy), over the scored bytes\n";
 
 static const char *const USAGE_GENERATE =
     "usage: atome generate --model MODEL (--prompt TEXT | --prompt-hex HEX) --n N [flags]\n"
@@ -199,6 +206,16 @@ static const char *const USAGE_PARAMS =
     "Prints one JSON object: params, quant_params, fp32_params, family, config\n"
     "fields and a per-tensor table.\n";
 
+static const char *const USAGE_MATCH =
+    "usage: atome match --family vanilla|gssm --params N [--max-seq 64] [--tol 0.02]\n"
+    "                   [--layers L] [--ffn-ratio M] [--heads 4] [--pos learned|none|ternary]\n"
+    "\n"
+    "Lists the shapes of the matcher's grid (docs/models.md) whose parameter count\n"
+    "is within a relative --tol of N, by depth then closeness, as one JSON object:\n"
+    "shapes, the closest of them (closest) and the library's single answer over\n"
+    "the whole grid (library; learned positions only). --layers and --ffn-ratio\n"
+    "(d_ff = M * d_model, 1..4) restrict the grid.\n";
+
 static const char *const USAGE_INIT =
     "usage: atome init --config NAME --seed S --out CKPT [--quant Q] [--seq N] [shape overrides]\n"
     "\n"
@@ -211,6 +228,7 @@ void cli_usage(FILE *f, const char *cmd) {
     else if (strcmp(cmd, "eval") == 0) fputs(USAGE_EVAL, f);
     else if (strcmp(cmd, "generate") == 0) fputs(USAGE_GENERATE, f);
     else if (strcmp(cmd, "params") == 0) { fputs(USAGE_PARAMS, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
+    else if (strcmp(cmd, "match") == 0) fputs(USAGE_MATCH, f);
     else if (strcmp(cmd, "import") == 0) fputs(USAGE_IMPORT, f);
     else if (strcmp(cmd, "strip") == 0) fputs(USAGE_STRIP, f);
     else if (strcmp(cmd, "export") == 0) fputs(USAGE_EXPORT, f);
@@ -239,6 +257,7 @@ int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } CMDS[] = {
         { "train", cmd_train }, { "eval", cmd_eval }, { "generate", cmd_generate },
         { "params", cmd_params }, { "init", cmd_init }, { "import", cmd_import },
+        { "match", cmd_match },
         { "strip", cmd_strip }, { "export", cmd_export }, { "convert", cmd_convert },
         { "inspect", cmd_inspect }, { "bench", cmd_bench },
         { "firmware", cmd_firmware }, { "header", cmd_header },

@@ -217,7 +217,7 @@ API double atome_engine_stat(engine_session *s, int what) {
     case 10: {
         const atm_mconfig *c = &s->m.cfg;
         atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
-                          c->pathways, 0, 0, 0, 0 };
+                          c->pathways, 0, 0, 0, 0, 0 };
         atm_layout L;
         return atm_layout_build(&fc, &L) == 0 ? (double)L.n_params : -1;
     }

@@ -12,6 +12,7 @@
  * Generation keeps, per layer, the last K-1 normalised inputs (conv), the SSM
  * state (never reset) and a K/V cache of the last W positions (attention). */
 #include "model.h"
+#include "trainer.h"
 #include "layers.h"
 #include "atome_layers.h"
 #include <math.h>
@@ -424,6 +425,13 @@ typedef struct {
     float *fmem;
     int32_t *imem;
 } atome_acts;
+
+const float *atm_atome_router_weights(const void *acts, size_t *layer_stride, int *P) {
+    const atome_acts *a = (const atome_acts *)acts;
+    *layer_stride = a->NM * (size_t)a->P;
+    *P = a->P;
+    return a->r;
+}
 
 static void *atome_acts_new(const atm_config *c, int B, int T) {
     if (!c || c->family != ATM_FAMILY_ATOME || B < 1 || T < 1) return NULL;

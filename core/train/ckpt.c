@@ -85,11 +85,13 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     int has_calib = ck->calib && ck->calib_len;
     size_t tp = ck->has_dist ? str_len(ck->teacher_path, sizeof ck->teacher_path) : 0;
     int has_awin = ck->cfg.attn_window != 0;
+    int has_vpos = ck->cfg.pos != 0;
     uint32_t nsec = 4 + (name_len > 0) + (ck->has_data ? 1 : 0) + (has_adam ? 1 : 0) + (has_calib ? 1 : 0) +
-                    (ck->has_dist ? 1 : 0) + (has_awin ? 1 : 0);
+                    (ck->has_dist ? 1 : 0) + (has_awin ? 1 : 0) + (has_vpos ? 1 : 0);
     uint64_t total = HEADER_BYTES;
     total += SECTION_HEAD + CONF_BYTES;
     if (has_awin) total += SECTION_HEAD + 4;
+    if (has_vpos) total += SECTION_HEAD + 4;
     if (name_len) total += SECTION_HEAD + name_len;
     total += SECTION_HEAD + TOPT_BYTES;
     total += SECTION_HEAD + STAT_BYTES;
@@ -117,6 +119,8 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
      * so a build that does not know it refuses the file instead of training
      * or scoring a different model) */
     if (has_awin) { put_section(&b, "AWIN", FLAG_REQUIRED, 4); put_i32(&b, c->attn_window); }
+    /* VPOS: a vanilla position scheme other than the learned table (same rule) */
+    if (has_vpos) { put_section(&b, "VPOS", FLAG_REQUIRED, 4); put_i32(&b, c->pos); }
 
     if (name_len) { put_section(&b, "NAME", 0, name_len); put_bytes(&b, ck->name, name_len); }
 
@@ -226,7 +230,7 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
 
     const uint8_t *p = buf + HEADER_BYTES, *end = buf + len - CRC_BYTES;
     const uint8_t *conf = NULL, *topt = NULL, *stat = NULL, *data = NULL, *wght = NULL, *adam = NULL, *name = NULL;
-    const uint8_t *calb = NULL, *dist = NULL, *awin = NULL;
+    const uint8_t *calb = NULL, *dist = NULL, *awin = NULL, *vpos = NULL;
     uint64_t data_len = 0, wght_len = 0, adam_len = 0, name_len = 0, calb_len = 0, dist_len = 0;
     for (uint32_t s = 0; s < nsec; s++) {
         if ((size_t)(end - p) < SECTION_HEAD) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %u header runs past the end", s);
@@ -250,6 +254,7 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
         else if (tag_is(tag, "ACAL")) { slot = &calb; lslot = &calb_len; }
         else if (tag_is(tag, "DIST")) { slot = &dist; lslot = &dist_len; }
         else if (tag_is(tag, "AWIN")) { slot = &awin; want = 4; }
+        else if (tag_is(tag, "VPOS")) { slot = &vpos; want = 4; }
         else if (flags & FLAG_REQUIRED) PFAIL(ATM_CKPT_EFORMAT, "unsupported required section %s (written by a newer build?)", tt);
         if (slot) {
             if (*slot) PFAIL(ATM_CKPT_EFORMAT, "malformed: duplicate section %s", tt);
@@ -270,6 +275,8 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
     c->d_ff = get_i32(conf + 36); c->d_inner = get_i32(conf + 40); c->max_seq = get_i32(conf + 44);
     c->attn_window = awin ? get_i32(awin) : 0;
     if (awin && c->attn_window == 0) PFAIL(ATM_CKPT_EFORMAT, "malformed: AWIN section holds 0");
+    c->pos = vpos ? get_i32(vpos) : 0;
+    if (vpos && c->pos == 0) PFAIL(ATM_CKPT_EFORMAT, "malformed: VPOS section holds 0");
     {
         char why[200];
         if (atm_config_validate(c, why, sizeof why)) PFAIL(ATM_CKPT_ECONFIG, "bad config: %s", why);

@@ -6,19 +6,19 @@
 typedef struct { const char *name; atm_config c; } named_config;
 
 /* Field order: family, vocab, d_model, n_layers, d_head, n_heads, kernel, top_k,
- * pathways, d_ff, d_inner, max_seq (attn_window: 0, off). Parameter counts are pinned in
+ * pathways, d_ff, d_inner, max_seq, attn_window (0, off), pos (0, learned). Parameter counts are pinned in
  * tests/test_params.c. */
 static const named_config NAMED[] = {
-    { "atome-60k",   { ATM_FAMILY_ATOME,   256,  64, 4, 16, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0 } },
-    { "atome-944k",  { ATM_FAMILY_ATOME,   256, 256, 8, 64, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0 } },
-    { "vanilla-60k", { ATM_FAMILY_VANILLA, 256,  44, 3, 11, 4, 0, 0, 0, 44, 0, 64, 0 } },
-    { "vanilla-6k",  { ATM_FAMILY_VANILLA, 256,   8, 2,  2, 4, 0, 0, 0, 24, 0, 64, 0 } },
+    { "atome-60k",   { ATM_FAMILY_ATOME,   256,  64, 4, 16, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0, 0 } },
+    { "atome-944k",  { ATM_FAMILY_ATOME,   256, 256, 8, 64, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0, 0 } },
+    { "vanilla-60k", { ATM_FAMILY_VANILLA, 256,  44, 3, 11, 4, 0, 0, 0, 44, 0, 64, 0, 0 } },
+    { "vanilla-6k",  { ATM_FAMILY_VANILLA, 256,   8, 2,  2, 4, 0, 0, 0, 24, 0, 64, 0, 0 } },
     /* gssm-60k: chosen by the shape matcher (docs/models.md); pinned in tests. */
-    { "gssm-60k",    { ATM_FAMILY_GSSM,    256,  44, 3,  0, 0, 0, 0, 0, 88, 44, 0, 0 } },
+    { "gssm-60k",    { ATM_FAMILY_GSSM,    256,  44, 3,  0, 0, 0, 0, 0, 88, 44, 0, 0, 0 } },
     /* Small shapes for tests and quick experiments. */
-    { "atome-tiny",  { ATM_FAMILY_ATOME,   256,  16, 2,  8, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0 } },
-    { "vanilla-tiny",{ ATM_FAMILY_VANILLA, 256,  16, 2,  4, 4, 0, 0, 0, 32, 0, 64, 0 } },
-    { "gssm-tiny",   { ATM_FAMILY_GSSM,    256,  16, 2,  0, 0, 0, 0, 0, 32, 16, 0, 0 } },
+    { "atome-tiny",  { ATM_FAMILY_ATOME,   256,  16, 2,  8, 0, 5, 4, ATM_PATH_ALL, 0, 0, 0, 0, 0 } },
+    { "vanilla-tiny",{ ATM_FAMILY_VANILLA, 256,  16, 2,  4, 4, 0, 0, 0, 32, 0, 64, 0, 0 } },
+    { "gssm-tiny",   { ATM_FAMILY_GSSM,    256,  16, 2,  0, 0, 0, 0, 0, 32, 16, 0, 0, 0 } },
 };
 #define N_NAMED ((int)(sizeof(NAMED) / sizeof(NAMED[0])))
 
@@ -71,6 +71,8 @@ int atm_config_validate(const atm_config *c, char *err, size_t errlen) {
     if (c->d_model < 1 || c->d_model > 4096) FAIL("d_model must be 1..4096 (got %d)", (int)c->d_model);
     if (c->n_layers < 1 || c->n_layers > 64) FAIL("layers must be 1..64 (got %d)", (int)c->n_layers);
     if (c->family != ATM_FAMILY_ATOME && c->attn_window != 0) FAIL("attn window is an atome option");
+    if (c->family != ATM_FAMILY_VANILLA && c->pos != ATM_POS_LEARNED) FAIL("positions (--pos) are a vanilla option");
+    if (c->pos < ATM_POS_LEARNED || c->pos > ATM_POS_TERNARY) FAIL("unknown position scheme %d", (int)c->pos);
     switch (c->family) {
     case ATM_FAMILY_ATOME:
         if (c->pathways < 1 || c->pathways > ATM_PATH_ALL) FAIL("pathways must name at least one of conv,ssm,attn");

@@ -9,9 +9,43 @@
 
 #define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
+/* Adds the router weights of the last forward (rows rows of B*T) to *rs. */
+static void router_add(const atm_layout *L, void *acts, int rows, atm_router_stats *rs) {
+    size_t stride;
+    int P;
+    const float *r = atm_atome_router_weights(acts, &stride, &P);
+    int slot[3], np = 0;
+    for (int b = 0; b < 3; b++) if (L->cfg.pathways & (1 << b)) slot[np++] = b;
+    for (int l = 0; l < L->cfg.n_layers; l++) {
+        const float *rl = r + (size_t)l * stride;
+        for (int n = 0; n < rows; n++) {
+            const float *row = rl + (size_t)n * P;
+            double h = 0.0;
+            for (int p = 0; p < P; p++) {
+                double x = row[p];
+                rs->weight[l][slot[p]] += x;
+                if (x > 0.0) h -= x * log(x);
+            }
+            rs->entropy[l] += h;
+        }
+    }
+    rs->positions += (uint64_t)rows;
+}
+
 int atm_eval_chunks(const atm_layout *L, const float *w, int quant, const atm_chunks *ch,
                     int batch, atm_eval_result *out, char *err, size_t errlen) {
+    return atm_eval_chunks_router(L, w, quant, ch, batch, out, NULL, err, errlen);
+}
+
+int atm_eval_chunks_router(const atm_layout *L, const float *w, int quant, const atm_chunks *ch,
+                           int batch, atm_eval_result *out, atm_router_stats *rs, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    if (rs) {
+        memset(rs, 0, sizeof *rs);
+        if (L->cfg.family != ATM_FAMILY_ATOME) FAIL("router statistics need an atome-family model");
+        if (L->cfg.n_layers > ATM_ROUTER_MAX_LAYERS) FAIL("router statistics: more than %d layers", ATM_ROUTER_MAX_LAYERS);
+        rs->layers = L->cfg.n_layers;
+    }
     const atm_family *fam = atm_family_get(L->cfg.family);
     if (!fam || !fam->acts_new || !fam->forward) FAIL("model family '%s' is not built", atm_family_name(L->cfg.family));
     if (ch->seq < 2 || ch->n == 0) FAIL("nothing to evaluate");
@@ -41,11 +75,19 @@ int atm_eval_chunks(const atm_layout *L, const float *w, int quant, const atm_ch
         atm_batch_range(ch, i * (size_t)batch, batch, in, tgt);
         double mean = fam->forward(L, weff, acts, in, tgt, batch, T);
         sum += mean * (double)batch * (double)T;
+        if (rs) router_add(L, acts, batch * T, rs);
     }
     if (rem) {
         atm_batch_range(ch, full * (size_t)batch, rem, in, tgt);
         double mean = fam->forward(L, weff, acts_rem, in, tgt, rem, T);
         sum += mean * (double)rem * (double)T;
+        if (rs) router_add(L, acts_rem, rem * T, rs);
+    }
+    if (rs && rs->positions) {
+        for (int l = 0; l < rs->layers; l++) {
+            for (int p = 0; p < 3; p++) rs->weight[l][p] /= (double)rs->positions;
+            rs->entropy[l] /= (double)rs->positions;
+        }
     }
     out->sum_nats = sum;
     out->bytes = (uint64_t)ch->n * (uint64_t)T;

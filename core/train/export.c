@@ -7,6 +7,7 @@
 #include "../engine.h"
 #include "../container.h"
 #include "../format.h"
+#include "../explain.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,8 +434,15 @@ void atm_engine_logprobs(const int32_t *logits, int V, double *out) {
 
 int atm_engine_eval(const uint8_t *blob, size_t len, const atm_chunks *ch, int window,
                     atm_eval_result *out, char *err, size_t errlen) {
+    return atm_engine_eval_router(blob, len, ch, window, out, NULL, err, errlen);
+}
+
+int atm_engine_eval_router(const uint8_t *blob, size_t len, const atm_chunks *ch, int window,
+                           atm_eval_result *out, atm_router_stats *rs, char *err, size_t errlen) {
     void *arena = NULL;
+    int32_t trace[ATM_ROUTER_MAX_LAYERS * 3];
     memset(out, 0, sizeof *out);
+    if (rs) memset(rs, 0, sizeof *rs);
     atm_model m;
     atm_engine e;
     atm_status st = atm_model_open(&m, blob, len);
@@ -446,13 +454,26 @@ int atm_engine_eval(const uint8_t *blob, size_t len, const atm_chunks *ch, int w
     if (!arena) FAIL("engine eval: out of memory");
     st = atm_engine_init(&e, &m, window, arena, ab);
     if (st != ATM_OK) FAIL("engine eval: %s", atm_status_str(st));
+    if (rs) {
+        if (m.cfg.n_layers > ATM_ROUTER_MAX_LAYERS) FAIL("engine eval: router statistics: more than %d layers", ATM_ROUTER_MAX_LAYERS);
+        rs->layers = m.cfg.n_layers;
+    }
     double sum = 0.0, lp[ATM_MAX_VOCAB];
     for (size_t i = 0; i < ch->n; i++) {
         const uint8_t *b = ch->base + i * (size_t)ch->seq;
         atm_engine_reset(&e);
         for (int t = 0; t + 1 < ch->seq; t++) {
-            const int32_t *lg = atm_engine_step(&e, b[t]);
+            const int32_t *lg = atm_engine_step_traced(&e, b[t], rs ? trace : NULL);
             int tgt = b[t + 1];
+            if (rs) {
+                atm_explain_t x;
+                atm_explain(trace, rs->layers, lg, m.cfg.vocab, &x);
+                for (int l = 0; l < rs->layers; l++) {
+                    for (int p = 0; p < 3; p++) rs->weight[l][p] += (double)trace[3 * l + p] / 32768.0;
+                    rs->entropy[l] += (double)x.entropy[l] / 65536.0;
+                }
+                rs->positions++;
+            }
             if (tgt >= m.cfg.vocab) FAIL("engine eval: byte %d outside the vocabulary", tgt);
             atm_engine_logprobs(lg, m.cfg.vocab, lp);
             sum -= lp[tgt];
@@ -463,6 +484,12 @@ int atm_engine_eval(const uint8_t *blob, size_t len, const atm_chunks *ch, int w
     out->nats_per_byte = sum / (double)out->bytes;
     out->bpb = out->nats_per_byte / log(2.0);
     out->ppl = exp(out->nats_per_byte);
+    if (rs && rs->positions) {
+        for (int l = 0; l < rs->layers; l++) {
+            for (int p = 0; p < 3; p++) rs->weight[l][p] /= (double)rs->positions;
+            rs->entropy[l] /= (double)rs->positions;
+        }
+    }
     free(arena);
     return 0;
 fail:

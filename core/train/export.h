@@ -103,6 +103,11 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
  * default. 0, or -1 with a reason. */
 int atm_engine_eval(const uint8_t *blob, size_t len, const atm_chunks *ch, int window,
                     atm_eval_result *out, char *err, size_t errlen);
+/* atm_engine_eval that also averages the router trace of every scored step
+ * (atm_engine_step_traced, Q15 / 32768) and its entropy as --router-json
+ * gives it (atm_explain, Q16 / 65536) into *rs (NULL: atm_engine_eval). */
+int atm_engine_eval_router(const uint8_t *blob, size_t len, const atm_chunks *ch, int window,
+                           atm_eval_result *out, atm_router_stats *rs, char *err, size_t errlen);
 
 /* log-softmax of Q16 engine logits: out[v] = ln p(v), V <= 256. */
 void atm_engine_logprobs(const int32_t *logits, int V, double *out);

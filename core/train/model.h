@@ -26,6 +26,9 @@
 enum { ATM_FAMILY_ATOME = 0, ATM_FAMILY_VANILLA = 1, ATM_FAMILY_GSSM = 2, ATM_N_FAMILIES = 3 };
 enum { ATM_PATH_CONV = 1, ATM_PATH_SSM = 2, ATM_PATH_ATTN = 4, ATM_PATH_ALL = 7 };
 enum { ATM_QUANT_FP32 = 0, ATM_QUANT_TERNARY = 1 };
+/* vanilla positions: a learned fp32 table (default), none (causal attention
+ * is the only position signal), or a table quantised with the weights */
+enum { ATM_POS_LEARNED = 0, ATM_POS_NONE = 1, ATM_POS_TERNARY = 2 };
 
 /* One struct for every family; fields a family does not use are 0. */
 typedef struct {
@@ -44,6 +47,7 @@ typedef struct {
     int32_t attn_window; /* atome: attention sees only the last attn_window positions,
                           * the current one included, as the engine's window does
                           * (0 = every earlier position of the chunk); >= top_k */
+    int32_t pos;       /* vanilla: ATM_POS_* (0 = learned fp32 table) */
 } atm_config;
 
 /* Named configs: atome-60k, atome-944k, vanilla-60k, vanilla-6k, gssm-60k, and

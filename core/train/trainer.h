@@ -125,6 +125,29 @@ typedef struct {
 int atm_eval_chunks(const atm_layout *L, const float *w, int quant, const atm_chunks *ch,
                     int batch, atm_eval_result *out, char *err, size_t errlen);
 
+/* Router statistics over the evaluated positions (`atome eval --router`):
+ * per layer, the mean router weight of each pathway (slots conv, ssm, attn;
+ * 0 for a pathway the model does not have) and the mean router entropy
+ * -sum_p w_p ln w_p in nats, over every predicted byte, summed in double in
+ * position order. */
+#define ATM_ROUTER_MAX_LAYERS 64
+typedef struct {
+    int      layers;
+    uint64_t positions;
+    double   weight[ATM_ROUTER_MAX_LAYERS][3];
+    double   entropy[ATM_ROUTER_MAX_LAYERS];
+} atm_router_stats;
+
+/* atm_eval_chunks that also fills *rs (an atome-family model of at most
+ * ATM_ROUTER_MAX_LAYERS layers; rs NULL = atm_eval_chunks). */
+int atm_eval_chunks_router(const atm_layout *L, const float *w, int quant, const atm_chunks *ch,
+                           int batch, atm_eval_result *out, atm_router_stats *rs, char *err, size_t errlen);
+
+/* The router weights of the last forward on atome activations: layer l's
+ * rows start at r + l * *layer_stride, row n (0..B*T-1) holds *P weights,
+ * one per pathway the model has, in the order conv, ssm, attn. */
+const float *atm_atome_router_weights(const void *acts, size_t *layer_stride, int *P);
+
 /* ---- float sampler (eval.c) ---- */
 /* Next byte from logits[V]: temperature <= 0 -> argmax (lowest index on ties);
  * else softmax(logits/temperature) in double, keep the top_k most likely

@@ -12,6 +12,9 @@
  *
  * Tensor kinds: tok_emb, every matrix and unembed are ATM_TK_QUANT (ternary
  * when the model is trained ternary); LayerNorm vectors and pos_emb are FP32.
+ * Positions (cfg.pos): ATM_POS_LEARNED, the table above; ATM_POS_NONE, no
+ * table (h = tok_emb[x_t]; causal attention is the only position signal);
+ * ATM_POS_TERNARY, the table is ATM_TK_QUANT, quantised with the weights.
  * Init follows PyTorch defaults (nn.Embedding N(0,1), nn.Linear
  * U(-1/sqrt(in), 1/sqrt(in)), LayerNorm 1/0).
  *
@@ -128,7 +131,7 @@ void atm_mha_backward(float *dqkv, const float *dout, const float *qkv, const fl
 
 /* Per-block tensor order; a block's tensors are contiguous in the table. */
 enum { VB_LN1G, VB_LN1B, VB_WQKV, VB_WO, VB_LN2G, VB_LN2B, VB_W1, VB_W2, VB_N };
-enum { V_TOK = 0, V_POS = 1, V_BLOCK0 = 2 };   /* then L*VB_N, then ln_f.g, ln_f.b, unembed */
+enum { V_TOK = 0, V_POS = 1 };   /* pos_emb only with positions; then L*VB_N, then ln_f.g, ln_f.b, unembed */
 
 static int add_blk(atm_layout *L, int l, const char *suffix, int rows, int cols, int kind,
                    int init, float a) {
@@ -145,7 +148,12 @@ static int vanilla_layout(const atm_config *c, atm_layout *L) {
     /* PyTorch nn.Linear default: kaiming_uniform(a = sqrt 5) = U(-1/sqrt(in), 1/sqrt(in)). */
     const float bC = 1.0f / sqrtf((float)C), bF = 1.0f / sqrtf((float)F);
     int ok = atm_layout_add(L, "tok_emb", V, C, ATM_TK_QUANT, ATM_INIT_NORMAL, 1.0f) >= 0;
-    ok = ok && atm_layout_add(L, "pos_emb", c->max_seq, C, ATM_TK_FP32, ATM_INIT_NORMAL, 1.0f) >= 0;
+    /* --pos none: no position table at all; --pos ternary: the table is a
+     * quantised tensor (ternary with the weights when the model is) */
+    if (c->pos != ATM_POS_NONE)
+        ok = ok && atm_layout_add(L, "pos_emb", c->max_seq, C,
+                                  c->pos == ATM_POS_TERNARY ? ATM_TK_QUANT : ATM_TK_FP32,
+                                  ATM_INIT_NORMAL, 1.0f) >= 0;
     for (int l = 0; l < c->n_layers && ok; l++) {
         ok = add_blk(L, l, "ln1.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
           && add_blk(L, l, "ln1.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
@@ -163,7 +171,11 @@ static int vanilla_layout(const atm_config *c, atm_layout *L) {
 }
 
 static size_t toff(const atm_layout *L, int idx) { return L->t[idx].off; }
-static int blk(int l, int k) { return V_BLOCK0 + l * VB_N + k; }
+static int vb0(const atm_layout *L) { return L->cfg.pos == ATM_POS_NONE ? 1 : 2; }   /* first block tensor */
+static int blk(const atm_layout *L, int l, int k) { return vb0(L) + l * VB_N + k; }
+static const float *pos_of(const atm_layout *L, const float *w) {
+    return L->cfg.pos == ATM_POS_NONE ? NULL : w + toff(L, V_POS);
+}
 
 /* ---- activations ---- */
 
@@ -263,7 +275,7 @@ static double vanilla_forward(const atm_layout *L, const float *w, void *acts,
     memcpy(a->in, in, (size_t)N);
     if (tgt) memcpy(a->tgt, tgt, (size_t)N);
 
-    atm_embed_forward(a->resid, in, w + toff(L, V_TOK), w + toff(L, V_POS), N, T, C);
+    atm_embed_forward(a->resid, in, w + toff(L, V_TOK), pos_of(L, w), N, T, C);
     for (int l = 0; l < NL; l++) {
         const float *x = a->resid + l * NC;
         float *mid = a->resid_mid + l * NC, *out = a->resid + (l + 1) * NC;
@@ -271,19 +283,19 @@ static double vanilla_forward(const atm_layout *L, const float *w, void *acts,
         float *qkv = a->qkv + l * 3 * NC, *att = a->att + l * NA, *atty = a->atty + l * NC;
         float *fch = a->fch + l * NF, *fchg = a->fchg + l * NF;
         atm_layernorm_forward(ln1, a->ln1_mean + l * NR, a->ln1_rstd + l * NR, x,
-                              w + toff(L, blk(l, VB_LN1G)), w + toff(L, blk(l, VB_LN1B)), N, C);
-        atm_matmul_forward(qkv, ln1, w + toff(L, blk(l, VB_WQKV)), N, C, 3 * C);
+                              w + toff(L, blk(L, l, VB_LN1G)), w + toff(L, blk(L, l, VB_LN1B)), N, C);
+        atm_matmul_forward(qkv, ln1, w + toff(L, blk(L, l, VB_WQKV)), N, C, 3 * C);
         atm_mha_forward(atty, att, qkv, a->mha_scratch, B, T, C, H);
-        atm_matmul_forward(a->tmp, atty, w + toff(L, blk(l, VB_WO)), N, C, C);
+        atm_matmul_forward(a->tmp, atty, w + toff(L, blk(L, l, VB_WO)), N, C, C);
         for (size_t i = 0; i < (size_t)N * C; i++) mid[i] = x[i] + a->tmp[i];
         atm_layernorm_forward(ln2, a->ln2_mean + l * NR, a->ln2_rstd + l * NR, mid,
-                              w + toff(L, blk(l, VB_LN2G)), w + toff(L, blk(l, VB_LN2B)), N, C);
-        atm_matmul_forward(fch, ln2, w + toff(L, blk(l, VB_W1)), N, C, F);
+                              w + toff(L, blk(L, l, VB_LN2G)), w + toff(L, blk(L, l, VB_LN2B)), N, C);
+        atm_matmul_forward(fch, ln2, w + toff(L, blk(L, l, VB_W1)), N, C, F);
         atm_gelu_forward(fchg, fch, N * F);
-        atm_matmul_forward(a->tmp, fchg, w + toff(L, blk(l, VB_W2)), N, F, C);
+        atm_matmul_forward(a->tmp, fchg, w + toff(L, blk(L, l, VB_W2)), N, F, C);
         for (size_t i = 0; i < (size_t)N * C; i++) out[i] = mid[i] + a->tmp[i];
     }
-    const int tail = V_BLOCK0 + NL * VB_N;
+    const int tail = vb0(L) + NL * VB_N;
     atm_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + NL * NC,
                           w + toff(L, tail), w + toff(L, tail + 1), N, C);
     atm_matmul_forward(a->logits, a->lnf, w + toff(L, tail + 2), N, C, V);
@@ -301,7 +313,7 @@ static void vanilla_backward(const atm_layout *L, const float *w, void *acts, fl
     const size_t NC = (size_t)a->B * a->T * C, NF = (size_t)a->B * a->T * F;
     const size_t NR = (size_t)a->B * a->T, NA = (size_t)a->B * H * a->T * a->T;
     const size_t nC = (size_t)N * C, nF = (size_t)N * F;
-    const int tail = V_BLOCK0 + NL * VB_N;
+    const int tail = vb0(L) + NL * VB_N;
 
     memset(a->dlogits, 0, sizeof(float) * (size_t)N * V);
     atm_xent_backward(a->dlogits, a->probs, a->tgt, N, V, 1.0f / (float)N);
@@ -314,30 +326,31 @@ static void vanilla_backward(const atm_layout *L, const float *w, void *acts, fl
     for (int l = NL - 1; l >= 0; l--) {
         /* a->dresid holds dloss/d(block output); the residual passes it through. */
         memset(a->dfchg, 0, sizeof(float) * nF);
-        atm_matmul_backward(a->dfchg, dw + toff(L, blk(l, VB_W2)), a->dresid,
-                            a->fchg + l * NF, w + toff(L, blk(l, VB_W2)), N, F, C);
+        atm_matmul_backward(a->dfchg, dw + toff(L, blk(L, l, VB_W2)), a->dresid,
+                            a->fchg + l * NF, w + toff(L, blk(L, l, VB_W2)), N, F, C);
         memset(a->dfch, 0, sizeof(float) * nF);
         atm_gelu_backward(a->dfch, a->fch + l * NF, a->dfchg, N * F);
         memset(a->dln, 0, sizeof(float) * nC);
-        atm_matmul_backward(a->dln, dw + toff(L, blk(l, VB_W1)), a->dfch,
-                            a->ln2 + l * NC, w + toff(L, blk(l, VB_W1)), N, C, F);
-        atm_layernorm_backward(a->dresid, dw + toff(L, blk(l, VB_LN2G)), dw + toff(L, blk(l, VB_LN2B)),
-                               a->dln, a->resid_mid + l * NC, w + toff(L, blk(l, VB_LN2G)),
+        atm_matmul_backward(a->dln, dw + toff(L, blk(L, l, VB_W1)), a->dfch,
+                            a->ln2 + l * NC, w + toff(L, blk(L, l, VB_W1)), N, C, F);
+        atm_layernorm_backward(a->dresid, dw + toff(L, blk(L, l, VB_LN2G)), dw + toff(L, blk(L, l, VB_LN2B)),
+                               a->dln, a->resid_mid + l * NC, w + toff(L, blk(L, l, VB_LN2G)),
                                a->ln2_mean + l * NR, a->ln2_rstd + l * NR, N, C);
         memset(a->datty, 0, sizeof(float) * nC);
-        atm_matmul_backward(a->datty, dw + toff(L, blk(l, VB_WO)), a->dresid,
-                            a->atty + l * NC, w + toff(L, blk(l, VB_WO)), N, C, C);
+        atm_matmul_backward(a->datty, dw + toff(L, blk(L, l, VB_WO)), a->dresid,
+                            a->atty + l * NC, w + toff(L, blk(L, l, VB_WO)), N, C, C);
         memset(a->dqkv, 0, sizeof(float) * 3 * nC);
         atm_mha_backward(a->dqkv, a->datty, a->qkv + l * 3 * NC, a->att + l * NA, a->mha_scratch,
                          B, T, C, H);
         memset(a->dln, 0, sizeof(float) * nC);
-        atm_matmul_backward(a->dln, dw + toff(L, blk(l, VB_WQKV)), a->dqkv,
-                            a->ln1 + l * NC, w + toff(L, blk(l, VB_WQKV)), N, C, 3 * C);
-        atm_layernorm_backward(a->dresid, dw + toff(L, blk(l, VB_LN1G)), dw + toff(L, blk(l, VB_LN1B)),
-                               a->dln, a->resid + l * NC, w + toff(L, blk(l, VB_LN1G)),
+        atm_matmul_backward(a->dln, dw + toff(L, blk(L, l, VB_WQKV)), a->dqkv,
+                            a->ln1 + l * NC, w + toff(L, blk(L, l, VB_WQKV)), N, C, 3 * C);
+        atm_layernorm_backward(a->dresid, dw + toff(L, blk(L, l, VB_LN1G)), dw + toff(L, blk(L, l, VB_LN1B)),
+                               a->dln, a->resid + l * NC, w + toff(L, blk(L, l, VB_LN1G)),
                                a->ln1_mean + l * NR, a->ln1_rstd + l * NR, N, C);
     }
-    atm_embed_backward(dw + toff(L, V_TOK), dw + toff(L, V_POS), a->in, a->dresid, N, T, C);
+    atm_embed_backward(dw + toff(L, V_TOK), L->cfg.pos == ATM_POS_NONE ? NULL : dw + toff(L, V_POS),
+                       a->in, a->dresid, N, T, C);
 }
 
 static const float *vanilla_logits(void *acts) { return ((vacts *)acts)->logits; }
