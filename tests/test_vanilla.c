@@ -121,6 +121,36 @@ static atm_config small_cfg(void) {
     return c;
 }
 
+/* Whole-model gradients with no position table (--pos none): the same
+ * checker; the layout has no pos_emb and the blocks start one tensor earlier. */
+static void test_model_fd_nopos(void) {
+    const atm_family *f = atm_family_get(ATM_FAMILY_VANILLA);
+    atm_config c = small_cfg();
+    c.pos = ATM_POS_NONE;
+    char err[128];
+    CHECKF(atm_config_validate(&c, err, sizeof err) == 0, "%s", err);
+    atm_layout L;
+    CHECK(atm_layout_build(&c, &L) == 0);
+    CHECK(atm_layout_find(&L, "pos_emb") < 0);
+    const int B = 2, T = 6;
+    float *w = malloc(sizeof(float) * L.n_params), *dw = calloc(L.n_params, sizeof(float));
+    atm_rng rng; atm_rng_seed(&rng, 6);
+    atm_init_params(&L, w, &rng);
+    for (int i = 0; i < L.n_tensors; i++)
+        if (L.t[i].kind == ATM_TK_FP32 && L.t[i].rows == 1)
+            for (int j = 0; j < L.t[i].cols; j++) w[L.t[i].off + j] += 0.3f * randn(&rng);
+    uint8_t in[12], tgt[12];
+    for (int i = 0; i < 12; i++) { in[i] = (uint8_t)atm_rng_below(&rng, 256); tgt[i] = (uint8_t)atm_rng_below(&rng, 256); }
+    void *acts = f->acts_new(&c, B, T);
+    CHECK(acts != NULL);
+    f->forward(&L, w, acts, in, tgt, B, T);
+    f->backward(&L, w, acts, dw);
+    model_ctx ctx = { f, &L, w, acts, in, tgt, B, T };
+    fd_check_model("vanilla --pos none", &ctx, dw, &rng);
+    f->acts_free(acts);
+    free(w); free(dw);
+}
+
 static void test_model_fd(void) {
     const atm_family *f = atm_family_get(ATM_FAMILY_VANILLA);
     atm_config c = small_cfg();
@@ -328,6 +358,7 @@ static void test_gen(void) {
 int main(void) {
     test_mha();
     test_model_fd();
+    test_model_fd_nopos();
     test_counts();
     test_gen();
     return CHECK_DONE();
