@@ -9,6 +9,7 @@
 //     "kernels": "avx512",                  the ATOME_KERNELS set every run pins
 //     "eval": { "data": "valid", "seq": N },  the held-out file (default valid)
 //     "eval_points": 4,                     evaluations during training (the loss curve)
+//     "ckpt_bytes": 8000000,                a checkpoint every this many training bytes
 //     "flags": { train flag: value, … },    common to every grid
 //     "grids": [ { "name": "…", "flags": {…}, "axes": { axis: [value, …], … } }, … ]
 //   }
@@ -38,7 +39,7 @@ export const TRAIN_FLAGS = {
 // Flags the runner sets itself.
 const RUNNER_FLAGS = ['out', 'resume', 'log', 'log-every', 'eval-every', 'ckpt-every', 'quiet', 'stop-at'];
 const KERNEL_SETS = ['ref', 'sse2', 'avx2', 'avx512'];
-const TOP_KEYS = ['title', 'about', 'kernels', 'eval', 'eval_points', 'flags', 'grids', 'claims'];
+const TOP_KEYS = ['title', 'about', 'kernels', 'eval', 'eval_points', 'ckpt_bytes', 'flags', 'grids'];
 const GRID_KEYS = ['name', 'flags', 'axes'];
 const VALUE_KEYS = ['id', 'label', 'flags', 'match'];
 const MATCH_KEYS = ['family', 'params', 'max_seq', 'layers', 'ffn_ratios', 'pos', 'tol', 'heads'];
@@ -110,6 +111,8 @@ export function parseSpec(text, name) {
   }
   if ('eval_points' in spec && (!Number.isInteger(spec.eval_points) || spec.eval_points < 0 || spec.eval_points > 100))
     fail(`${name}: "eval_points" must be an integer 0..100`);
+  if ('ckpt_bytes' in spec && (!Number.isInteger(spec.ckpt_bytes) || spec.ckpt_bytes < 1))
+    fail(`${name}: "ckpt_bytes" must be a positive integer`);
   if ('flags' in spec) checkFlags(spec.flags, `${name} flags`);
   if (!Array.isArray(spec.grids) || spec.grids.length === 0) fail(`${name}: "grids" must be a non-empty list`);
   spec.grids.forEach((g, gi) => {

@@ -23,7 +23,11 @@ import { parseSpec, expandSpec, SpecError, SHARED_FILES } from './research-spec.
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ATOME_REL = 'build/native/atome';
 const atome = join(root, ATOME_REL);
-const CKPT_BYTES = 8e6;   // a checkpoint every ~8 MB of training bytes (minutes, not hours)
+const CKPT_BYTES = 8e6;   // a checkpoint every ~8 MB of training bytes (minutes, not hours); spec key ckpt_bytes
+// Where runs and results go: research/ (or ATOME_RESEARCH_DIR, for tests and
+// scratch sweeps); written into the commands relative to the repository root.
+const outDir = resolve(root, process.env.ATOME_RESEARCH_DIR || 'research');
+const outRel = relative(root, outDir).startsWith('..') ? outDir : (relative(root, outDir) || '.');
 
 const die = (msg, code = 2) => { process.stderr.write(`research: ${msg}\n`); process.exit(code); };
 
@@ -54,6 +58,7 @@ export function loadSpec(path) {
   try {
     const spec = parseSpec(readFileSync(path, 'utf8'), name);
     const runs = expandSpec(spec, name, atome);
+    for (const r of runs) paramsOf(r.flags);   // an unknown config or a bad shape is refused before any run
     return { spec, name, runs };
   } catch (e) {
     if (e instanceof SpecError) die(e.message);
@@ -78,13 +83,13 @@ function runSteps(f) {
 
 export function commandsFor(specName, spec, run) {
   const f = run.flags;
-  const dir = `research/runs/${specName}/${run.id}`;
+  const dir = `${outRel}/runs/${specName}/${run.id}`;
   const ckpt = `${dir}/model.ckpt`;
   const steps = runSteps(f);
   const batch = f.batch ?? 16, seq = f.seq ?? 64;
   const points = spec.eval_points ?? 4;
   const evalEvery = points > 0 ? Math.ceil(steps / points) : 0;
-  const ckptEvery = Math.max(1, Math.round(CKPT_BYTES / (batch * seq)));
+  const ckptEvery = Math.max(1, Math.round((spec.ckpt_bytes ?? CKPT_BYTES) / (batch * seq)));
   const parts = [`ATOME_KERNELS=${spec.kernels}`, ATOME_REL, 'train'];
   for (const [k, v] of Object.entries(f)) {
     if (typeof v === 'boolean') { if (v) parts.push(`--${k}`); continue; }
@@ -161,7 +166,7 @@ function gitCommit() {
   try { return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(); } catch { return null; }
 }
 
-export function resultPath(specName, runId, resultsDir = join(root, 'research/results')) {
+export function resultPath(specName, runId, resultsDir = join(outDir, 'results')) {
   return join(resultsDir, specName, `${runId}.json`);
 }
 
@@ -200,7 +205,7 @@ export async function runCell(specName, spec, run, { quiet = false, commit = fal
     if (old.train_command === c.train && old.eval_command === c.eval) return { id: run.id, skipped: true, result: old };
     throw new Error(`${relative(root, rp)} was made by another command than the spec now gives; move it away to re-run the cell`);
   }
-  const ckptAbs = join(root, c.ckpt);
+  const ckptAbs = resolve(root, c.ckpt);
   let cmd = c.train;
   let resumed = false;
   if (existsSync(ckptAbs)) { cmd += ` --resume ${c.ckpt}`; resumed = true; }
@@ -218,7 +223,7 @@ export async function runCell(specName, spec, run, { quiet = false, commit = fal
   const batch = f.batch ?? 16, seq = f.seq ?? 64;
   const bytesTrained = train.steps * batch * seq;
   const tcb = trainChunkBytes(f);
-  const log = readLog(join(root, c.log));
+  const log = readLog(resolve(root, c.log));
   const curve = log.filter(l => 'eval_nats_per_byte' in l).map(l => ({
     step: l.step, bytes_trained: l.step * batch * seq, nats_per_byte: l.eval_nats_per_byte, bpb: l.eval_bpb,
   }));
@@ -329,9 +334,9 @@ async function sweep(path, opts) {
   let finished = 0, failed = 0, doneBytes = 0, doneSeconds = 0;
   const t0 = Date.now();
   const progress = () => {
-    const cur = [...running.values()].map(x => `${x.run.id} ${logStep(join(root, x.cmd.log))}/${x.cmd.steps}`);
+    const cur = [...running.values()].map(x => `${x.run.id} ${logStep(resolve(root, x.cmd.log))}/${x.cmd.steps}`);
     const left = todo.slice(finished + failed).reduce((s, x) => s + runBytes(x.run.flags), 0);
-    const curDone = [...running.values()].reduce((s, x) => s + logStep(join(root, x.cmd.log)) * (x.run.flags.batch ?? 16) * (x.run.flags.seq ?? 64), 0);
+    const curDone = [...running.values()].reduce((s, x) => s + logStep(resolve(root, x.cmd.log)) * (x.run.flags.batch ?? 16) * (x.run.flags.seq ?? 64), 0);
     const el = (Date.now() - t0) / 1000;
     const rate = (doneBytes + curDone) / Math.max(1, el);
     const eta = rate > 0 ? (left - curDone) / rate : NaN;
@@ -365,7 +370,7 @@ async function sweep(path, opts) {
 function emit(path, name, runs, opts) {
   if (!opts.out) die('--emit needs --out FILE');
   const specRel = relative(root, resolve(path));
-  const tool = 'tools/research';
+  const tool = process.env.ATOME_RESEARCH_DIR ? `ATOME_RESEARCH_DIR=${shq(outRel)} tools/research` : 'tools/research';
   let text;
   if (opts.emit === 'gnu-parallel') {
     text = runs.map(r => `cd ${shq(root)} && ${tool} run ${shq(specRel)} --run ${shq(r.id)}`).join('\n') + '\n';
@@ -378,16 +383,18 @@ function emit(path, name, runs, opts) {
       `#SBATCH --array=0-${runs.length - 1}`,
       '#SBATCH --ntasks=1',
       '#SBATCH --cpus-per-task=1',
-      `#SBATCH --output=research/runs/${name}/slurm-%A_%a.out`,
+      `#SBATCH --chdir=${root}`,
+      `#SBATCH --output=${join(outDir, 'runs', name)}/slurm-%A_%a.out`,
       'set -euo pipefail',
       `cd "\${ATOME_ROOT:-${root}}"`,
+      ...(process.env.ATOME_RESEARCH_DIR ? [`export ATOME_RESEARCH_DIR=${shq(outRel)}`] : []),
       `RUNS=(${runs.map(r => shq(r.id)).join(' ')})`,
-      `exec ${tool} run ${shq(specRel)} --run "\${RUNS[$SLURM_ARRAY_TASK_ID]}"`,
+      `exec tools/research run ${shq(specRel)} --run "\${RUNS[$SLURM_ARRAY_TASK_ID]}"`,
       '',
     ].join('\n');
   } else die(`--emit takes gnu-parallel or slurm (got '${opts.emit}')`);
   writeAtomic(resolve(opts.out), text);
-  if (opts.emit === 'slurm') mkdirSync(join(root, `research/runs/${name}`), { recursive: true });
+  if (opts.emit === 'slurm') mkdirSync(join(outDir, 'runs', name), { recursive: true });
   console.log(JSON.stringify({ spec: name, emit: opts.emit, out: opts.out, runs: runs.length }));
 }
 

@@ -1,0 +1,207 @@
+// tests/node/research.test.mjs — the research harness (tools/research) end to
+// end on a tiny spec (2 configs x 2 seeds, a few steps): the built-in runner,
+// the emitted GNU parallel job list run by Debian's `parallel`, the emitted
+// Slurm array script run once per index with SLURM_ARRAY_TASK_ID set, and a
+// real one-node Slurm (tests/research/slurm-node.sh: slurm-wlm + munge, all
+// state in a temp dir) give the same result files; a sweep killed mid-run and
+// started again equals an uninterrupted one; a committed result re-runs from
+// its own train_command and eval_command to the same nats_per_byte; every
+// malformed spec is refused with one line before any run starts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { repo } from './artifacts.mjs';
+
+const tool = path.join(repo, 'tools/research');
+const tmp = mkdtempSync(path.join(tmpdir(), 'atome-research-'));
+process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
+
+const TINY = {
+  title: 'tiny', kernels: 'avx2', eval_points: 2, ckpt_bytes: 4 * 32 * 25,
+  eval: { data: 'valid', 'max-bytes': 20000 },
+  flags: { data: 'train', 'max-bytes': 60000, split: 0.9, batch: 4, seq: 32, lr: 0.003, steps: 40 },
+  grids: [{ name: 'g', axes: {
+    model: [{ id: 'atome', flags: { config: 'atome-tiny' } }, { id: 'vanilla', flags: { config: 'vanilla-tiny' } }],
+    seed: [0, 1] } }],
+};
+const specFile = (name, spec) => { const f = path.join(tmp, `${name}.json`); writeFileSync(f, JSON.stringify(spec)); return f; };
+
+function sh(cmd, args, { env = {}, cwd = repo } = {}) {
+  return new Promise((res) => {
+    const p = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    p.stdout.on('data', d => { out += d; });
+    p.stderr.on('data', d => { err += d; });
+    p.on('close', (code) => res({ code, out, err }));
+  });
+}
+
+// A result without what legitimately differs between two executions.
+function norm(r) {
+  const { seconds, commit, ...rest } = r;
+  return rest;
+}
+function results(dir, spec) {
+  const d = path.join(dir, 'results', spec);
+  const out = {};
+  for (const f of readdirSync(d).sort()) out[f] = norm(JSON.parse(readFileSync(path.join(d, f), 'utf8')));
+  return out;
+}
+// Moves the results of one method aside and clears the runs, so the next
+// method starts from nothing in the same place (same commands, same files).
+function stash(dir, as) {
+  renameSync(path.join(dir, 'results'), path.join(tmp, as));
+  rmSync(path.join(dir, 'runs'), { recursive: true, force: true });
+}
+
+test('one tiny spec, four ways to run it, the same result files', { timeout: 600000 }, async () => {
+  const dir = path.join(tmp, 'out');
+  const env = { ATOME_RESEARCH_DIR: dir };
+  const spec = specFile('tiny', TINY);
+  // dry run: the run list with parameter counts and an estimate
+  const dry = await sh(tool, ['sweep', spec, '--dry-run'], { env });
+  assert.equal(dry.code, 0, dry.err);
+  const dj = JSON.parse(dry.out.trim().split('\n').pop());
+  assert.deepEqual(dj.runs.map(r => r.run), ['atome-s0', 'atome-s1', 'vanilla-s0', 'vanilla-s1']);
+  assert.ok(dj.runs.every(r => r.params > 0 && r.est_s >= 0 && r.steps === 40));
+  assert.ok(!existsSync(path.join(dir, 'results')), 'a dry run runs nothing');
+
+  // 1. the built-in runner
+  const a = await sh(tool, ['sweep', spec, '--jobs', '2'], { env });
+  assert.equal(a.code, 0, a.err);
+  assert.match(a.err, /4\/4 done/);
+  const ref = results(dir, 'tiny');
+  assert.deepEqual(Object.keys(ref), ['atome-s0.json', 'atome-s1.json', 'vanilla-s0.json', 'vanilla-s1.json']);
+  for (const r of Object.values(ref)) {
+    for (const k of ['nats_per_byte', 'bpb', 'bytes_trained', 'train_command', 'eval_command', 'cell', 'params', 'live_params', 'epochs', 'curve'])
+      assert.ok(k in r, `result key ${k}`);
+    assert.equal(r.bytes_trained, 40 * 4 * 32);
+    assert.equal(r.curve.length, 2);
+    assert.match(r.train_command, /ATOME_KERNELS=avx2 build\/native\/atome train /);
+    assert.match(r.train_command, /^mkdir -p /);
+  }
+  assert.ok(ref['atome-s0.json'].router && ref['atome-s0.json'].router.weights.length === 2, 'atome runs carry router statistics');
+  assert.equal(ref['vanilla-s0.json'].router, null);
+  assert.notEqual(ref['atome-s0.json'].nats_per_byte, ref['atome-s1.json'].nats_per_byte, 'seeds differ');
+  // a second sweep finds everything done and runs nothing
+  const again = await sh(tool, ['sweep', spec, '--jobs', '2'], { env });
+  assert.equal(again.code, 0);
+  assert.match(again.out, /"ran":0/);
+  // each result re-runs from its own commands to the same nats_per_byte
+  const r0 = ref['vanilla-s1.json'];
+  rmSync(path.join(dir, 'runs'), { recursive: true, force: true });
+  const t = await sh('bash', ['-c', r0.train_command]);
+  assert.equal(t.code, 0, t.err);
+  const e = await sh('bash', ['-c', r0.eval_command]);
+  assert.equal(e.code, 0, e.err);
+  assert.equal(JSON.parse(e.out.trim()).nats_per_byte, r0.nats_per_byte);
+  stash(dir, 'builtin');
+
+  // 2. GNU parallel on the emitted job list
+  const jobs = path.join(tmp, 'jobs.txt');
+  let r = await sh(tool, ['sweep', spec, '--emit', 'gnu-parallel', '--out', jobs], { env });
+  assert.equal(r.code, 0, r.err);
+  assert.equal(readFileSync(jobs, 'utf8').trim().split('\n').length, 4);
+  r = await sh('bash', ['-c', `parallel --will-cite -j 2 < ${jobs}`]);
+  assert.equal(r.code, 0, r.err);
+  assert.deepEqual(results(dir, 'tiny'), ref);
+  stash(dir, 'parallel');
+
+  // 3. the Slurm array script, once per index
+  const sb = path.join(tmp, 'tiny.sbatch');
+  r = await sh(tool, ['sweep', spec, '--emit', 'slurm', '--out', sb], { env });
+  assert.equal(r.code, 0, r.err);
+  const script = readFileSync(sb, 'utf8');
+  assert.match(script, /#SBATCH --array=0-3/);
+  for (let i = 0; i < 4; i++) {
+    r = await sh('bash', [sb], { env: { SLURM_ARRAY_TASK_ID: String(i) } });
+    assert.equal(r.code, 0, r.err);
+  }
+  assert.deepEqual(results(dir, 'tiny'), ref);
+  stash(dir, 'array');
+
+  // 4. a real one-node Slurm, started and stopped here (the script emitted
+  // again: emitting makes the folder its logs go to)
+  r = await sh(tool, ['sweep', spec, '--emit', 'slurm', '--out', sb], { env });
+  assert.equal(r.code, 0, r.err);
+  const sd = path.join(tmp, 'slurm');
+  const up = await sh('bash', [path.join(repo, 'tests/research/slurm-node.sh'), 'up', sd]);
+  assert.equal(up.code, 0, up.err);
+  try {
+    const conf = up.out.trim();
+    r = await sh('sbatch', ['--wait', sb], { env: { SLURM_CONF: conf } });
+    assert.equal(r.code, 0, r.out + r.err);
+    assert.deepEqual(results(dir, 'tiny'), ref);
+  } finally {
+    await sh('bash', [path.join(repo, 'tests/research/slurm-node.sh'), 'down', sd]);
+  }
+});
+
+test('a sweep killed mid-run and started again equals an uninterrupted one', { timeout: 600000 }, async () => {
+  const long = { ...TINY, flags: { ...TINY.flags, steps: 400 }, eval_points: 4,
+    grids: [{ name: 'g', axes: { model: [TINY.grids[0].axes.model[0]], seed: [3] } }] };
+  const spec = specFile('long', long);
+  const whole = path.join(tmp, 'whole'), cut = path.join(tmp, 'cut');
+  const w = await sh(tool, ['sweep', spec, '--jobs', '1'], { env: { ATOME_RESEARCH_DIR: whole } });
+  assert.equal(w.code, 0, w.err);
+  // start, wait for a checkpoint past step 100, kill the sweep (and its runs)
+  const p = spawn(tool, ['sweep', spec, '--jobs', '1'], { cwd: repo, env: { ...process.env, ATOME_RESEARCH_DIR: cut }, stdio: 'ignore' });
+  const log = path.join(cut, 'runs/long/atome-s3/model.ckpt.log.jsonl');
+  const t0 = Date.now();
+  for (;;) {
+    await new Promise(r => setTimeout(r, 20));
+    const lines = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [];
+    const step = lines.length ? Number((/"step":(\d+)/.exec(lines[lines.length - 1]) || [0, 0])[1]) : 0;
+    if (step >= 120) break;
+    assert.ok(Date.now() - t0 < 60000, 'the run did not get going');
+  }
+  p.kill('SIGTERM');
+  await new Promise(r => p.on('close', r));
+  assert.ok(!existsSync(path.join(cut, 'results/long/atome-s3.json')), 'killed before it finished');
+  assert.ok(existsSync(path.join(cut, 'runs/long/atome-s3/model.ckpt')), 'a checkpoint to resume from');
+  const c = await sh(tool, ['sweep', spec, '--jobs', '1'], { env: { ATOME_RESEARCH_DIR: cut } });
+  assert.equal(c.code, 0, c.err);
+  assert.match(c.err, /resuming/);
+  const a = norm(JSON.parse(readFileSync(path.join(whole, 'results/long/atome-s3.json'), 'utf8')));
+  const b = norm(JSON.parse(readFileSync(path.join(cut, 'results/long/atome-s3.json'), 'utf8')));
+  const unpath = (x, d) => JSON.parse(JSON.stringify(x).split(d).join('OUT'));
+  assert.deepEqual(unpath(b, cut), unpath(a, whole));
+  assert.equal(b.curve.length, 4);
+});
+
+test('malformed specs are refused with one line, before any run', async () => {
+  const bad = (over) => ({ ...JSON.parse(JSON.stringify(TINY)), ...over });
+  const g = (axes, flags) => [{ name: 'g', axes, ...(flags ? { flags } : {}) }];
+  const cases = [
+    ['unknown top-level key', bad({ colour: 'red' }), /unknown key "colour"/],
+    ['unknown grid key', bad({ grids: [{ name: 'g', axes: { seed: [0] }, extra: 1 }] }), /unknown key "extra"/],
+    ['wrong type', bad({ flags: { ...TINY.flags, steps: '40' } }), /--steps takes a number/],
+    ['not an integer', bad({ flags: { ...TINY.flags, batch: 2.5 } }), /--batch takes an integer/],
+    ['empty grid', bad({ grids: g({ seed: [] }) }), /non-empty list/],
+    ['no grids', bad({ grids: [] }), /"grids" must be a non-empty list/],
+    ['unknown config', bad({ grids: g({ model: [{ id: 'x', flags: { config: 'atome-99k' } }] }) }), /unknown config 'atome-99k'/],
+    ['unknown flag', bad({ flags: { ...TINY.flags, 'learning-rate': 1 } }), /unknown atome train flag "learning-rate"/],
+    ['runner flag', bad({ flags: { ...TINY.flags, out: 'x.ckpt' } }), /--out is set by the runner/],
+    ['bad kernels', bad({ kernels: 'neon' }), /"kernels" must be one of/],
+    ['no budget', bad({ flags: { data: 'train' } }), /no "steps" or "train-bytes"/],
+    ['bad shape', bad({ grids: g({ model: [{ id: 'x', flags: { config: 'atome-tiny', 'd-ff': 8 } }] }) }), /--d-ff does not apply/],
+    ['bad match', bad({ grids: g({ model: [{ id: 'x', flags: { config: 'vanilla-tiny' }, match: { family: 'vanilla', params: 10, tol: 0 } }] }) }), /no vanilla shape/],
+    ['duplicate ids', bad({ grids: [...g({ model: [TINY.grids[0].axes.model[0]] }), ...g({ model: [TINY.grids[0].axes.model[0]] })] }), /two runs have the id/],
+    ['not JSON', '{"kernels": ', /not valid JSON/],
+  ];
+  for (const [what, spec, want] of cases) {
+    const dir = path.join(tmp, 'bad');
+    const f = path.join(tmp, 'bad.json');
+    writeFileSync(f, typeof spec === 'string' ? spec : JSON.stringify(spec));
+    for (const cmd of [['sweep', f], ['sweep', f, '--dry-run'], ['run', f, '--run', 'atome-s0']]) {
+      const r = await sh(tool, cmd, { env: { ATOME_RESEARCH_DIR: dir } });
+      assert.equal(r.code, 2, `${what}: ${cmd.join(' ')} exit ${r.code}: ${r.err}`);
+      assert.match(r.err, want, what);
+      assert.equal(r.err.trim().split('\n').length, 1, `${what}: one line (${r.err})`);
+      assert.ok(!existsSync(dir), `${what}: nothing was run`);
+    }
+  }
+});
