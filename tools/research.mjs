@@ -255,10 +255,18 @@ export async function runCell(specName, spec, run, { quiet = false, commit = fal
   return { id: run.id, result };
 }
 
+// Commits one result with the report rebuilt from it (docs/RESULTS.md and its
+// figures), so the committed report always matches the committed results.
 async function commitResult(path, msg) {
   const rel = relative(root, path);
+  let paths = shq(rel);
+  if (outDir === join(root, 'research')) {
+    const { report } = await import('./research-report.mjs');
+    await report({ results: join(outDir, 'results'), out: join(root, 'docs/RESULTS.md'), figures: true, check: false, root, quiet: true });
+    paths += ' docs/RESULTS.md docs/img/research';
+  }
   for (let i = 0; i < 30; i++) {
-    const a = await sh(`git add -- ${shq(rel)} && git commit -q -m ${shq(msg)} -- ${shq(rel)}`);
+    const a = await sh(`git add -- ${paths} && git commit -q -m ${shq(msg)} -- ${paths}`);
     if (a.code === 0) return;
     await new Promise(r => setTimeout(r, 2000));
   }

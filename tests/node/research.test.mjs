@@ -172,6 +172,39 @@ test('a sweep killed mid-run and started again equals an uninterrupted one', { t
   assert.equal(b.curve.length, 4);
 });
 
+test('the report: rebuilt byte-identically from the committed results, and deterministic', { timeout: 120000 }, async () => {
+  const chk = await sh(tool, ['report', '--check']);
+  assert.equal(chk.code, 0, `docs/RESULTS.md or its figures differ from what the committed results give: run tools/research report (${chk.out}${chk.err})`);
+  const j = JSON.parse(chk.out.trim());
+  assert.equal(j.same, true);
+  assert.equal(j.claims, 13);
+  // into an empty file twice: the same bytes, figures included
+  const a = path.join(tmp, 'rep-a', 'R.md'), b = path.join(tmp, 'rep-b', 'R.md');
+  for (const f of [a, b]) {
+    const r = await sh(tool, ['report', '--out', f]);
+    assert.equal(r.code, 0, r.err);
+  }
+  assert.equal(readFileSync(a, 'utf8'), readFileSync(b, 'utf8'));
+  const figs = readdirSync(path.join(tmp, 'rep-a', 'img/research')).sort();
+  assert.ok(figs.length >= 1);
+  for (const f of figs) assert.equal(readFileSync(path.join(tmp, 'rep-a', 'img/research', f), 'utf8'), readFileSync(path.join(tmp, 'rep-b', 'img/research', f), 'utf8'));
+  assert.match(readFileSync(a, 'utf8'), /\| claim \| published \| ours/);
+});
+
+test('a committed result re-runs from its own commands to the same nats_per_byte', { timeout: 300000 }, async () => {
+  const dir = path.join(repo, 'research/results');
+  const all = [];
+  for (const s of readdirSync(dir)) for (const f of readdirSync(path.join(dir, s))) all.push(JSON.parse(readFileSync(path.join(dir, s, f), 'utf8')));
+  assert.ok(all.length > 0, 'no committed results');
+  // the quickest one (the suite's time); its run folder is scratch (ignored by git)
+  const r = all.sort((x, y) => x.seconds - y.seconds || (x.run < y.run ? -1 : 1))[0];
+  const t = await sh('bash', ['-c', r.train_command]);
+  assert.equal(t.code, 0, t.err);
+  const e = await sh('bash', ['-c', r.eval_command]);
+  assert.equal(e.code, 0, e.err);
+  assert.equal(JSON.parse(e.out.trim()).nats_per_byte, r.nats_per_byte, `${r.spec}/${r.run}`);
+});
+
 test('malformed specs are refused with one line, before any run', async () => {
   const bad = (over) => ({ ...JSON.parse(JSON.stringify(TINY)), ...over });
   const g = (axes, flags) => [{ name: 'g', axes, ...(flags ? { flags } : {}) }];
