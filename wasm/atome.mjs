@@ -98,7 +98,9 @@ export async function loadAtome(source = defaultWasmUrl, options = {}) {
     env: options.env ?? {},
     onStderr: options.onStderr ?? ((t) => console.error(t.replace(/\n$/, ''))),
   };
-  const instance = await instantiate(source, { wasi_snapshot_preview1: wasiImports(state) });
+  // the memory grows on demand (views are always taken from memory.buffer afresh)
+  const instance = await instantiate(source, { wasi_snapshot_preview1: wasiImports(state),
+    env: { emscripten_notify_memory_growth() {} } });
   state.memory = instance.exports.memory;
   instance.exports._initialize?.();
   return new Atome(instance.exports);

@@ -21,173 +21,16 @@
 // Screenshots of each state go to build/screenshots/ (laptop and phone
 // widths). Chromium or playwright-core missing fails the test: nothing is
 // skipped (tools/setup installs both).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { repo, native, run, firstDiff, mulberry32, generateArgs, ckptSections } from './artifacts.mjs';
 import { startServer, missingArtifacts, CSP } from '../../tools/serve.mjs';
+import { useBrowser, requests, CHROMIUM, SHOTS, MODEL, RUN_QEMU, hex, open, waitReady, shot, errorText, expectError,
+  fillSettings, generate, finished, cliArgs, nativeHex, assertSameHex, grab, drop, state, setTrain, waitTrain } from './web-harness.mjs';
 
-const CHROMIUM = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((f) => existsSync(f));
-const SHOTS = path.join(repo, 'build/screenshots');
-const MODEL = path.join(repo, 'models/atome-60k.atome');
-const RUN_QEMU = path.join(repo, 'tools/run-qemu');
-const hex = (b) => Buffer.from(b).toString('hex');
-
-let server, origin, browser, tmp;
-const requests = [];      // every URL any page or worker of the suite asked for
-
-before(async () => {
-  assert.ok(CHROMIUM, 'Chromium not found (/usr/lib/chromium/chromium, /usr/bin/chromium): run tools/setup');
-  const missing = missingArtifacts();
-  assert.deepEqual(missing, [], `the page needs ${missing.map(([f]) => f).join(', ')}: run tools/setup`);
-  let chromium;
-  try { ({ chromium } = await import('playwright-core')); } catch (e) {
-    assert.fail(`playwright-core cannot be imported (${e.message}): run tools/setup (npm ci)`);
-  }
-  server = await startServer({ port: 0, host: '127.0.0.1' });
-  origin = `http://127.0.0.1:${server.address().port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'] });
-  mkdirSync(SHOTS, { recursive: true });
-  tmp = mkdtempSync(path.join(tmpdir(), 'atome-web-'));
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
-
-// A fresh browser context (its own IndexedDB) and page; every request of it
-// (page and workers) is recorded.
-async function open(query = '', { initScript = null, width = 1280, height = 900 } = {}) {
-  const ctx = await browser.newContext({ viewport: { width, height }, acceptDownloads: true });
-  if (initScript) await ctx.addInitScript(initScript);
-  await ctx.route('**/*', (route) => { requests.push(route.request().url()); route.continue(); });
-  const page = await ctx.newPage();
-  const logs = [];
-  page.on('console', (m) => logs.push(`console.${m.type()}: ${m.text()}`));
-  page.on('pageerror', (e) => logs.push(`pageerror: ${e.message}`));
-  page.logs = logs;
-  // the page opens the web model first; these tests compare with atome-60k unless told otherwise
-  const q = /[?&]model-select=/.test(query) ? query : `${query}${query.includes('?') ? '&' : '?'}model-select=atome-60k.atome`;
-  await page.goto(`${origin}/${q}`);
-  await waitReady(page);
-  return { ctx, page };
-}
-
-async function waitReady(page) {
-  await page.waitForFunction(() => !document.getElementById('generate').disabled &&
-    !document.getElementById('train-start').disabled && document.getElementById('runs').dataset.loaded === '1', null, { timeout: 30000 }).catch((e) => {
-    throw new Error(`page not ready: ${e.message}\n${page.logs.join('\n')}`);
-  });
-}
-
-// Laptop- and phone-width screenshots of the whole page (and, for docs/web.md,
-// laptop-width ones of the named sections).
-async function shot(page, name, sections = []) {
-  for (const sec of sections) await page.locator(`#${sec}`).screenshot({ path: path.join(SHOTS, `${name}-${sec}.png`) });
-  const vp = page.viewportSize();
-  await page.screenshot({ path: path.join(SHOTS, `${name}-laptop.png`), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.waitForTimeout(150);
-  await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`), fullPage: true });
-  await page.setViewportSize(vp);
-}
-
-const errorText = (page) => page.evaluate(() => (document.getElementById('error').hidden ? null :
-  document.getElementById('error-text').textContent));
-
-async function expectError(page, pattern, what) {
-  await page.waitForFunction(() => !document.getElementById('error').hidden, null, { timeout: 20000 }).catch(() => {
-    throw new Error(`${what}: #error never appeared\n${page.logs.join('\n')}`);
-  });
-  const t = await errorText(page);
-  assert.match(t, pattern, `${what}: #error says '${t}'`);
-  assert.ok(!t.includes('\n'), `${what}: #error is one line`);
-}
-
-// Settings of `atome generate`, filled into the page; returns the hex of the
-// generated bytes once #output says it is complete.
-// Generate's settings fields from a case (missing: greedy, seed 1, the model's window)
-async function fillSettings(page, c, { explain = true } = {}) {
-  await page.fill('#prompt', c.prompt ?? '');
-  await page.fill('#n', String(c.n));
-  await page.fill('#temperature', c.temperature ?? '0');
-  await page.fill('#top-k', String(c.topK ?? 0));
-  await page.fill('#top-p', c.topP ?? '1');
-  await page.fill('#seed', String(c.seed ?? 1));
-  await page.fill('#window', c.window ? String(c.window) : '');
-  await page.setChecked('#explain', explain);
-}
-
-async function generate(page, c, opts) {
-  await fillSettings(page, c, opts);
-  await page.click('#generate');
-  return finished(page);
-}
-
-async function finished(page) {
-  await page.waitForFunction(() => document.getElementById('output').dataset.done === '1' ||
-    !document.getElementById('error').hidden, null, { timeout: 60000 });
-  const err = await errorText(page);
-  assert.equal(err, null, `generation failed: ${err}`);
-  return page.evaluate(() => document.getElementById('output').dataset.hex);
-}
-
-const cliArgs = (model, c) => generateArgs(model, { ...c, promptHex: hex(Buffer.from(c.prompt ?? '')) });
-
-async function nativeHex(model, c, extra = []) {
-  const r = await native([...cliArgs(model, c), ...extra]);
-  assert.equal(r.code, 0, `native ${cliArgs(model, c).join(' ')}: ${r.stderr}`);
-  return hex(r.stdout);
-}
-
-function assertSameHex(got, want, what) {
-  const d = firstDiff(Buffer.from(got, 'hex'), Buffer.from(want, 'hex'));
-  assert.equal(d, -1, `${what}: first differing byte at offset ${d} (page ${got.length / 2} bytes, native ${want.length / 2})`);
-}
-
-async function grab(page, selector) {
-  const [d] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), page.click(selector)]);
-  const file = path.join(tmp, `${Date.now()}-${d.suggestedFilename()}`);
-  await d.saveAs(file);
-  return { file, name: d.suggestedFilename(), bytes: readFileSync(file) };
-}
-
-// Drops a file on an element, as a person dragging it from their desktop.
-async function drop(page, selector, name, bytes) {
-  const dt = await page.evaluateHandle(({ b64, name }) => {
-    const d = new DataTransfer();
-    d.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name));
-    return d;
-  }, { b64: Buffer.from(bytes).toString('base64'), name });
-  await page.dispatchEvent(selector, 'dragover', { dataTransfer: dt });
-  await page.dispatchEvent(selector, 'drop', { dataTransfer: dt });
-}
-
-const state = (page) => page.evaluate(() => ({ ...document.getElementById('train-status').dataset }));
-
-async function setTrain(page, s) {
-  await page.click('details.more summary');
-  for (const [id, v] of Object.entries(s)) {
-    if (id === 'train-config' || id === 'train-quant') await page.selectOption(`#${id}`, v);
-    else await page.fill(`#${id}`, String(v));
-  }
-}
-
-async function waitTrain(page, want = 'done', timeout = 180000) {
-  await page.waitForFunction((w) => {
-    const s = document.getElementById('train-status').dataset.state;
-    return s === w || s === 'error';
-  }, want, { timeout }).catch((e) => { throw new Error(`training never reached '${want}': ${e.message}\n${page.logs.join('\n')}`); });
-  const st = await state(page);
-  assert.equal(st.state, want, `training: ${await errorText(page)}`);
-  return st;
-}
+const B = useBrowser();
 
 // ------------------------------------------------------------------ tests
 
@@ -199,24 +42,24 @@ const CASES = [
 ];
 
 test('the page serves with its CSP, names what is missing and refuses a non-loopback host', async () => {
-  const r = await fetch(`${origin}/`);
+  const r = await fetch(`${B.origin()}/`);
   assert.equal(r.status, 200);
   assert.equal(r.headers.get('content-security-policy'), CSP);
   assert.match(CSP, /connect-src 'self'/);
   assert.match(CSP, /script-src 'self' 'wasm-unsafe-eval'/);
-  assert.equal((await fetch(`${origin}/build/wasm/atome.wasm`)).headers.get('content-type'), 'application/wasm');
+  assert.equal((await fetch(`${B.origin()}/build/wasm/atome.wasm`)).headers.get('content-type'), 'application/wasm');
   for (const bad of ['/models/../README.md', '/web/%2e%2e/README.md', '/build/native/atome', '/.git/config', '/node_modules/playwright-core/package.json'])
-    assert.equal((await fetch(`${origin}${bad}`)).status, 404, bad);
+    assert.equal((await fetch(`${B.origin()}${bad}`)).status, 404, bad);
   // a request for another host name (DNS rebinding) is not answered
   const { request } = await import('node:http');
   const rebound = await new Promise((resolve, reject) => {
-    const rq = request({ host: '127.0.0.1', port: server.address().port, path: '/', headers: { Host: 'evil.example:80' } },
+    const rq = request({ host: '127.0.0.1', port: Number(new URL(B.origin()).port), path: '/', headers: { Host: 'evil.example:80' } },
       (res) => { res.resume(); resolve(res.statusCode); });
     rq.on('error', reject);
     rq.end();
   });
   assert.equal(rebound, 421);
-  const list = await (await fetch(`${origin}/api/models`)).json();
+  const list = await (await fetch(`${B.origin()}/api/models`)).json();
   assert.ok(list.models.some((m) => m.name === 'atome-60k.atome'));
   const serve = path.join(repo, 'tools/serve');
   const remote = await run(serve, ['--host', '0.0.0.0', '--port', '0'], { timeout: 10000 });
@@ -261,7 +104,7 @@ test('generation equals the native CLI byte for byte; why-this-byte equals --rou
     const c = CASES[1];
     await generate(page, c);
     const lines = await page.evaluate(() => window.__atome.whyLines());
-    const jf = path.join(tmp, 'router.jsonl');
+    const jf = path.join(B.tmp(), 'router.jsonl');
     await nativeHex(MODEL, c, ['--router-json', jf]);
     const want = readFileSync(jf, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(lines.length, c.n);
@@ -288,7 +131,7 @@ test('generation equals the native CLI byte for byte; why-this-byte equals --rou
     assert.match(await page.textContent('#why-detail'), /^Byte 2: /);
     // drag and drop: an ATOME01 copy of the model onto the Generate card, a
     // text file onto the Train card
-    const a1 = path.join(tmp, 'dropped-01.atome');
+    const a1 = path.join(B.tmp(), 'dropped-01.atome');
     assert.equal((await native(['convert', '--model', MODEL, '--format', 'atome01', '--out', a1])).code, 0);
     await drop(page, '#sec-generate', 'dropped-01.atome', readFileSync(a1));
     await page.waitForFunction(() => document.getElementById('model-select').value === 'dropped-01.atome' &&
@@ -348,7 +191,7 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     assert.match(key, /^trained-atome-60k-.*\.atome$/);
     const a2 = await grab(page, '#download-atome02');
     const a1 = await grab(page, '#download-atome01');
-    const mfile = path.join(tmp, key);
+    const mfile = path.join(B.tmp(), key);
     writeFileSync(mfile, a2.bytes);
     for (const [f, enc] of [[a2.file, 'ATOME02'], [a1.file, 'ATOME01']]) {
       const ins = await native(['inspect', f]);
@@ -357,7 +200,7 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
       assert.equal(j.encoding, enc);
       assert.equal(j.params, 60800);
     }
-    const conv = path.join(tmp, 'conv01.atome');
+    const conv = path.join(B.tmp(), 'conv01.atome');
     assert.equal((await native(['convert', '--model', a2.file, '--format', 'atome01', '--out', conv])).code, 0);
     assert.ok(readFileSync(conv).equals(a1.bytes), 'ATOME01 download = atome convert of the ATOME02 one');
     const c = { prompt: 'Once upon a time', n: 160, temperature: '0.8', topK: 40, topP: '0.95', seed: 5 };
@@ -366,14 +209,14 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     assertSameHex(got, await nativeHex(a1.file, c), 'trained model, ATOME01');
 
     const h = await grab(page, '#download-header');
-    const hn = path.join(tmp, 'native.h');
+    const hn = path.join(B.tmp(), 'native.h');
     const hr = await native(['header', '--model', mfile, '--out', hn]);
     assert.equal(hr.code, 0, hr.stderr);
     assert.ok(h.bytes.equals(readFileSync(hn)), 'header = atome header');
 
     for (const [board, win] of [['mps2-an385', 64], ['microbit', 32]]) {
       const fw = await grab(page, `#download-fw-${board}`);
-      const out = path.join(tmp, `native-${board}.elf`);
+      const out = path.join(B.tmp(), `native-${board}.elf`);
       const fr = await native(['firmware', '--model', mfile, '--board', board, '--out', out]);
       assert.equal(fr.code, 0, fr.stderr);
       assert.ok(fw.bytes.equals(readFileSync(out)), `${board}: page firmware = atome firmware`);
@@ -389,7 +232,7 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     for (const [id, board, format] of [['#download-hex-microbit', 'microbit', 'hex'], ['#download-bin-mps2-an385', 'mps2-an385', 'bin']]) {
       const got = await grab(page, id);
       assert.equal(got.name, `${key.replace(/\.atome$/, '')}-${board}.${format}`);
-      const out = path.join(tmp, `native-standalone-${board}.${format}`);
+      const out = path.join(B.tmp(), `native-standalone-${board}.${format}`);
       const fr = await native(['firmware', '--model', mfile, '--board', board, '--out', out, '--format', format, '--prompt', 'Once upon a time',
         '--n', '300', '--temperature', '0.8', '--top-k', '40', '--top-p', '0.95', '--seed', '3']);
       assert.equal(fr.code, 0, fr.stderr);
@@ -472,7 +315,7 @@ test('a tab closed mid-save loses nothing; several runs are listed and deleted',
     await page.close({ runBeforeUnload: false });
     const p2 = await ctx.newPage();
     p2.logs = [];
-    await p2.goto(`${origin}/${RESUME_Q}`);
+    await p2.goto(`${B.origin()}/${RESUME_Q}`);
     await waitReady(p2);
     const ids = await p2.$$eval('#runs li[data-run-id]', (l) => l.map((e) => e.dataset.runId));
     assert.equal(ids.length, 1);
@@ -535,7 +378,7 @@ test('bad inputs show #error, keep what was there and the page still generates',
       await stillGenerates(name);
     }
     // a model too big for the micro:bit's slot: a random atome-944k
-    const big = path.join(tmp, 'big.ckpt'), bigA = path.join(tmp, 'big-944k.atome');
+    const big = path.join(B.tmp(), 'big.ckpt'), bigA = path.join(B.tmp(), 'big-944k.atome');
     assert.equal((await native(['init', '--config', 'atome-944k', '--seed', '1', '--out', big])).code, 0);
     assert.equal((await native(['export', '--model', big, '--format', 'atome02', '--out', bigA, '--quiet'])).code, 0);
     await page.setInputFiles('#model-file', bigA);
@@ -623,9 +466,9 @@ async function stillGeneratesIn(page) {
 
 test('nothing outside the origin was requested', () => {
   assert.ok(requests.length > 20, `only ${requests.length} requests recorded`);
-  const outside = requests.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith('blob:') && !u.startsWith('data:'));
+  const outside = requests.filter((u) => !u.startsWith(`${B.origin()}/`) && !u.startsWith('blob:') && !u.startsWith('data:'));
   assert.deepEqual(outside, []);
   for (const f of ['/build/wasm/atome.wasm', '/build/wasm/atome-scalar.wasm', '/web/gen-worker.mjs', '/web/train-worker.mjs',
     '/models/atome-60k.atome', '/web/data/tinystories-500k.txt', '/build/mcu/mcu/atome-fw-microbit.elf'])
-    assert.ok(requests.includes(`${origin}${f}`), `${f} was never requested (are worker requests recorded?)`);
+    assert.ok(requests.includes(`${B.origin()}${f}`), `${f} was never requested (are worker requests recorded?)`);
 });
