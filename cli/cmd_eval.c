@@ -289,12 +289,12 @@ static int generate_packed(const char *model, const uint8_t *pbytes, size_t plen
 int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *prompt_hex = NULL;
     const char *temp_s = NULL, *topk_s = NULL, *topp_s = NULL, *seed_s = NULL, *router_json = NULL;
-    int64_t nbytes = 0, window = 0;
+    int64_t nbytes = ATM_GEN_N_DEFAULT, window = 0;     /* no --n: the shared default length */
     cli_opt opts[] = {
         { "model",       OPT_STR,   &model, 0, 0, 0, 0 },
         { "prompt",      OPT_STR,   &prompt, 0, 0, 0, 0 },
         { "prompt-hex",  OPT_STR,   &prompt_hex, 0, 0, 0, 0 },
-        { "n",           OPT_INT,   &nbytes, 0, 1.0e12, 0, 0 },
+        { "n",           OPT_INT,   &nbytes, 0, (double)ATM_GEN_N_MAX, 0, 0 },
         { "temperature", OPT_STR,   &temp_s, 0, 0, 0, 0 },
         { "top-k",       OPT_STR,   &topk_s, 0, 0, 0, 0 },
         { "top-p",       OPT_STR,   &topp_s, 0, 0, 0, 0 },
@@ -306,7 +306,6 @@ int cmd_generate(int argc, char **argv) {
     int rc = cli_parse("generate", argc, argv, opts, n);
     if (rc) return rc;
     if (!model) return cli_err(CLI_USAGE, "generate: --model is required");
-    if (!cli_seen(opts, n, "n")) return cli_err(CLI_USAGE, "generate: --n is required");
     if (prompt && prompt_hex) return cli_err(CLI_USAGE, "generate: give --prompt or --prompt-hex, not both");
     if (!prompt && !prompt_hex) return cli_err(CLI_USAGE, "generate: --prompt or --prompt-hex is required");
     atm_sampler_cfg sc;

@@ -99,7 +99,7 @@ typedef struct {
 #define SETTINGS_OPTS(sa) \
     { "prompt",      OPT_STR,  &(sa).prompt, 0, 0, 0, 0 }, \
     { "prompt-hex",  OPT_STR,  &(sa).prompt_hex, 0, 0, 0, 0 }, \
-    { "n",           OPT_INT,  &(sa).n, 0, 1.0e12, 0, 0 }, \
+    { "n",           OPT_INT,  &(sa).n, 0, (double)ATM_GEN_N_MAX, 0, 0 }, \
     { "temperature", OPT_STR,  &(sa).temperature, 0, 0, 0, 0 }, \
     { "top-k",       OPT_STR,  &(sa).top_k, 0, 0, 0, 0 }, \
     { "top-p",       OPT_STR,  &(sa).top_p, 0, 0, 0, 0 }, \
@@ -121,7 +121,6 @@ static int settings_seen(const cli_opt *opts, int first) {
  * printed. */
 static int settings_build(const char *cmd, const settings_args *sa, cli_opt *opts, int n_opts,
                           const atm_model *m, int max_window, const char *board, atm_fwset *st) {
-    if (!cli_seen(opts, n_opts, "n")) return cli_err(CLI_USAGE, "%s: --n is required with the generation settings", cmd);
     if (sa->prompt && sa->prompt_hex) return cli_err(CLI_USAGE, "%s: give --prompt or --prompt-hex, not both", cmd);
     if (!sa->prompt && !sa->prompt_hex) return cli_err(CLI_USAGE, "%s: --prompt or --prompt-hex is required with the generation settings", cmd);
     atm_sampler_cfg sc;
@@ -179,6 +178,7 @@ int cmd_firmware(int argc, char **argv) {
     const char *model = NULL, *board = NULL, *out = NULL, *tmpl = NULL, *format = "elf";
     settings_args sa;
     memset(&sa, 0, sizeof sa);
+    sa.n = ATM_GEN_N_DEFAULT;       /* no --n: the shared default length */
     cli_opt opts[] = {
         { "model",    OPT_STR, &model, 0, 0, 0, 0 },
         { "board",    OPT_STR, &board, 0, 0, 0, 0 },
@@ -297,6 +297,7 @@ int cmd_header(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *name = NULL;
     settings_args sa;
     memset(&sa, 0, sizeof sa);
+    sa.n = ATM_GEN_N_DEFAULT;       /* no --n: the shared default length */
     cli_opt opts[] = {
         { "model", OPT_STR, &model, 0, 0, 0, 0 },
         { "out",   OPT_STR, &out, 0, 0, 0, 0 },

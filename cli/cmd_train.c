@@ -321,7 +321,7 @@ int cmd_train(int argc, char **argv) {
     } else {
         if (!a.config) return cli_err(CLI_USAGE, "train: --config is required");
         if (!a.data) return cli_err(CLI_USAGE, "train: --data is required");
-        if (!SEEN("steps") && !SEEN("train-bytes")) return cli_err(CLI_USAGE, "train: --steps (or --train-bytes) is required");
+        if (!SEEN("steps") && !SEEN("train-bytes")) return cli_err(CLI_USAGE, "train: --steps is required (or --train-bytes)");
         if (!a.out) return cli_err(CLI_USAGE, "train: --out is required");
         if ((rc = cli_build_config("train", a.config, &shape, opts, n, &cfg))) return rc;
         o.quant = cli_default_quant(cfg.family);

@@ -100,13 +100,13 @@ static const char *const USAGE_EVAL =
     "                      router entropy in nats (router_entropy), over the scored bytes\n";
 
 static const char *const USAGE_GENERATE =
-    "usage: atome generate --model MODEL (--prompt TEXT | --prompt-hex HEX) --n N [flags]\n"
+    "usage: atome generate --model MODEL (--prompt TEXT | --prompt-hex HEX) [--n 256] [flags]\n"
     "\n"
     "Writes exactly the N new bytes to stdout (no prompt echo, no newline).\n"
     "MODEL is a float checkpoint or a packed .atome model (integer engine).\n"
     "  --prompt TEXT       prompt bytes (empty: a single newline byte)\n"
     "  --prompt-hex HEX    prompt as hex digits, e.g. 4f6e6365\n"
-    "  --n N               bytes to generate\n"
+    "  --n N               bytes to generate (256; 0..1000000000000)\n"
     "  --temperature T     decimal 0..100; 0 = greedy argmax (default 0)\n"
     "  --top-k K           keep the K most likely bytes (0 = off)\n"
     "  --top-p P           decimal 0..1, nucleus mass (1 = off)\n"

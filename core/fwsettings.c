@@ -14,7 +14,7 @@ static int text_ok(const char *t) {
 int atm_fwset_check(const atm_fwset *s) {
     if (!s) return ATM_FWSET_E_FIELD;
     if ((s->flags & ~(ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE)) != 0) return ATM_FWSET_E_FIELD;
-    if (s->n > 1000000000000ull) return ATM_FWSET_E_FIELD;
+    if (s->n > (uint64_t)ATM_GEN_N_MAX) return ATM_FWSET_E_FIELD;
     if (s->window < 1 || s->window > 65535) return ATM_FWSET_E_FIELD;
     if (!text_ok(s->temperature) || !text_ok(s->top_k) || !text_ok(s->top_p)) return ATM_FWSET_E_FIELD;
     atm_sampler_cfg c;
@@ -61,7 +61,7 @@ int atm_fwset_decode(const uint8_t *in, atm_fwset_view *v) {
     v->expect_len = in[82];
     v->expect = in + 84;
     v->prompt = in + ATM_FWSET_PROMPT_OFF;
-    if ((v->flags & ~(ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE)) != 0 || v->n > 1000000000000ull ||
+    if ((v->flags & ~(ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE)) != 0 || v->n > (uint64_t)ATM_GEN_N_MAX ||
         v->window < 1 || v->window > 65535 || !text_ok(v->temperature) || !text_ok(v->top_k) || !text_ok(v->top_p) ||
         v->prompt_len > ATM_FWSET_PROMPT_MAX || v->expect_len > ATM_FWSET_EXPECT || in[83] != 0)
         return ATM_FWSET_E_FIELD;

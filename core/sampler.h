@@ -17,6 +17,15 @@
 
 #define ATM_SAMPLER_T_MAX ((int32_t)100 << 16)   /* temperature <= 100 */
 
+/* The length and seed rules every front end shares (atome generate,
+ * firmware and header, the wasm module, the page's Generate and board cards,
+ * the firmware's semihosting flags and settings block): n bytes in
+ * 0..ATM_GEN_N_MAX, ATM_GEN_N_DEFAULT when not given (an empty field on the
+ * page); the seed a uint32, ATM_GEN_SEED_DEFAULT when not given. */
+#define ATM_GEN_N_MAX 1000000000000LL
+#define ATM_GEN_N_DEFAULT 256
+#define ATM_GEN_SEED_DEFAULT 1u
+
 typedef struct {
     int32_t temperature;  /* Q16, 0 (greedy) or 1..ATM_SAMPLER_T_MAX */
     int32_t top_k;        /* 0 = off */

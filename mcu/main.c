@@ -181,7 +181,7 @@ static int check_value(int f, const char *v) {
     int32_t q;
     switch (f) {
     case F_N:
-        if (parse_int(v, 0, 1000000000000LL, &x)) return fail(MCU_EXIT_USAGE, "--n must be an integer in 0..1000000000000 (got '", v, "')");
+        if (parse_int(v, 0, ATM_GEN_N_MAX, &x)) return fail(MCU_EXIT_USAGE, "--n must be an integer in 0..1000000000000 (got '", v, "')");
         break;
     case F_TOP_K:
         if (atm_sampler_parse_uint(v, 2147483647u, &u)) return fail(MCU_EXIT_USAGE, "--top-k must be an integer in 0..2147483647 (got '", v, "')");
@@ -242,12 +242,12 @@ static int parse_args(words *w, gen_args *g) {
         if (rc) return rc;
         flag_val[f] = v;   /* repeated flag: the last value wins */
     }
-    if (!flag_val[F_N]) return fail(MCU_EXIT_USAGE, "--n is required", 0, 0);
     if (flag_val[F_PROMPT] && flag_val[F_PROMPT_HEX]) return fail(MCU_EXIT_USAGE, "give --prompt or --prompt-hex, not both", 0, 0);
     if (!flag_val[F_PROMPT] && !flag_val[F_PROMPT_HEX]) return fail(MCU_EXIT_USAGE, "--prompt or --prompt-hex is required", 0, 0);
 
     int64_t x;
-    parse_int(flag_val[F_N], 0, 1000000000000LL, &x);
+    x = ATM_GEN_N_DEFAULT;                      /* no --n: the shared default */
+    if (flag_val[F_N]) parse_int(flag_val[F_N], 0, ATM_GEN_N_MAX, &x);
     g->n = (uint64_t)x;
     g->window = 0;
     if (flag_val[F_WINDOW]) { parse_int(flag_val[F_WINDOW], 1, ATM_MAX_WINDOW, &x); g->window = (int32_t)x; }

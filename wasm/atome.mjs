@@ -109,6 +109,9 @@ export async function loadAtome(source = defaultWasmUrl, options = {}) {
 export class Atome {
   constructor(ex) { this.ex = ex; }
 
+  // The generation limits every front end shares (core/sampler.h): the
+  // largest n, the n and the seed taken when none is given.
+  genLimits() { return { nMax: this.ex.atome_gen_limit(0), nDefault: this.ex.atome_gen_limit(1), seedDefault: this.ex.atome_gen_limit(2) }; }
   get memory() { return this.ex.memory; }
   u8(ptr, n) { return new Uint8Array(this.ex.memory.buffer, ptr, n); }
   f32(ptr, n) { return new Float32Array(this.ex.memory.buffer, ptr, n); }
@@ -487,25 +490,50 @@ export class PackedModel {
   // firmware: an iterator of Uint8Array pieces (n bytes in all). Settings are
   // decimal text or numbers; a window other than the open one re-opens the
   // engine. Bad settings, window or prompt throw here (error.usage = true).
-  generate(prompt, { n = 64, temperature = null, topK = null, topP = null, seed = 1, window = 0, chunk = 16 } = {}) {
+  generate(prompt, options = {}) {
+    const pb = this.begin(prompt, options);
+    this.a.withBytes(pb, (q) => this.check(this.ex.atome_engine_feed(this.h, q, pb.length)));
+    return this.pieces(options);
+  }
+
+  // generate() for a caller that interleaves other work (the page's worker):
+  // the prompt is read in slices of promptSlice bytes, yielding
+  // { fed, total } after each, then the same Uint8Array pieces.
+  *generateSteps(prompt, options = {}) {
+    const pb = this.begin(prompt, options);
+    const slice = Math.max(1, options.promptSlice ?? 1024);
+    const first = pb.subarray(0, Math.min(slice, pb.length));
+    this.a.withBytes(first, (q) => this.check(this.ex.atome_engine_feed(this.h, q, first.length)));
+    for (let fed = first.length; fed < pb.length;) {
+      yield { fed, total: pb.length };
+      const part = pb.subarray(fed, Math.min(fed + slice, pb.length));
+      this.a.withBytes(part, (q) => this.check(this.ex.atome_engine_feed_more(this.h, q, part.length)));
+      fed += part.length;
+    }
+    if (pb.length > slice) yield { fed: pb.length, total: pb.length };
+    yield* this.pieces(options);
+  }
+
+  // the window and sampler settings of a generation; returns the prompt bytes
+  begin(prompt, { temperature = null, topK = null, topP = null, seed = 1, window = 0 } = {}) {
     const pb = typeof prompt === 'string' ? enc.encode(prompt) : prompt;
     if (window && window !== this.window) this.check(this.ex.atome_engine_open(this.h, window));
     else if (!window && this.window !== this.defaultWindow) this.check(this.ex.atome_engine_open(this.h, 0));
     this.a.withSettings(temperature, topK, topP, (t, k, p) =>
       this.check(this.ex.atome_engine_settings(this.h, t, k, p, seed >>> 0)));
-    this.a.withBytes(pb, (q) => this.check(this.ex.atome_engine_feed(this.h, q, pb.length)));
-    const self = this;
-    return (function* pieces() {
-      const out = self.ex.atome_alloc(Math.max(1, chunk));
-      try {
-        for (let done = 0; done < n;) {
-          const c = Math.min(chunk, n - done);
-          self.check(self.ex.atome_engine_next(self.h, out, c));
-          done += c;
-          yield self.a.u8(out, c).slice();
-        }
-      } finally { self.ex.atome_free(out); }
-    })();
+    return pb;
+  }
+
+  *pieces({ n = 64, chunk = 16 } = {}) {
+    const out = this.ex.atome_alloc(Math.max(1, chunk));
+    try {
+      for (let done = 0; done < n;) {
+        const c = Math.min(chunk, n - done);
+        this.check(this.ex.atome_engine_next(this.h, out, c));
+        done += c;
+        yield this.a.u8(out, c).slice();
+      }
+    } finally { this.ex.atome_free(out); }
   }
 
   generateBytes(prompt, options = {}, onBytes = null) { return Model.prototype.generateBytes.call(this, prompt, options, onBytes); }
@@ -514,12 +542,14 @@ export class PackedModel {
   // lines[i] is the JSON line of bytes[i] (core/explain.h; the lines `atome
   // generate --router-json` writes: router weights and entropy per layer,
   // top 5 next bytes). The bytes are those generate() gives.
+  // (options.steps: as generateSteps, its { fed, total } markers pass through)
   *generateExplained(prompt, options = {}) {
     this.ex.atome_engine_explain(this.h, 1);
     try {
-      for (const bytes of this.generate(prompt, options)) {
+      for (const piece of options.steps ? this.generateSteps(prompt, options) : this.generate(prompt, options)) {
+        if (!(piece instanceof Uint8Array)) { yield piece; continue; }
         const text = this.a.cstr(this.ex.atome_engine_explain_text(this.h));
-        yield { bytes, lines: text.split('\n').filter((l) => l) };
+        yield { bytes: piece, lines: text.split('\n').filter((l) => l) };
       }
     } finally { this.ex.atome_engine_explain(this.h, 0); }
   }
@@ -582,7 +612,7 @@ const GENERATE_USAGE =
   'engine). Writes exactly the N new bytes to stdout (no prompt echo, no newline).\n' +
   '  --prompt TEXT       prompt bytes (empty: a single newline byte)\n' +
   '  --prompt-hex HEX    prompt as hex digits, e.g. 4f6e6365\n' +
-  '  --n N               bytes to generate\n' +
+  '  --n N               bytes to generate (256)\n' +
   '  --temperature T     decimal, 0 = greedy argmax (default 0)\n' +
   '  --top-k K           keep the K most likely bytes (0 = off)\n' +
   '  --top-p P           decimal nucleus mass (1 = off)\n' +
@@ -595,7 +625,7 @@ const GENERATE_USAGE =
 async function cliGenerate(argv) {
   const f = parseFlags(argv);
   if (f.model === undefined) throw new Usage('generate: --model is required');
-  if (f.n === undefined) throw new Usage('generate: --n is required');
+  if (f.n === undefined) f.n = '256';          // ATM_GEN_N_DEFAULT, as the native CLI
   if (f.prompt !== undefined && f['prompt-hex'] !== undefined) throw new Usage('generate: give --prompt or --prompt-hex, not both');
   if (f.prompt === undefined && f['prompt-hex'] === undefined) throw new Usage('generate: --prompt or --prompt-hex is required');
 

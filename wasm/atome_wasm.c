@@ -456,6 +456,11 @@ int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const ch
  * flags before it reads the model, as the native CLI does): 0 or -2, the
  * reason in atome_settings_error(). */
 static char settings_err[200];
+/* The shared length and seed rules (core/sampler.h): 0 n max, 1 n default, 2 seed default. */
+API double atome_gen_limit(int which) {
+    return which == 0 ? (double)ATM_GEN_N_MAX : which == 1 ? (double)ATM_GEN_N_DEFAULT : (double)ATM_GEN_SEED_DEFAULT;
+}
+
 API int atome_settings_check(const char *temperature, const char *top_k, const char *top_p) {
     atm_sampler_cfg c;
     return atome_sampler_settings(&c, temperature, top_k, top_p, settings_err, sizeof settings_err);

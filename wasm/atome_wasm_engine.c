@@ -138,6 +138,18 @@ API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
     return 0;
 }
 
+/* Feeds more prompt bytes after atome_engine_feed, without forgetting
+ * (a long prompt read in slices, with progress between them). */
+API int atome_engine_feed_more(engine_session *s, const uint8_t *p, size_t n) {
+    if (!s->open) FAIL(s, -1, "no model open");
+    int V = s->m.cfg.vocab;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] >= V) FAIL(s, -2, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
+    int32_t *tr = s->explain ? s->trace : NULL;
+    for (size_t i = 0; i < n; i++) s->logits = atm_engine_step_traced(&s->e, p[i], tr);
+    return 0;
+}
+
 /* "Why this byte" on (1) or off (0): while on, each atome_engine_next call
  * leaves one core/explain.h JSON line per byte it sampled in
  * atome_engine_explain_text (the lines `atome generate --router-json`

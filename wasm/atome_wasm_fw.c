@@ -213,7 +213,7 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
     in.seed = 1;
     if (seed && atm_sampler_parse_uint(seed, 4294967295u, &in.seed))
         FAIL(-2, "--seed must be an integer in 0..4294967295 (got '%s')", seed);
-    if (!(n >= 0 && n <= 1e12) || n != (double)(uint64_t)n) FAIL(-2, "--n must be an integer in 0..1000000000000");
+    if (!(n >= 0 && n <= (double)ATM_GEN_N_MAX) || n != (double)(uint64_t)n) FAIL(-2, "--n must be an integer in 0..1000000000000");
     in.prompt = prompt;
     in.prompt_len = plen;
     in.n = (uint64_t)n;

@@ -20,6 +20,12 @@ export const CORPUS_LIMIT = 16 * 1024 * 1024;
 const BUILTIN = { name: 'tinystories-500k.txt', url: '/web/data/tinystories-500k.txt',
   label: 'TinyStories, first 500,000 bytes (built in)' };
 
+// One set of generation limits, the C core's (core/sampler.h), read from the
+// module at start: n in 0..nMax, an empty Length is nDefault bytes, an empty
+// Seed is seedDefault — in Generate, on the board cards, in the CLI and in
+// the firmware alike.
+const LIMITS = { nMax: 1e12, nDefault: 256, seedDefault: 1 };
+
 const params = new URLSearchParams(location.search);
 const test = (window.__atome = { saves: 0, savedStep: -1, runId: null, events: [] });
 
@@ -43,10 +49,10 @@ function rpcWorker(url) {
     const m = ev.data;
     const p = pending.get(m.rid);
     if (!p) return;
-    if (m.type === 'bytes') { p.onBytes?.(m); return; }
+    if (m.type === 'bytes' || m.type === 'prompt') { p.onBytes?.(m); return; }
     pending.delete(m.rid);
     if (m.ok) p.resolve(m.result);
-    else p.reject(Object.assign(new Error(m.error), { usage: m.usage }));
+    else p.reject(Object.assign(new Error(m.error), { usage: m.usage, ...(m.field ? { field: m.field } : {}) }));
   };
   w.onerror = (e) => { e.preventDefault(); for (const p of pending.values()) p.reject(new Error(`generation worker failed: ${e.message}`)); pending.clear(); };
   return {
@@ -230,8 +236,8 @@ async function runGenerate() {
   let n, seed, window = 0;
   const temperature = $('temperature').value.trim(), topK = $('top-k').value.trim(), topP = $('top-p').value.trim();
   try {
-    n = intField('n', 0, 1e9, 'Length');
-    seed = intField('seed', 0, 4294967295, 'Seed');
+    n = $('n').value.trim() === '' ? LIMITS.nDefault : intField('n', 0, LIMITS.nMax, 'Length');
+    seed = $('seed').value.trim() === '' ? LIMITS.seedDefault : intField('seed', 0, 4294967295, 'Seed');
     if ($('window').value.trim() !== '') window = intField('window', 1, 65535, 'Window');
     await call('check', { temperature: temperature || null, topK: topK || null, topP: topP || null }).catch((e) => { throw settingsError(e); });
   } catch (e) { showError(e.message); markField(e); return; }
@@ -242,7 +248,11 @@ async function runGenerate() {
   out.dataset.hex = '';
   out.dataset.done = '0';
   $('output-prompt').textContent = $('prompt').value || '';
-  $('speed').textContent = '';
+  $('speed').textContent = prompt.length > 2048 ? `Reading the prompt (${fmt(prompt.length)} bytes)…` : '';
+  genState.story = null;
+  $('output-copy').disabled = true;
+  $('output-save').disabled = true;
+  $('output-note').textContent = '';
   const explain = $('explain').checked;
   $('why').hidden = !explain;
   $('why-note').textContent = '';
@@ -263,13 +273,20 @@ async function runGenerate() {
     paintWhy();
     if (follow) { sc.scrollLeft = sc.scrollWidth; paintWhy(); }
   };
+  const eta = (left, rate) => (rate > 0 ? (left / rate < 90 ? `${Math.ceil(left / rate)} s` : `${Math.ceil(left / rate / 60)} min`) : '?');
   const job = gen.call('generate', { key: current, prompt, n, temperature: temperature || null, topK: topK || null,
     topP: topP || null, seed, window, explain }, [], (m) => {
+    if (m.type === 'prompt') {          // a long prompt is being read
+      $('speed').textContent = `Reading the prompt: ${fmt(m.fed)} of ${fmt(m.total)} bytes (${Math.floor(100 * m.fed / m.total)} %)…`;
+      return;
+    }
     hexParts.push(hexOf(m.bytes));
     pendingText += dec.decode(m.bytes, { stream: true });
     if (m.lines) genState.lines.push(m.lines);
     genState.n = m.done;
-    $('speed').textContent = `${fmt(m.done)} bytes · ${fmt(m.done / Math.max(m.seconds, 1e-3))} bytes/s`;
+    const rate = m.done / Math.max(m.seconds, 1e-3);
+    $('speed').textContent = `${fmt(m.done)} of ${fmt(n)} bytes (${Math.floor(100 * m.done / Math.max(n, 1))} %) · ` +
+      `${fmt(rate)} bytes/s · ETA ${eta(n - m.done, rate)}`;
     if (!raf) raf = requestAnimationFrame(paint);
   });
   genState.rid = job.rid;
@@ -281,20 +298,49 @@ async function runGenerate() {
     paint();
     out.dataset.hex = hexParts.join('');
     out.dataset.done = '1';
+    genState.story = { prompt, hex: out.dataset.hex };
     $('speed').textContent = `${fmt(r.n)} bytes in ${r.seconds.toFixed(2)} s · ${fmt(r.n / Math.max(r.seconds, 1e-3))} bytes/s` +
       (r.stopped ? ' (stopped)' : '');
     test.events.push(['generated', r.n]);
   } catch (e) {
     out.dataset.hex = hexParts.join('');
     out.dataset.done = '1';
+    if (!hexParts.length) $('speed').textContent = '';
     showError(e.message);
+    markField(e);
   } finally {
     genState.running = false;
+    if (out.dataset.hex || $('prompt').value) {
+      genState.story = { prompt, hex: out.dataset.hex };
+      $('output-copy').disabled = false;
+      $('output-save').disabled = false;
+    }
     refreshEnabled();
     if (document.activeElement === $('stop') || document.activeElement === document.body) $('generate').focus();
     if (genState.lines.dropped) $('why-note').textContent = `The strip shows the last ${fmt(genState.lines.length)} bytes.`;
   }
 }
+
+// The story as the page shows it: the prompt, then the generated bytes
+// exactly (Save writes the bytes; Copy the text, invalid UTF-8 replaced).
+function storyBytes() {
+  const st = genState.story;
+  if (!st) return new Uint8Array(0);
+  const gen = st.hex.match(/../g)?.map((h) => parseInt(h, 16)) ?? [];
+  const all = new Uint8Array(st.prompt.length + gen.length);
+  all.set(st.prompt, 0);
+  all.set(gen, st.prompt.length);
+  return all;
+}
+$('output-copy').addEventListener('click', () => guarded(async () => {
+  await navigator.clipboard.writeText(new TextDecoder().decode(storyBytes()));
+  $('output-note').textContent = 'Copied.';
+  test.events.push(['copied', storyBytes().length]);
+}));
+$('output-save').addEventListener('click', () => guarded(async () => {
+  download(storyBytes(), `${(current || 'story').replace(/\.atome$/, '')}-story.txt`, 'text/plain');
+  $('output-note').textContent = 'Saved.';
+}));
 
 async function stopGenerate() {
   if (!genState.running) return;
@@ -414,9 +460,9 @@ for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'see
 function pageSettings() {
   const int = (id, lo, hi, what, dflt) => ($(id).value.trim() === '' ? dflt : intField(id, lo, hi, what));
   return {
-    prompt: enc.encode($('prompt').value), n: int('n', 0, 1e12, 'Length', 0),
+    prompt: enc.encode($('prompt').value), n: int('n', 0, LIMITS.nMax, 'Length', LIMITS.nDefault),
     temperature: $('temperature').value.trim() || null, topK: $('top-k').value.trim() || null, topP: $('top-p').value.trim() || null,
-    seed: int('seed', 0, 4294967295, 'Seed', 1), window: chosenWindow(),
+    seed: int('seed', 0, 4294967295, 'Seed', LIMITS.seedDefault), window: chosenWindow(),
   };
 }
 
@@ -425,7 +471,7 @@ function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.el
 function boardNote(b, key, w) {
   const p = document.createElement('p');
   const promptHex = hexOf(enc.encode($('prompt').value || 'Once upon a time'));
-  const args = ['--prompt-hex', promptHex, '--n', /^\d+$/.test($('n').value.trim()) ? $('n').value.trim() : '64'];
+  const args = ['--prompt-hex', promptHex, '--n', /^\d+$/.test($('n').value.trim()) ? $('n').value.trim() : String(LIMITS.nDefault)];
   for (const [flag, id] of [['--temperature', 'temperature'], ['--top-k', 'top-k'], ['--top-p', 'top-p'], ['--seed', 'seed']]) {
     const v = $(id).value.trim();
     if (/^[0-9.]+$/.test(v)) args.push(flag, v);
@@ -444,7 +490,11 @@ function boardNote(b, key, w) {
       `-monitor none -serial stdio -kernel ${current.replace(/\.atome$/, '')}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`;
   const label = document.createElement('p');
   label.className = 'cmd-label';
-  label.textContent = 'Run it under QEMU with the prompt and settings of Generate (it writes the same bytes):';
+  const gw = chosenWindow() || models.get(key)?.info?.defaultWindow;
+  label.textContent = w === gw
+    ? 'Run it under QEMU with the prompt and settings of Generate (at window ' + w + ', as Generate, it writes Generate\'s bytes):'
+    : `Run it under QEMU with the prompt and settings of Generate, at the board's window ${w} (Generate runs at ${gw}, ` +
+      'so its bytes differ from these; the known answer above is the board\'s):';
   const pre = document.createElement('pre');
   pre.textContent = cmd;
   pre.tabIndex = 0;
@@ -543,6 +593,8 @@ function num(id, what, lo = -Infinity, hi = Infinity, loOpen = false) {
     throw fieldError(id, `${what} must be ${loOpen ? `above ${lo}` : `at least ${lo}`}${hi < Infinity ? ` and at most ${hi}` : ''} (got '${s}')`);
   return x;
 }
+const TEXT_FIELDS = ['steps', 'batch', 'seq', 'lr', 'train-seed', 'warmup', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2',
+  'eval-every', 'sample-every'];
 // "auto": about six validations / samples a run, on a multiple of 10 steps
 const autoEvery = (steps) => Math.max(10, Math.round(steps / 6 / 10) * 10);
 function readSettings() {
@@ -557,6 +609,8 @@ function readSettings() {
   };
   s.evalEvery = $('eval-every').value.trim() === '' ? autoEvery(s.steps) : int('eval-every', 0, 1e8, 'Validate every');
   s.sampleEvery = $('sample-every').value.trim() === '' ? autoEvery(s.steps) : int('sample-every', 0, 1e8, 'Sample every');
+  // the fields as typed ("3e-4" stays "3e-4" when the form shows the run again)
+  s.text = Object.fromEntries(TEXT_FIELDS.map((id) => [id, $(id).value.trim()]));
   if (!['atome-60k', 'vanilla-60k', 'gssm-60k'].includes(s.config)) throw new Error(`unknown model '${s.config}'`);
   return s;
 }
@@ -612,6 +666,20 @@ async function corpusBytes() {
   return trainState.corpus;
 }
 
+// Training samples start from the start of the run's corpus (its first line,
+// at most 16 bytes, cut on a UTF-8 boundary); the built-in one from
+// "Once upon a time".
+function samplePromptOf(bytes, builtin) {
+  if (builtin) return 'Once upon a time';
+  let i = 0;
+  while (i < bytes.length && (bytes[i] === 10 || bytes[i] === 13 || bytes[i] === 32 || bytes[i] === 9)) i++;
+  let e = Math.min(bytes.length, i + 16);
+  const nl = bytes.subarray(i, e).indexOf(10);
+  if (nl > 0) e = i + nl;
+  while (e > i && e < bytes.length && (bytes[e] & 0xc0) === 0x80) e--;     // not inside a character
+  return new TextDecoder().decode(bytes.subarray(i, e)) || 'Once upon a time';
+}
+
 function newRunId() { return `run-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`; }
 
 async function startTraining() {
@@ -628,9 +696,11 @@ async function startTraining() {
   }
   const why = corpusProblem(corpus, trainState.corpusName, s.batch, s.seq);
   if (why) { setTrainStatus('idle'); showError(why); return; }
+  trainState.focusPause = document.activeElement === $('train-start') || document.activeElement === document.body;
   const run = { id: newRunId(), created: Date.now(), updated: Date.now(), settings: s, corpusName: trainState.corpusName,
     corpusBytes: corpus.length, corpusBuiltin: trainState.builtin, step: 0, steps: s.steps, state: 'running',
-    history: null, ckpt: null, valBpb: null };
+    history: null, ckpt: null, valBpb: null, samplePrompt: samplePromptOf(corpus, trainState.builtin) };
+  if (!(await holdRun(run.id))) { setTrainStatus('idle'); showError('training: another tab holds this run'); return; }
   launch(run, corpus, null);
 }
 
@@ -641,14 +711,32 @@ function settingsToForm(s) {
   const put = { steps: s.steps, batch: s.batch, seq: s.seq, lr: s.lr, 'train-seed': s.seed, warmup: s.warmup,
     'lr-min': s.lrMin, clip: s.clip, wd: s.wd, 'fp-fraction': s.fpFraction, lr2: s.lr2 ?? '',
     'eval-every': s.evalEvery, 'sample-every': s.sampleEvery };
-  for (const [id, v] of Object.entries(put)) $(id).value = String(v);
+  for (const [id, v] of Object.entries(put)) $(id).value = s.text?.[id] ?? String(v);
   $('cosine').value = s.cosine ? '1' : '0';
+}
+
+// The corpus label (and the corpus a new run would take) follow the run shown.
+function showRunCorpus(run, corpus = null) {
+  if (run.corpusBuiltin) {
+    Object.assign(trainState, { corpus: null, corpusName: BUILTIN.name, builtin: true });
+    $('corpus-name').textContent = BUILTIN.label;
+    $('corpus-builtin').hidden = true;
+  } else {
+    if (!corpus) return;           // its bytes are in the saved run: they are loaded when it is continued
+    Object.assign(trainState, { corpus, corpusName: run.corpusName, builtin: false });
+    $('corpus-name').textContent = `${run.corpusName} — ${fmt(run.corpusBytes)} bytes (your file)`;
+    $('corpus-builtin').hidden = false;
+  }
 }
 
 function launch(run, corpus, resume) {
   $('resume-banner').hidden = true;
   settingsToForm(run.settings);
-  if (!run.corpusBuiltin) $('corpus-name').textContent = `${run.corpusName} — ${fmt(run.corpusBytes)} bytes (your file)`;
+  showRunCorpus(run, corpus);
+  $('train-saved').textContent = '';
+  $('train-progress').max = run.steps;
+  $('train-progress').value = run.step || 0;
+  trainState.stopping = false;
   trainState.run = run;
   trainState.corpusForSave = run.corpusBuiltin ? null : corpus;
   trainState.savedCorpus = false;
@@ -659,14 +747,20 @@ function launch(run, corpus, resume) {
   for (const [st, text] of resume?.history?.samples ?? []) addSample(st, text);
   setTrainStatus('starting', { step: resume ? run.step : 0, valBpb: '' });
   $('train-text').textContent = resume ? `Continuing from step ${fmt(run.step)}…` : 'Starting…';
+  const failAt = Number(params.get('fail-at')) || 0;     // test hook: the first run of the page fails at that step
+  if (failAt) params.delete('fail-at');
   trainer.postMessage({ type: 'start', run: { id: run.id, settings: run.settings, corpus, corpusName: run.corpusName,
-    resume, saveEveryMs: Number(params.get('save-ms')) || 3000 } });
+    samplePrompt: run.samplePrompt ?? null, resume, saveEveryMs: Number(params.get('save-ms')) || 3000, failAt } });
 }
 
 $('train-start').addEventListener('click', startTraining);
 $('train-pause').addEventListener('click', () => trainer.postMessage({ type: 'pause' }));
 $('train-resume').addEventListener('click', () => trainer.postMessage({ type: 'resume' }));
-$('train-stop').addEventListener('click', () => { trainer.postMessage({ type: 'stop' }); $('train-text').textContent += ' — stopping (final validation pass)…'; });
+$('train-stop').addEventListener('click', () => {
+  trainer.postMessage({ type: 'stop' });
+  trainState.stopping = true;            // the progress line keeps saying so until the run is done
+  $('train-text').textContent += ' — stopping (final validation pass)…';
+});
 
 // saves are serialised: a slow one is never overtaken by an older one
 let saveChain = Promise.resolve();
@@ -684,6 +778,7 @@ function saveRun(patch, why) {
     test.saving = false;
     $('train-saved').textContent = `Saved at step ${fmt(rec.step)}${why ? ` (${why})` : ''}.`;
     listSavedRuns();
+    announce();
   }, (e) => {
     test.saving = false;
     showError(`${e.message}. Training goes on; the last saved state is kept.`);
@@ -703,6 +798,7 @@ trainer.onmessage = (ev) => {
     break;
   case 'started':
     setTrainStatus('running', { step: m.info.step });
+    if (trainState.focusPause) { trainState.focusPause = false; $('train-pause').focus(); }   // Start is disabled now: keep the keyboard's place
     trainState.info = m.info;
     saveRun({ state: 'running' });
     break;
@@ -711,10 +807,11 @@ trainer.onmessage = (ev) => {
     $('train-progress').max = m.steps;
     $('train-progress').value = m.step;
     $('train-status').dataset.step = String(m.step);
-    const last = trainState.history?.val?.at(-1);
+    const last = chartData.val.at(-1);
     $('train-text').textContent = `Step ${fmt(m.step)} of ${fmt(m.steps)} · ${fmt(m.bytesPerSec)} bytes/s · ` +
       `ETA ${rem < 90 ? `${Math.ceil(rem)} s` : `${Math.ceil(rem / 60)} min`} · train ${(m.loss / Math.LN2).toFixed(3)} bpb` +
-      (last ? ` · validation ${last[1].toFixed(3)} bpb (step ${fmt(last[0])})` : '') + (m.state === 'paused' ? ' · paused' : '');
+      (last ? ` · validation ${last[1].toFixed(3)} bpb (step ${fmt(last[0])})` : '') + (m.state === 'paused' ? ' · paused' : '') +
+      (trainState.stopping ? ' — stopping (final validation pass)…' : '');
     for (const p of m.train) addTrainPoint(p);
     redrawChart();
     break;
@@ -747,6 +844,9 @@ trainer.onmessage = (ev) => {
       (m.stopped ? ' (stopped early)' : '') + (m.atome02 ? '. The model is now in Generate and ready to download.' :
       ' (only atome-family models pack into .atome for the engine and the boards).');
     setTrainStatus('done', { step: m.step, valBpb: m.valBpb });
+    trainState.stopping = false;
+    releaseRun();
+    if (document.activeElement === document.body || document.activeElement?.disabled) $('train-start').focus();
     if (m.atome02) {
       const v = addModelOption(`trained-${r.settings.config}-${r.id.slice(4, 12)}.atome`,
         { label, kind: 'trained', bytes: m.atome02, runId: r.id }, true);
@@ -758,17 +858,76 @@ trainer.onmessage = (ev) => {
     showError(`training: ${m.message}`);
     break;
   case 'error':
-    showError(`training: ${m.message}` + (/out of memory/.test(m.message) ?
-      ' — batch × seq is too large for the training module\'s 48 MiB; try a smaller batch or seq' : ''));
-    if (m.state === 'idle') {   // no run left in the worker
+    showError(`training: ${m.message}`);
+    if (m.state === 'idle') {   // no run left in the worker: this one failed and is not resumable
+      runFailed(m.message);
       setTrainStatus('error');
       $('train-text').textContent = `Stopped by an error: ${m.message}`;
+      $('train-progress').value = 0;
+      $('train-saved').textContent = '';
+      trainState.stopping = false;
+      if (document.activeElement === document.body || document.activeElement?.disabled) $('train-start').focus();
     }
     break;
   default:
   }
 };
-trainer.onerror = (e) => { e.preventDefault(); showError(`training worker failed: ${e.message}`); setTrainStatus('error'); };
+trainer.onerror = (e) => { e.preventDefault(); showError(`training worker failed: ${e.message}`); runFailed(e.message); setTrainStatus('error'); };
+
+// A run that failed is kept (its checkpoint can still be downloaded) marked
+// failed, never offered to continue; one that failed before its first step
+// is removed. The saves queued before stay in order.
+function runFailed(message) {
+  const r = trainState.run;
+  if (!r) return;
+  trainState.run = null;
+  releaseRun();
+  const step = Number($('train-status').dataset.step) || 0;
+  saveChain = saveChain.then(() => (step === 0 && !r.step ? store.deleteRun(r.id)
+    : store.saveRun({ ...r, state: 'failed', error: String(message).split('\n')[0], updated: Date.now() }, null)))
+    .catch(() => {}).then(() => { listSavedRuns(); announce(); });
+}
+
+// ------------------------------------------------------------------ one run, one tab
+// A run training in a tab holds the Web Lock atome-run:<id> until it ends or
+// the tab closes; other tabs of the browser show it as running there (no
+// Continue, no Delete) and offer it again when the lock is released. A
+// BroadcastChannel tells the other tabs to refresh their list.
+const LOCKS = typeof navigator !== 'undefined' ? navigator.locks : null;
+const lockName = (id) => `atome-run:${id}`;
+const channel = typeof BroadcastChannel !== 'undefined' ? new BroadcastChannel('atome-runs') : null;
+function announce() { channel?.postMessage('changed'); }
+if (channel) channel.onmessage = () => { listSavedRuns().then(offerInterrupted); };
+function holdRun(id) {
+  if (!LOCKS) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    LOCKS.request(lockName(id), { ifAvailable: true }, (lock) => {
+      if (!lock) { resolve(false); return null; }
+      resolve(true);
+      announce();
+      return new Promise((release) => { trainState.releaseLock = release; });
+    });
+  });
+}
+function releaseRun() {
+  if (!trainState.releaseLock) return;
+  trainState.releaseLock();
+  trainState.releaseLock = null;
+  setTimeout(announce, 0);
+}
+// ids of the runs a training tab other than this one holds
+async function runsHeldElsewhere() {
+  if (!LOCKS) return new Set();
+  const mine = trainState.releaseLock && trainState.run ? lockName(trainState.run.id) : null;
+  const q = await LOCKS.query();
+  return new Set(q.held.map((l) => l.name).filter((n) => n.startsWith('atome-run:') && n !== mine).map((n) => n.slice(10)));
+}
+const watching = new Set();
+function watchRun(id) {            // when the other tab lets the run go, offer it here
+  if (!LOCKS || watching.has(id)) return;
+  watching.add(id);
+  LOCKS.request(lockName(id), () => { watching.delete(id); }).then(() => setTimeout(() => listSavedRuns().then(offerInterrupted), 0));
+}
 
 // ------------------------------------------------------------------ chart and samples
 let chartData = { train: [], val: [] };
@@ -828,19 +987,24 @@ async function listSavedRuns() {
     $('runs').dataset.loaded = '1';
     return [];
   }
+  const elsewhere = await runsHeldElsewhere();
   const items = runs.map((r) => {
     const item = document.createElement('li');
     const s = r.settings;
     const txt = document.createElement('span');
     const when = new Date(r.updated).toLocaleString();
     const isLive0 = trainState.run?.id === r.id && trainState.active;
-    const stateText = r.state === 'done' ? (r.stopped ? 'stopped early' : 'finished') :
+    const there = elsewhere.has(r.id);
+    if (there) watchRun(r.id);
+    const stateText = there ? 'training in another tab' : r.state === 'done' ? (r.stopped ? 'stopped early' : 'finished') :
+      r.state === 'failed' ? `failed: ${r.error ?? 'an error'}` :
       !r.hasCkpt && !isLive0 ? 'interrupted before its first save' : r.state;
     txt.textContent = `${s.config} ${s.quant}, ${r.corpusName}: step ${fmt(r.step)} of ${fmt(r.steps)}, ${stateText}` +
       (r.valBpb ? `, validation ${r.valBpb.toFixed(4)} bpb` : '') + ` — ${when}`;
     item.append(txt);
-    const isLive = trainState.run?.id === r.id && trainState.active;
-    if (r.state !== 'done' && r.hasCkpt && !isLive) item.append(button('Continue', () => continueRun(r.id), `continue-${r.id}`));
+    const isLive = (trainState.run?.id === r.id && trainState.active) || there;
+    if (there) item.dataset.elsewhere = '1';
+    if (r.state !== 'done' && r.state !== 'failed' && r.hasCkpt && !isLive) item.append(button('Continue', () => continueRun(r.id), `continue-${r.id}`));
     if (r.state === 'done' && r.hasModel) item.append(button('Open in Generate', () => openRunModel(r.id), `open-${r.id}`));
     if (r.hasCkpt) item.append(button('Checkpoint', () => downloadCkpt(r.id), `ckpt-${r.id}`, 'secondary'));
     if (!isLive) {
@@ -877,14 +1041,22 @@ function button(text, fn, id, cls = '') {
 async function continueRun(id) {
   if (trainState.active) throw new Error('a run is in progress: pause or stop it first');
   setTrainStatus('starting');      // at once: a second click finds the run taken
+  trainState.focusPause = true;
   let r, corpus;
+  if (!(await holdRun(id))) {
+    setTrainStatus('idle');
+    await listSavedRuns();
+    await offerInterrupted();
+    throw new Error('that run is training in another tab of this browser');
+  }
   try {
     r = await store.getRun(id);
     if (!r || !r.ckpt) throw new Error('that run has no saved checkpoint');
     corpus = r.corpus;
     if (r.corpusBuiltin) corpus = trainState.builtinBytes ?? (trainState.builtinBytes = await fetchBytes(BUILTIN.url));
     if (!corpus) throw new Error('the corpus of that run was not saved; it cannot be continued');
-  } catch (e) { setTrainStatus('idle'); throw e; }
+    if (r.state === 'failed') throw new Error('that run failed; it cannot be continued');
+  } catch (e) { releaseRun(); setTrainStatus('idle'); throw e; }
   $('resume-banner').hidden = true;
   const { corpus: _c, ...run } = r;
   run.state = 'running';
@@ -911,7 +1083,9 @@ async function downloadCkpt(id) {
 }
 
 async function deleteSavedRun(id) {
+  if ((await runsHeldElsewhere()).has(id)) { await listSavedRuns(); throw new Error('that run is training in another tab of this browser'); }
   await store.deleteRun(id);
+  announce();
   await listSavedRuns();
   $('runs-heading').focus();
 }
@@ -928,6 +1102,7 @@ async function boot() {
     return;
   }
   ready.module = true;
+  Object.assign(LIMITS, mod.limits);
   $('module-status').textContent = mod.simd ? 'Ready: WebAssembly SIMD module.' :
     'Ready: this browser has no WebAssembly SIMD, so the page uses the scalar module (atome-scalar.wasm): the same bytes, slower.';
   $('module-status').dataset.module = mod.module;
@@ -941,14 +1116,36 @@ async function boot() {
   const runs = await listSavedRuns();
   for (const r of runs.filter((x) => x.state === 'done' && x.hasModel).reverse())
     addModelOption(`trained-${r.settings.config}-${r.id.slice(4, 12)}.atome`, { label: trainedLabel(r, r.step), kind: 'trained', runId: r.id });
-  const live = runs.find((r) => (r.state === 'running' || r.state === 'paused') && r.hasCkpt);
-  if (live) {
-    $('resume-text').textContent = `A training run (${live.settings.config}, step ${fmt(live.step)} of ${fmt(live.steps)}) ` +
-      'was interrupted. Continue it from its last save?';
-    $('resume-banner').hidden = false;
-    $('train-text').textContent = `An interrupted run (step ${fmt(live.step)}) can be continued: see the banner at the top or Saved runs.`;
-    $('resume-continue').onclick = () => guarded(() => continueRun(live.id));
-    $('resume-later').onclick = () => { $('resume-banner').hidden = true; };
+  await offerInterrupted(runs);
+}
+
+// The banner offers the newest interrupted run that no tab is training; the
+// form then shows that run's settings and corpus (once per run: edits made
+// afterwards stay).
+const offered = new Set();
+let dismissed = false;
+async function offerInterrupted(runs = null) {
+  if (trainState.active) return;
+  if (!runs) { try { runs = await store.listRuns(); } catch { return; } }
+  const elsewhere = await runsHeldElsewhere();
+  for (const r of runs) if (elsewhere.has(r.id)) watchRun(r.id);
+  const live = runs.find((r) => (r.state === 'running' || r.state === 'paused') && r.hasCkpt && !elsewhere.has(r.id));
+  if (!live || dismissed) {
+    $('resume-banner').hidden = true;
+    if (!live && $('train-text').dataset.offer) { $('train-text').textContent = 'Not started.'; delete $('train-text').dataset.offer; }
+    return;
   }
+  $('resume-text').textContent = `A training run (${live.settings.config}, step ${fmt(live.step)} of ${fmt(live.steps)}) ` +
+    'was interrupted. Continue it from its last save?';
+  $('resume-banner').hidden = false;
+  $('train-text').textContent = `An interrupted run (step ${fmt(live.step)}) can be continued: see the banner at the top or Saved runs.`;
+  $('train-text').dataset.offer = live.id;
+  if (!offered.has(live.id)) {
+    offered.add(live.id);
+    settingsToForm(live.settings);
+    showRunCorpus(live);
+  }
+  $('resume-continue').onclick = () => guarded(() => continueRun(live.id));
+  $('resume-later').onclick = () => { dismissed = true; $('resume-banner').hidden = true; };
 }
 boot();

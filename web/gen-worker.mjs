@@ -7,8 +7,10 @@
 //
 // Protocol (docs/web.md): every request is { rid, type, ... } and gets one
 // reply { rid, ok: true, result } or { rid, ok: false, error, usage }, except
-// `generate`, which first streams { rid, type: 'bytes', bytes, lines } pieces
-// and then replies { rid, ok: true, result: { n, seconds, stopped } }.
+// `generate`, which first streams { rid, type: 'prompt', fed, total } while a
+// long prompt is read and { rid, type: 'bytes', bytes, lines } pieces, and
+// then replies { rid, ok: true, result: { n, seconds, stopped } }. An error
+// about one field of the page carries its id (field) too.
 import { loadAtome } from '../wasm/atome.mjs';
 import { simdSupported, yieldNow } from './worker-util.mjs';
 
@@ -21,7 +23,7 @@ async function init({ forceScalar = false } = {}) {
   const simd = !forceScalar && simdSupported();
   const url = new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url);
   atome = await loadAtome(url, { onStderr: () => {} });
-  return { simd, module: simd ? 'atome.wasm' : 'atome-scalar.wasm' };
+  return { simd, module: simd ? 'atome.wasm' : 'atome-scalar.wasm', limits: atome.genLimits() };
 }
 
 function info(m, bytes) {
@@ -46,12 +48,35 @@ function get(key) {
   return e;
 }
 
+// The engine memory the page gives one generation: the window's K/V cache
+// is most of it (atome-944k: ~2.6 KB a position). The CLI has no such cap.
+const ENGINE_BUDGET = 64 << 20;
+
+// The window is checked before the engine allocates anything: a window whose
+// arena is over the budget is refused naming the field and the largest
+// window that fits this model.
+function checkWindow(key, model, window) {
+  const w = window || model.defaultWindow;
+  const need = model.arenaFor(w);
+  if (need && need <= ENGINE_BUDGET) return;
+  let lo = 1, hi = w;                       // arena bytes grow with the window
+  while (lo < hi) { const mid = Math.ceil((lo + hi) / 2); const b = model.arenaFor(mid); if (b && b <= ENGINE_BUDGET) lo = mid; else hi = mid - 1; }
+  const e = new Error(`Window: ${w.toLocaleString('en-US')} positions need ${need.toLocaleString('en-US')} bytes of engine memory, ` +
+    `more than the ${ENGINE_BUDGET.toLocaleString('en-US')} bytes the page gives the engine; the largest window that fits ${key} is ` +
+    `${lo.toLocaleString('en-US')}`);
+  e.usage = true;
+  e.field = 'window';
+  e.maxWindow = lo;
+  throw e;
+}
+
 async function generate(rid, { key, prompt, n, temperature, topK, topP, seed, window, explain }) {
   const { model } = get(key);
-  const opts = { n, temperature, topK, topP, seed, window, chunk: 64 };
+  checkWindow(key, model, window);
+  const opts = { n, temperature, topK, topP, seed, window, chunk: 64, steps: true, promptSlice: 512 };
   const t0 = performance.now();
   let done = 0, stopped = false;
-  const it = explain ? model.generateExplained(prompt, opts) : model.generate(prompt, opts);
+  const it = explain ? model.generateExplained(prompt, opts) : model.generateSteps(prompt, opts);
   let pend = [], pendLines = [], pendBytes = 0, sliceStart = performance.now();
   const flush = () => {
     if (!pendBytes) return;
@@ -64,6 +89,12 @@ async function generate(rid, { key, prompt, n, temperature, topK, topP, seed, wi
   };
   try {
     for (const piece of it) {
+      if (piece.total !== undefined) {          // the prompt is being read: say how far
+        postMessage({ rid, type: 'prompt', fed: piece.fed, total: piece.total, seconds: (performance.now() - t0) / 1000 });
+        await yieldNow();
+        if (stops.has(rid)) { stopped = true; break; }
+        continue;
+      }
       const bytes = explain ? piece.bytes : piece;
       if (explain) pendLines.push(...piece.lines);
       pend.push(bytes);
@@ -127,7 +158,7 @@ self.onmessage = (ev) => {
       const result = type === 'generate' ? await generate(rid, msg) : await handlers[type](msg);
       postMessage({ rid, ok: true, result });
     } catch (e) {
-      postMessage({ rid, ok: false, error: String(e?.message ?? e), usage: !!e?.usage });
+      postMessage({ rid, ok: false, error: String(e?.message ?? e), usage: !!e?.usage, field: e?.field ?? null, maxWindow: e?.maxWindow ?? null });
     } finally {
       running.delete(rid);
       stops.delete(rid);

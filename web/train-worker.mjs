@@ -6,7 +6,7 @@
 //
 // Protocol (docs/web.md). Page -> worker:
 //   { type: 'init', scalar }                     load the module
-//   { type: 'start', run }                        run = { id, settings, corpus, corpusName, resume? }
+//   { type: 'start', run }                        run = { id, settings, corpus, corpusName, samplePrompt, resume? }
 //   { type: 'pause' } / { type: 'resume' } / { type: 'stop' }
 // Worker -> page:
 //   { type: 'ready', simd, kernels }              module loaded
@@ -16,7 +16,8 @@
 //   { type: 'checkpoint', reason, step, ckpt, history }   every few seconds, on pause, at the end
 //   { type: 'done', step, valBpb, atome01, atome02, ckpt, history, stopped }
 //   { type: 'state', state }                      running | paused
-//   { type: 'error', message, state }            state = the worker's after it (idle: no run)
+//   { type: 'error', message, state, runId, failed }  state = the worker's after it (idle: no run);
+//                                                failed: the run was given up (freed; not resumable)
 //   { type: 'refused', message }                  a start while a run is in progress (it goes on)
 //
 // Determinism: the trainer's state (weights, AdamW moments, step, RNG,
@@ -38,6 +39,7 @@ let run = null;                  // { id, settings, ... }
 let history = null;              // { train: [[step, bpb]], val: [[step, bpb]], samples: [[step, text]], acc: [sum, n] }
 let state = 'idle';              // idle | running | paused | stopping | done
 let lastSave = 0;
+let failAt = 0;                  // test hook (?fail-at=N): the run throws at step N
 
 const bpb = (nats) => nats / Math.LN2;
 
@@ -57,11 +59,55 @@ function evaluate() {
   return bpb(r.natsPerByte);
 }
 
+// Samples start from the run's own prompt: the start of its corpus (the page
+// picks it), so a model trained on other text is not asked about TinyStories.
 function sample() {
   const dec = new TextDecoder();
-  const bytes = m.generateBytes(SAMPLE.prompt, { n: SAMPLE.n, temperature: SAMPLE.temperature, topK: SAMPLE.topK,
+  const prompt = run.samplePrompt || SAMPLE.prompt;
+  const bytes = m.generateBytes(prompt, { n: SAMPLE.n, temperature: SAMPLE.temperature, topK: SAMPLE.topK,
     seed: SAMPLE.seed });
-  return SAMPLE.prompt + dec.decode(bytes);
+  return prompt + dec.decode(bytes);
+}
+
+// A failed start or run leaves nothing behind: the model (and the corpus
+// copy inside its session) is freed, the next run starts from a clean worker.
+function abandon() {
+  if (m) { try { m.free(); } catch { /* already gone */ } m = null; }
+  run = null;
+  history = null;
+  state = 'idle';
+}
+
+// Out of memory: says what did not fit and the largest batch at this seq
+// that does (each candidate is built, given the corpus and evaluated once,
+// then freed).
+function memoryAdvice(s, corpus) {
+  const fits = (b) => {
+    let t = null;
+    try {
+      t = atome.createModel(s.config, { ...modelOptions(s), batch: b });
+      t.setData(corpus, { split: 0.9 });
+      t.evaluate({ maxChunks: 1, batch: 16 });
+      return true;
+    } catch { return false; } finally { try { t?.free(); } catch { /* freed */ } }
+  };
+  let lo = 0, hi = s.batch - 1;
+  while (lo < hi) { const mid = Math.ceil((lo + hi) / 2); if (fits(mid)) lo = mid; else hi = mid - 1; }
+  if (lo === 0 && hi >= 1 && fits(1)) lo = 1;
+  const what = `out of memory: ${s.config} at batch ${s.batch} × seq ${s.seq} with a ${corpus.length.toLocaleString('en-US')}-byte corpus ` +
+    `needs more than the training module's ${(MAX_MEMORY / (1 << 30)).toFixed(0)} GiB of memory`;
+  return lo >= 1 ? `${what}; the largest batch that fits at seq ${s.seq} is ${lo}` : `${what}; not even batch 1 fits at seq ${s.seq}: use a shorter seq`;
+}
+const MAX_MEMORY = 1 << 30;    // wasm/CMakeLists.txt ATOME_WASM_MAX_MEMORY
+
+function failed(e, r) {
+  const s = r?.settings, corpus = r?.corpus;
+  abandon();
+  let message = String(e?.message ?? e);
+  if (/out of (wasm )?memory/.test(message) && s && corpus) {
+    try { message = memoryAdvice(s, corpus); } catch { /* keep the first message */ }
+  }
+  post({ type: 'error', message, state: 'idle', runId: r?.id ?? null, failed: true });
 }
 
 function saveCheckpoint(reason) {
@@ -86,12 +132,13 @@ function start(r) {
     history = { train: [], val: [], samples: [], acc: [0, 0] };
   }
   const { trainChunks, evalChunks } = m.setData(r.corpus, { split: 0.9, trainName: r.corpusName });
+  failAt = r.failAt > 0 ? r.failAt : 0;
   post({ type: 'started', info: { params: m.nParams, family: m.family, quant: m.quant, trainChunks, evalChunks,
     step: m.step, steps: m.steps, kernels: atome.kernels(), simd } });
   state = 'running';
   // a first save at once, so that a reload in the first seconds can continue
   if (!r.resume) saveCheckpoint('start');
-  loop().catch((e) => { state = 'idle'; post({ type: 'error', message: String(e?.message ?? e), state }); });
+  loop().catch((e) => failed(e, r));
 }
 
 function finishTrainPoint(step) {
@@ -122,6 +169,7 @@ async function loop() {
     const boundary = Math.min(next(TRAIN_POINT_EVERY), next(evalEvery), next(sampleEvery), m.steps);
     k = Math.min(k, boundary - step0);
     const t0 = performance.now();
+    if (failAt && step0 < failAt && step0 + k >= failAt) k = failAt - step0;
     for (let i = 0; i < k; i++) {
       const r = m.trainSteps(1);
       history.acc[0] += r.loss;
@@ -132,6 +180,7 @@ async function loop() {
     const inst = (predicted * k) / (dt / 1000);
     rate = rate ? 0.8 * rate + 0.2 * inst : inst;
     const step = m.step;
+    if (failAt && step >= failAt) throw new Error(`test: the run was made to fail at step ${step} (?fail-at)`);
     if (step % TRAIN_POINT_EVERY === 0 || step === m.steps) finishTrainPoint(step);
     if (evalEvery && step % evalEvery === 0 && step < m.steps) {
       const v = evaluate();
@@ -203,11 +252,7 @@ self.onmessage = async (ev) => {
         post({ type: 'refused', message: 'a run is already in progress' });
         break;
       }
-      try { start(msg.run); } catch (e) {
-        if (m) { m.free(); m = null; }
-        state = 'idle';
-        throw e;
-      }
+      try { start(msg.run); } catch (e) { failed(e, msg.run); }
       break;
     case 'pause':
       if (state === 'running') {

@@ -442,12 +442,14 @@ static void *atome_acts_new(const atm_config *c, int B, int T) {
     if (!a) return NULL;
     a->cfg = *c; a->Bmax = B; a->Tmax = T;
     a->P = popcount3(c->pathways);
-    const size_t NM = (size_t)B * T, C = (size_t)c->d_model, Ln = (size_t)c->n_layers, V = (size_t)c->vocab;
+    /* sizes in 64 bits: B*T*C... can pass 2^32 floats, more than a 32-bit size_t (wasm) holds */
+    const uint64_t NM = (uint64_t)B * T, C = (uint64_t)c->d_model, Ln = (uint64_t)c->n_layers, V = (uint64_t)c->vocab;
     const int cv = (c->pathways & ATM_PATH_CONV) != 0, sm = (c->pathways & ATM_PATH_SSM) != 0,
               at = (c->pathways & ATM_PATH_ATTN) != 0;
-    const size_t DH = at ? (size_t)c->d_head : 0, TK = at ? (size_t)c->top_k : 0, P = (size_t)a->P;
+    const uint64_t DH = at ? (uint64_t)c->d_head : 0, TK = at ? (uint64_t)c->top_k : 0, P = (uint64_t)a->P;
     a->NM = NM;
-    size_t sizes[32], n = 0, total = 0;
+    uint64_t sizes[32], total = 0;
+    size_t n = 0;
     float **ptrs[32];
 #define F(ptr, count) do { ptrs[n] = &(ptr); sizes[n] = (count); total += sizes[n]; n++; } while (0)
     F(a->h, (Ln + 1) * NM * C);
@@ -470,14 +472,18 @@ static void *atome_acts_new(const atm_config *c, int B, int T) {
     F(a->scratch, ATM_ATOME_SCRATCH(C, (c->pathways & ATM_PATH_CONV) ? (size_t)c->kernel : 0));
     F(a->attn_scratch, at ? (DH + 1) * (size_t)T : 0);
 #undef F
-    a->fmem = malloc(sizeof(float) * total);
-    a->imem = at ? malloc(sizeof(int32_t) * Ln * NM * TK) : NULL;
-    a->in = malloc(2 * NM);
+    if (total > SIZE_MAX / sizeof(float) / 2 || Ln * NM * TK > SIZE_MAX / sizeof(int32_t) / 2 || 2 * NM > SIZE_MAX / 2) {
+        free(a);
+        return NULL;
+    }
+    a->fmem = malloc(sizeof(float) * (size_t)total);
+    a->imem = at ? malloc(sizeof(int32_t) * (size_t)(Ln * NM * TK)) : NULL;
+    a->in = malloc((size_t)(2 * NM));
     if (!a->fmem || (at && !a->imem) || !a->in) {
         free(a->fmem); free(a->imem); free(a->in); free(a);
         return NULL;
     }
-    memset(a->fmem, 0, sizeof(float) * total);
+    memset(a->fmem, 0, sizeof(float) * (size_t)total);
     float *f = a->fmem;
     for (size_t i = 0; i < n; i++) { *ptrs[i] = sizes[i] ? f : NULL; f += sizes[i]; }
     a->att_idx = a->imem;

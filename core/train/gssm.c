@@ -178,16 +178,18 @@ static float *take(float **p, size_t n) { float *r = *p; *p += n; return r; }
 
 static void *gssm_acts_new(const atm_config *c, int B, int T) {
     if (B < 1 || T < 1) return NULL;
-    const size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff,
-                 D = (size_t)c->d_inner, V = (size_t)c->vocab, Ly = (size_t)c->n_layers;
+    const uint64_t N = (uint64_t)B * T, C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff,
+                 D = (uint64_t)c->d_inner, V = (uint64_t)c->vocab, Ly = (uint64_t)c->n_layers;
     const size_t ss = atm_gssm_scan_scratch(B, T, c->d_inner);
-    size_t total = (Ly + 1) * N * C + 3 * Ly * N * C + 4 * Ly * N + 5 * Ly * N * D
+    /* in 64 bits: the sizes can pass what a 32-bit size_t (wasm) holds */
+    uint64_t total = (Ly + 1) * N * C + 3 * Ly * N * C + 4 * Ly * N + 5 * Ly * N * D
                  + 2 * Ly * N * F + N * C + 2 * N + 2 * N * V
                  + 3 * N * C + 3 * N * D + 2 * N * F + N * V + ss;
     gacts *a = calloc(1, sizeof *a);
     if (!a) return NULL;
-    a->mem = malloc(total * sizeof(float));
-    a->in = malloc(2 * N);
+    if (total > SIZE_MAX / sizeof(float) / 2 || 2 * N > SIZE_MAX / 2) { free(a); return NULL; }
+    a->mem = malloc((size_t)total * sizeof(float));
+    a->in = malloc((size_t)(2 * N));
     if (!a->mem || !a->in) { free(a->mem); free(a->in); free(a); return NULL; }
     a->tgt = a->in + N;
     a->c = *c; a->B = B; a->T = T;

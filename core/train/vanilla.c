@@ -207,13 +207,14 @@ static float *take(float **p, size_t n) { float *r = *p; *p += n; return r; }
 
 static void *vanilla_acts_new(const atm_config *c, int B, int T) {
     if (B < 1 || T < 1 || T > c->max_seq || c->n_heads < 1) return NULL;
-    const size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff,
-                 V = (size_t)c->vocab, Ly = (size_t)c->n_layers, H = (size_t)c->n_heads;
-    size_t total = (Ly + 1) * N * C            /* resid */
+    const uint64_t N = (uint64_t)B * T, C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff,
+                 V = (uint64_t)c->vocab, Ly = (uint64_t)c->n_layers, H = (uint64_t)c->n_heads;
+    /* in 64 bits: the sizes can pass what a 32-bit size_t (wasm) holds */
+    uint64_t total = (Ly + 1) * N * C            /* resid */
                  + Ly * N * C * 3              /* resid_mid, ln1, ln2 */
                  + Ly * N * 4                  /* ln means / rstds */
                  + Ly * N * 3 * C              /* qkv */
-                 + Ly * (size_t)B * H * (size_t)T * (size_t)T   /* att */
+                 + Ly * (uint64_t)B * H * (uint64_t)T * (uint64_t)T   /* att */
                  + Ly * N * C                  /* atty */
                  + Ly * N * F * 2              /* fch, fchg */
                  + N * C + 2 * N               /* lnf */
@@ -222,8 +223,9 @@ static void *vanilla_acts_new(const atm_config *c, int B, int T) {
                  + atm_mha_scratch(T, c->d_model, c->n_heads);
     vacts *a = calloc(1, sizeof *a);
     if (!a) return NULL;
-    a->mem = malloc(total * sizeof(float));
-    a->in = malloc(2 * N);
+    if (total > SIZE_MAX / sizeof(float) / 2 || 2 * N > SIZE_MAX / 2) { free(a); return NULL; }
+    a->mem = malloc((size_t)total * sizeof(float));
+    a->in = malloc((size_t)(2 * N));
     if (!a->mem || !a->in) { free(a->mem); free(a->in); free(a); return NULL; }
     a->tgt = a->in + N;
     a->c = *c; a->B = B; a->T = T;

@@ -129,7 +129,10 @@ expect 2 "--seq must be" -- eval --model "$IN/good.ckpt" --data "$IN/small.txt" 
 expect 2 "--split must be" -- eval --model "$IN/good.ckpt" --data "$IN/small.txt" --split 1
 # --- generate ---
 G=(--model "$IN/good.ckpt")
-expect 2 "--n is required" -- generate "${G[@]}" --prompt hi
+# no --n: the default length, 256 bytes (a test of the default, not a refusal)
+"$ATOME" generate "${G[@]}" --prompt hi > "$W/dflt.out" 2> /dev/null
+cases=$((cases + 1)); [ "$(wc -c < "$W/dflt.out")" = 256 ] || { fails=$((fails + 1)); echo "FAIL: generate without --n writes 256 bytes"; }
+expect 2 "--n must be" -- generate "${G[@]}" --prompt hi --n 1000000000001
 expect 2 "--n must be" -- generate "${G[@]}" --prompt hi --n -1
 expect 2 "--n must be" -- generate "${G[@]}" --prompt hi --n ten
 expect 2 "--prompt or --prompt-hex is required" -- generate "${G[@]}" --n 5

@@ -245,7 +245,6 @@ test('atome firmware refuses what a standalone image cannot hold', async () => {
   const cases = [
     [['--prompt-hex', long, '--n', '10'], 2, /the prompt is 365 bytes; the settings block holds 364/],
     [['--prompt', 'x', '--n', '10', '--window', '64'], 1, /--window 64 does not fit the microbit's RAM \(the largest that fits is 32\)/],
-    [['--prompt', 'x'], 2, /--n is required with the generation settings/],
     [['--n', '5'], 2, /--prompt or --prompt-hex is required/],
     [['--prompt', 'x', '--n', '5', '--temperature', '1e3'], 2, /--temperature must be a decimal number/],
     [['--format', 'uf2'], 2, /--format must be elf, hex or bin/],
@@ -261,4 +260,8 @@ test('atome firmware refuses what a standalone image cannot hold', async () => {
   const ok = Buffer.alloc(364, 0x61).toString('hex');
   const r = await native(['firmware', '--model', MODEL, '--board', 'microbit', '--out', path.join(tmp, 'long.elf'), '--prompt-hex', ok, '--n', '4']);
   assert.equal(r.code, 0, r.stderr);
+  // no --n: the shared default length, as atome generate
+  const d = await native(['firmware', '--model', MODEL, '--board', 'microbit', '--out', path.join(tmp, 'dflt.elf'), '--prompt', 'x']);
+  assert.equal(d.code, 0, d.stderr);
+  assert.equal(JSON.parse(d.stdout.toString()).settings.n, 256);
 });

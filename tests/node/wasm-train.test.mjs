@@ -158,3 +158,21 @@ test('options: CLI names and defaults, vanilla heads, errors', () => {
   assert.throws(() => a.setData(new Uint8Array(10)), /chunk/);
   a.free(); v.free(); g.free(); p.free();
 });
+
+// Activation sizes past 2^32 bytes (batch 2048 x seq 4096) are refused
+// cleanly in 32-bit wasm (they once wrapped around and corrupted the heap,
+// after which nothing else could be built); the memory grows for a large
+// but possible model and is reused afterwards.
+test('a model too large for the memory is refused cleanly; the next one builds, trains and scores', async () => {
+  const a = await load('simd');
+  for (const family of ['atome-60k', 'vanilla-60k', 'gssm-60k']) {
+    const seq = family === 'vanilla-60k' ? 64 : 4096;
+    assert.throws(() => a.createModel(family, { batch: 65536 / (family === 'vanilla-60k' ? 1 : 32), seq, steps: 2 }), /out of memory/, family);
+  }
+  const m = a.createModel('atome-60k', { batch: 16, seq: 1024, steps: 2 });
+  try {
+    m.setData(TEXT, { split: 0.9 });
+    m.trainSteps(1);
+    assert.ok(Number.isFinite(m.evaluate({ maxChunks: 2 }).natsPerByte));
+  } finally { m.free(); }
+});
