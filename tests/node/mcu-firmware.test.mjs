@@ -142,7 +142,6 @@ test('echo: flag forms of `atome generate`', async () => {
 
 test('usage errors: exit 2, one line on stderr, nothing on stdout', async () => {
   const bad = [
-    ['--prompt-hex', '41'],                                   // --n missing
     ['--n', '1'],                                             // no prompt
     ['--n', '1', '--prompt', 'a', '--prompt-hex', '41'],      // both prompts
     ['--n', '1', '--prompt-hex', '414'],                      // odd hex

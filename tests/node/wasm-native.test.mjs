@@ -219,7 +219,7 @@ test('node wasm/atome.mjs generate refuses bad input exactly like the native CLI
   const bad = [
     ['--prompt', 'a', '--n', '3'],
     ['--model', m, '--n', '3'],
-    ['--model', m, '--prompt', 'a'],
+    ['--model', m, '--prompt', 'a', '--n', '1000000000001'],
     ['--model', m, '--prompt', 'a', '--prompt-hex', '61', '--n', '1'],
     ['--model', m, '--prompt-hex', '6', '--n', '1'],
     ['--model', m, '--prompt-hex', 'zz', '--n', '1'],
