@@ -109,7 +109,7 @@ int cli_shape_opts(cli_shape *s, cli_opt *opts) {
         { "d-inner",    OPT_INT, &s->d_inner, 1, 16384, 0, 0 },
         { "max-seq",    OPT_INT, &s->max_seq, 2, 65536, 0, 0 },
         { "pathways",   OPT_STR, &s->pathways, 0, 0, 0, 0 },
-        { "attn-window", OPT_INT, &s->attn_window, 1, 65535, 0, 0 },
+        { "attn-window", OPT_INT, &s->attn_window, 1, ATM_MAX_WINDOW, 0, 0 },
         { "pos",        OPT_STR, &s->pos, 0, 0, 0, 0 },
     };
     memcpy(opts, t, sizeof t);

@@ -25,6 +25,23 @@ static int load_model(const char *cmd, const char *path, atm_ckpt *ck) {
     return CLI_OK;
 }
 
+/* A bad model file is reported before a missing option: the file is opened
+ * (a container validated, a checkpoint parsed) as the command will open it. */
+static int check_model(const char *cmd, const char *path) {
+    if (cli_sniff(path) == CLI_FILE_CONTAINER) {
+        uint8_t *blob = NULL;
+        size_t len = 0;
+        atm_model m;
+        int rc = cli_open_container(cmd, path, &blob, &len, &m);
+        free(blob);
+        return rc;
+    }
+    atm_ckpt ck;
+    int rc = load_model(cmd, path, &ck);
+    if (!rc) atm_ckpt_free(&ck);
+    return rc;
+}
+
 /* window 0: a float checkpoint (no "window" key); rs: --router */
 static int print_eval(const atm_eval_result *r, size_t chunks, int64_t seq, int64_t window, const atm_router_stats *rs) {
     FILE *f = stdout;
@@ -115,6 +132,7 @@ int cmd_eval(int argc, char **argv) {
     int rc = cli_parse("eval", argc, argv, opts, n);
     if (rc) return rc;
     if (!model) return cli_err(CLI_USAGE, "eval: --model is required");
+    if ((rc = check_model("eval", model))) return rc;
     if (!data) return cli_err(CLI_USAGE, "eval: --data is required");
     if (cli_seen(opts, n, "split") && split >= 1.0)
         return cli_err(CLI_USAGE, "eval: --split must be a number in (0, 1) (got %g)", split);
@@ -306,6 +324,7 @@ int cmd_generate(int argc, char **argv) {
     int rc = cli_parse("generate", argc, argv, opts, n);
     if (rc) return rc;
     if (!model) return cli_err(CLI_USAGE, "generate: --model is required");
+    if ((rc = check_model("generate", model))) return rc;
     if (prompt && prompt_hex) return cli_err(CLI_USAGE, "generate: give --prompt or --prompt-hex, not both");
     if (!prompt && !prompt_hex) return cli_err(CLI_USAGE, "generate: --prompt or --prompt-hex is required");
     atm_sampler_cfg sc;

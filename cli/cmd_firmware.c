@@ -104,7 +104,7 @@ typedef struct {
     { "top-k",       OPT_STR,  &(sa).top_k, 0, 0, 0, 0 }, \
     { "top-p",       OPT_STR,  &(sa).top_p, 0, 0, 0, 0 }, \
     { "seed",        OPT_STR,  &(sa).seed, 0, 0, 0, 0 }, \
-    { "window",      OPT_INT,  &(sa).window, 1, 65535, 0, 0 }, \
+    { "window",      OPT_INT,  &(sa).window, 1, ATM_MAX_WINDOW, 0, 0 }, \
     { "loop",        OPT_FLAG, &(sa).loop, 0, 0, 0, 0 }, \
     { "interactive", OPT_FLAG, &(sa).interactive, 0, 0, 0, 0 }
 #define N_SETTINGS_OPTS 10

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #define EVAL_BATCH 16     /* see cmd_eval.c: the eval result does not depend on it */
+#define TRAIN_DEFAULT_STEPS 3000   /* no --steps: the documented recipe's 3,000 steps */
 #define PROGRESS_SECONDS 1.0
 
 typedef struct {
@@ -321,7 +322,6 @@ int cmd_train(int argc, char **argv) {
     } else {
         if (!a.config) return cli_err(CLI_USAGE, "train: --config is required");
         if (!a.data) return cli_err(CLI_USAGE, "train: --data is required");
-        if (!SEEN("steps") && !SEEN("train-bytes")) return cli_err(CLI_USAGE, "train: --steps is required (or --train-bytes)");
         if (!a.out) return cli_err(CLI_USAGE, "train: --out is required");
         if ((rc = cli_build_config("train", a.config, &shape, opts, n, &cfg))) return rc;
         o.quant = cli_default_quant(cfg.family);
@@ -333,7 +333,7 @@ int cmd_train(int argc, char **argv) {
         o.wd = (float)a.wd; o.clip = (float)a.clip; o.lr_min = (float)a.lr_min;
         o.warmup = a.warmup; o.cosine = a.cosine;
         o.fp_fraction = (float)a.fp_fraction;
-        o.steps = a.steps; o.batch = (int32_t)a.batch; o.seq = (int32_t)a.seq; o.seed = a.seed;
+        o.steps = SEEN("steps") ? a.steps : TRAIN_DEFAULT_STEPS; o.batch = (int32_t)a.batch; o.seq = (int32_t)a.seq; o.seed = a.seed;
         if (SEEN("lr2") && !SEEN("fp-fraction"))
             return cli_err(CLI_USAGE, "train: --lr2 only applies with --fp-fraction");
         snprintf(meta.name, sizeof meta.name, "%s", a.config);

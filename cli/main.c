@@ -43,7 +43,7 @@ static const char *const USAGE_SHAPE =
     "                      ternary (table quantised with the weights) [vanilla]\n";
 
 static const char *const USAGE_TRAIN =
-    "usage: atome train --config NAME --data FILE --steps N --out CKPT [flags]\n"
+    "usage: atome train --config NAME --data FILE --out CKPT [--steps 3000] [flags]\n"
     "       atome train --resume CKPT [--steps N] [--out CKPT] [flags]\n"
     "\n"
     "  --config NAME       atome-60k, atome-944k, vanilla-60k, vanilla-6k, gssm-60k,\n"
@@ -53,7 +53,7 @@ static const char *const USAGE_TRAIN =
     "  --max-bytes N       read only the first N bytes of each file\n"
     "  --split S           first floor(S*chunks) chunks train, the rest evaluate (0.9)\n"
     "  --valid FILE        evaluate on this file instead of a split\n"
-    "  --steps N           total optimiser steps (a resumed run continues to N)\n"
+    "  --steps N           total optimiser steps (3000; a resumed run continues to N)\n"
     "  --train-bytes N     byte budget: steps = ceil(N / (batch * seq)) (not with --steps)\n"
     "  --batch N           sequences per step (16)\n"
     "  --seq N             bytes per chunk; seq-1 predictions each (64)\n"

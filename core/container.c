@@ -50,7 +50,7 @@ atm_status atm_mconfig_check(const atm_mconfig *c) {
         if (c->kernel < 1 || c->kernel > ATM_MAX_KERNEL) return ATM_E_CONFIG;
     } else if (c->kernel != 0) return ATM_E_CONFIG;
     if (c->window < 1 || c->window > ATM_MAX_WINDOW) return ATM_E_CONFIG;
-    if (c->train_seq != 0 && (c->train_seq < 2 || c->train_seq > 65535)) return ATM_E_CONFIG;
+    if (c->train_seq != 0 && (c->train_seq < 2 || c->train_seq > ATM_MAX_WINDOW)) return ATM_E_CONFIG;
     if (c->fx < 0 || c->fx > ATM_MAX_FX) return ATM_E_CONFIG;
     return ATM_OK;
 }

@@ -2,6 +2,7 @@
 #include "fwsettings.h"
 #include "format.h"
 #include "sampler.h"
+#include "container.h"   /* ATM_MAX_WINDOW */
 
 static void wr16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8); }
@@ -15,7 +16,7 @@ int atm_fwset_check(const atm_fwset *s) {
     if (!s) return ATM_FWSET_E_FIELD;
     if ((s->flags & ~(ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE)) != 0) return ATM_FWSET_E_FIELD;
     if (s->n > (uint64_t)ATM_GEN_N_MAX) return ATM_FWSET_E_FIELD;
-    if (s->window < 1 || s->window > 65535) return ATM_FWSET_E_FIELD;
+    if (s->window < 1 || s->window > ATM_MAX_WINDOW) return ATM_FWSET_E_FIELD;
     if (!text_ok(s->temperature) || !text_ok(s->top_k) || !text_ok(s->top_p)) return ATM_FWSET_E_FIELD;
     atm_sampler_cfg c;
     if (atm_sampler_config(&c, s->temperature[0] ? s->temperature : 0, s->top_k[0] ? s->top_k : 0,
@@ -62,7 +63,7 @@ int atm_fwset_decode(const uint8_t *in, atm_fwset_view *v) {
     v->expect = in + 84;
     v->prompt = in + ATM_FWSET_PROMPT_OFF;
     if ((v->flags & ~(ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE)) != 0 || v->n > (uint64_t)ATM_GEN_N_MAX ||
-        v->window < 1 || v->window > 65535 || !text_ok(v->temperature) || !text_ok(v->top_k) || !text_ok(v->top_p) ||
+        v->window < 1 || v->window > ATM_MAX_WINDOW || !text_ok(v->temperature) || !text_ok(v->top_k) || !text_ok(v->top_p) ||
         v->prompt_len > ATM_FWSET_PROMPT_MAX || v->expect_len > ATM_FWSET_EXPECT || in[83] != 0)
         return ATM_FWSET_E_FIELD;
     atm_sampler_cfg c;

@@ -111,7 +111,10 @@ export class Atome {
 
   // The generation limits every front end shares (core/sampler.h): the
   // largest n, the n and the seed taken when none is given.
-  genLimits() { return { nMax: this.ex.atome_gen_limit(0), nDefault: this.ex.atome_gen_limit(1), seedDefault: this.ex.atome_gen_limit(2) }; }
+  genLimits() {
+    return { nMax: this.ex.atome_gen_limit(0), nDefault: this.ex.atome_gen_limit(1), seedDefault: this.ex.atome_gen_limit(2),
+      maxWindow: this.ex.atome_gen_limit(3) };
+  }
   get memory() { return this.ex.memory; }
   u8(ptr, n) { return new Uint8Array(this.ex.memory.buffer, ptr, n); }
   f32(ptr, n) { return new Float32Array(this.ex.memory.buffer, ptr, n); }
@@ -625,9 +628,6 @@ const GENERATE_USAGE =
 async function cliGenerate(argv) {
   const f = parseFlags(argv);
   if (f.model === undefined) throw new Usage('generate: --model is required');
-  if (f.n === undefined) f.n = '256';          // ATM_GEN_N_DEFAULT, as the native CLI
-  if (f.prompt !== undefined && f['prompt-hex'] !== undefined) throw new Usage('generate: give --prompt or --prompt-hex, not both');
-  if (f.prompt === undefined && f['prompt-hex'] === undefined) throw new Usage('generate: --prompt or --prompt-hex is required');
 
   const { readFile } = await import('node:fs/promises');
   const wasmPath = process.env.ATOME_WASM;
@@ -638,20 +638,7 @@ async function cliGenerate(argv) {
   const env = process.env.ATOME_KERNELS ? { ATOME_KERNELS: process.env.ATOME_KERNELS } : {};
   const atome = await loadAtome(wasmBytes, { env, onStderr: (t) => process.stderr.write(t) });
 
-  const settings = [f.temperature ?? null, f['top-k'] ?? null, f['top-p'] ?? null];
-  try { atome.checkSettings(...settings); } catch (e) { throw new Usage(`generate: ${e.message}`); }
-  if (f.seed !== undefined && !(/^\d+$/.test(f.seed) && Number(f.seed) <= 4294967295))
-    throw new Usage(`generate: --seed must be an integer in 0..4294967295 (got '${f.seed}')`);
-  let prompt;
-  if (f['prompt-hex'] !== undefined) {
-    const h = f['prompt-hex'];
-    if (h.length % 2) throw new Usage('generate: --prompt-hex needs an even number of hex digits');
-    if (!/^[0-9a-fA-F]*$/.test(h)) throw new Usage('generate: --prompt-hex has a non-hex digit');
-    prompt = Uint8Array.from(h.match(/../g) ?? [], (x) => parseInt(x, 16));
-  } else {
-    prompt = enc.encode(f.prompt);   // the argument's bytes (Node decoded them as UTF-8)
-  }
-
+  // the model is opened first: a bad model file is reported before a missing option, as natively
   let file;
   try { file = await readFile(f.model); } catch (e) {   // worded as core/train/ckpt.c's fopen / fread failures
     if (e.code === 'EISDIR') throw new Error(`generate: checkpoint '${f.model}': read error: Is a directory`);
@@ -667,6 +654,23 @@ async function cliGenerate(argv) {
     if (e.usage) throw new Usage(`generate: ${e.message}`);
     throw new Error(packed ? `generate: '${f.model}': ${e.message}` : `generate: checkpoint '${f.model}': ${e.message}`);
   }
+  if (f.n === undefined) f.n = '256';          // ATM_GEN_N_DEFAULT, as the native CLI
+  if (f.prompt !== undefined && f['prompt-hex'] !== undefined) throw new Usage('generate: give --prompt or --prompt-hex, not both');
+  if (f.prompt === undefined && f['prompt-hex'] === undefined) throw new Usage('generate: --prompt or --prompt-hex is required');
+  const settings = [f.temperature ?? null, f['top-k'] ?? null, f['top-p'] ?? null];
+  try { atome.checkSettings(...settings); } catch (e) { throw new Usage(`generate: ${e.message}`); }
+  if (f.seed !== undefined && !(/^\d+$/.test(f.seed) && Number(f.seed) <= 4294967295))
+    throw new Usage(`generate: --seed must be an integer in 0..4294967295 (got '${f.seed}')`);
+  let prompt;
+  if (f['prompt-hex'] !== undefined) {
+    const h = f['prompt-hex'];
+    if (h.length % 2) throw new Usage('generate: --prompt-hex needs an even number of hex digits');
+    if (!/^[0-9a-fA-F]*$/.test(h)) throw new Usage('generate: --prompt-hex has a non-hex digit');
+    prompt = Uint8Array.from(h.match(/../g) ?? [], (x) => parseInt(x, 16));
+  } else {
+    prompt = enc.encode(f.prompt);   // the argument's bytes (Node decoded them as UTF-8)
+  }
+
   const opts = { n: f.n, temperature: settings[0], topK: settings[1], topP: settings[2],
     seed: f.seed === undefined ? 1 : Number(f.seed), window: f.window ?? 0, chunk: 4096 };
   const write = (b) => new Promise((res, rej) => process.stdout.write(b, (e) => (e ? rej(e) : res())));

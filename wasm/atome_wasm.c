@@ -456,9 +456,10 @@ int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const ch
  * flags before it reads the model, as the native CLI does): 0 or -2, the
  * reason in atome_settings_error(). */
 static char settings_err[200];
-/* The shared length and seed rules (core/sampler.h): 0 n max, 1 n default, 2 seed default. */
+/* The shared generation limits: 0 n max, 1 n default, 2 seed default (core/sampler.h), 3 the largest window (container.h). */
 API double atome_gen_limit(int which) {
-    return which == 0 ? (double)ATM_GEN_N_MAX : which == 1 ? (double)ATM_GEN_N_DEFAULT : (double)ATM_GEN_SEED_DEFAULT;
+    return which == 0 ? (double)ATM_GEN_N_MAX : which == 1 ? (double)ATM_GEN_N_DEFAULT :
+           which == 2 ? (double)ATM_GEN_SEED_DEFAULT : (double)ATM_MAX_WINDOW;
 }
 
 API int atome_settings_check(const char *temperature, const char *top_k, const char *top_p) {

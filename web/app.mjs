@@ -24,7 +24,7 @@ const BUILTIN = { name: 'tinystories-500k.txt', url: '/web/data/tinystories-500k
 // module at start: n in 0..nMax, an empty Length is nDefault bytes, an empty
 // Seed is seedDefault — in Generate, on the board cards, in the CLI and in
 // the firmware alike.
-const LIMITS = { nMax: 1e12, nDefault: 256, seedDefault: 1 };
+const LIMITS = { nMax: 1e12, nDefault: 256, seedDefault: 1, maxWindow: 65535 };
 
 const params = new URLSearchParams(location.search);
 const test = (window.__atome = { saves: 0, savedStep: -1, runId: null, events: [] });
@@ -238,7 +238,7 @@ async function runGenerate() {
   try {
     n = $('n').value.trim() === '' ? LIMITS.nDefault : intField('n', 0, LIMITS.nMax, 'Length');
     seed = $('seed').value.trim() === '' ? LIMITS.seedDefault : intField('seed', 0, 4294967295, 'Seed');
-    if ($('window').value.trim() !== '') window = intField('window', 1, 65535, 'Window');
+    if ($('window').value.trim() !== '') window = intField('window', 1, LIMITS.maxWindow, 'Window');
     await call('check', { temperature: temperature || null, topK: topK || null, topP: topP || null }).catch((e) => { throw settingsError(e); });
   } catch (e) { showError(e.message); markField(e); return; }
   const prompt = enc.encode($('prompt').value);
@@ -394,7 +394,7 @@ async function template(board) {
 
 function chosenWindow() {
   const s = $('window').value.trim();
-  return /^\d+$/.test(s) && Number(s) >= 1 && Number(s) <= 65535 ? Number(s) : 0;
+  return /^\d+$/.test(s) && Number(s) >= 1 && Number(s) <= LIMITS.maxWindow ? Number(s) : 0;
 }
 
 let fitSerial = 0;

@@ -1,5 +1,6 @@
 /* core/train/config.c — named configurations, validation, layout table. */
 #include "model.h"
+#include "../container.h"   /* ATM_MAX_WINDOW */
 #include <stdio.h>
 #include <string.h>
 
@@ -80,7 +81,7 @@ int atm_config_validate(const atm_config *c, char *err, size_t errlen) {
         if (c->pathways & ATM_PATH_ATTN) {
             if (c->d_head < 1 || c->d_head > 4096) FAIL("d_head must be 1..4096 (got %d)", (int)c->d_head);
             if (c->top_k < 1 || c->top_k > 1024) FAIL("attn top-k must be 1..1024 (got %d)", (int)c->top_k);
-            if (c->attn_window != 0 && (c->attn_window < c->top_k || c->attn_window > 65535))
+            if (c->attn_window != 0 && (c->attn_window < c->top_k || c->attn_window > ATM_MAX_WINDOW))
                 FAIL("attn window must be 0 (off) or top-k..65535 (got %d, top-k %d)", (int)c->attn_window, (int)c->top_k);
         } else if (c->attn_window != 0) {
             FAIL("attn window needs the attention pathway");

@@ -64,7 +64,9 @@ expect 2 "unknown flag '--stesp'" -- train "${T[@]}" --stesp 4
 expect 2 "unexpected argument 'extra'" -- train "${T[@]}" extra
 expect 2 '--config is required' -- train --data "$IN/small.txt" --steps 3 --out "$OUT/m.ckpt"
 expect 2 '--data is required' -- train --config atome-tiny --steps 3 --out "$OUT/m.ckpt"
-expect 2 '--steps is required' -- train --config atome-tiny --data "$IN/small.txt" --out "$OUT/m.ckpt"
+# no --steps: the documented recipe's 3,000 steps (a test of the default, not a refusal; stopped after 2)
+"$ATOME" train --config atome-tiny --data "$IN/small.txt" --batch 2 --seq 16 --out "$W/dflt.ckpt" --stop-at 2 > /dev/null 2> "$W/dflt.err"
+cases=$((cases + 1)); grep -q "steps 0\.\.3000" "$W/dflt.err" || { fails=$((fails + 1)); echo "FAIL: train without --steps runs 3000 steps: $(head -c 300 "$W/dflt.err")"; }
 expect 2 '--out is required' -- train --config atome-tiny --data "$IN/small.txt" --steps 3
 expect 2 "unknown config 'atome-7'" -- train --config atome-7 --data "$IN/small.txt" --steps 3 --out "$OUT/m.ckpt"
 expect 2 "--steps must be an integer.*'abc'" -- train --steps abc --config atome-tiny --data "$IN/small.txt" --out "$OUT/m.ckpt"

@@ -220,6 +220,8 @@ test('node wasm/atome.mjs generate refuses bad input exactly like the native CLI
     ['--prompt', 'a', '--n', '3'],
     ['--model', m, '--n', '3'],
     ['--model', m, '--prompt', 'a', '--n', '1000000000001'],
+    ['--model', tmp('bad.atome')],                                  // a bad model before a missing prompt
+    ['--model', tmp('short.atome'), '--temperature', 'x'],          // ... and before a bad setting
     ['--model', m, '--prompt', 'a', '--prompt-hex', '61', '--n', '1'],
     ['--model', m, '--prompt-hex', '6', '--n', '1'],
     ['--model', m, '--prompt-hex', 'zz', '--n', '1'],
