@@ -11,7 +11,7 @@
  *    `mcu` preset, searched in $ATOME_MCU_BUILD/mcu, then beside this binary
  *    (<dir of atome>/../mcu/mcu: build/native/atome -> build/mcu/mcu), then
  *    <source dir>/build/mcu/mcu. Its model slot is found and filled by
- *    tools/fwimage.c (atm_fw_patch: slot header, CRC, zero fill; nothing
+ *    fwimage/fwimage.c (atm_fw_patch: slot header, CRC, zero fill; nothing
  *    else in the file changes, docs/mcu.md "model slot"). The board must be
  *    the one the template was built for.
  *  - The board's RAM is checked too: the template's `.arena` section is the
@@ -31,7 +31,7 @@
 #include "format.h"
 #include "fwsettings.h"
 #include "sampler.h"
-#include "../tools/fwimage.h"
+#include "fwimage/fwimage.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -116,7 +116,7 @@ static int settings_seen(const cli_opt *opts, int first) {
 }
 
 /* Fills *st from the flags with generate's rules and messages (the texts
- * through the CLI's sampler check, then tools/fwimage.c's
+ * through the CLI's sampler check, then fwimage/fwimage.c's
  * atm_fw_settings_make: prompt, window, known answer). CLI_OK or the error
  * printed. */
 static int settings_build(const char *cmd, const settings_args *sa, cli_opt *opts, int n_opts,

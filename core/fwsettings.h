@@ -1,6 +1,6 @@
 /* core/fwsettings.h — the generation settings a firmware image carries
  * (docs/mcu.md, "settings block"): written by the patcher (`atome firmware
- * --prompt ... --n ...`, tools/fwimage.c, and the page through wasm), read
+ * --prompt ... --n ...`, fwimage/fwimage.c, and the page through wasm), read
  * by the firmware at boot. An image with a valid block runs standalone on
  * the board's UART; one without reads its command line over semihosting.
  * Freestanding C99: no malloc, no stdio, no libm, no float.

@@ -1,4 +1,4 @@
-/* tests/test_fwimage.c — the host-side firmware tools (tools/fwimage.c):
+/* tests/test_fwimage.c — the host-side firmware tools (fwimage/fwimage.c):
  * finding the model slot in an ELF image, patching a model into it, and the
  * C-header export. Runs on a synthetic ELF32 image built here byte by byte
  * (null section, .text, .atome_model, .shstrtab), so it needs no cross
@@ -10,7 +10,7 @@
  * of bounds (each truncated copy sits in its own exact-size allocation, so
  * ASan/valgrind would catch a stray read). */
 #include "check.h"
-#include "../tools/fwimage.c"
+#include "../fwimage/fwimage.c"
 #include <string.h>
 
 #define CAP 200u                 /* slot capacity of the synthetic image */

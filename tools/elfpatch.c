@@ -1,4 +1,4 @@
-/* tools/elfpatch.c — command-line front end of tools/fwimage.c, used by the
+/* tools/elfpatch.c — command-line front end of fwimage/fwimage.c, used by the
  * firmware tests and by hand until `atome firmware` / `atome header` exist:
  *
  *   elfpatch --template T.elf --board B --model M.atome --out O.elf
@@ -14,7 +14,7 @@
  * wrong board). Errors are one line on stderr. Outputs are written to a
  * temporary file and renamed, so a failure leaves no partial file. */
 #define _POSIX_C_SOURCE 200809L
-#include "fwimage.h"
+#include "fwimage/fwimage.h"
 #include "../core/container.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -187,7 +187,7 @@ export class Atome {
     try { m.open(bytes, window); return m; } catch (e) { m.free(); throw e; }
   }
 
-  // ---- board files (tools/fwimage.c compiled in; wasm/atome_wasm_fw.c) ----
+  // ---- board files (fwimage/fwimage.c compiled in; wasm/atome_wasm_fw.c) ----
   // Each takes Uint8Array copies and returns copies; a failure throws with
   // the CLI's reason (error.usage for a template built for another board).
   fwCall(rc) {

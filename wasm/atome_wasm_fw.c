@@ -1,5 +1,5 @@
 /* wasm/atome_wasm_fw.c — the firmware patcher and the C-header writer of
- * `atome firmware` / `atome header` (tools/fwimage.c), exported from
+ * `atome firmware` / `atome header` (fwimage/fwimage.c), exported from
  * atome.wasm so the page makes board files with the same C code.
  *
  * Contract. Each call takes JS-copied inputs, validates the model with
@@ -22,7 +22,7 @@
 #include "format.h"
 #include "fwsettings.h"
 #include "sampler.h"
-#include "../tools/fwimage.h"
+#include "fwimage/fwimage.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
 

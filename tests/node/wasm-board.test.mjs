@@ -1,5 +1,5 @@
 // tests/node/wasm-board.test.mjs — the board files made inside atome.wasm
-// (wasm/atome_wasm_fw.c over tools/fwimage.c: what the page downloads)
+// (wasm/atome_wasm_fw.c over fwimage/fwimage.c: what the page downloads)
 // against the native CLI, byte for byte: `atome firmware` for both boards,
 // `atome header`, `atome convert`, the fit report (slot, RAM, largest
 // window), the refusals (another board's template, a model too big for the

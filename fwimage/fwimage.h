@@ -1,4 +1,4 @@
-/* tools/fwimage.h — turn an `.atome` model into firmware, on the host and
+/* fwimage/fwimage.h — turn an `.atome` model into firmware, on the host and
  * without a cross compiler: patch it into a prebuilt template image (the
  * ELF that the `mcu` preset builds with an empty model slot), or write it as
  * a C header for people building their own firmware.

@@ -1,4 +1,4 @@
-/* tools/fwimage.c — model slot patching and C-header export for the
+/* fwimage/fwimage.c — model slot patching and C-header export for the
  * firmware. Contract in fwimage.h; ELF field offsets from the System V ABI
  * (ELF32: e_shoff at 32, e_shentsize 46, e_shnum 48, e_shstrndx 50; a
  * section header is 40 bytes: sh_name 0, sh_type 4, sh_flags 8, sh_addr 12,
@@ -126,7 +126,7 @@ int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name
     }
     fprintf(out,
             "/* %s.h — generated from %s (%zu bytes, CRC-32 0x%08X) by the atome\n"
-            " * tools (tools/fwimage.c, atm_fw_header). Do not edit; regenerate instead.\n"
+            " * tools (fwimage/fwimage.c, atm_fw_header). Do not edit; regenerate instead.\n"
             " *\n"
             " * A packed .atome container for the integer engine (core/engine.h). It is\n"
             " * const, so a microcontroller build keeps it in flash; the engine reads it\n"
