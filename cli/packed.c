@@ -79,17 +79,9 @@ const char *cli_encoding_name(int enc) {
 
 int cli_sampler_settings(const char *cmd, const char *temperature, const char *top_k, const char *top_p,
                          atm_sampler_cfg *sc) {
-    int32_t q;
-    uint32_t u;
-    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &q))
-        return cli_err(CLI_USAGE, "%s: --temperature must be a decimal number in 0..100, at most 9 decimals (got '%s')",
-                       cmd, temperature);
-    if (top_k && atm_sampler_parse_uint(top_k, 2147483647u, &u))
-        return cli_err(CLI_USAGE, "%s: --top-k must be an integer in 0..2147483647 (got '%s')", cmd, top_k);
-    if (top_p && atm_sampler_parse(top_p, 65536, &q))
-        return cli_err(CLI_USAGE, "%s: --top-p must be a decimal number in 0..1, at most 9 decimals (got '%s')", cmd, top_p);
-    if (atm_sampler_config(sc, temperature, top_k, top_p))
-        return cli_err(CLI_USAGE, "%s: invalid sampler settings", cmd);
-    return CLI_OK;
+    int e = atm_sampler_settings(sc, temperature, top_k, top_p);
+    if (e == ATM_SET_OK) return CLI_OK;
+    const char *got = e == ATM_SET_E_TEMPERATURE ? temperature : e == ATM_SET_E_TOP_K ? top_k : top_p;
+    return cli_err(CLI_USAGE, "%s: %s (got '%s')", cmd, atm_sampler_settings_msg(e), got);
 }
 

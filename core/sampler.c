@@ -63,6 +63,24 @@ int atm_sampler_config(atm_sampler_cfg *c, const char *temperature, const char *
     return 0;
 }
 
+int atm_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p) {
+    int32_t q;
+    uint32_t u;
+    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &q)) return ATM_SET_E_TEMPERATURE;
+    if (top_k && atm_sampler_parse_uint(top_k, 0x7FFFFFFFu, &u)) return ATM_SET_E_TOP_K;
+    if (top_p && atm_sampler_parse(top_p, 65536, &q)) return ATM_SET_E_TOP_P;
+    return atm_sampler_config(c, temperature, top_k, top_p) ? ATM_SET_E_TEMPERATURE : ATM_SET_OK;
+}
+
+const char *atm_sampler_settings_msg(int code) {
+    switch (code) {
+    case ATM_SET_E_TEMPERATURE: return "--temperature must be a decimal number in 0..100, at most 9 decimals";
+    case ATM_SET_E_TOP_K: return "--top-k must be an integer in 0..2147483647";
+    case ATM_SET_E_TOP_P: return "--top-p must be a decimal number in 0..1, at most 9 decimals";
+    default: return "";
+    }
+}
+
 /* order: higher logit first, lower byte first among equal logits */
 static int before(const int32_t *l, int a, int b) {
     return l[a] > l[b] || (l[a] == l[b] && a < b);

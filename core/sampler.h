@@ -49,6 +49,17 @@ int atm_sampler_parse_uint(const char *s, uint32_t max, uint32_t *out);
 int atm_sampler_config(atm_sampler_cfg *c, const char *temperature, const char *top_k,
                        const char *top_p);
 
+/* The one settings validator every front end uses (the CLI, wasm and the
+ * page, the firmware's semihosting flags): the three texts (NULL =
+ * default) parsed into *c, or the code of the first rejected one. The
+ * canonical message of a code names the CLI flag and the rule
+ * ("--temperature must be a decimal number in 0..100, at most 9 decimals");
+ * a front end appends " (got '<text>')" and may rename the flag to its
+ * field's label. *c is untouched on failure. */
+enum { ATM_SET_OK = 0, ATM_SET_E_TEMPERATURE, ATM_SET_E_TOP_K, ATM_SET_E_TOP_P };
+int atm_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p);
+const char *atm_sampler_settings_msg(int code);
+
 /* Next byte from logits[V] (Q16, |logit| <= 2^30 as the engine returns),
  * 1 <= V <= 256. scratch[V] receives the truncation order and is needed
  * only when top-k or top-p is active; with scratch NULL no truncation is

@@ -108,6 +108,19 @@ static int fail(int code, const char *a, const char *b, const char *c) {
     return code;
 }
 
+/* "<msg> (got '<v>')", the CLI's form of a rejected value */
+static int fail_got(int code, const char *msg, const char *v) {
+    linebuf l;
+    l.n = 0;
+    line_add(&l, "atome: generate: ");
+    line_add(&l, msg);
+    line_add(&l, " (got '");
+    line_add(&l, v);
+    line_add(&l, "')");
+    line_end(&l);
+    return code;
+}
+
 /* ---- numbers: the CLI's strtoll-based integers (optional sign, digits) --- */
 
 static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -178,13 +191,14 @@ static char *word_peek(const words *w) {
 static int check_value(int f, const char *v) {
     int64_t x;
     uint32_t u;
-    int32_t q;
+    int e;
+    atm_sampler_cfg sc;   /* the shared validator (core/sampler.h) checks the settings texts */
     switch (f) {
     case F_N:
         if (parse_int(v, 0, ATM_GEN_N_MAX, &x)) return fail(MCU_EXIT_USAGE, "--n must be an integer in 0..1000000000000 (got '", v, "')");
         break;
     case F_TOP_K:
-        if (atm_sampler_parse_uint(v, 2147483647u, &u)) return fail(MCU_EXIT_USAGE, "--top-k must be an integer in 0..2147483647 (got '", v, "')");
+        if ((e = atm_sampler_settings(&sc, NULL, v, NULL))) return fail_got(MCU_EXIT_USAGE, atm_sampler_settings_msg(e), v);
         break;
     case F_SEED:
         if (atm_sampler_parse_uint(v, 4294967295u, &u)) return fail(MCU_EXIT_USAGE, "--seed must be an integer in 0..4294967295 (got '", v, "')");
@@ -193,10 +207,10 @@ static int check_value(int f, const char *v) {
         if (parse_int(v, 1, ATM_MAX_WINDOW, &x)) return fail(MCU_EXIT_USAGE, "--window must be an integer in 1..65535 (got '", v, "')");
         break;
     case F_TEMPERATURE:
-        if (atm_sampler_parse(v, ATM_SAMPLER_T_MAX, &q)) return fail(MCU_EXIT_USAGE, "--temperature must be a decimal number in 0..100, at most 9 decimals (got '", v, "')");
+        if ((e = atm_sampler_settings(&sc, v, NULL, NULL))) return fail_got(MCU_EXIT_USAGE, atm_sampler_settings_msg(e), v);
         break;
     case F_TOP_P:
-        if (atm_sampler_parse(v, 65536, &q)) return fail(MCU_EXIT_USAGE, "--top-p must be a decimal number in 0..1, at most 9 decimals (got '", v, "')");
+        if ((e = atm_sampler_settings(&sc, NULL, NULL, v))) return fail_got(MCU_EXIT_USAGE, atm_sampler_settings_msg(e), v);
         break;
     default:
         break;

@@ -434,22 +434,11 @@ API double atome_export(session *s, int encoding, int window, const uint8_t *cal
  * (cli/packed.c cli_sampler_settings). 0 or -2 with the reason in err. */
 int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
                            char *err, size_t errlen) {
-    int32_t q;
-    uint32_t u;
-    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &q)) {
-        snprintf(err, errlen, "--temperature must be a decimal number in 0..100, at most 9 decimals (got '%s')", temperature);
-        return -2;
-    }
-    if (top_k && atm_sampler_parse_uint(top_k, 2147483647u, &u)) {
-        snprintf(err, errlen, "--top-k must be an integer in 0..2147483647 (got '%s')", top_k);
-        return -2;
-    }
-    if (top_p && atm_sampler_parse(top_p, 65536, &q)) {
-        snprintf(err, errlen, "--top-p must be a decimal number in 0..1, at most 9 decimals (got '%s')", top_p);
-        return -2;
-    }
-    if (atm_sampler_config(c, temperature, top_k, top_p)) { snprintf(err, errlen, "invalid sampler settings"); return -2; }
-    return 0;
+    int e = atm_sampler_settings(c, temperature, top_k, top_p);
+    if (e == ATM_SET_OK) return 0;
+    const char *got = e == ATM_SET_E_TEMPERATURE ? temperature : e == ATM_SET_E_TOP_K ? top_k : top_p;
+    snprintf(err, errlen, "%s (got '%s')", atm_sampler_settings_msg(e), got);
+    return -2;
 }
 
 /* The settings check alone (no model needed; the Node CLI validates its
