@@ -248,316 +248,367 @@ fail:
 #undef SEEN
 }
 
-int cmd_train(int argc, char **argv) {
+/* Everything one `atome train` holds, freed in one place (train_free). */
+typedef struct {
     train_args a;
-    memset(&a, 0, sizeof a);
+    cli_opt opts[48];
+    int n, shape_first;
+    cli_shape shape;
+    atm_ckpt meta;            /* name, data description, elapsed: carried into every save */
+    atm_ckpt resume, init, teacher;
+    atm_config cfg;
+    atm_train_opts o;
+    atm_corpus corpus, vcorpus;
+    atm_chunks train_ch, eval_ch;
+    atm_trainer *tr;
+    FILE *lg;
+    char *logpath;
+} train_run;
+
+static void train_free(train_run *r) {
+    if (r->lg) fclose(r->lg);
+    free(r->logpath);
+    atm_trainer_free(r->tr);
+    atm_corpus_free(&r->corpus);
+    atm_corpus_free(&r->vcorpus);
+    atm_ckpt_free(&r->resume);
+    atm_ckpt_free(&r->init);
+    atm_ckpt_free(&r->teacher);
+}
+
+#define SEEN(nm) cli_seen(r->opts, r->n, nm)
+
+/* The flags, and the checks that need no file. */
+static int parse_flags(train_run *r, int argc, char **argv) {
+    train_args *a = &r->a;
     atm_train_opts def;
     atm_train_opts_default(&def);
-    a.batch = def.batch; a.seq = def.seq; a.lr = def.lr; a.wd = def.wd; a.split = 0.9;
-    a.beta1 = def.beta1; a.beta2 = def.beta2; a.eps = def.eps; a.log_every = 10;
-    cli_shape shape;
-    cli_opt opts[48] = {
-        { "config",      OPT_STR,   &a.config, 0, 0, 0, 0 },
-        { "quant",       OPT_STR,   &a.quant, 0, 0, 0, 0 },
-        { "data",        OPT_STR,   &a.data, 0, 0, 0, 0 },
-        { "max-bytes",   OPT_INT,   &a.max_bytes, 1, 4.0e18, 0, 0 },
-        { "split",       OPT_FLOAT, &a.split, 0, 1, 1, 0 },
-        { "valid",       OPT_STR,   &a.valid, 0, 0, 0, 0 },
-        { "steps",       OPT_INT,   &a.steps, 1, 1099511627776.0, 0, 0 },
-        { "batch",       OPT_INT,   &a.batch, 1, 65536, 0, 0 },
-        { "seq",         OPT_INT,   &a.seq, 2, 65537, 0, 0 },
-        { "lr",          OPT_FLOAT, &a.lr, 0, 1e3, 1, 0 },
-        { "seed",        OPT_U32,   &a.seed, 0, 4294967295.0, 0, 0 },
-        { "out",         OPT_STR,   &a.out, 0, 0, 0, 0 },
-        { "resume",      OPT_STR,   &a.resume, 0, 0, 0, 0 },
-        { "warmup",      OPT_INT,   &a.warmup, 0, 1099511627776.0, 0, 0 },
-        { "cosine",      OPT_FLAG,  &a.cosine, 0, 0, 0, 0 },
-        { "lr-min",      OPT_FLOAT, &a.lr_min, 0, 1e3, 0, 0 },
-        { "clip",        OPT_FLOAT, &a.clip, 0, 1e30, 0, 0 },
-        { "wd",          OPT_FLOAT, &a.wd, 0, 1e3, 0, 0 },
-        { "beta1",       OPT_FLOAT, &a.beta1, 0, 0.9999999, 0, 0 },
-        { "beta2",       OPT_FLOAT, &a.beta2, 0, 0.9999999, 0, 0 },
-        { "eps",         OPT_FLOAT, &a.eps, 0, 1, 1, 0 },
-        { "fp-fraction", OPT_FLOAT, &a.fp_fraction, 0, 1, 0, 0 },
-        { "lr2",         OPT_FLOAT, &a.lr2, 0, 1e3, 1, 0 },
-        { "log",         OPT_STR,   &a.log, 0, 0, 0, 0 },
-        { "log-every",   OPT_INT,   &a.log_every, 1, 1e12, 0, 0 },
-        { "eval-every",  OPT_INT,   &a.eval_every, 0, 1e12, 0, 0 },
-        { "ckpt-every",  OPT_INT,   &a.ckpt_every, 0, 1e12, 0, 0 },
-        { "quiet",       OPT_FLAG,  &a.quiet, 0, 0, 0, 0 },
-        { "stop-at",     OPT_INT,   &a.stop_at, 1, 1099511627776.0, 0, 0 },
-        { "teacher",     OPT_STR,   &a.teacher, 0, 0, 0, 0 },
-        { "distill-weight", OPT_FLOAT, &a.distill_weight, 0, 1, 1, 0 },
-        { "init",        OPT_STR,   &a.init, 0, 0, 0, 0 },
-        { "train-bytes", OPT_INT,   &a.train_bytes, 1, 4.0e18, 0, 0 },
+    a->batch = def.batch; a->seq = def.seq; a->lr = def.lr; a->wd = def.wd; a->split = 0.9;
+    a->beta1 = def.beta1; a->beta2 = def.beta2; a->eps = def.eps; a->log_every = 10;
+    r->o = def;
+    const cli_opt t[] = {
+        { "config",      OPT_STR,   &a->config, 0, 0, 0, 0 },
+        { "quant",       OPT_STR,   &a->quant, 0, 0, 0, 0 },
+        { "data",        OPT_STR,   &a->data, 0, 0, 0, 0 },
+        { "max-bytes",   OPT_INT,   &a->max_bytes, 1, 4.0e18, 0, 0 },
+        { "split",       OPT_FLOAT, &a->split, 0, 1, 1, 0 },
+        { "valid",       OPT_STR,   &a->valid, 0, 0, 0, 0 },
+        { "steps",       OPT_INT,   &a->steps, 1, 1099511627776.0, 0, 0 },
+        { "batch",       OPT_INT,   &a->batch, 1, 65536, 0, 0 },
+        { "seq",         OPT_INT,   &a->seq, 2, 65537, 0, 0 },
+        { "lr",          OPT_FLOAT, &a->lr, 0, 1e3, 1, 0 },
+        { "seed",        OPT_U32,   &a->seed, 0, 4294967295.0, 0, 0 },
+        { "out",         OPT_STR,   &a->out, 0, 0, 0, 0 },
+        { "resume",      OPT_STR,   &a->resume, 0, 0, 0, 0 },
+        { "warmup",      OPT_INT,   &a->warmup, 0, 1099511627776.0, 0, 0 },
+        { "cosine",      OPT_FLAG,  &a->cosine, 0, 0, 0, 0 },
+        { "lr-min",      OPT_FLOAT, &a->lr_min, 0, 1e3, 0, 0 },
+        { "clip",        OPT_FLOAT, &a->clip, 0, 1e30, 0, 0 },
+        { "wd",          OPT_FLOAT, &a->wd, 0, 1e3, 0, 0 },
+        { "beta1",       OPT_FLOAT, &a->beta1, 0, 0.9999999, 0, 0 },
+        { "beta2",       OPT_FLOAT, &a->beta2, 0, 0.9999999, 0, 0 },
+        { "eps",         OPT_FLOAT, &a->eps, 0, 1, 1, 0 },
+        { "fp-fraction", OPT_FLOAT, &a->fp_fraction, 0, 1, 0, 0 },
+        { "lr2",         OPT_FLOAT, &a->lr2, 0, 1e3, 1, 0 },
+        { "log",         OPT_STR,   &a->log, 0, 0, 0, 0 },
+        { "log-every",   OPT_INT,   &a->log_every, 1, 1e12, 0, 0 },
+        { "eval-every",  OPT_INT,   &a->eval_every, 0, 1e12, 0, 0 },
+        { "ckpt-every",  OPT_INT,   &a->ckpt_every, 0, 1e12, 0, 0 },
+        { "quiet",       OPT_FLAG,  &a->quiet, 0, 0, 0, 0 },
+        { "stop-at",     OPT_INT,   &a->stop_at, 1, 1099511627776.0, 0, 0 },
+        { "teacher",     OPT_STR,   &a->teacher, 0, 0, 0, 0 },
+        { "distill-weight", OPT_FLOAT, &a->distill_weight, 0, 1, 1, 0 },
+        { "init",        OPT_STR,   &a->init, 0, 0, 0, 0 },
+        { "train-bytes", OPT_INT,   &a->train_bytes, 1, 4.0e18, 0, 0 },
     };
-    int n = 33;
-    int shape_first = n;
-    n += cli_shape_opts(&shape, opts + n);
-    int rc = cli_parse("train", argc, argv, opts, n);
+    r->n = (int)(sizeof t / sizeof t[0]);
+    memcpy(r->opts, t, sizeof t);
+    r->shape_first = r->n;
+    r->n += cli_shape_opts(&r->shape, r->opts + r->n);
+    int rc = cli_parse("train", argc, argv, r->opts, r->n);
     if (rc) return rc;
-#define SEEN(nm) cli_seen(opts, n, nm)
-    if (SEEN("split") && a.split >= 1.0) return cli_err(CLI_USAGE, "train: --split must be a number in (0, 1) (got %g)", a.split);
+    if (SEEN("split") && a->split >= 1.0) return cli_err(CLI_USAGE, "train: --split must be a number in (0, 1) (got %g)", a->split);
     if (SEEN("split") && SEEN("valid")) return cli_err(CLI_USAGE, "train: give --split or --valid, not both");
     if (SEEN("train-bytes") && SEEN("steps")) return cli_err(CLI_USAGE, "train: give --steps or --train-bytes, not both");
-    if (SEEN("distill-weight") && !a.teacher && !a.resume)
+    if (SEEN("distill-weight") && !a->teacher && !a->resume)
         return cli_err(CLI_USAGE, "train: --distill-weight needs --teacher CKPT");
-    if (a.teacher && !*a.teacher) return cli_err(CLI_USAGE, "train: --teacher needs a file name");
-    if (a.init && !*a.init) return cli_err(CLI_USAGE, "train: --init needs a file name");
-    if (a.init && a.resume) return cli_err(CLI_USAGE, "train: give --init (a new run from a checkpoint's weights) or --resume, not both");
-    int any_shape = 0;
-    for (int i = shape_first; i < n; i++) any_shape |= opts[i].seen;
+    if (a->teacher && !*a->teacher) return cli_err(CLI_USAGE, "train: --teacher needs a file name");
+    if (a->init && !*a->init) return cli_err(CLI_USAGE, "train: --init needs a file name");
+    if (a->init && a->resume) return cli_err(CLI_USAGE, "train: give --init (a new run from a checkpoint's weights) or --resume, not both");
+    return CLI_OK;
+}
 
-    atm_ckpt meta;            /* name, data description, elapsed: carried into every save */
-    atm_ckpt_init(&meta);
-    atm_ckpt resume, init;
-    atm_ckpt_init(&resume);
-    atm_ckpt_init(&init);
-    atm_config cfg;
-    atm_train_opts o = def;
+/* A new run: the config, the options and the data description from the
+ * flags; --init's checkpoint read and checked against the shape. */
+static int setup_new(train_run *r) {
+    train_args *a = &r->a;
+    atm_train_opts *o = &r->o;
+    atm_ckpt *meta = &r->meta;
     char why[1200];
-
-    if (a.resume) {
-        if ((rc = setup_resume(&a, opts, n, &shape, any_shape, &resume, &cfg, &o, &meta))) return rc;
-    } else {
-        if (!a.config) return cli_err(CLI_USAGE, "train: --config is required");
-        if (!a.data) return cli_err(CLI_USAGE, "train: --data is required");
-        if (!a.out) return cli_err(CLI_USAGE, "train: --out is required");
-        if ((rc = cli_build_config("train", a.config, &shape, opts, n, &cfg))) return rc;
-        o.quant = cli_default_quant(cfg.family);
-        if (a.quant && (o.quant = cli_quant_from_name(a.quant)) < 0)
-            return cli_err(CLI_USAGE, "train: --quant must be ternary or fp32 (got '%s')", a.quant);
-        o.lr = (float)a.lr;
-        o.lr2 = SEEN("lr2") ? (float)a.lr2 : o.lr;
-        o.beta1 = (float)a.beta1; o.beta2 = (float)a.beta2; o.eps = (float)a.eps;
-        o.wd = (float)a.wd; o.clip = (float)a.clip; o.lr_min = (float)a.lr_min;
-        o.warmup = a.warmup; o.cosine = a.cosine;
-        o.fp_fraction = (float)a.fp_fraction;
-        o.steps = SEEN("steps") ? a.steps : TRAIN_DEFAULT_STEPS; o.batch = (int32_t)a.batch; o.seq = (int32_t)a.seq; o.seed = a.seed;
-        if (SEEN("lr2") && !SEEN("fp-fraction"))
-            return cli_err(CLI_USAGE, "train: --lr2 only applies with --fp-fraction");
-        snprintf(meta.name, sizeof meta.name, "%s", a.config);
-        meta.max_bytes = (uint64_t)a.max_bytes;
-        meta.split = a.split;
-        snprintf(meta.data_path, sizeof meta.data_path, "%s", a.data);
-        if (a.valid) snprintf(meta.valid_path, sizeof meta.valid_path, "%s", a.valid);
-        if (a.init) {
-            /* --init: the weights of another checkpoint of the same shape; the
-             * attention window may differ (it has no parameters) */
-            if (atm_ckpt_read(a.init, &init, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: --init: %s", why);
-            atm_config ic = init.cfg;
-            ic.attn_window = cfg.attn_window;
-            if (memcmp(&ic, &cfg, sizeof ic) != 0) {
-                atm_ckpt_free(&init);
-                return cli_err(CLI_USAGE, "train: --init '%s' holds a %s model of another shape than --config %s and its flags",
-                               a.init, atm_family_name(init.cfg.family), a.config);
-            }
-        }
+    int rc;
+    if (!a->config) return cli_err(CLI_USAGE, "train: --config is required");
+    if (!a->data) return cli_err(CLI_USAGE, "train: --data is required");
+    if (!a->out) return cli_err(CLI_USAGE, "train: --out is required");
+    if ((rc = cli_build_config("train", a->config, &r->shape, r->opts, r->n, &r->cfg))) return rc;
+    o->quant = cli_default_quant(r->cfg.family);
+    if (a->quant && (o->quant = cli_quant_from_name(a->quant)) < 0)
+        return cli_err(CLI_USAGE, "train: --quant must be ternary or fp32 (got '%s')", a->quant);
+    o->lr = (float)a->lr;
+    o->lr2 = SEEN("lr2") ? (float)a->lr2 : o->lr;
+    o->beta1 = (float)a->beta1; o->beta2 = (float)a->beta2; o->eps = (float)a->eps;
+    o->wd = (float)a->wd; o->clip = (float)a->clip; o->lr_min = (float)a->lr_min;
+    o->warmup = a->warmup; o->cosine = a->cosine;
+    o->fp_fraction = (float)a->fp_fraction;
+    o->steps = SEEN("steps") ? a->steps : TRAIN_DEFAULT_STEPS;
+    o->batch = (int32_t)a->batch; o->seq = (int32_t)a->seq; o->seed = a->seed;
+    if (SEEN("lr2") && !SEEN("fp-fraction"))
+        return cli_err(CLI_USAGE, "train: --lr2 only applies with --fp-fraction");
+    snprintf(meta->name, sizeof meta->name, "%s", a->config);
+    meta->max_bytes = (uint64_t)a->max_bytes;
+    meta->split = a->split;
+    snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data);
+    if (a->valid) snprintf(meta->valid_path, sizeof meta->valid_path, "%s", a->valid);
+    if (a->init) {
+        /* --init: the weights of another checkpoint of the same shape; the
+         * attention window may differ (it has no parameters) */
+        if (atm_ckpt_read(a->init, &r->init, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: --init: %s", why);
+        atm_config ic = r->init.cfg;
+        ic.attn_window = r->cfg.attn_window;
+        if (memcmp(&ic, &r->cfg, sizeof ic) != 0)
+            return cli_err(CLI_USAGE, "train: --init '%s' holds a %s model of another shape than --config %s and its flags",
+                           a->init, atm_family_name(r->init.cfg.family), a->config);
     }
+    return CLI_OK;
+}
+
+/* --train-bytes, and the checks every run needs once its options are known. */
+static int check_run(train_run *r) {
+    train_args *a = &r->a;
+    char why[600];
     if (SEEN("train-bytes")) {
         /* a byte budget: the fewest whole steps of batch x seq bytes that cover it */
-        int64_t per = (int64_t)o.batch * (int64_t)o.seq;
-        o.steps = a.train_bytes / per + (a.train_bytes % per != 0);
-        if (a.resume && o.steps < resume.step) {
-            atm_ckpt_free(&resume);
+        int64_t per = (int64_t)r->o.batch * (int64_t)r->o.seq;
+        r->o.steps = a->train_bytes / per + (a->train_bytes % per != 0);
+        if (a->resume && r->o.steps < r->resume.step)
             return cli_err(CLI_USAGE, "train: the checkpoint is at step %lld, beyond --train-bytes %lld (%lld steps)",
-                           (long long)resume.step, (long long)a.train_bytes, (long long)o.steps);
-        }
+                           (long long)r->resume.step, (long long)a->train_bytes, (long long)r->o.steps);
     }
-    meta.has_data = 1;
-    if (!*a.out) { atm_ckpt_free(&resume); atm_ckpt_free(&init); return cli_err(CLI_USAGE, "train: --out needs a file name"); }
-    if (strlen(meta.data_path) + 1 >= sizeof meta.data_path || (a.valid && strlen(a.valid) + 1 >= sizeof meta.valid_path)) {
-        atm_ckpt_free(&resume); atm_ckpt_free(&init);
+    r->meta.has_data = 1;
+    if (!*a->out) return cli_err(CLI_USAGE, "train: --out needs a file name");
+    if (strlen(r->meta.data_path) + 1 >= sizeof r->meta.data_path || (a->valid && strlen(a->valid) + 1 >= sizeof r->meta.valid_path))
         return cli_err(CLI_USAGE, "train: data path too long");
-    }
-    if (atm_train_opts_validate(&o, why, sizeof why)) { atm_ckpt_free(&resume); atm_ckpt_free(&init); return cli_err(CLI_USAGE, "train: %s", why); }
+    if (atm_train_opts_validate(&r->o, why, sizeof why)) return cli_err(CLI_USAGE, "train: %s", why);
+    return CLI_OK;
+}
 
-    /* ---- distillation: the teacher of a new run, or the one a resumed run names ---- */
-    if (a.resume && resume.has_dist) {
-        if (SEEN("distill-weight") && (float)a.distill_weight != resume.distill_weight) {
-            atm_ckpt_free(&resume); atm_ckpt_free(&init);
+/* Distillation: the teacher of a new run, or the one a resumed run names
+ * (the same file, by CRC). */
+static int setup_teacher(train_run *r) {
+    train_args *a = &r->a;
+    atm_ckpt *meta = &r->meta;
+    const atm_ckpt *res = &r->resume;
+    int rc;
+    if (a->resume && res->has_dist) {
+        if (SEEN("distill-weight") && (float)a->distill_weight != res->distill_weight)
             return cli_err(CLI_USAGE, "train: --distill-weight %g differs from the checkpoint's %g (a resumed run keeps its options)",
-                           a.distill_weight, (double)resume.distill_weight);
-        }
-        meta.has_dist = 1;
-        meta.distill_weight = resume.distill_weight;
-        meta.teacher_crc = resume.teacher_crc;
-        snprintf(meta.teacher_path, sizeof meta.teacher_path, "%s", a.teacher ? a.teacher : resume.teacher_path);
-    } else if (a.resume && (a.teacher || SEEN("distill-weight"))) {
-        atm_ckpt_free(&resume); atm_ckpt_free(&init);
+                           a->distill_weight, (double)res->distill_weight);
+        meta->has_dist = 1;
+        meta->distill_weight = res->distill_weight;
+        meta->teacher_crc = res->teacher_crc;
+        snprintf(meta->teacher_path, sizeof meta->teacher_path, "%s", a->teacher ? a->teacher : res->teacher_path);
+    } else if (a->resume && (a->teacher || SEEN("distill-weight"))) {
         return cli_err(CLI_USAGE, "train: the checkpoint was trained without a teacher; a resumed run keeps its options");
-    } else if (a.teacher) {
-        if (strlen(a.teacher) + 1 >= sizeof meta.teacher_path) return cli_err(CLI_USAGE, "train: --teacher path too long");
-        meta.has_dist = 1;
-        meta.distill_weight = SEEN("distill-weight") ? (float)a.distill_weight : 0.5f;
-        snprintf(meta.teacher_path, sizeof meta.teacher_path, "%s", a.teacher);
+    } else if (a->teacher) {
+        if (strlen(a->teacher) + 1 >= sizeof meta->teacher_path) return cli_err(CLI_USAGE, "train: --teacher path too long");
+        meta->has_dist = 1;
+        meta->distill_weight = SEEN("distill-weight") ? (float)a->distill_weight : 0.5f;
+        snprintf(meta->teacher_path, sizeof meta->teacher_path, "%s", a->teacher);
     }
-    atm_ckpt teacher;
-    atm_ckpt_init(&teacher);
-    if (meta.has_dist) {
+    if (meta->has_dist) {
         uint32_t crc = 0;
-        if ((rc = load_teacher(meta.teacher_path, &teacher, &crc))) { atm_ckpt_free(&resume); atm_ckpt_free(&init); return rc; }
-        if (a.resume && crc != meta.teacher_crc) {
-            atm_ckpt_free(&resume); atm_ckpt_free(&init);
-            atm_ckpt_free(&teacher);
+        if ((rc = load_teacher(meta->teacher_path, &r->teacher, &crc))) return rc;
+        if (a->resume && crc != meta->teacher_crc)
             return cli_err(CLI_RUNTIME, "train: teacher '%s' is not the file the run was trained with (CRC-32 0x%08X, recorded 0x%08X)",
-                           meta.teacher_path, (unsigned)crc, (unsigned)meta.teacher_crc);
-        }
-        meta.teacher_crc = crc;
+                           meta->teacher_path, (unsigned)crc, (unsigned)meta->teacher_crc);
+        meta->teacher_crc = crc;
     }
-    if (cfg.family == ATM_FAMILY_VANILLA && o.seq - 1 > cfg.max_seq) {
-        atm_ckpt_free(&resume); atm_ckpt_free(&init);
-        return cli_err(CLI_USAGE, "train: --seq %d needs %d positions; the model has max-seq %d", (int)o.seq, (int)o.seq - 1, (int)cfg.max_seq);
-    }
+    if (r->cfg.family == ATM_FAMILY_VANILLA && r->o.seq - 1 > r->cfg.max_seq)
+        return cli_err(CLI_USAGE, "train: --seq %d needs %d positions; the model has max-seq %d", (int)r->o.seq, (int)r->o.seq - 1, (int)r->cfg.max_seq);
+    return CLI_OK;
+}
 
-    /* ---- data ---- */
-    atm_corpus corpus, vcorpus;
-    memset(&vcorpus, 0, sizeof vcorpus);
-    atm_chunks train_ch, eval_ch;
-    if (atm_corpus_load(meta.data_path, meta.max_bytes, &corpus, why, sizeof why)) {
-        atm_ckpt_free(&resume); atm_ckpt_free(&init);
-        return cli_err(CLI_RUNTIME, "train: %s", why);
+/* The corpus (and --valid) cut into chunks. */
+static int load_data(train_run *r) {
+    const atm_ckpt *meta = &r->meta;
+    int seq = r->o.seq;
+    char why[1200];
+    if (atm_corpus_load(meta->data_path, meta->max_bytes, &r->corpus, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
+    if (meta->valid_path[0]) {
+        if (atm_chunks_all(&r->corpus, seq, &r->train_ch, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: '%s': %s", meta->data_path, why);
+        if (atm_corpus_load(meta->valid_path, meta->max_bytes, &r->vcorpus, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
+        if (atm_chunks_all(&r->vcorpus, seq, &r->eval_ch, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: '%s': %s", meta->valid_path, why);
+    } else if (atm_chunks_split(&r->corpus, seq, meta->split, &r->train_ch, &r->eval_ch, why, sizeof why)) {
+        return cli_err(CLI_RUNTIME, "train: '%s': %s", meta->data_path, why);
     }
-    rc = 0;
-    if (meta.valid_path[0]) {
-        if (atm_chunks_all(&corpus, o.seq, &train_ch, why, sizeof why)) {
-            rc = cli_err(CLI_RUNTIME, "train: '%s': %s", meta.data_path, why);
-        } else if (atm_corpus_load(meta.valid_path, meta.max_bytes, &vcorpus, why, sizeof why)) {
-            rc = cli_err(CLI_RUNTIME, "train: %s", why);
-        } else if (atm_chunks_all(&vcorpus, o.seq, &eval_ch, why, sizeof why)) {
-            rc = cli_err(CLI_RUNTIME, "train: '%s': %s", meta.valid_path, why);
-        }
-    } else if (atm_chunks_split(&corpus, o.seq, meta.split, &train_ch, &eval_ch, why, sizeof why)) {
-        rc = cli_err(CLI_RUNTIME, "train: '%s': %s", meta.data_path, why);
-    }
-    atm_trainer *tr = NULL;
-    FILE *lg = NULL;
-    char *logpath = NULL;
-    if (rc) goto done;
+    return CLI_OK;
+}
 
-    /* ---- trainer ---- */
-    tr = atm_trainer_new(&cfg, &o);
-    if (!tr) { rc = cli_err(CLI_RUNTIME, "train: cannot build the %s model (family not built or out of memory)", atm_family_name(cfg.family)); goto done; }
-    if (a.resume && atm_trainer_load_ckpt(tr, &resume)) { rc = cli_err(CLI_RUNTIME, "train: checkpoint does not fit the model"); goto done; }
-    atm_ckpt_free(&resume);
-    if (a.init) {                   /* the weights only: step 0, zero moments, this run's schedule and seed */
-        if (init.n_params != tr->L.n_params || !init.w) { rc = cli_err(CLI_RUNTIME, "train: --init: checkpoint does not fit the model"); goto done; }
-        memcpy(tr->w, init.w, tr->L.n_params * sizeof(float));
-        atm_ckpt_free(&init);
+/* The trainer: built, then the resumed state, --init's weights or the teacher. */
+static int build_trainer(train_run *r) {
+    char why[1200];
+    r->tr = atm_trainer_new(&r->cfg, &r->o);
+    if (!r->tr) return cli_err(CLI_RUNTIME, "train: cannot build the %s model (family not built or out of memory)", atm_family_name(r->cfg.family));
+    if (r->a.resume && atm_trainer_load_ckpt(r->tr, &r->resume)) return cli_err(CLI_RUNTIME, "train: checkpoint does not fit the model");
+    atm_ckpt_free(&r->resume);
+    if (r->a.init) {                /* the weights only: step 0, zero moments, this run's schedule and seed */
+        if (r->init.n_params != r->tr->L.n_params || !r->init.w) return cli_err(CLI_RUNTIME, "train: --init: checkpoint does not fit the model");
+        memcpy(r->tr->w, r->init.w, r->tr->L.n_params * sizeof(float));
+        atm_ckpt_free(&r->init);
     }
-    if (meta.has_dist) {
-        if (atm_trainer_set_teacher(tr, &teacher.cfg, teacher.w, cli_ckpt_quant(&teacher), meta.distill_weight, why, sizeof why)) {
-            rc = cli_err(CLI_USAGE, "train: --teacher '%s': %s", meta.teacher_path, why);
-            goto done;
-        }
-        atm_ckpt_free(&teacher);
+    if (r->meta.has_dist) {
+        if (atm_trainer_set_teacher(r->tr, &r->teacher.cfg, r->teacher.w, cli_ckpt_quant(&r->teacher), r->meta.distill_weight, why, sizeof why))
+            return cli_err(CLI_USAGE, "train: --teacher '%s': %s", r->meta.teacher_path, why);
+        atm_ckpt_free(&r->teacher);
     }
+    return CLI_OK;
+}
 
-    /* ---- outputs: check the checkpoint can be written, open the log ---- */
-    if (can_create_beside(a.out, why, sizeof why)) { rc = cli_err(CLI_RUNTIME, "train: %s", why); goto done; }
-    if (a.log) logpath = strdup(a.log);
+/* The checkpoint can be written; the log opened (cut back on --resume). */
+static int open_outputs(train_run *r) {
+    train_args *a = &r->a;
+    char why[1200];
+    if (can_create_beside(a->out, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
+    if (a->log) r->logpath = strdup(a->log);
     else {
-        size_t ol = strlen(a.out);
-        logpath = (char *)malloc(ol + 11);
-        if (logpath) { memcpy(logpath, a.out, ol); memcpy(logpath + ol, ".log.jsonl", 11); }
+        size_t ol = strlen(a->out);
+        r->logpath = (char *)malloc(ol + 11);
+        if (r->logpath) { memcpy(r->logpath, a->out, ol); memcpy(r->logpath + ol, ".log.jsonl", 11); }
     }
-    if (!logpath) { rc = cli_err(CLI_RUNTIME, "train: out of memory"); goto done; }
-    if (a.resume && trim_log(logpath, tr->step, why, sizeof why)) { rc = cli_err(CLI_RUNTIME, "train: %s", why); goto done; }
-    lg = fopen(logpath, a.resume ? "a" : "w");
-    if (!lg) { rc = cli_err(CLI_RUNTIME, "train: cannot open log '%s': %s", logpath, strerror(errno)); goto done; }
-
-    if (!a.quiet)
+    if (!r->logpath) return cli_err(CLI_RUNTIME, "train: out of memory");
+    if (a->resume && trim_log(r->logpath, r->tr->step, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
+    r->lg = fopen(r->logpath, a->resume ? "a" : "w");
+    if (!r->lg) return cli_err(CLI_RUNTIME, "train: cannot open log '%s': %s", r->logpath, strerror(errno));
+    if (!a->quiet)
         fprintf(stderr, "train: %s (%s, %s, %zu params) on %zu train / %zu eval chunks of %d bytes, steps %lld..%lld\n",
-                meta.name[0] ? meta.name : atm_family_name(cfg.family), atm_family_name(cfg.family),
-                cli_quant_name(o.quant), tr->L.n_params, train_ch.n, eval_ch.n, (int)o.seq,
-                (long long)tr->step, (long long)o.steps);
+                r->meta.name[0] ? r->meta.name : atm_family_name(r->cfg.family), atm_family_name(r->cfg.family),
+                cli_quant_name(r->o.quant), r->tr->L.n_params, r->train_ch.n, r->eval_ch.n, (int)r->o.seq,
+                (long long)r->tr->step, (long long)r->o.steps);
+    return CLI_OK;
+}
 
-    /* ---- loop ---- */
+/* The steps, with the log, the progress line, evaluations and checkpoints
+ * on their cadences; *seconds: training time over all resumes. */
+static int run_steps(train_run *r, double *seconds) {
+    train_args *a = &r->a;
+    atm_trainer *tr = r->tr;
+    FILE *lg = r->lg;
+    char why[1200];
+    int rc;
     double t0 = cli_now(), last_print = t0;
     int64_t step0 = tr->step;
-    double bytes_per_step = (double)o.batch * (double)o.seq;
+    double bytes_per_step = (double)r->o.batch * (double)r->o.seq;
     atm_eval_result er;
-    int64_t stop = o.steps;
-    if (SEEN("stop-at") && a.stop_at < stop) stop = a.stop_at;
+    int64_t stop = r->o.steps;
+    if (SEEN("stop-at") && a->stop_at < stop) stop = a->stop_at;
     while (tr->step < stop) {
-        double loss = atm_trainer_train_batch(tr, &train_ch);
+        double loss = atm_trainer_train_batch(tr, &r->train_ch);
         int64_t s = tr->step;
-        if (!isfinite(loss)) { rc = cli_err(CLI_RUNTIME, "train: diverged: loss is not finite at step %lld", (long long)s); goto done; }
+        if (!isfinite(loss)) return cli_err(CLI_RUNTIME, "train: diverged: loss is not finite at step %lld", (long long)s);
         double now = cli_now(), dt = now - t0;
         double bps = dt > 0.0 ? (double)(s - step0) * bytes_per_step / dt : 0.0;
-        if (s % a.log_every == 0 || s == stop) {
+        if (s % a->log_every == 0 || s == stop) {
             fprintf(lg, "{\"step\":%lld,\"loss\":", (long long)s);
             cli_json_num(lg, loss);
             fputs(",\"lr\":", lg); cli_json_float(lg, tr->last_lr);
             fputs(",\"bytes_per_s\":", lg); cli_json_num(lg, bps);
-            fputs(",\"elapsed_s\":", lg); cli_json_num(lg, meta.elapsed_s + dt);
+            fputs(",\"elapsed_s\":", lg); cli_json_num(lg, r->meta.elapsed_s + dt);
             fprintf(lg, ",\"stage\":%d,\"quant\":\"%s\"}\n", (int)tr->stage,
-                    cli_quant_name(tr->stage == 0 ? ATM_QUANT_FP32 : o.quant));
+                    cli_quant_name(tr->stage == 0 ? ATM_QUANT_FP32 : r->o.quant));
         }
-        if (!a.quiet && (now - last_print >= PROGRESS_SECONDS || s == stop)) {
+        if (!a->quiet && (now - last_print >= PROGRESS_SECONDS || s == stop)) {
             char eta[32];
             double sps = dt > 0.0 ? (double)(s - step0) / dt : 0.0;
-            fmt_eta(sps > 0.0 ? (double)(o.steps - s) / sps : -1.0, eta, sizeof eta);
+            fmt_eta(sps > 0.0 ? (double)(r->o.steps - s) / sps : -1.0, eta, sizeof eta);
             fprintf(stderr, "step %lld/%lld  loss %.4f  lr %.3g  %.0f bytes/s  ETA %s\n",
-                    (long long)s, (long long)o.steps, loss, (double)tr->last_lr, bps, eta);
+                    (long long)s, (long long)r->o.steps, loss, (double)tr->last_lr, bps, eta);
             last_print = now;
         }
-        if (a.eval_every > 0 && s % a.eval_every == 0 && s < stop) {
-            if (atm_eval_chunks(&tr->L, tr->w, atm_trainer_quant(tr), &eval_ch, EVAL_BATCH, &er, why, sizeof why)) {
-                rc = cli_err(CLI_RUNTIME, "train: eval: %s", why);
-                goto done;
-            }
+        if (a->eval_every > 0 && s % a->eval_every == 0 && s < stop) {
+            if (atm_eval_chunks(&tr->L, tr->w, atm_trainer_quant(tr), &r->eval_ch, EVAL_BATCH, &er, why, sizeof why))
+                return cli_err(CLI_RUNTIME, "train: eval: %s", why);
             log_eval(lg, s, &er);
-            if (!a.quiet) fprintf(stderr, "step %lld  eval %.4f nats/byte  %.4f bpb  ppl %.3f\n",
-                                  (long long)s, er.nats_per_byte, er.bpb, er.ppl);
+            if (!a->quiet) fprintf(stderr, "step %lld  eval %.4f nats/byte  %.4f bpb  ppl %.3f\n",
+                                   (long long)s, er.nats_per_byte, er.bpb, er.ppl);
         }
-        if (a.ckpt_every > 0 && s % a.ckpt_every == 0 && s < stop) {
+        if (a->ckpt_every > 0 && s % a->ckpt_every == 0 && s < stop) {
             fflush(lg);
-            if ((rc = write_ckpt(a.out, tr, &meta, &train_ch, meta.elapsed_s + (cli_now() - t0)))) goto done;
+            if ((rc = write_ckpt(a->out, tr, &r->meta, &r->train_ch, r->meta.elapsed_s + (cli_now() - t0)))) return rc;
         }
     }
-    double seconds = meta.elapsed_s + (cli_now() - t0);
+    *seconds = r->meta.elapsed_s + (cli_now() - t0);
+    return CLI_OK;
+}
 
-    /* ---- final eval, save, summary ---- */
-    /* Scored with the quantiser `atome eval` will use on the saved checkpoint. */
-    if (atm_eval_chunks(&tr->L, tr->w, atm_trainer_quant(tr), &eval_ch, EVAL_BATCH, &er, why, sizeof why)) {
-        rc = cli_err(CLI_RUNTIME, "train: eval: %s", why);
-        goto done;
+/* The final evaluation (with the quantiser `atome eval` will use on the
+ * saved checkpoint), the save and the summary line. */
+static int finish(train_run *r, double seconds) {
+    train_args *a = &r->a;
+    atm_trainer *tr = r->tr;
+    atm_eval_result er;
+    char why[1200];
+    int rc;
+    if (atm_eval_chunks(&tr->L, tr->w, atm_trainer_quant(tr), &r->eval_ch, EVAL_BATCH, &er, why, sizeof why))
+        return cli_err(CLI_RUNTIME, "train: eval: %s", why);
+    log_eval(r->lg, tr->step, &er);
+    if (fflush(r->lg) || ferror(r->lg)) return cli_err(CLI_RUNTIME, "train: cannot write log '%s'", r->logpath);
+    if ((rc = write_ckpt(a->out, tr, &r->meta, &r->train_ch, seconds))) return rc;
+    if (!a->quiet) fprintf(stderr, "eval %.4f nats/byte  %.4f bpb  ppl %.3f  (%llu bytes)  %.1f s\n",
+                           er.nats_per_byte, er.bpb, er.ppl, (unsigned long long)er.bytes, seconds);
+    FILE *f = stdout;
+    fprintf(f, "{\"steps\":%lld,\"train_loss\":", (long long)tr->step);
+    cli_json_num(f, tr->last_loss);
+    fputs(",\"nats_per_byte\":", f); cli_json_num(f, er.nats_per_byte);
+    fputs(",\"bpb\":", f); cli_json_num(f, er.bpb);
+    fputs(",\"ppl\":", f); cli_json_num(f, er.ppl);
+    fprintf(f, ",\"bytes\":%llu,\"params\":%zu,\"seconds\":", (unsigned long long)er.bytes, tr->L.n_params);
+    cli_json_num(f, seconds);
+    fputs(",\"config\":", f); cli_json_str(f, r->meta.name);
+    if (r->meta.has_dist) {
+        fputs(",\"teacher\":", f); cli_json_str(f, r->meta.teacher_path);
+        fputs(",\"distill_weight\":", f); cli_json_float(f, r->meta.distill_weight);
     }
-    log_eval(lg, tr->step, &er);
-    if (fflush(lg) || ferror(lg)) { rc = cli_err(CLI_RUNTIME, "train: cannot write log '%s'", logpath); goto done; }
-    if ((rc = write_ckpt(a.out, tr, &meta, &train_ch, seconds))) goto done;
-    if (!a.quiet) fprintf(stderr, "eval %.4f nats/byte  %.4f bpb  ppl %.3f  (%llu bytes)  %.1f s\n",
-                          er.nats_per_byte, er.bpb, er.ppl, (unsigned long long)er.bytes, seconds);
-    {
-        FILE *f = stdout;
-        fprintf(f, "{\"steps\":%lld,\"train_loss\":", (long long)tr->step);
-        cli_json_num(f, tr->last_loss);
-        fputs(",\"nats_per_byte\":", f); cli_json_num(f, er.nats_per_byte);
-        fputs(",\"bpb\":", f); cli_json_num(f, er.bpb);
-        fputs(",\"ppl\":", f); cli_json_num(f, er.ppl);
-        fprintf(f, ",\"bytes\":%llu,\"params\":%zu,\"seconds\":", (unsigned long long)er.bytes, tr->L.n_params);
-        cli_json_num(f, seconds);
-        fputs(",\"config\":", f); cli_json_str(f, meta.name);
-        if (meta.has_dist) {
-            fputs(",\"teacher\":", f); cli_json_str(f, meta.teacher_path);
-            fputs(",\"distill_weight\":", f); cli_json_float(f, meta.distill_weight);
-        }
-        fputs(",\"family\":", f); cli_json_str(f, atm_family_name(cfg.family));
-        fprintf(f, ",\"quant\":\"%s\",\"seed\":%u,\"out\":", cli_quant_name(o.quant), (unsigned)o.seed);
-        cli_json_str(f, a.out);
-        fputs("}\n", f);
-        if (fflush(f) || ferror(f)) rc = cli_err(CLI_RUNTIME, "train: cannot write to stdout");
-    }
-done:
-    if (lg) fclose(lg);
-    free(logpath);
-    atm_trainer_free(tr);
-    atm_corpus_free(&corpus);
-    atm_corpus_free(&vcorpus);
-    atm_ckpt_free(&resume);
-    atm_ckpt_free(&init);
-    atm_ckpt_free(&teacher);
-    return rc;
+    fputs(",\"family\":", f); cli_json_str(f, atm_family_name(r->cfg.family));
+    fprintf(f, ",\"quant\":\"%s\",\"seed\":%u,\"out\":", cli_quant_name(r->o.quant), (unsigned)r->o.seed);
+    cli_json_str(f, a->out);
+    fputs("}\n", f);
+    if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "train: cannot write to stdout");
+    return CLI_OK;
+}
 #undef SEEN
+
+int cmd_train(int argc, char **argv) {
+    train_run *r = (train_run *)calloc(1, sizeof *r);
+    if (!r) return cli_err(CLI_RUNTIME, "train: out of memory");
+    atm_ckpt_init(&r->meta);
+    atm_ckpt_init(&r->resume);
+    atm_ckpt_init(&r->init);
+    atm_ckpt_init(&r->teacher);
+    double seconds = 0.0;
+    int rc = parse_flags(r, argc, argv);
+    if (!rc) {
+        int any_shape = 0;
+        for (int i = r->shape_first; i < r->n; i++) any_shape |= r->opts[i].seen;
+        rc = r->a.resume ? setup_resume(&r->a, r->opts, r->n, &r->shape, any_shape, &r->resume, &r->cfg, &r->o, &r->meta)
+                         : setup_new(r);
+    }
+    if (!rc) rc = check_run(r);
+    if (!rc) rc = setup_teacher(r);
+    if (!rc) rc = load_data(r);
+    if (!rc) rc = build_trainer(r);
+    if (!rc) rc = open_outputs(r);
+    if (!rc) rc = run_steps(r, &seconds);
+    if (!rc) rc = finish(r, seconds);
+    train_free(r);
+    free(r);
+    return rc;
 }
