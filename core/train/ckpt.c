@@ -4,6 +4,7 @@
  * little-endian whatever the host. */
 #define _POSIX_C_SOURCE 200809L
 #include "ckpt.h"
+#include "fail.h"
 #include "export.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -180,7 +181,7 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
 }
 
 /* ---- parsing ---- */
-#define PFAIL(code, ...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); rc = (code); goto fail; } while (0)
+#define PFAIL(code, ...) do { atm_fail(err, errlen, __VA_ARGS__); rc = (code); goto fail; } while (0)
 
 static int tag_is(const uint8_t *t, const char *s) { return memcmp(t, s, 4) == 0; }
 

@@ -1,5 +1,6 @@
 /* core/train/config.c — named configurations, validation, layout table. */
 #include "model.h"
+#include "fail.h"
 #include "../container.h"   /* ATM_MAX_WINDOW */
 #include <stdio.h>
 #include <string.h>
@@ -61,46 +62,45 @@ int64_t atm_config_run_window(const atm_config *c, int64_t seq) {
     return w;
 }
 
-#define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
 /* Limits keep every size computation far from int overflow and every model
  * small enough for a byte-level toy; they are checked before anything is
  * allocated (a hostile checkpoint header cannot ask for 2^31 floats). */
 int atm_config_validate(const atm_config *c, char *err, size_t errlen) {
-    if (c->family < 0 || c->family >= ATM_N_FAMILIES) FAIL("unknown model family %d", (int)c->family);
-    if (c->vocab < 2 || c->vocab > 256) FAIL("vocab must be 2..256 (got %d)", (int)c->vocab);
-    if (c->d_model < 1 || c->d_model > 4096) FAIL("d_model must be 1..4096 (got %d)", (int)c->d_model);
-    if (c->n_layers < 1 || c->n_layers > 64) FAIL("layers must be 1..64 (got %d)", (int)c->n_layers);
-    if (c->family != ATM_FAMILY_ATOME && c->attn_window != 0) FAIL("attn window is an atome option");
-    if (c->family != ATM_FAMILY_VANILLA && c->pos != ATM_POS_LEARNED) FAIL("positions (--pos) are a vanilla option");
-    if (c->pos < ATM_POS_LEARNED || c->pos > ATM_POS_TERNARY) FAIL("unknown position scheme %d", (int)c->pos);
+    if (c->family < 0 || c->family >= ATM_N_FAMILIES) ATM_FAIL("unknown model family %d", (int)c->family);
+    if (c->vocab < 2 || c->vocab > 256) ATM_FAIL("vocab must be 2..256 (got %d)", (int)c->vocab);
+    if (c->d_model < 1 || c->d_model > 4096) ATM_FAIL("d_model must be 1..4096 (got %d)", (int)c->d_model);
+    if (c->n_layers < 1 || c->n_layers > 64) ATM_FAIL("layers must be 1..64 (got %d)", (int)c->n_layers);
+    if (c->family != ATM_FAMILY_ATOME && c->attn_window != 0) ATM_FAIL("attn window is an atome option");
+    if (c->family != ATM_FAMILY_VANILLA && c->pos != ATM_POS_LEARNED) ATM_FAIL("positions (--pos) are a vanilla option");
+    if (c->pos < ATM_POS_LEARNED || c->pos > ATM_POS_TERNARY) ATM_FAIL("unknown position scheme %d", (int)c->pos);
     switch (c->family) {
     case ATM_FAMILY_ATOME:
-        if (c->pathways < 1 || c->pathways > ATM_PATH_ALL) FAIL("pathways must name at least one of conv,ssm,attn");
-        if ((c->pathways & ATM_PATH_CONV) && (c->kernel < 1 || c->kernel > 64)) FAIL("kernel must be 1..64 (got %d)", (int)c->kernel);
+        if (c->pathways < 1 || c->pathways > ATM_PATH_ALL) ATM_FAIL("pathways must name at least one of conv,ssm,attn");
+        if ((c->pathways & ATM_PATH_CONV) && (c->kernel < 1 || c->kernel > 64)) ATM_FAIL("kernel must be 1..64 (got %d)", (int)c->kernel);
         if (c->pathways & ATM_PATH_ATTN) {
-            if (c->d_head < 1 || c->d_head > 4096) FAIL("d_head must be 1..4096 (got %d)", (int)c->d_head);
-            if (c->top_k < 1 || c->top_k > 1024) FAIL("attn top-k must be 1..1024 (got %d)", (int)c->top_k);
+            if (c->d_head < 1 || c->d_head > 4096) ATM_FAIL("d_head must be 1..4096 (got %d)", (int)c->d_head);
+            if (c->top_k < 1 || c->top_k > 1024) ATM_FAIL("attn top-k must be 1..1024 (got %d)", (int)c->top_k);
             if (c->attn_window != 0 && (c->attn_window < c->top_k || c->attn_window > ATM_MAX_WINDOW))
-                FAIL("attn window must be 0 (off) or top-k..65535 (got %d, top-k %d)", (int)c->attn_window, (int)c->top_k);
+                ATM_FAIL("attn window must be 0 (off) or top-k..65535 (got %d, top-k %d)", (int)c->attn_window, (int)c->top_k);
         } else if (c->attn_window != 0) {
-            FAIL("attn window needs the attention pathway");
+            ATM_FAIL("attn window needs the attention pathway");
         }
         break;
     case ATM_FAMILY_VANILLA:
-        if (c->n_heads < 1 || c->d_model % c->n_heads) FAIL("n_heads must divide d_model");
-        if (c->d_head != c->d_model / c->n_heads) FAIL("vanilla d_head must be d_model / n_heads");
-        if (c->d_ff < 1 || c->d_ff > 16384) FAIL("d_ff must be 1..16384 (got %d)", (int)c->d_ff);
-        if (c->max_seq < 2 || c->max_seq > 65536) FAIL("max_seq must be 2..65536 (got %d)", (int)c->max_seq);
+        if (c->n_heads < 1 || c->d_model % c->n_heads) ATM_FAIL("n_heads must divide d_model");
+        if (c->d_head != c->d_model / c->n_heads) ATM_FAIL("vanilla d_head must be d_model / n_heads");
+        if (c->d_ff < 1 || c->d_ff > 16384) ATM_FAIL("d_ff must be 1..16384 (got %d)", (int)c->d_ff);
+        if (c->max_seq < 2 || c->max_seq > 65536) ATM_FAIL("max_seq must be 2..65536 (got %d)", (int)c->max_seq);
         break;
     case ATM_FAMILY_GSSM:
-        if (c->d_inner < 1 || c->d_inner > 16384) FAIL("d_inner must be 1..16384 (got %d)", (int)c->d_inner);
-        if (c->d_ff < 1 || c->d_ff > 16384) FAIL("d_ff must be 1..16384 (got %d)", (int)c->d_ff);
+        if (c->d_inner < 1 || c->d_inner > 16384) ATM_FAIL("d_inner must be 1..16384 (got %d)", (int)c->d_inner);
+        if (c->d_ff < 1 || c->d_ff > 16384) ATM_FAIL("d_ff must be 1..16384 (got %d)", (int)c->d_ff);
         break;
     }
     atm_layout L;
-    if (atm_layout_build(c, &L) != 0) FAIL("too many tensors for this shape");
-    if (L.n_params > (size_t)200000000) FAIL("model too large (%zu parameters)", L.n_params);
+    if (atm_layout_build(c, &L) != 0) ATM_FAIL("too many tensors for this shape");
+    if (L.n_params > (size_t)200000000) ATM_FAIL("model too large (%zu parameters)", L.n_params);
     return 0;
 }
 

@@ -1,20 +1,20 @@
 /* core/train/data.c — byte corpus loader, chunking, contiguous split, batch
  * sampling. See data.h for the contract. */
 #include "data.h"
+#include "fail.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
 int atm_corpus_load(const char *path, uint64_t max_bytes, atm_corpus *c, char *err, size_t errlen) {
     c->bytes = NULL;
     c->n_bytes = 0;
     if ((uint64_t)(size_t)max_bytes != max_bytes) max_bytes = 0; /* beyond the address space: read all */
     FILE *f = fopen(path, "rb");
-    if (!f) FAIL("cannot open data file '%s': %s", path, strerror(errno));
+    if (!f) ATM_FAIL("cannot open data file '%s': %s", path, strerror(errno));
     /* Read in growing blocks: works for pipes and files alike and never
      * trusts a size reported before reading. */
     size_t cap = 0, n = 0;
@@ -24,9 +24,9 @@ int atm_corpus_load(const char *path, uint64_t max_bytes, atm_corpus *c, char *e
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : (size_t)1 << 16;
             if (max_bytes && ncap > max_bytes) ncap = (size_t)max_bytes;
-            if (ncap <= cap) { free(buf); fclose(f); FAIL("data file '%s' is too large", path); }
+            if (ncap <= cap) { free(buf); fclose(f); ATM_FAIL("data file '%s' is too large", path); }
             uint8_t *nb = (uint8_t *)realloc(buf, ncap);
-            if (!nb) { free(buf); fclose(f); FAIL("out of memory reading '%s'", path); }
+            if (!nb) { free(buf); fclose(f); ATM_FAIL("out of memory reading '%s'", path); }
             buf = nb;
             cap = ncap;
         }
@@ -37,13 +37,13 @@ int atm_corpus_load(const char *path, uint64_t max_bytes, atm_corpus *c, char *e
             if (ferror(f)) {
                 int e = errno;
                 free(buf); fclose(f);
-                FAIL("cannot read data file '%s': %s", path, e ? strerror(e) : "read error");
+                ATM_FAIL("cannot read data file '%s': %s", path, e ? strerror(e) : "read error");
             }
             break;
         }
     }
     fclose(f);
-    if (n == 0) { free(buf); FAIL("data file '%s' is empty", path); }
+    if (n == 0) { free(buf); ATM_FAIL("data file '%s' is empty", path); }
     c->bytes = buf;
     c->n_bytes = n;
     return 0;
@@ -67,10 +67,10 @@ size_t atm_split_train_count(size_t n, double split) {
 }
 
 int atm_chunks_all(const atm_corpus *c, int seq, atm_chunks *out, char *err, size_t errlen) {
-    if (seq < 2) FAIL("seq must be at least 2 (got %d)", seq);
+    if (seq < 2) ATM_FAIL("seq must be at least 2 (got %d)", seq);
     size_t n = atm_chunk_count(c->n_bytes, seq);
-    if (n == 0) FAIL("data has %zu bytes, fewer than one %d-byte chunk", c->n_bytes, seq);
-    if (n > (size_t)UINT32_MAX) FAIL("data has more than 2^32-1 chunks"); /* atm_rng_below is 32-bit */
+    if (n == 0) ATM_FAIL("data has %zu bytes, fewer than one %d-byte chunk", c->n_bytes, seq);
+    if (n > (size_t)UINT32_MAX) ATM_FAIL("data has more than 2^32-1 chunks"); /* atm_rng_below is 32-bit */
     out->base = c->bytes;
     out->n = n;
     out->seq = seq;
@@ -79,12 +79,12 @@ int atm_chunks_all(const atm_corpus *c, int seq, atm_chunks *out, char *err, siz
 
 int atm_chunks_split(const atm_corpus *c, int seq, double split, atm_chunks *train,
                      atm_chunks *eval, char *err, size_t errlen) {
-    if (!(split > 0.0 && split < 1.0)) FAIL("split must be strictly between 0 and 1 (got %g)", split);
+    if (!(split > 0.0 && split < 1.0)) ATM_FAIL("split must be strictly between 0 and 1 (got %g)", split);
     atm_chunks all;
     if (atm_chunks_all(c, seq, &all, err, errlen)) return -1;
     size_t nt = atm_split_train_count(all.n, split);
-    if (nt == 0) FAIL("split %g of %zu chunks of %d bytes leaves no training chunk", split, all.n, seq);
-    if (nt == all.n) FAIL("split %g of %zu chunks of %d bytes leaves no eval chunk", split, all.n, seq);
+    if (nt == 0) ATM_FAIL("split %g of %zu chunks of %d bytes leaves no training chunk", split, all.n, seq);
+    if (nt == all.n) ATM_FAIL("split %g of %zu chunks of %d bytes leaves no eval chunk", split, all.n, seq);
     if (train) { train->base = all.base; train->n = nt; train->seq = seq; }
     if (eval) { eval->base = all.base + nt * (size_t)seq; eval->n = all.n - nt; eval->seq = seq; }
     return 0;

@@ -2,12 +2,12 @@
  * byte over non-overlapping chunks) and the float sampler of `atome generate`.
  * See trainer.h for both contracts. */
 #include "trainer.h"
+#include "fail.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
 /* Adds the router weights of the last forward (rows rows of B*T) to *rs. */
 static void router_add(const atm_layout *L, void *acts, int rows, atm_router_stats *rs) {
@@ -42,15 +42,15 @@ int atm_eval_chunks_router(const atm_layout *L, const float *w, int quant, const
     memset(out, 0, sizeof *out);
     if (rs) {
         memset(rs, 0, sizeof *rs);
-        if (L->cfg.family != ATM_FAMILY_ATOME) FAIL("router statistics need an atome-family model");
-        if (L->cfg.n_layers > ATM_ROUTER_MAX_LAYERS) FAIL("router statistics: more than %d layers", ATM_ROUTER_MAX_LAYERS);
+        if (L->cfg.family != ATM_FAMILY_ATOME) ATM_FAIL("router statistics need an atome-family model");
+        if (L->cfg.n_layers > ATM_ROUTER_MAX_LAYERS) ATM_FAIL("router statistics: more than %d layers", ATM_ROUTER_MAX_LAYERS);
         rs->layers = L->cfg.n_layers;
     }
     const atm_family *fam = atm_family_get(L->cfg.family);
-    if (!fam || !fam->acts_new || !fam->forward) FAIL("model family '%s' is not built", atm_family_name(L->cfg.family));
-    if (ch->seq < 2 || ch->n == 0) FAIL("nothing to evaluate");
+    if (!fam || !fam->acts_new || !fam->forward) ATM_FAIL("model family '%s' is not built", atm_family_name(L->cfg.family));
+    if (ch->seq < 2 || ch->n == 0) ATM_FAIL("nothing to evaluate");
     if (L->cfg.family == ATM_FAMILY_VANILLA && ch->seq - 1 > L->cfg.max_seq)
-        FAIL("seq %d needs %d positions but the model has %d", ch->seq, ch->seq - 1, (int)L->cfg.max_seq);
+        ATM_FAIL("seq %d needs %d positions but the model has %d", ch->seq, ch->seq - 1, (int)L->cfg.max_seq);
     if (batch < 1) batch = 1;
     if ((size_t)batch > ch->n) batch = (int)ch->n;
     int T = ch->seq - 1;

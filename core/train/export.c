@@ -2,6 +2,7 @@
  * statistics, host-side evaluation of a container. Contract in export.h;
  * formats in docs/format.md and docs/fixed-point.md. */
 #include "export.h"
+#include "fail.h"
 #include "layers.h"
 #include "atome_layers.h"
 #include "../engine.h"
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 
 /* ------------------------------------------------------------------------- */
 /* tensor lookup by name                                                      */
@@ -29,17 +29,17 @@ static const float *find(const atm_layout *L, const float *w, const char *name, 
 }
 
 static int cfg_ok(const atm_config *c, char *err, size_t errlen) {
-    if (c->family != ATM_FAMILY_ATOME) FAIL("export: only the atome family can be packed");
+    if (c->family != ATM_FAMILY_ATOME) ATM_FAIL_GOTO(fail, "export: only the atome family can be packed");
     if (c->vocab < 2 || c->vocab > ATM_MAX_VOCAB || c->d_model < 1 || c->d_model > ATM_MAX_D ||
         c->n_layers < 1 || c->n_layers > ATM_MAX_LAYERS || c->pathways < 1 || c->pathways > 7)
-        FAIL("export: config outside the engine limits (vocab <= %d, d_model <= %d, layers <= %d)",
+        ATM_FAIL_GOTO(fail, "export: config outside the engine limits (vocab <= %d, d_model <= %d, layers <= %d)",
              ATM_MAX_VOCAB, ATM_MAX_D, ATM_MAX_LAYERS);
     if ((c->pathways & ATM_PATH_ATTN) && (c->d_head < 1 || c->d_head > ATM_MAX_DHEAD || c->top_k < 1 ||
                                           c->top_k > ATM_MAX_TOPK))
-        FAIL("export: attention shape outside the engine limits (d_head <= %d, top_k <= %d)",
+        ATM_FAIL_GOTO(fail, "export: attention shape outside the engine limits (d_head <= %d, top_k <= %d)",
              ATM_MAX_DHEAD, ATM_MAX_TOPK);
     if ((c->pathways & ATM_PATH_CONV) && (c->kernel < 1 || c->kernel > ATM_MAX_KERNEL))
-        FAIL("export: conv kernel outside 1..%d", ATM_MAX_KERNEL);
+        ATM_FAIL_GOTO(fail, "export: conv kernel outside 1..%d", ATM_MAX_KERNEL);
     return 0;
 fail:
     return -1;
@@ -69,17 +69,17 @@ int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, 
     size_t nf = (size_t)C * 6 + (size_t)V + (size_t)DH + 4 + (size_t)Ln * C * 3 + (size_t)Ln * KH * C +
                 (size_t)Ln * W * ((size_t)DH + C);
     mem = calloc(nf, sizeof(float));
-    if (!weff || !mem) FAIL("calib: out of memory");
+    if (!weff || !mem) ATM_FAIL_GOTO(fail, "calib: out of memory");
     atm_quantize_layout(L, ATM_QUANT_TERNARY, w, weff);
     float *x = mem, *u = x + C, *out = u + C, *q = out + C, *logits = q + DH, *r = logits + V;
     float *ssm_a = r + 4, *ssm_s = ssm_a + (size_t)Ln * C, *bc = ssm_s + (size_t)Ln * C;
     float *hist = bc + (size_t)Ln * C, *kc = hist + (size_t)Ln * KH * C, *vc = kc + (size_t)Ln * W * DH;
     const float *E = find(L, weff, "embed", -1, V, C), *Gf = find(L, weff, "ln_f.g", -1, 1, C);
     const float *Bf = find(L, weff, "ln_f.b", -1, 1, C), *U = find(L, weff, "unembed", -1, V, C);
-    if (!E || !Gf || !Bf || !U) FAIL("calib: layout is not an atome layout");
+    if (!E || !Gf || !Bf || !U) ATM_FAIL_GOTO(fail, "calib: layout is not an atome layout");
     for (int l = 0; l < Ln; l++) if (pw & ATM_PATH_SSM) {
         const float *a = find(L, weff, "ssm.a_raw", l, 1, C);
-        if (!a) FAIL("calib: missing ssm tensors");
+        if (!a) ATM_FAIL_GOTO(fail, "calib: missing ssm tensors");
         for (int i = 0; i < C; i++) ssm_a[(size_t)l * C + i] = tanhf(a[i]);
     }
     float sel_s[ATM_MAX_TOPK];
@@ -91,7 +91,7 @@ int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, 
             st->x_max[l] = amax(x, C, st->x_max[l]);
             const float *G = find(L, weff, "ln.g", l, 1, C), *B = find(L, weff, "ln.b", l, 1, C);
             const float *R = find(L, weff, "router", l, P, C);
-            if (!G || !B || !R) FAIL("calib: missing block tensors");
+            if (!G || !B || !R) ATM_FAIL_GOTO(fail, "calib: missing block tensors");
             atm_layernorm_forward(u, NULL, NULL, x, G, B, 1, C);
             st->u_max[l] = amax(u, C, st->u_max[l]);
             atm_matmul_forward(r, u, R, 1, C, P);
@@ -201,12 +201,12 @@ size_t atm_calib_serialize(const atm_calib_stats *st, uint8_t *out, size_t cap) 
 }
 
 int atm_calib_parse(const uint8_t *b, size_t len, atm_calib_stats *st, char *err, size_t errlen) {
-    if (!b || len < 32 || memcmp(b, CAL_MAGIC, 8) != 0) FAIL("calibration stats: bad magic or too short");
-    if (get32(b + 8) != ATM_CALIB_VERSION) FAIL("calibration stats: unsupported version %u", (unsigned)get32(b + 8));
+    if (!b || len < 32 || memcmp(b, CAL_MAGIC, 8) != 0) ATM_FAIL_GOTO(fail, "calibration stats: bad magic or too short");
+    if (get32(b + 8) != ATM_CALIB_VERSION) ATM_FAIL_GOTO(fail, "calibration stats: unsupported version %u", (unsigned)get32(b + 8));
     uint32_t Ln = get32(b + 12);
-    if (Ln < 1 || Ln > ATM_CALIB_MAX_LAYERS) FAIL("calibration stats: bad layer count %u", (unsigned)Ln);
-    if (len != atm_calib_bytes((int)Ln)) FAIL("calibration stats: size %zu, expected %zu", len, atm_calib_bytes((int)Ln));
-    if (get32(b + 20) != 0) FAIL("calibration stats: reserved field not zero");
+    if (Ln < 1 || Ln > ATM_CALIB_MAX_LAYERS) ATM_FAIL_GOTO(fail, "calibration stats: bad layer count %u", (unsigned)Ln);
+    if (len != atm_calib_bytes((int)Ln)) ATM_FAIL_GOTO(fail, "calibration stats: size %zu, expected %zu", len, atm_calib_bytes((int)Ln));
+    if (get32(b + 20) != 0) ATM_FAIL_GOTO(fail, "calibration stats: reserved field not zero");
     memset(st, 0, sizeof *st);
     st->n_layers = (int32_t)Ln;
     st->d_model = (int32_t)get32(b + 16);
@@ -220,8 +220,8 @@ int atm_calib_parse(const uint8_t *b, size_t len, atm_calib_stats *st, char *err
     st->logit_max = bitsf(get32(p));
     for (int a = 0; a < 6; a++)
         for (uint32_t i = 0; i < (a < 2 ? Ln + 1 : Ln); i++)
-            if (!(arr[a][i] >= 0.0f) || !isfinite(arr[a][i])) FAIL("calibration stats: invalid value");
-    if (!(st->logit_max >= 0.0f) || !isfinite(st->logit_max)) FAIL("calibration stats: invalid value");
+            if (!(arr[a][i] >= 0.0f) || !isfinite(arr[a][i])) ATM_FAIL_GOTO(fail, "calibration stats: invalid value");
+    if (!(st->logit_max >= 0.0f) || !isfinite(st->logit_max)) ATM_FAIL_GOTO(fail, "calibration stats: invalid value");
     return 0;
 fail:
     return -1;
@@ -278,9 +278,9 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
     int nt = 0;
     *out = NULL; *len = 0;
     if (cfg_ok(c, err, errlen)) return -1;
-    if (o->encoding != ATM_ENC_ATOME01 && o->encoding != ATM_ENC_ATOME02) FAIL("export: unknown encoding %d", (int)o->encoding);
+    if (o->encoding != ATM_ENC_ATOME01 && o->encoding != ATM_ENC_ATOME02) ATM_FAIL_GOTO(fail, "export: unknown encoding %d", (int)o->encoding);
     if (o->calib && (o->calib->n_layers != c->n_layers || o->calib->d_model != c->d_model))
-        FAIL("export: calibration statistics are for another shape (%d layers, d %d)",
+        ATM_FAIL_GOTO(fail, "export: calibration statistics are for another shape (%d layers, d %d)",
              (int)o->calib->n_layers, (int)o->calib->d_model);
     atm_mconfig mc;
     mc.vocab = c->vocab; mc.d_model = c->d_model; mc.n_layers = c->n_layers;
@@ -291,14 +291,14 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
     mc.train_seq = o->train_seq;
     mc.window = o->window > 0 ? o->window : (o->train_seq > 0 ? o->train_seq : 64);
     mc.fx = 0;
-    if (atm_mconfig_check(&mc) != ATM_OK) FAIL("export: window %d or train seq %d out of range", (int)mc.window, (int)mc.train_seq);
+    if (atm_mconfig_check(&mc) != ATM_OK) ATM_FAIL_GOTO(fail, "export: window %d or train seq %d out of range", (int)mc.window, (int)mc.train_seq);
     const int C = c->d_model, Ln = c->n_layers, pw = c->pathways, V = c->vocab;
     const int P = (pw & 1) + ((pw >> 1) & 1) + ((pw >> 2) & 1);
     const int ntens = atm_container_tensors(&mc);
     tv = calloc((size_t)ntens, sizeof *tv);
     own = calloc((size_t)ntens, sizeof *own);
     tmp = malloc(sizeof(double) * (size_t)C);
-    if (!tv || !own || !tmp) FAIL("export: out of memory");
+    if (!tv || !own || !tmp) ATM_FAIL_GOTO(fail, "export: out of memory");
 
     /* Per-layer bounds for the formats (real units). */
     double u_bound[ATM_MAX_LAYERS + 1], path_bound[ATM_MAX_LAYERS];
@@ -308,22 +308,22 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
 
 #define ADD_TRITS(kind_, layer_, name_, lyr_, rows_, cols_) do { \
         const float *src = find(L, w, name_, lyr_, rows_, cols_); \
-        if (!src) FAIL("export: tensor %s (layer %d) missing or misshaped", name_, (int)(lyr_)); \
+        if (!src) ATM_FAIL_GOTO(fail, "export: tensor %s (layer %d) missing or misshaped", name_, (int)(lyr_)); \
         size_t cnt = (size_t)(rows_) * (size_t)(cols_); \
         own[nt].trits = malloc(cnt); \
-        if (!own[nt].trits) FAIL("export: out of memory"); \
+        if (!own[nt].trits) ATM_FAIL_GOTO(fail, "export: out of memory"); \
         float al = atm_ternary_alpha(src, cnt); \
         for (size_t i_ = 0; i_ < cnt; i_++) own[nt].trits[i_] = (int8_t)atm_ternary_trit(src[i_], al); \
         tv[nt].kind = kind_; tv[nt].layer = layer_; tv[nt].dtype = ATM_DT_TRITS; \
         tv[nt].count = (uint32_t)cnt; tv[nt].trits = own[nt].trits; tv[nt].aux = 0; \
-        if (alpha_fixed(al, &tv[nt].mant, &tv[nt].exp)) FAIL("export: scale %g of %s not representable", (double)al, name_); \
+        if (alpha_fixed(al, &tv[nt].mant, &tv[nt].exp)) ATM_FAIL_GOTO(fail, "export: scale %g of %s not representable", (double)al, name_); \
         nt++; } while (0)
 #define ADD_VEC(kind_, layer_, aux_) do { \
         own[nt].vals = malloc(sizeof(int16_t) * (size_t)C); \
-        if (!own[nt].vals) FAIL("export: out of memory"); \
+        if (!own[nt].vals) ATM_FAIL_GOTO(fail, "export: out of memory"); \
         tv[nt].kind = kind_; tv[nt].layer = layer_; tv[nt].dtype = ATM_DT_I16; \
         tv[nt].count = (uint32_t)C; tv[nt].vals = own[nt].vals; tv[nt].mant = 0; tv[nt].aux = aux_; \
-        if (vec_fixed(tmp, C, own[nt].vals, &tv[nt].exp)) FAIL("export: vector too large for int16 (kind %d, layer %d)", kind_, (int)(layer_)); \
+        if (vec_fixed(tmp, C, own[nt].vals, &tv[nt].exp)) ATM_FAIL_GOTO(fail, "export: vector too large for int16 (kind %d, layer %d)", kind_, (int)(layer_)); \
         nt++; } while (0)
 
     ADD_TRITS(ATM_T_EMBED, ATM_LAYER_NONE, "embed", -1, V, C);
@@ -333,7 +333,7 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
         /* LayerNorm l (l == Ln: final) */
         const float *g = find(L, w, l < Ln ? "ln.g" : "ln_f.g", l < Ln ? l : -1, 1, C);
         const float *b = find(L, w, l < Ln ? "ln.b" : "ln_f.b", l < Ln ? l : -1, 1, C);
-        if (!g || !b) FAIL("export: LayerNorm %d missing", l);
+        if (!g || !b) ATM_FAIL_GOTO(fail, "export: LayerNorm %d missing", l);
         /* |u| <= |gamma| sqrt(d-1) + |beta|: the normalised value is at most sqrt(d-1) */
         double ub = 0.0;
         for (int i = 0; i < C; i++) { double t = fabs((double)g[i]) * sqrt_d1 + fabs((double)b[i]); if (t > ub) ub = t; }
@@ -354,10 +354,10 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
         if (pw & ATM_PATH_SSM) {
             const float *ar = find(L, w, "ssm.a_raw", l, 1, C), *bb = find(L, w, "ssm.b", l, 1, C);
             const float *cc = find(L, w, "ssm.c", l, 1, C);
-            if (!ar || !bb || !cc) FAIL("export: SSM tensors of layer %d missing", l);
+            if (!ar || !bb || !cc) ATM_FAIL_GOTO(fail, "export: SSM tensors of layer %d missing", l);
             /* a in Q15 (same tanhf as gen_new); exponent fixed at 15 */
             int16_t *A = malloc(sizeof(int16_t) * (size_t)C);
-            if (!A) FAIL("export: out of memory");
+            if (!A) ATM_FAIL_GOTO(fail, "export: out of memory");
             own[nt].vals = A;
             for (int i = 0; i < C; i++) {
                 double a = nearbyint((double)tanhf(ar[i]) * 32768.0);
@@ -400,13 +400,13 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
     }
     mc.fx = frac_bits(x_bound, (double)((1 << 30) - 1), ATM_MAX_FX);
     (void)path_bound;
-    if (nt != ntens) FAIL("export: internal tensor count %d != %d", nt, ntens);
+    if (nt != ntens) ATM_FAIL_GOTO(fail, "export: internal tensor count %d != %d", nt, ntens);
     size_t need = atm_container_size(&mc, o->encoding);
     buf = malloc(need);
-    if (!buf) FAIL("export: out of memory");
+    if (!buf) ATM_FAIL_GOTO(fail, "export: out of memory");
     size_t got = 0;
     atm_status st = atm_container_write(&mc, o->encoding, tv, nt, buf, need, &got);
-    if (st != ATM_OK) FAIL("export: container writer: %s", atm_status_str(st));
+    if (st != ATM_OK) ATM_FAIL_GOTO(fail, "export: container writer: %s", atm_status_str(st));
     *out = buf; *len = got;
     buf = NULL;
     for (int i = 0; i < ntens; i++) { free(own[i].trits); free(own[i].vals); }
@@ -446,16 +446,16 @@ int atm_engine_eval_router(const uint8_t *blob, size_t len, const atm_chunks *ch
     atm_model m;
     atm_engine e;
     atm_status st = atm_model_open(&m, blob, len);
-    if (st != ATM_OK) FAIL("engine eval: %s", atm_status_str(st));
-    if (ch->seq < 2 || ch->n == 0) FAIL("engine eval: nothing to evaluate");
+    if (st != ATM_OK) ATM_FAIL_GOTO(fail, "engine eval: %s", atm_status_str(st));
+    if (ch->seq < 2 || ch->n == 0) ATM_FAIL_GOTO(fail, "engine eval: nothing to evaluate");
     size_t ab = atm_engine_arena_bytes(&m, window);
-    if (!ab) FAIL("engine eval: window %d outside 1..%d", window, ATM_MAX_WINDOW);
+    if (!ab) ATM_FAIL_GOTO(fail, "engine eval: window %d outside 1..%d", window, ATM_MAX_WINDOW);
     arena = malloc(ab);
-    if (!arena) FAIL("engine eval: out of memory");
+    if (!arena) ATM_FAIL_GOTO(fail, "engine eval: out of memory");
     st = atm_engine_init(&e, &m, window, arena, ab);
-    if (st != ATM_OK) FAIL("engine eval: %s", atm_status_str(st));
+    if (st != ATM_OK) ATM_FAIL_GOTO(fail, "engine eval: %s", atm_status_str(st));
     if (rs) {
-        if (m.cfg.n_layers > ATM_ROUTER_MAX_LAYERS) FAIL("engine eval: router statistics: more than %d layers", ATM_ROUTER_MAX_LAYERS);
+        if (m.cfg.n_layers > ATM_ROUTER_MAX_LAYERS) ATM_FAIL_GOTO(fail, "engine eval: router statistics: more than %d layers", ATM_ROUTER_MAX_LAYERS);
         rs->layers = m.cfg.n_layers;
     }
     double sum = 0.0, lp[ATM_MAX_VOCAB];
@@ -474,7 +474,7 @@ int atm_engine_eval_router(const uint8_t *blob, size_t len, const atm_chunks *ch
                 }
                 rs->positions++;
             }
-            if (tgt >= m.cfg.vocab) FAIL("engine eval: byte %d outside the vocabulary", tgt);
+            if (tgt >= m.cfg.vocab) ATM_FAIL_GOTO(fail, "engine eval: byte %d outside the vocabulary", tgt);
             atm_engine_logprobs(lg, m.cfg.vocab, lp);
             sum -= lp[tgt];
         }

@@ -2,12 +2,12 @@
  * fp32-then-ternary two-stage schedule. See trainer.h for the contract; all
  * memory is allocated in atm_trainer_new, a step allocates nothing. */
 #include "trainer.h"
+#include "fail.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
 void atm_train_opts_default(atm_train_opts *o) {
     memset(o, 0, sizeof *o);
@@ -34,24 +34,24 @@ static int finite_f(float x) { return x == x && x - x == 0.0f; }
 /* Limits: steps up to 2^40 keeps step counts exact in double; batch*T up to
  * 2^24 keeps every activation index far from int overflow in the families. */
 int atm_train_opts_validate(const atm_train_opts *o, char *err, size_t errlen) {
-    if (o->quant != ATM_QUANT_FP32 && o->quant != ATM_QUANT_TERNARY) FAIL("unknown quantiser %d", (int)o->quant);
-    if (!finite_f(o->lr) || !(o->lr > 0.0f)) FAIL("lr must be a positive number");
-    if (!finite_f(o->lr2) || !(o->lr2 > 0.0f)) FAIL("lr2 must be a positive number");
-    if (!(o->beta1 >= 0.0f && o->beta1 < 1.0f)) FAIL("beta1 must be in [0, 1)");
-    if (!(o->beta2 >= 0.0f && o->beta2 < 1.0f)) FAIL("beta2 must be in [0, 1)");
-    if (!finite_f(o->eps) || !(o->eps > 0.0f)) FAIL("eps must be a positive number");
-    if (!finite_f(o->wd) || !(o->wd >= 0.0f)) FAIL("wd must be >= 0");
-    if (!finite_f(o->clip) || !(o->clip >= 0.0f)) FAIL("clip must be >= 0 (0 = off)");
-    if (!finite_f(o->lr_min) || !(o->lr_min >= 0.0f)) FAIL("lr-min must be >= 0");
-    if (o->steps < 1 || o->steps > ((int64_t)1 << 40)) FAIL("steps must be 1..2^40");
-    if (o->warmup < 0 || o->warmup > o->steps) FAIL("warmup must be 0..steps");
-    if (o->cosine != 0 && o->cosine != 1) FAIL("cosine must be 0 or 1");
-    if (!(o->fp_fraction >= 0.0f && o->fp_fraction <= 1.0f)) FAIL("fp-fraction must be in [0, 1]");
+    if (o->quant != ATM_QUANT_FP32 && o->quant != ATM_QUANT_TERNARY) ATM_FAIL("unknown quantiser %d", (int)o->quant);
+    if (!finite_f(o->lr) || !(o->lr > 0.0f)) ATM_FAIL("lr must be a positive number");
+    if (!finite_f(o->lr2) || !(o->lr2 > 0.0f)) ATM_FAIL("lr2 must be a positive number");
+    if (!(o->beta1 >= 0.0f && o->beta1 < 1.0f)) ATM_FAIL("beta1 must be in [0, 1)");
+    if (!(o->beta2 >= 0.0f && o->beta2 < 1.0f)) ATM_FAIL("beta2 must be in [0, 1)");
+    if (!finite_f(o->eps) || !(o->eps > 0.0f)) ATM_FAIL("eps must be a positive number");
+    if (!finite_f(o->wd) || !(o->wd >= 0.0f)) ATM_FAIL("wd must be >= 0");
+    if (!finite_f(o->clip) || !(o->clip >= 0.0f)) ATM_FAIL("clip must be >= 0 (0 = off)");
+    if (!finite_f(o->lr_min) || !(o->lr_min >= 0.0f)) ATM_FAIL("lr-min must be >= 0");
+    if (o->steps < 1 || o->steps > ((int64_t)1 << 40)) ATM_FAIL("steps must be 1..2^40");
+    if (o->warmup < 0 || o->warmup > o->steps) ATM_FAIL("warmup must be 0..steps");
+    if (o->cosine != 0 && o->cosine != 1) ATM_FAIL("cosine must be 0 or 1");
+    if (!(o->fp_fraction >= 0.0f && o->fp_fraction <= 1.0f)) ATM_FAIL("fp-fraction must be in [0, 1]");
     if (o->fp_fraction > 0.0f && o->quant != ATM_QUANT_TERNARY)
-        FAIL("fp-fraction (two-stage fp32 -> ternary) needs quant ternary");
-    if (o->batch < 1 || o->batch > 65536) FAIL("batch must be 1..65536");
-    if (o->seq < 2 || o->seq > 65537) FAIL("seq must be 2..65537");
-    if ((int64_t)o->batch * (int64_t)(o->seq - 1) > ((int64_t)1 << 24)) FAIL("batch * (seq-1) must be at most 2^24");
+        ATM_FAIL("fp-fraction (two-stage fp32 -> ternary) needs quant ternary");
+    if (o->batch < 1 || o->batch > 65536) ATM_FAIL("batch must be 1..65536");
+    if (o->seq < 2 || o->seq > 65537) ATM_FAIL("seq must be 2..65537");
+    if ((int64_t)o->batch * (int64_t)(o->seq - 1) > ((int64_t)1 << 24)) ATM_FAIL("batch * (seq-1) must be at most 2^24");
     return 0;
 }
 
@@ -98,25 +98,25 @@ static void teacher_free(struct atm_teacher *t) {
 
 int atm_trainer_set_teacher(atm_trainer *tr, const atm_config *tc, const float *tw, int tquant,
                             float weight, char *err, size_t errlen) {
-    if (!tr || !tc || !tw) FAIL("invalid argument");
-    if (!(weight > 0.0f && weight <= 1.0f)) FAIL("the distillation weight must be in (0, 1] (got %g)", (double)weight);
-    if (!tr->fam->set_soft_targets) FAIL("the %s family does not train on soft targets", tr->fam->name);
-    if (tc->vocab != tr->L.cfg.vocab) FAIL("the teacher's vocabulary (%d) differs from the student's (%d)", (int)tc->vocab, (int)tr->L.cfg.vocab);
+    if (!tr || !tc || !tw) ATM_FAIL("invalid argument");
+    if (!(weight > 0.0f && weight <= 1.0f)) ATM_FAIL("the distillation weight must be in (0, 1] (got %g)", (double)weight);
+    if (!tr->fam->set_soft_targets) ATM_FAIL("the %s family does not train on soft targets", tr->fam->name);
+    if (tc->vocab != tr->L.cfg.vocab) ATM_FAIL("the teacher's vocabulary (%d) differs from the student's (%d)", (int)tc->vocab, (int)tr->L.cfg.vocab);
     if (tc->family == ATM_FAMILY_VANILLA && tr->T > tc->max_seq)
-        FAIL("the teacher has %d learned positions, the student trains on %d", (int)tc->max_seq, tr->T);
+        ATM_FAIL("the teacher has %d learned positions, the student trains on %d", (int)tc->max_seq, tr->T);
     char why[256];
-    if (atm_config_validate(tc, why, sizeof why)) FAIL("teacher: %s", why);
+    if (atm_config_validate(tc, why, sizeof why)) ATM_FAIL("teacher: %s", why);
     struct atm_teacher *t = (struct atm_teacher *)calloc(1, sizeof *t);
-    if (!t) FAIL("out of memory for the teacher");
+    if (!t) ATM_FAIL("out of memory for the teacher");
     if (atm_layout_build(tc, &t->L) != 0 || !(t->fam = atm_family_get(tc->family)) || !t->fam->forward || !t->fam->logits) {
         teacher_free(t);
-        FAIL("teacher: the %s family cannot run here", atm_family_name(tc->family));
+        ATM_FAIL("teacher: the %s family cannot run here", atm_family_name(tc->family));
     }
     const size_t bt = (size_t)tr->B * (size_t)tr->T;
     t->weff = (float *)malloc(t->L.n_params * sizeof(float));
     t->q = (float *)malloc(bt * (size_t)tc->vocab * sizeof(float));
     t->acts = t->fam->acts_new(tc, tr->B, tr->T);
-    if (!t->weff || !t->q || !t->acts) { teacher_free(t); FAIL("out of memory for the teacher"); }
+    if (!t->weff || !t->q || !t->acts) { teacher_free(t); ATM_FAIL("out of memory for the teacher"); }
     atm_quantize_layout(&t->L, tquant, tw, t->weff);
     t->weight = weight;
     teacher_free(tr->teacher);
