@@ -308,83 +308,70 @@ void atm_atome_mix_backward_ref(float *drl, float *const *dpaths, const float *d
 
 static int popcount3(int m) { return (m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1); }
 
-static int atome_layout(const atm_config *c, atm_layout *L) {
-    memset(L, 0, sizeof *L);
-    L->cfg = *c;
+/* The one declaration of the family's tensors, in layout order. With L it
+ * builds the layout table (names, shapes, kinds, inits); with o it records
+ * each tensor's offset — by arithmetic alone, so a training step never looks
+ * a name up. */
+static int atome_declare(const atm_config *c, atm_layout *L, atm_atome_off *o) {
     const int V = c->vocab, d = c->d_model, pw = c->pathways;
-    if (V < 1 || d < 1 || c->n_layers < 1 || pw < 1 || pw > ATM_PATH_ALL) return -1;
+    if (c->family != ATM_FAMILY_ATOME || V < 1 || d < 1 || c->n_layers < 1 || c->n_layers > ATM_ATOME_MAX_LAYERS) return -1;
+    if (pw < 1 || pw > ATM_PATH_ALL) return -1;
     if ((pw & ATM_PATH_CONV) && c->kernel < 1) return -1;
     if ((pw & ATM_PATH_ATTN) && (c->d_head < 1 || c->top_k < 1 || c->top_k > ATM_ATOME_MAX_TOPK)) return -1;
+    if (L) { memset(L, 0, sizeof *L); L->cfg = *c; }
+    if (o) memset(o, 0, sizeof *o);
     /* std = in^-1/2 for every ternary linear (N(0, 1/in)); conv N(0, 1/K). */
     const float sd = 1.0f / sqrtf((float)d);
+    size_t at = 0;
+    int ok = 1;
     char nm[ATM_TENSOR_NAME];
-    int ok = atm_layout_add(L, "embed", V, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd) >= 0;
-    for (int i = 0; i < c->n_layers && ok; i++) {
-#define ADD(suffix, rows, cols, kind, init, a) do { \
-        snprintf(nm, sizeof nm, "blocks.%d.%s", i, suffix); \
-        ok = ok && atm_layout_add(L, nm, rows, cols, kind, init, a) >= 0; } while (0)
-        ADD("ln.g", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 1.0f);
-        ADD("ln.b", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 0.0f);
+#define T(slot, name, rows, cols, kind, init, a) do { \
+        if (o) o->slot = at; \
+        at += (size_t)(rows) * (size_t)(cols); \
+        if (L) ok = ok && atm_layout_add(L, name, rows, cols, kind, init, a) >= 0; } while (0)
+#define B(field, suffix, rows, cols, kind, init, a) do { \
+        if (L) snprintf(nm, sizeof nm, "blocks.%d.%s", i, suffix); \
+        T(blk[i].field, nm, rows, cols, kind, init, a); } while (0)
+    T(embed, "embed", V, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
+    for (int i = 0; i < c->n_layers; i++) {
+        B(ln_g, "ln.g", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 1.0f);
+        B(ln_b, "ln.b", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 0.0f);
         if (pw & ATM_PATH_CONV)
-            ADD("conv", d, c->kernel, ATM_TK_QUANT, ATM_INIT_NORMAL, 1.0f / sqrtf((float)c->kernel));
+            B(conv, "conv", d, c->kernel, ATM_TK_QUANT, ATM_INIT_NORMAL, 1.0f / sqrtf((float)c->kernel));
         if (pw & ATM_PATH_SSM) {
-            ADD("ssm.a_raw", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 1.5f);
-            ADD("ssm.b", 1, d, ATM_TK_FP32, ATM_INIT_NORMAL, sd);
-            ADD("ssm.c", 1, d, ATM_TK_FP32, ATM_INIT_NORMAL, sd);
+            B(ssm_a, "ssm.a_raw", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 1.5f);
+            B(ssm_b, "ssm.b", 1, d, ATM_TK_FP32, ATM_INIT_NORMAL, sd);
+            B(ssm_c, "ssm.c", 1, d, ATM_TK_FP32, ATM_INIT_NORMAL, sd);
         }
         if (pw & ATM_PATH_ATTN) {
-            ADD("attn.wq", c->d_head, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
-            ADD("attn.wk", c->d_head, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
-            ADD("attn.wv", d, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
+            B(wq, "attn.wq", c->d_head, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
+            B(wk, "attn.wk", c->d_head, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
+            B(wv, "attn.wv", d, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
         }
-        ADD("router", popcount3(pw), d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
-#undef ADD
+        B(router, "router", popcount3(pw), d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
     }
-    ok = ok && atm_layout_add(L, "ln_f.g", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 1.0f) >= 0;
-    ok = ok && atm_layout_add(L, "ln_f.b", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 0.0f) >= 0;
-    ok = ok && atm_layout_add(L, "unembed", V, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd) >= 0;
+    T(lnf_g, "ln_f.g", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 1.0f);
+    T(lnf_b, "ln_f.b", 1, d, ATM_TK_FP32, ATM_INIT_CONST, 0.0f);
+    T(unembed, "unembed", V, d, ATM_TK_QUANT, ATM_INIT_NORMAL, sd);
+#undef B
+#undef T
+    if (o) o->n_params = at;
     return ok ? 0 : -1;
 }
 
-/* Offsets of every tensor, resolved by walking the layout in its fixed order
- * and checking each name and shape (a foreign layout is refused). */
-typedef struct { size_t ln_g, ln_b, conv, ssm_a, ssm_b, ssm_c, wq, wk, wv, router; } blk_off;
-typedef struct { size_t embed, lnf_g, lnf_b, unembed; blk_off blk[64]; } model_off;
+static int atome_layout(const atm_config *c, atm_layout *L) { return atome_declare(c, L, NULL); }
 
-static int walk_one(const atm_layout *L, int *ti, const char *name, int rows, int cols, size_t *off) {
-    if (*ti >= L->n_tensors) return -1;
-    const atm_tensor *t = &L->t[*ti];
-    if (strcmp(t->name, name) != 0 || t->rows != rows || t->cols != cols) return -1;
-    *off = t->off;
-    (*ti)++;
-    return 0;
-}
+int atm_atome_offsets(const atm_config *c, atm_atome_off *o) { return atome_declare(c, NULL, o); }
 
+typedef atm_atome_block_off blk_off;
+typedef atm_atome_off model_off;
+
+/* The offsets of a layout (built by atome_layout, so in the same order):
+ * arithmetic on its config, and the count as a check against a foreign
+ * layout. */
 static int resolve(const atm_layout *L, model_off *o) {
-    const atm_config *c = &L->cfg;
-    const int V = c->vocab, d = c->d_model, pw = c->pathways;
-    if (c->family != ATM_FAMILY_ATOME || c->n_layers < 1 || c->n_layers > 64) return -1;
-    if (pw < 1 || pw > ATM_PATH_ALL) return -1;
-    int ti = 0, e = 0;
-    char nm[ATM_TENSOR_NAME];
-    memset(o, 0, sizeof *o);
-    e |= walk_one(L, &ti, "embed", V, d, &o->embed);
-    for (int i = 0; i < c->n_layers; i++) {
-        blk_off *b = &o->blk[i];
-#define W1(suffix, rows, cols, field) do { snprintf(nm, sizeof nm, "blocks.%d.%s", i, suffix); \
-        e |= walk_one(L, &ti, nm, rows, cols, &b->field); } while (0)
-        W1("ln.g", 1, d, ln_g);
-        W1("ln.b", 1, d, ln_b);
-        if (pw & ATM_PATH_CONV) W1("conv", d, c->kernel, conv);
-        if (pw & ATM_PATH_SSM) { W1("ssm.a_raw", 1, d, ssm_a); W1("ssm.b", 1, d, ssm_b); W1("ssm.c", 1, d, ssm_c); }
-        if (pw & ATM_PATH_ATTN) { W1("attn.wq", c->d_head, d, wq); W1("attn.wk", c->d_head, d, wk); W1("attn.wv", d, d, wv); }
-        W1("router", popcount3(pw), d, router);
-#undef W1
-    }
-    e |= walk_one(L, &ti, "ln_f.g", 1, d, &o->lnf_g);
-    e |= walk_one(L, &ti, "ln_f.b", 1, d, &o->lnf_b);
-    e |= walk_one(L, &ti, "unembed", V, d, &o->unembed);
-    return (e || ti != L->n_tensors) ? -1 : 0;
+    if (atome_declare(&L->cfg, NULL, o) != 0 || o->n_params != L->n_params) return -1;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------- */

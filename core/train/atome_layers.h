@@ -17,10 +17,29 @@
 #ifndef ATOME_TRAIN_ATOME_LAYERS_H
 #define ATOME_TRAIN_ATOME_LAYERS_H
 #include <stddef.h>
+#include "model.h"
 #include <stdint.h>
 
 /* The router mixes at most three pathways (conv, ssm, attn, in that order). */
 #define ATM_ATOME_MAX_PATHS 3
+#define ATM_ATOME_MAX_LAYERS 64
+
+/* The atome family's tensors, declared once (core/train/atome.c, one list
+ * that also builds the layout table): where each tensor starts, in floats,
+ * in the flat vector of the layout — the same for the fp32 shadow weights,
+ * the effective (quantised) weights and the gradients. Computed from the
+ * config alone, in the layout's order; a pathway the model lacks leaves its
+ * fields 0 (never read). Shapes: embed, unembed [V][d]; ln_g, ln_b, ssm_a,
+ * ssm_b, ssm_c, lnf_g, lnf_b [d]; conv [d][K]; wq, wk [d_head][d];
+ * wv [d][d]; router [P][d], P = the pathways present, in the order
+ * conv, ssm, attn. */
+typedef struct { size_t ln_g, ln_b, conv, ssm_a, ssm_b, ssm_c, wq, wk, wv, router; } atm_atome_block_off;
+typedef struct {
+    size_t embed, lnf_g, lnf_b, unembed, n_params;
+    atm_atome_block_off blk[ATM_ATOME_MAX_LAYERS];
+} atm_atome_off;
+/* 0, or -1 for a config that is not a buildable atome model. */
+int atm_atome_offsets(const atm_config *c, atm_atome_off *o);
 /* Largest attention top-k; equals the bound atm_config_validate enforces. */
 #define ATM_ATOME_MAX_TOPK 1024
 /* Scratch floats that covers conv (2*K*C) and SSM (7*C) calls. */

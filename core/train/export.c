@@ -18,16 +18,6 @@
 /* ------------------------------------------------------------------------- */
 /* tensor lookup by name                                                      */
 
-static const float *find(const atm_layout *L, const float *w, const char *name, int layer,
-                         int rows, int cols) {
-    char nm[ATM_TENSOR_NAME];
-    if (layer >= 0) snprintf(nm, sizeof nm, "blocks.%d.%s", layer, name);
-    else snprintf(nm, sizeof nm, "%s", name);
-    int i = atm_layout_find(L, nm);
-    if (i < 0 || L->t[i].rows != rows || L->t[i].cols != cols) return NULL;
-    return w + L->t[i].off;
-}
-
 static int cfg_ok(const atm_config *c, char *err, size_t errlen) {
     if (c->family != ATM_FAMILY_ATOME) ATM_FAIL_GOTO(fail, "export: only the atome family can be packed");
     if (c->vocab < 2 || c->vocab > ATM_MAX_VOCAB || c->d_model < 1 || c->d_model > ATM_MAX_D ||
@@ -58,7 +48,9 @@ int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, 
     float *weff = NULL, *mem = NULL;
     const atm_config *c = &L->cfg;
     if (cfg_ok(c, err, errlen)) return -1;
-    if (window < 1 || window > ATM_MAX_WINDOW) { if (err && errlen) snprintf(err, errlen, "calib: window must be 1..%d", ATM_MAX_WINDOW); return -1; }
+    if (window < 1 || window > ATM_MAX_WINDOW) ATM_FAIL("calib: window must be 1..%d", ATM_MAX_WINDOW);
+    atm_atome_off O;     /* where each tensor is (the family's one declaration) */
+    if (atm_atome_offsets(c, &O) || O.n_params != L->n_params) ATM_FAIL("calib: layout is not an atome layout");
     memset(st, 0, sizeof *st);
     st->n_layers = c->n_layers;
     st->d_model = c->d_model;
@@ -74,12 +66,10 @@ int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, 
     float *x = mem, *u = x + C, *out = u + C, *q = out + C, *logits = q + DH, *r = logits + V;
     float *ssm_a = r + 4, *ssm_s = ssm_a + (size_t)Ln * C, *bc = ssm_s + (size_t)Ln * C;
     float *hist = bc + (size_t)Ln * C, *kc = hist + (size_t)Ln * KH * C, *vc = kc + (size_t)Ln * W * DH;
-    const float *E = find(L, weff, "embed", -1, V, C), *Gf = find(L, weff, "ln_f.g", -1, 1, C);
-    const float *Bf = find(L, weff, "ln_f.b", -1, 1, C), *U = find(L, weff, "unembed", -1, V, C);
-    if (!E || !Gf || !Bf || !U) ATM_FAIL_GOTO(fail, "calib: layout is not an atome layout");
+    const float *E = weff + O.embed, *Gf = weff + O.lnf_g;
+    const float *Bf = weff + O.lnf_b, *U = weff + O.unembed;
     for (int l = 0; l < Ln; l++) if (pw & ATM_PATH_SSM) {
-        const float *a = find(L, weff, "ssm.a_raw", l, 1, C);
-        if (!a) ATM_FAIL_GOTO(fail, "calib: missing ssm tensors");
+        const float *a = weff + O.blk[l].ssm_a;
         for (int i = 0; i < C; i++) ssm_a[(size_t)l * C + i] = tanhf(a[i]);
     }
     float sel_s[ATM_MAX_TOPK];
@@ -89,9 +79,8 @@ int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, 
         memcpy(x, E + (size_t)tok * C, sizeof(float) * (size_t)C);
         for (int l = 0; l < Ln; l++) {
             st->x_max[l] = amax(x, C, st->x_max[l]);
-            const float *G = find(L, weff, "ln.g", l, 1, C), *B = find(L, weff, "ln.b", l, 1, C);
-            const float *R = find(L, weff, "router", l, P, C);
-            if (!G || !B || !R) ATM_FAIL_GOTO(fail, "calib: missing block tensors");
+            const float *G = weff + O.blk[l].ln_g, *B = weff + O.blk[l].ln_b;
+            const float *R = weff + O.blk[l].router;
             atm_layernorm_forward(u, NULL, NULL, x, G, B, 1, C);
             st->u_max[l] = amax(u, C, st->u_max[l]);
             atm_matmul_forward(r, u, R, 1, C, P);
@@ -100,7 +89,7 @@ int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, 
             float delta[ATM_MAX_D];
             for (int i = 0; i < C; i++) delta[i] = 0.0f;
             if (pw & ATM_PATH_CONV) {
-                const float *cw = find(L, weff, "conv", l, C, K);
+                const float *cw = weff + O.blk[l].conv;
                 float *h = hist + (size_t)l * KH * C;
                 for (int i = 0; i < C; i++) out[i] = 0.0f;
                 int jmax = (size_t)KH < pos ? KH : (int)pos;
@@ -113,7 +102,7 @@ int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, 
                 np++;
             }
             if (pw & ATM_PATH_SSM) {
-                const float *b = find(L, weff, "ssm.b", l, 1, C), *co = find(L, weff, "ssm.c", l, 1, C);
+                const float *b = weff + O.blk[l].ssm_b, *co = weff + O.blk[l].ssm_c;
                 float *s = ssm_s + (size_t)l * C;
                 const float *a = ssm_a + (size_t)l * C;
                 for (int i = 0; i < C; i++) {
@@ -126,8 +115,8 @@ int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, 
                 np++;
             }
             if (pw & ATM_PATH_ATTN) {
-                const float *wq = find(L, weff, "attn.wq", l, DH, C), *wk = find(L, weff, "attn.wk", l, DH, C);
-                const float *wv = find(L, weff, "attn.wv", l, C, C);
+                const float *wq = weff + O.blk[l].wq, *wk = weff + O.blk[l].wk;
+                const float *wv = weff + O.blk[l].wv;
                 float *k = kc + (size_t)l * W * DH, *v = vc + (size_t)l * W * C;
                 size_t slot = pos % (size_t)W;
                 atm_matmul_forward(q, u, wq, 1, C, DH);
@@ -278,6 +267,8 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
     int nt = 0;
     *out = NULL; *len = 0;
     if (cfg_ok(c, err, errlen)) return -1;
+    atm_atome_off O;     /* where each tensor is (the family's one declaration) */
+    if (atm_atome_offsets(c, &O) || O.n_params != L->n_params) ATM_FAIL("export: layout is not an atome layout");
     if (o->encoding != ATM_ENC_ATOME01 && o->encoding != ATM_ENC_ATOME02) ATM_FAIL_GOTO(fail, "export: unknown encoding %d", (int)o->encoding);
     if (o->calib && (o->calib->n_layers != c->n_layers || o->calib->d_model != c->d_model))
         ATM_FAIL_GOTO(fail, "export: calibration statistics are for another shape (%d layers, d %d)",
@@ -306,9 +297,8 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
     const atm_calib_stats *cs = o->calib;
     int fu_of[ATM_MAX_LAYERS + 1];
 
-#define ADD_TRITS(kind_, layer_, name_, lyr_, rows_, cols_) do { \
-        const float *src = find(L, w, name_, lyr_, rows_, cols_); \
-        if (!src) ATM_FAIL_GOTO(fail, "export: tensor %s (layer %d) missing or misshaped", name_, (int)(lyr_)); \
+#define ADD_TRITS(kind_, layer_, name_, off_, rows_, cols_) do { \
+        const float *src = w + (off_); \
         size_t cnt = (size_t)(rows_) * (size_t)(cols_); \
         own[nt].trits = malloc(cnt); \
         if (!own[nt].trits) ATM_FAIL_GOTO(fail, "export: out of memory"); \
@@ -326,14 +316,13 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
         if (vec_fixed(tmp, C, own[nt].vals, &tv[nt].exp)) ATM_FAIL_GOTO(fail, "export: vector too large for int16 (kind %d, layer %d)", kind_, (int)(layer_)); \
         nt++; } while (0)
 
-    ADD_TRITS(ATM_T_EMBED, ATM_LAYER_NONE, "embed", -1, V, C);
+    ADD_TRITS(ATM_T_EMBED, ATM_LAYER_NONE, "embed", O.embed, V, C);
     const double alpha_e = ldexp((double)tv[0].mant, -tv[0].exp);
     double x_bound = alpha_e;
     for (int l = 0; l <= Ln; l++) {
         /* LayerNorm l (l == Ln: final) */
-        const float *g = find(L, w, l < Ln ? "ln.g" : "ln_f.g", l < Ln ? l : -1, 1, C);
-        const float *b = find(L, w, l < Ln ? "ln.b" : "ln_f.b", l < Ln ? l : -1, 1, C);
-        if (!g || !b) ATM_FAIL_GOTO(fail, "export: LayerNorm %d missing", l);
+        const float *g = w + (l < Ln ? O.blk[l].ln_g : O.lnf_g);
+        const float *b = w + (l < Ln ? O.blk[l].ln_b : O.lnf_b);
         /* |u| <= |gamma| sqrt(d-1) + |beta|: the normalised value is at most sqrt(d-1) */
         double ub = 0.0;
         for (int i = 0; i < C; i++) { double t = fabs((double)g[i]) * sqrt_d1 + fabs((double)b[i]); if (t > ub) ub = t; }
@@ -347,14 +336,13 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
         if (l == Ln) break;
         double pb = 0.0;
         if (pw & ATM_PATH_CONV) {
-            ADD_TRITS(ATM_T_CONV, l, "conv", l, C, c->kernel);
+            ADD_TRITS(ATM_T_CONV, l, "conv", O.blk[l].conv, C, c->kernel);
             double t = ldexp((double)tv[nt - 1].mant, -tv[nt - 1].exp) * c->kernel * u_bound[l];
             if (t > pb) pb = t;
         }
         if (pw & ATM_PATH_SSM) {
-            const float *ar = find(L, w, "ssm.a_raw", l, 1, C), *bb = find(L, w, "ssm.b", l, 1, C);
-            const float *cc = find(L, w, "ssm.c", l, 1, C);
-            if (!ar || !bb || !cc) ATM_FAIL_GOTO(fail, "export: SSM tensors of layer %d missing", l);
+            const float *ar = w + O.blk[l].ssm_a, *bb = w + O.blk[l].ssm_b;
+            const float *cc = w + O.blk[l].ssm_c;
             /* a in Q15 (same tanhf as gen_new); exponent fixed at 15 */
             int16_t *A = malloc(sizeof(int16_t) * (size_t)C);
             if (!A) ATM_FAIL_GOTO(fail, "export: out of memory");
@@ -380,19 +368,19 @@ int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts 
             if (sb > pb) pb = sb;
         }
         if (pw & ATM_PATH_ATTN) {
-            ADD_TRITS(ATM_T_WQ, l, "attn.wq", l, c->d_head, C);
-            ADD_TRITS(ATM_T_WK, l, "attn.wk", l, c->d_head, C);
-            ADD_TRITS(ATM_T_WV, l, "attn.wv", l, C, C);
+            ADD_TRITS(ATM_T_WQ, l, "attn.wq", O.blk[l].wq, c->d_head, C);
+            ADD_TRITS(ATM_T_WK, l, "attn.wk", O.blk[l].wk, c->d_head, C);
+            ADD_TRITS(ATM_T_WV, l, "attn.wv", O.blk[l].wv, C, C);
             /* |v| <= alpha_v * d * u_max; the mix is a convex combination */
             double t = ldexp((double)tv[nt - 1].mant, -tv[nt - 1].exp) * C * u_bound[l];
             if (t > pb) pb = t;
         }
-        ADD_TRITS(ATM_T_ROUTER, l, "router", l, P, C);
+        ADD_TRITS(ATM_T_ROUTER, l, "router", O.blk[l].router, P, C);
         /* the router weights sum to 1, so a block adds at most the largest pathway bound */
         path_bound[l] = pb;
         x_bound += pb;
     }
-    ADD_TRITS(ATM_T_UNEMBED, ATM_LAYER_NONE, "unembed", -1, V, C);
+    ADD_TRITS(ATM_T_UNEMBED, ATM_LAYER_NONE, "unembed", O.unembed, V, C);
     if (cs) {
         double xm = 0.0;
         for (int l = 0; l <= Ln; l++) if (cs->x_max[l] > xm) xm = cs->x_max[l];

@@ -1,6 +1,7 @@
 /* core/train/legacy.c — legacy ATOME01/ATOME02 <-> atome shadow weights.
  * Contract in legacy.h; byte layout in docs/legacy-format.md. */
 #include "legacy.h"
+#include "atome_layers.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,31 +31,43 @@ int atm_legacy_shape_from_config(const atm_config *c, atm_legacy_shape *s) {
 static float f32_from_bits(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 static uint32_t f32_bits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 
-/* The trainer tensor holding a legacy field, checked for name, shape and kind. */
+/* The trainer tensor holding a legacy field: found by its offset in the
+ * family's one declaration (atm_atome_offsets, no name lookup), checked for
+ * shape and kind. */
 static int tensor_for(const atm_layout *L, const atm_legacy_span *sp, const atm_legacy_shape *s) {
-    static const char *const SUFFIX[ATM_LF_COUNT] = {
-        "embed", "ln.g", "ln.b", "conv", "ssm.a_raw", "ssm.b", "ssm.c",
-        "attn.wq", "attn.wk", "attn.wv", "router", "ln_f.g", "ln_f.b", "unembed",
-    };
-    const int V = s->vocab, d = s->d_model;
+    atm_atome_off O;
+    if (atm_atome_offsets(&L->cfg, &O) || O.n_params != L->n_params) return -1;
+    const int V = s->vocab, d = s->d_model, l = sp->layer;
+    if (l >= L->cfg.n_layers || (l < 0 && sp->field != ATM_LF_EMBED && sp->field != ATM_LF_LNF_G &&
+                                 sp->field != ATM_LF_LNF_B && sp->field != ATM_LF_UNEMBED)) return -1;
     int rows = 1, cols = d;
+    size_t off;
+    const atm_atome_block_off *b = l >= 0 ? &O.blk[l] : NULL;
     switch (sp->field) {
-    case ATM_LF_EMBED: case ATM_LF_UNEMBED: rows = V; break;
-    case ATM_LF_CONV: rows = d; cols = s->kernel; break;
-    case ATM_LF_WQ: case ATM_LF_WK: rows = s->d_head; break;
-    case ATM_LF_WV: rows = d; break;
-    case ATM_LF_ROUTER: rows = 3; break;
-    default: break;
+    case ATM_LF_EMBED: rows = V; off = O.embed; break;
+    case ATM_LF_UNEMBED: rows = V; off = O.unembed; break;
+    case ATM_LF_LNF_G: off = O.lnf_g; break;
+    case ATM_LF_LNF_B: off = O.lnf_b; break;
+    case ATM_LF_LN_G: off = b->ln_g; break;
+    case ATM_LF_LN_B: off = b->ln_b; break;
+    case ATM_LF_CONV: rows = d; cols = s->kernel; off = b->conv; break;
+    case ATM_LF_SSM_A: off = b->ssm_a; break;
+    case ATM_LF_SSM_B: off = b->ssm_b; break;
+    case ATM_LF_SSM_C: off = b->ssm_c; break;
+    case ATM_LF_WQ: rows = s->d_head; off = b->wq; break;
+    case ATM_LF_WK: rows = s->d_head; off = b->wk; break;
+    case ATM_LF_WV: rows = d; off = b->wv; break;
+    case ATM_LF_ROUTER: rows = 3; off = b->router; break;
+    default: return -1;
     }
-    char nm[ATM_TENSOR_NAME];
-    if (sp->layer >= 0) snprintf(nm, sizeof nm, "blocks.%d.%s", sp->layer, SUFFIX[sp->field]);
-    else snprintf(nm, sizeof nm, "%s", SUFFIX[sp->field]);
-    int i = atm_layout_find(L, nm);
-    if (i < 0) return -1;
-    const atm_tensor *t = &L->t[i];
-    if (t->rows != rows || t->cols != cols || (size_t)rows * (size_t)cols != sp->n) return -1;
-    if ((t->kind == ATM_TK_QUANT) != (sp->ternary != 0)) return -1;
-    return i;
+    for (int i = 0; i < L->n_tensors; i++) {
+        const atm_tensor *t = &L->t[i];
+        if (t->off != off || t->rows * t->cols == 0) continue;
+        if (t->rows != rows || t->cols != cols || (size_t)rows * (size_t)cols != sp->n) return -1;
+        if ((t->kind == ATM_TK_QUANT) != (sp->ternary != 0)) return -1;
+        return i;
+    }
+    return -1;
 }
 
 /* ---- re-quantisation ---- */
