@@ -8,6 +8,7 @@
 #ifndef ATOME_TRAIN_BASELINES_H
 #define ATOME_TRAIN_BASELINES_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* Multi-head causal self-attention core (vanilla), without the projections.
  * qkv[N][3C]: each row is [q | k | v], each third head-major (head h owns
@@ -39,5 +40,31 @@ void atm_gssm_scan_backward(float *dx, float *dg, float *da_raw, float *dbv, flo
                             const float *dz, const float *x, const float *g, const float *s,
                             const float *sg, const float *a_raw, const float *bv,
                             const float *cv, float *scratch, int B, int T, int D);
+
+/* The pre-LN FFN sub-block: out = mid + W2 . gelu(W1 . LN(mid)), W1 [F][C],
+ * W2 [C][F]; saves ln [N][C], mean, rstd [N], fch, fchg [N][F] for the
+ * backward; tmp [N][C] is scratch. */
+void atm_ffn_sub_forward(float *out, float *ln, float *mean, float *rstd, float *fch, float *fchg, float *tmp,
+                         const float *mid, const float *g, const float *b, const float *w1, const float *w2,
+                         int N, int C, int F);
+/* dresid [N][C] holds dloss/d(out) and becomes dloss/d(mid) (the residual
+ * passes it through, the LayerNorm adds to it); dg, db, dw1, dw2
+ * accumulate. Scratch: dfch, dfchg [N][F], dln [N][C]. */
+void atm_ffn_sub_backward(float *dresid, float *dg, float *db, float *dw1, float *dw2,
+                          float *dfch, float *dfchg, float *dln,
+                          const float *mid, const float *ln, const float *mean, const float *rstd,
+                          const float *fch, const float *fchg, const float *g, const float *w1, const float *w2,
+                          int N, int C, int F);
+/* The head: logits [N][V] = unembed . LN_f(h) (unembed [V][C]); with
+ * targets, the mean cross-entropy (probs [N][V] kept), else 0. */
+double atm_head_forward(float *logits, float *probs, float *lnf, float *mean, float *rstd, const float *h,
+                        const float *g, const float *b, const float *unembed, const uint8_t *tgt,
+                        int N, int C, int V);
+/* dresid [N][C] = dloss/dh (written); dg, db, dunembed accumulate. Scratch:
+ * dlogits [N][V], dln [N][C]. */
+void atm_head_backward(float *dresid, float *dg, float *db, float *dunembed, float *dlogits, float *dln,
+                       const float *probs, const uint8_t *tgt, const float *lnf, const float *h,
+                       const float *g, const float *unembed, const float *mean, const float *rstd,
+                       int N, int C, int V);
 
 #endif

@@ -251,20 +251,15 @@ static double gssm_forward(const atm_layout *L, const float *w, void *acts,
                               w + toff(L, blk(l, GB_B)), w + toff(L, blk(l, GB_C)), B, T, D);
         atm_matmul_forward(a->tmp, z, w + toff(L, blk(l, GB_WOUT)), N, D, C);
         for (size_t i = 0; i < (size_t)N * C; i++) mid[i] = h[i] + a->tmp[i];
-        atm_layernorm_forward(ln2, a->ln2_mean + l * NR, a->ln2_rstd + l * NR, mid,
-                              w + toff(L, blk(l, GB_LN2G)), w + toff(L, blk(l, GB_LN2B)), N, C);
-        atm_matmul_forward(fch, ln2, w + toff(L, blk(l, GB_W1)), N, C, F);
-        atm_gelu_forward(fchg, fch, N * F);
-        atm_matmul_forward(a->tmp, fchg, w + toff(L, blk(l, GB_W2)), N, F, C);
-        for (size_t i = 0; i < (size_t)N * C; i++) out[i] = mid[i] + a->tmp[i];
+        atm_ffn_sub_forward(out, ln2, a->ln2_mean + l * NR, a->ln2_rstd + l * NR, fch, fchg, a->tmp, mid,
+                            w + toff(L, blk(l, GB_LN2G)), w + toff(L, blk(l, GB_LN2B)),
+                            w + toff(L, blk(l, GB_W1)), w + toff(L, blk(l, GB_W2)), N, C, F);
     }
     const int tail = G_BLOCK0 + NL * GB_N;
-    atm_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + NL * NC,
-                          w + toff(L, tail), w + toff(L, tail + 1), N, C);
-    atm_matmul_forward(a->logits, a->lnf, w + toff(L, tail + 2), N, C, V);
-    if (!tgt) return 0.0;
-    a->has_tgt = 1;
-    return atm_xent_forward(a->probs, a->logits, tgt, N, V) / (double)N;
+    double loss = atm_head_forward(a->logits, a->probs, a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + NL * NC,
+                                   w + toff(L, tail), w + toff(L, tail + 1), w + toff(L, tail + 2), tgt, N, C, V);
+    a->has_tgt = tgt != NULL;
+    return loss;
 }
 
 static void gssm_backward(const atm_layout *L, const float *w, void *acts, float *dw) {
@@ -275,30 +270,19 @@ static void gssm_backward(const atm_layout *L, const float *w, void *acts, float
     const int B = a->cur_B, T = a->cur_T, N = B * T;
     const size_t NC = (size_t)a->B * a->T * C, NF = (size_t)a->B * a->T * F;
     const size_t ND = (size_t)a->B * a->T * D, NR = (size_t)a->B * a->T;
-    const size_t nC = (size_t)N * C, nF = (size_t)N * F, nD = (size_t)N * D;
+    const size_t nC = (size_t)N * C, nD = (size_t)N * D;
     const int tail = G_BLOCK0 + NL * GB_N;
 
-    memset(a->dlogits, 0, sizeof(float) * (size_t)N * V);
-    atm_xent_backward(a->dlogits, a->probs, a->tgt, N, V, 1.0f / (float)N);
-    memset(a->dln, 0, sizeof(float) * nC);
-    atm_matmul_backward(a->dln, dw + toff(L, tail + 2), a->dlogits, a->lnf,
-                        w + toff(L, tail + 2), N, C, V);
-    memset(a->dresid, 0, sizeof(float) * nC);
-    atm_layernorm_backward(a->dresid, dw + toff(L, tail), dw + toff(L, tail + 1), a->dln,
-                           a->resid + NL * NC, w + toff(L, tail), a->lnf_mean, a->lnf_rstd, N, C);
+    atm_head_backward(a->dresid, dw + toff(L, tail), dw + toff(L, tail + 1), dw + toff(L, tail + 2), a->dlogits, a->dln,
+                      a->probs, a->tgt, a->lnf, a->resid + NL * NC, w + toff(L, tail), w + toff(L, tail + 2),
+                      a->lnf_mean, a->lnf_rstd, N, C, V);
     for (int l = NL - 1; l >= 0; l--) {
         /* a->dresid holds dloss/d(block output); the residual passes it through. */
-        memset(a->dfchg, 0, sizeof(float) * nF);
-        atm_matmul_backward(a->dfchg, dw + toff(L, blk(l, GB_W2)), a->dresid,
-                            a->fchg + l * NF, w + toff(L, blk(l, GB_W2)), N, F, C);
-        memset(a->dfch, 0, sizeof(float) * nF);
-        atm_gelu_backward(a->dfch, a->fch + l * NF, a->dfchg, N * F);
-        memset(a->dln, 0, sizeof(float) * nC);
-        atm_matmul_backward(a->dln, dw + toff(L, blk(l, GB_W1)), a->dfch,
-                            a->ln2 + l * NC, w + toff(L, blk(l, GB_W1)), N, C, F);
-        atm_layernorm_backward(a->dresid, dw + toff(L, blk(l, GB_LN2G)), dw + toff(L, blk(l, GB_LN2B)),
-                               a->dln, a->resid_mid + l * NC, w + toff(L, blk(l, GB_LN2G)),
-                               a->ln2_mean + l * NR, a->ln2_rstd + l * NR, N, C);
+        atm_ffn_sub_backward(a->dresid, dw + toff(L, blk(l, GB_LN2G)), dw + toff(L, blk(l, GB_LN2B)),
+                             dw + toff(L, blk(l, GB_W1)), dw + toff(L, blk(l, GB_W2)), a->dfch, a->dfchg, a->dln,
+                             a->resid_mid + l * NC, a->ln2 + l * NC, a->ln2_mean + l * NR, a->ln2_rstd + l * NR,
+                             a->fch + l * NF, a->fchg + l * NF, w + toff(L, blk(l, GB_LN2G)),
+                             w + toff(L, blk(l, GB_W1)), w + toff(L, blk(l, GB_W2)), N, C, F);
         memset(a->dz, 0, sizeof(float) * nD);
         atm_matmul_backward(a->dz, dw + toff(L, blk(l, GB_WOUT)), a->dresid,
                             a->z + l * ND, w + toff(L, blk(l, GB_WOUT)), N, D, C);
