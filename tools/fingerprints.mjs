@@ -23,17 +23,31 @@ import { fileURLToPath } from 'node:url';
 import { loadAtome } from '../wasm/atome.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const atome = path.join(root, 'build/native/atome');
+const atome = process.env.ATOME_BIN || path.join(root, 'build/native/atome');   // ATOME_BIN: compare another build
 const shared = process.env.ATOME_SHARED_DIR || path.resolve(root, '../shared');
 const DATA = path.join(shared, 'data/tinystories-train.txt');
 const sha = (b) => createHash('sha256').update(b).digest('hex').slice(0, 32);
 
-// A checkpoint's weights and moments: from the WGHT section tag to the CRC
-// (the STAT section before it holds the informative elapsed time).
-export function ckptWeights(buf) {
-  const i = buf.indexOf('WGHT');
-  return buf.subarray(i, buf.length - 4);
+// A checkpoint's sections (docs/checkpoint.md: a 24-byte header, then
+// 16-byte section headers: tag, flags, u64 length).
+export function ckptSections(buf) {
+  const out = {};
+  let p = 24;
+  const n = buf.readUInt32LE(12);
+  for (let i = 0; i < n; i++) {
+    const tag = buf.toString('latin1', p, p + 4), len = Number(buf.readBigUInt64LE(p + 8));
+    out[tag] = buf.subarray(p + 16, p + 16 + len);
+    p += 16 + len;
+  }
+  return out;
 }
+// The weights and moments (WGHT, ADAM): not the informative elapsed time of
+// STAT, nor the calibration statistics (ACAL, fingerprinted apart).
+export function ckptWeights(buf) {
+  const s = ckptSections(Buffer.from(buf));
+  return Buffer.concat([s.WGHT ?? Buffer.alloc(0), s.ADAM ?? Buffer.alloc(0)]);
+}
+const ckptCalib = (buf) => ckptSections(Buffer.from(buf)).ACAL ?? Buffer.alloc(0);
 
 // The trainings: [name, atome train flags]
 export const TRAININGS = [
@@ -68,6 +82,7 @@ function native(kernels, tmp) {
     const ck = path.join(tmp, `${kernels}-${name}.ckpt`);
     const j = JSON.parse(run(['train', ...flags, '--data', DATA, ...COMMON, '--out', ck, '--quiet', '--log', '/dev/null'], env).toString());
     const rec = { nats_per_byte: j.nats_per_byte, weights: sha(ckptWeights(readFileSync(ck))) };
+    if (name.startsWith('atome')) rec.calib = sha(ckptCalib(readFileSync(ck)));
     rec.generate = GEN.map((g) => sha(run(['generate', '--model', ck, ...g], env)));
     if (name.startsWith('atome')) {
       const a = path.join(tmp, `${kernels}-${name}.atome`);
@@ -136,6 +151,7 @@ async function wasm(variant) {
       const ev = m.evaluate();
       const ck = m.saveCheckpoint();
       out[name] = { nats_per_byte: ev.natsPerByte, weights: sha(ckptWeights(Buffer.from(ck))) };
+      if (name.startsWith('atome')) out[name].calib = sha(ckptCalib(ck));
     } finally { m.free(); }
   }
   return out;

@@ -664,8 +664,18 @@ typedef struct {
     float *vc;               /* [L][W][C]  ring: v of position p at slot p % W */
     float sel_s[ATM_ATOME_MAX_TOPK];
     int32_t sel_i[ATM_ATOME_MAX_TOPK];
+    atm_atome_tap_fn tap;    /* statistics hook (calibration), or NULL */
+    void *tap_ctx;
     float *mem;
 } atome_gen;
+
+void atm_atome_gen_tap(void *gen, atm_atome_tap_fn fn, void *ctx) {
+    atome_gen *g = gen;
+    if (!g) return;
+    g->tap = fn;
+    g->tap_ctx = ctx;
+}
+#define TAP(what, layer, v, n) do { if (g->tap) g->tap(g->tap_ctx, what, layer, v, n); } while (0)
 
 /* Window cap: the K/V cache is L*W*(DH+C) floats; 2^20 positions is far past
  * any use and keeps that product in range. */
@@ -722,7 +732,9 @@ static const float *atome_gen_step(void *gen, int token) {
         float *u = g->u;
         const float *paths[ATM_ATOME_MAX_PATHS];
         int np = 0;
+        TAP(ATM_TAP_X, l, g->x, C);
         atm_layernorm_forward(u, NULL, NULL, g->x, w + bo->ln_g, w + bo->ln_b, 1, C);
+        TAP(ATM_TAP_U, l, u, C);
         atm_matmul_forward(g->r, u, w + bo->router, 1, C, P);
         if (pw & ATM_PATH_CONV) {
             float *out = g->paths[np];
@@ -745,6 +757,7 @@ static const float *atome_gen_step(void *gen, int token) {
             float *s = g->ssm_s + (size_t)l * C;
             const float *a = g->ssm_a + (size_t)l * C, *b = w + bo->ssm_b, *co = w + bo->ssm_c;
             for (int i = 0; i < C; i++) { s[i] = b[i] * u[i] + a[i] * s[i]; out[i] = co[i] * s[i]; }
+            TAP(ATM_TAP_S, l, out, C);
             paths[np] = out; np++;
         }
         if (pw & ATM_PATH_ATTN) {
@@ -754,6 +767,9 @@ static const float *atome_gen_step(void *gen, int token) {
             atm_matmul_forward(g->q, u, w + bo->wq, 1, C, DH);
             atm_matmul_forward(kc + slot * DH, u, w + bo->wk, 1, C, DH);
             atm_matmul_forward(vc + slot * C, u, w + bo->wv, 1, C, C);
+            TAP(ATM_TAP_Q, l, g->q, DH);
+            TAP(ATM_TAP_K, l, kc + slot * DH, DH);
+            TAP(ATM_TAP_V, l, vc + slot * C, C);
             const float scale = 1.0f / sqrtf((float)DH);
             const uint64_t n = pos + 1 < (uint64_t)W ? pos + 1 : (uint64_t)W;  /* cached positions */
             const uint64_t first = pos + 1 - n;                                 /* oldest cached */
@@ -773,8 +789,11 @@ static const float *atome_gen_step(void *gen, int token) {
         atm_atome_mix_forward(g->x2, g->r, g->x, paths, 1, C, P);
         float *tmp = g->x; g->x = g->x2; g->x2 = tmp;
     }
+    TAP(ATM_TAP_X, c->n_layers, g->x, C);
     atm_layernorm_forward(g->u, NULL, NULL, g->x, w + g->o.lnf_g, w + g->o.lnf_b, 1, C);
+    TAP(ATM_TAP_U, c->n_layers, g->u, C);
     atm_matmul_forward(g->logits, g->u, w + g->o.unembed, 1, C, V);
+    TAP(ATM_TAP_LOGITS, -1, g->logits, V);
     g->pos = pos + 1;
     return g->logits;
 }

@@ -40,6 +40,18 @@ typedef struct {
 } atm_atome_off;
 /* 0, or -1 for a config that is not a buildable atome model. */
 int atm_atome_offsets(const atm_config *c, atm_atome_off *o);
+
+/* A statistics tap on the float streaming forward (atm_family_atome's
+ * gen_step): with a tap set, every step reports the vectors it computed —
+ * the residual stream entering layer l (X, l = n_layers: entering the final
+ * LayerNorm), each LayerNorm output (U, same numbering), the SSM pathway's
+ * output (S), the attention query and the new key and value (Q, K, V) and
+ * the logits (LOGITS, layer -1) — without changing them. Calibration for
+ * export is this tap (core/train/export.c), so the statistics come from the
+ * very arithmetic generation runs. */
+enum { ATM_TAP_X, ATM_TAP_U, ATM_TAP_S, ATM_TAP_Q, ATM_TAP_K, ATM_TAP_V, ATM_TAP_LOGITS };
+typedef void (*atm_atome_tap_fn)(void *ctx, int what, int layer, const float *v, int n);
+void atm_atome_gen_tap(void *gen, atm_atome_tap_fn fn, void *ctx);
 /* Largest attention top-k; equals the bound atm_config_validate enforces. */
 #define ATM_ATOME_MAX_TOPK 1024
 /* Scratch floats that covers conv (2*K*C) and SSM (7*C) calls. */

@@ -43,118 +43,44 @@ static float amax(const float *v, int n, float m) {
     return m;
 }
 
+/* The calibration tap: the largest magnitudes of what gen_step computes. */
+static void calib_tap(void *ctx, int what, int layer, const float *v, int n) {
+    atm_calib_stats *st = ctx;
+    switch (what) {
+    case ATM_TAP_X: st->x_max[layer] = amax(v, n, st->x_max[layer]); break;
+    case ATM_TAP_U: st->u_max[layer] = amax(v, n, st->u_max[layer]); break;
+    case ATM_TAP_S: st->s_max[layer] = amax(v, n, st->s_max[layer]); break;
+    case ATM_TAP_Q: st->q_max[layer] = amax(v, n, st->q_max[layer]); break;
+    case ATM_TAP_K: st->k_max[layer] = amax(v, n, st->k_max[layer]); break;
+    case ATM_TAP_V: st->v_max[layer] = amax(v, n, st->v_max[layer]); break;
+    case ATM_TAP_LOGITS: st->logit_max = amax(v, n, st->logit_max); st->positions++; break;
+    default: break;
+    }
+}
+
+/* Calibration is the float streaming forward of generation (the family's
+ * gen_step on the ternary effective weights, at the export window) with the
+ * statistics tap set: one forward in the tree, not a copy of it. */
 int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, size_t n,
                       int window, atm_calib_stats *st, char *err, size_t errlen) {
-    float *weff = NULL, *mem = NULL;
     const atm_config *c = &L->cfg;
     if (cfg_ok(c, err, errlen)) return -1;
     if (window < 1 || window > ATM_MAX_WINDOW) ATM_FAIL("calib: window must be 1..%d", ATM_MAX_WINDOW);
-    atm_atome_off O;     /* where each tensor is (the family's one declaration) */
+    atm_atome_off O;
     if (atm_atome_offsets(c, &O) || O.n_params != L->n_params) ATM_FAIL("calib: layout is not an atome layout");
     memset(st, 0, sizeof *st);
     st->n_layers = c->n_layers;
     st->d_model = c->d_model;
-    const int C = c->d_model, V = c->vocab, Ln = c->n_layers, K = c->kernel, DH = c->d_head, TK = c->top_k;
-    const int pw = c->pathways, P = (pw & 1) + ((pw >> 1) & 1) + ((pw >> 2) & 1), W = window;
-    const int KH = (pw & ATM_PATH_CONV) ? K - 1 : 0;
-    weff = malloc(sizeof(float) * L->n_params);
-    size_t nf = (size_t)C * 6 + (size_t)V + (size_t)DH + 4 + (size_t)Ln * C * 3 + (size_t)Ln * KH * C +
-                (size_t)Ln * W * ((size_t)DH + C);
-    mem = calloc(nf, sizeof(float));
-    if (!weff || !mem) ATM_FAIL_GOTO(fail, "calib: out of memory");
+    float *weff = malloc(sizeof(float) * L->n_params);
+    if (!weff) ATM_FAIL("calib: out of memory");
     atm_quantize_layout(L, ATM_QUANT_TERNARY, w, weff);
-    float *x = mem, *u = x + C, *out = u + C, *q = out + C, *logits = q + DH, *r = logits + V;
-    float *ssm_a = r + 4, *ssm_s = ssm_a + (size_t)Ln * C, *bc = ssm_s + (size_t)Ln * C;
-    float *hist = bc + (size_t)Ln * C, *kc = hist + (size_t)Ln * KH * C, *vc = kc + (size_t)Ln * W * DH;
-    const float *E = weff + O.embed, *Gf = weff + O.lnf_g;
-    const float *Bf = weff + O.lnf_b, *U = weff + O.unembed;
-    for (int l = 0; l < Ln; l++) if (pw & ATM_PATH_SSM) {
-        const float *a = weff + O.blk[l].ssm_a;
-        for (int i = 0; i < C; i++) ssm_a[(size_t)l * C + i] = tanhf(a[i]);
-    }
-    float sel_s[ATM_MAX_TOPK];
-    int32_t sel_i[ATM_MAX_TOPK];
-    for (size_t pos = 0; pos < n; pos++) {
-        int tok = text[pos] < V ? text[pos] : 0;
-        memcpy(x, E + (size_t)tok * C, sizeof(float) * (size_t)C);
-        for (int l = 0; l < Ln; l++) {
-            st->x_max[l] = amax(x, C, st->x_max[l]);
-            const float *G = weff + O.blk[l].ln_g, *B = weff + O.blk[l].ln_b;
-            const float *R = weff + O.blk[l].router;
-            atm_layernorm_forward(u, NULL, NULL, x, G, B, 1, C);
-            st->u_max[l] = amax(u, C, st->u_max[l]);
-            atm_matmul_forward(r, u, R, 1, C, P);
-            atm_softmax(r, P);
-            int np = 0;
-            float delta[ATM_MAX_D];
-            for (int i = 0; i < C; i++) delta[i] = 0.0f;
-            if (pw & ATM_PATH_CONV) {
-                const float *cw = weff + O.blk[l].conv;
-                float *h = hist + (size_t)l * KH * C;
-                for (int i = 0; i < C; i++) out[i] = 0.0f;
-                int jmax = (size_t)KH < pos ? KH : (int)pos;
-                for (int j = 0; j <= jmax; j++) {
-                    const float *src = j == 0 ? u : h + ((pos - (size_t)j) % (size_t)KH) * C;
-                    for (int i = 0; i < C; i++) out[i] += cw[(size_t)i * K + j] * src[i];
-                }
-                if (KH > 0) memcpy(h + (pos % (size_t)KH) * C, u, sizeof(float) * (size_t)C);
-                for (int i = 0; i < C; i++) delta[i] += r[np] * out[i];
-                np++;
-            }
-            if (pw & ATM_PATH_SSM) {
-                const float *b = weff + O.blk[l].ssm_b, *co = weff + O.blk[l].ssm_c;
-                float *s = ssm_s + (size_t)l * C;
-                const float *a = ssm_a + (size_t)l * C;
-                for (int i = 0; i < C; i++) {
-                    s[i] = a[i] * s[i] + b[i] * u[i];
-                    out[i] = co[i] * s[i];
-                    float f = fabsf(out[i]);
-                    if (f > st->s_max[l]) st->s_max[l] = f;
-                    delta[i] += r[np] * out[i];
-                }
-                np++;
-            }
-            if (pw & ATM_PATH_ATTN) {
-                const float *wq = weff + O.blk[l].wq, *wk = weff + O.blk[l].wk;
-                const float *wv = weff + O.blk[l].wv;
-                float *k = kc + (size_t)l * W * DH, *v = vc + (size_t)l * W * C;
-                size_t slot = pos % (size_t)W;
-                atm_matmul_forward(q, u, wq, 1, C, DH);
-                atm_matmul_forward(k + slot * DH, u, wk, 1, C, DH);
-                atm_matmul_forward(v + slot * C, u, wv, 1, C, C);
-                st->q_max[l] = amax(q, DH, st->q_max[l]);
-                st->k_max[l] = amax(k + slot * DH, DH, st->k_max[l]);
-                st->v_max[l] = amax(v + slot * C, C, st->v_max[l]);
-                const float scale = 1.0f / sqrtf((float)DH);
-                size_t cnt_pos = pos + 1 < (size_t)W ? pos + 1 : (size_t)W, first = pos + 1 - cnt_pos;
-                int keff = (size_t)TK < cnt_pos ? TK : (int)cnt_pos, cnt = 0;
-                for (size_t pp = first; pp <= pos; pp++) {
-                    const float *kj = k + (pp % (size_t)W) * DH;
-                    float dot = 0.0f;
-                    for (int e = 0; e < DH; e++) dot += q[e] * kj[e];
-                    atm_atome_topk_insert(sel_s, sel_i, &cnt, keff, dot * scale, (int32_t)(pp % (size_t)W));
-                }
-                atm_softmax(sel_s, keff);
-                for (int i = 0; i < C; i++) out[i] = 0.0f;
-                for (int s = 0; s < keff; s++)
-                    for (int i = 0; i < C; i++) out[i] += sel_s[s] * v[(size_t)sel_i[s] * C + i];
-                for (int i = 0; i < C; i++) delta[i] += r[np] * out[i];
-                np++;
-            }
-            for (int i = 0; i < C; i++) x[i] += delta[i];
-        }
-        st->x_max[Ln] = amax(x, C, st->x_max[Ln]);
-        atm_layernorm_forward(u, NULL, NULL, x, Gf, Bf, 1, C);
-        st->u_max[Ln] = amax(u, C, st->u_max[Ln]);
-        atm_matmul_forward(logits, u, U, 1, C, V);
-        st->logit_max = amax(logits, V, st->logit_max);
-        st->positions++;
-    }
-    free(weff); free(mem);
+    void *g = atm_family_atome.gen_new(L, weff, window);
+    free(weff);
+    if (!g) ATM_FAIL("calib: out of memory");
+    atm_atome_gen_tap(g, calib_tap, st);
+    for (size_t pos = 0; pos < n; pos++) atm_family_atome.gen_step(g, text[pos] < c->vocab ? text[pos] : 0);
+    atm_family_atome.gen_free(g);
     return 0;
-fail:
-    free(weff); free(mem);
-    return -1;
 }
 
 /* ---- stats serialisation ---- */
