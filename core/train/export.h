@@ -16,8 +16,9 @@
  *    (docs/fixed-point.md, "choosing the formats"). The output depends only on
  *    the weights, the statistics and the options: export is deterministic.
  *  - atm_calib_collect() runs the float model (effective ternary weights) as
- *    one continuous stream over a text with a given attention window, exactly
- *    as gen_step does, and records the largest magnitudes the formats depend
+ *    one continuous stream over a text with a given attention window — it IS
+ *    the atome family's gen_step, with a statistics tap (atm_atome_gen_tap,
+ *    atome_layers.h) — and records the largest magnitudes the formats depend
  *    on. The statistics serialise to a fixed little-endian byte layout so the
  *    trainer can store them in a checkpoint section.
  *  - atm_engine_eval() scores a container with the integer engine on
