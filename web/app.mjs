@@ -13,9 +13,9 @@ const enc = new TextEncoder();
 const hexOf = (u8) => { let s = ''; for (const b of u8) s += (b < 16 ? '0' : '') + b.toString(16); return s; };
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385' }, { id: 'microbit', name: 'micro:bit v1' }];
-// The largest corpus the training module is given: its linear memory is 48
-// MiB, of which a 60K model at batch 16 x seq 64 with its evaluation takes
-// ~28 MiB (docs/wasm.md); a corpus is held once in that memory.
+// The largest corpus the page accepts: 16 MiB. The training module's memory
+// grows with what a run needs (up to 1 GiB), and a 60K model trains on a
+// corpus this large at the default batch and seq (tests/node/web-demanding).
 export const CORPUS_LIMIT = 16 * 1024 * 1024;
 const BUILTIN = { name: 'tinystories-500k.txt', url: '/web/data/tinystories-500k.txt',
   label: 'TinyStories, first 500,000 bytes (built in)' };
@@ -619,7 +619,7 @@ function readSettings() {
 export function corpusProblem(bytes, name, batch, seq) {
   if (bytes.length === 0) return `${name}: the file is empty`;
   if (bytes.length > CORPUS_LIMIT)
-    return `${name}: ${fmt(bytes.length)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the training module holds`;
+    return `${name}: ${fmt(bytes.length)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`;
   let nul = 0;
   for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0) nul++;
   if (nul > 0 && nul * 1000 >= bytes.length)
@@ -637,7 +637,7 @@ async function pickCorpus(file) {
   hideError();
   if (!file || trainState.active) return;
   if (file.size > CORPUS_LIMIT) {
-    showError(`${file.name}: ${fmt(file.size)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the training module holds`);
+    showError(`${file.name}: ${fmt(file.size)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`);
     return;
   }
   const bytes = new Uint8Array(await file.arrayBuffer());
@@ -655,7 +655,7 @@ $('corpus-builtin').addEventListener('click', () => {
   $('corpus-name').textContent = BUILTIN.label;
   $('corpus-builtin').hidden = true;
 });
-$('corpus-limit').textContent = `A text file of up to ${fmt(CORPUS_LIMIT)} bytes (16 MiB, what the training module's memory holds). ` +
+$('corpus-limit').textContent = `A text file of up to ${fmt(CORPUS_LIMIT)} bytes (16 MiB). ` +
   'Plain text trains best; bytes are the vocabulary, so any language or encoding works.';
 
 async function corpusBytes() {
