@@ -304,6 +304,79 @@ static int generate_packed(const char *model, const uint8_t *pbytes, size_t plen
     return rc;
 }
 
+/* The prompt bytes from --prompt or --prompt-hex (an empty prompt is one
+ * '\n'); *out malloc'd. CLI_OK or the error printed. */
+static int prompt_bytes(const char *prompt, const char *prompt_hex, uint8_t **out, size_t *len) {
+    size_t plen;
+    uint8_t *pb;
+    if (prompt_hex) {
+        size_t hl = strlen(prompt_hex);
+        if (hl % 2) return cli_err(CLI_USAGE, "generate: --prompt-hex needs an even number of hex digits");
+        plen = hl / 2;
+        if (!(pb = (uint8_t *)malloc(plen + 1))) return cli_err(CLI_RUNTIME, "generate: out of memory");
+        for (size_t i = 0; i < plen; i++) {
+            int hi = hexval((unsigned char)prompt_hex[2 * i]), lo = hexval((unsigned char)prompt_hex[2 * i + 1]);
+            if (hi < 0 || lo < 0) { free(pb); return cli_err(CLI_USAGE, "generate: --prompt-hex has a non-hex digit"); }
+            pb[i] = (uint8_t)(hi * 16 + lo);
+        }
+    } else {
+        plen = strlen(prompt);
+        if (!(pb = (uint8_t *)malloc(plen + 1))) return cli_err(CLI_RUNTIME, "generate: out of memory");
+        memcpy(pb, prompt, plen);
+    }
+    if (plen == 0) { pb[0] = '\n'; plen = 1; }
+    *out = pb;
+    *len = plen;
+    return CLI_OK;
+}
+
+/* A checkpoint's float generator: the family's gen_step on the effective
+ * weights at the window (0: the checkpoint's run window). */
+static int generate_float(const char *model, const uint8_t *pbytes, size_t plen, int64_t nbytes,
+                          const atm_sampler_cfg *sc, uint32_t seed, int64_t window) {
+    atm_ckpt ck;
+    int rc = load_model("generate", model, &ck);
+    if (rc) return rc;
+    if (window == 0) window = atm_config_run_window(&ck.cfg, ck.opt.seq);
+    const atm_family *fam = atm_family_get(ck.cfg.family);
+    atm_layout L;
+    float *weff = NULL;
+    float_gen *g = NULL;
+    if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) {
+        rc = cli_err(CLI_USAGE, "generate: --window %lld exceeds the model's %d learned positions", (long long)window, (int)ck.cfg.max_seq);
+        goto done;
+    }
+    for (size_t i = 0; i < plen; i++)
+        if (pbytes[i] >= (unsigned)ck.cfg.vocab) {
+            rc = cli_err(CLI_USAGE, "generate: prompt byte 0x%02X is outside the model's vocabulary of %d", pbytes[i], (int)ck.cfg.vocab);
+            goto done;
+        }
+    if (!fam || !fam->gen_new || atm_layout_build(&ck.cfg, &L)) {
+        rc = cli_err(CLI_RUNTIME, "generate: the %s family has no generator in this build", atm_family_name(ck.cfg.family));
+        goto done;
+    }
+    if (ck.cfg.vocab > ATM_MAX_VOCAB) {
+        rc = cli_err(CLI_RUNTIME, "generate: vocabularies above %d bytes are not supported", ATM_MAX_VOCAB);
+        goto done;
+    }
+    weff = (float *)malloc(L.n_params * sizeof(float));
+    g = (float_gen *)calloc(1, sizeof *g);
+    if (weff && g) {
+        atm_quantize_layout(&L, cli_ckpt_quant(&ck), ck.w, weff);
+        g->fam = fam;
+        g->V = (int)ck.cfg.vocab;
+        g->gen = fam->gen_new(&L, weff, (int)window);
+    }
+    if (!g || !g->gen) { rc = cli_err(CLI_RUNTIME, "generate: out of memory"); goto done; }
+    const int32_t *logits = NULL;
+    for (size_t i = 0; i < plen; i++) logits = float_step(g, pbytes[i]);
+    rc = sample_loop(g, float_step, logits, g->V, nbytes, sc, seed);
+    fam->gen_free(g->gen);
+done:
+    free(g); free(weff); atm_ckpt_free(&ck);
+    return rc;
+}
+
 int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *prompt_hex = NULL;
     const char *temp_s = NULL, *topk_s = NULL, *topp_s = NULL, *seed_s = NULL, *router_json = NULL;
@@ -329,91 +402,17 @@ int cmd_generate(int argc, char **argv) {
     if (!prompt && !prompt_hex) return cli_err(CLI_USAGE, "generate: --prompt or --prompt-hex is required");
     atm_sampler_cfg sc;
     if ((rc = cli_sampler_settings("generate", temp_s, topk_s, topp_s, &sc))) return rc;
-    uint32_t seed = 1;
+    uint32_t seed = ATM_GEN_SEED_DEFAULT;
     if (seed_s && atm_sampler_parse_uint(seed_s, 4294967295u, &seed))
         return cli_err(CLI_USAGE, "generate: --seed must be an integer in 0..4294967295 (got '%s')", seed_s);
-    size_t plen;
-    uint8_t *pbytes;
-    if (prompt_hex) {
-        size_t hl = strlen(prompt_hex);
-        if (hl % 2) return cli_err(CLI_USAGE, "generate: --prompt-hex needs an even number of hex digits");
-        plen = hl / 2;
-        pbytes = (uint8_t *)malloc(plen + 1);
-        if (!pbytes) return cli_err(CLI_RUNTIME, "generate: out of memory");
-        for (size_t i = 0; i < plen; i++) {
-            int hi = hexval((unsigned char)prompt_hex[2 * i]), lo = hexval((unsigned char)prompt_hex[2 * i + 1]);
-            if (hi < 0 || lo < 0) { free(pbytes); return cli_err(CLI_USAGE, "generate: --prompt-hex has a non-hex digit"); }
-            pbytes[i] = (uint8_t)(hi * 16 + lo);
-        }
-    } else {
-        plen = strlen(prompt);
-        pbytes = (uint8_t *)malloc(plen + 1);
-        if (!pbytes) return cli_err(CLI_RUNTIME, "generate: out of memory");
-        memcpy(pbytes, prompt, plen);
-    }
-    if (plen == 0) { pbytes[0] = '\n'; plen = 1; }
-
-    if (router_json && !*router_json) { free(pbytes); return cli_err(CLI_USAGE, "generate: --router-json needs a file name"); }
-    if (cli_sniff(model) == CLI_FILE_CONTAINER) {
-        rc = generate_packed(model, pbytes, plen, nbytes, &sc, seed, window, router_json);
-        free(pbytes);
-        return rc;
-    }
-    if (router_json) {
-        free(pbytes);
-        return cli_err(CLI_USAGE, "generate: --router-json reports the integer engine's router: give a .atome model "
-                       "(atome export makes one from a checkpoint)");
-    }
-
-    atm_ckpt ck;
-    if ((rc = load_model("generate", model, &ck))) { free(pbytes); return rc; }
-    if (!cli_seen(opts, n, "window")) {
-        window = atm_config_run_window(&ck.cfg, ck.opt.seq);
-    }
-    if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) {
-        int ms = (int)ck.cfg.max_seq;
-        free(pbytes);
-        atm_ckpt_free(&ck);
-        return cli_err(CLI_USAGE, "generate: --window %lld exceeds the model's %d learned positions", (long long)window, ms);
-    }
-    for (size_t i = 0; i < plen; i++)
-        if (pbytes[i] >= (unsigned)ck.cfg.vocab) {
-            int v = (int)ck.cfg.vocab;
-            unsigned b = pbytes[i];
-            free(pbytes);
-            atm_ckpt_free(&ck);
-            return cli_err(CLI_USAGE, "generate: prompt byte 0x%02X is outside the model's vocabulary of %d", b, v);
-        }
-    const atm_family *fam = atm_family_get(ck.cfg.family);
-    atm_layout L;
-    float *weff = NULL;
-    float_gen *g = NULL;
-    if (!fam || !fam->gen_new || atm_layout_build(&ck.cfg, &L)) {
-        free(pbytes);
-        atm_ckpt_free(&ck);
-        return cli_err(CLI_RUNTIME, "generate: the %s family has no generator in this build", atm_family_name(ck.cfg.family));
-    }
-    if (ck.cfg.vocab > ATM_MAX_VOCAB) {
-        free(pbytes);
-        atm_ckpt_free(&ck);
-        return cli_err(CLI_RUNTIME, "generate: vocabularies above %d bytes are not supported", ATM_MAX_VOCAB);
-    }
-    weff = (float *)malloc(L.n_params * sizeof(float));
-    g = (float_gen *)calloc(1, sizeof *g);
-    if (weff && g) {
-        atm_quantize_layout(&L, cli_ckpt_quant(&ck), ck.w, weff);
-        g->fam = fam;
-        g->V = (int)ck.cfg.vocab;
-        g->gen = fam->gen_new(&L, weff, (int)window);
-    }
-    if (!g || !g->gen) {
-        free(g); free(weff); free(pbytes); atm_ckpt_free(&ck);
-        return cli_err(CLI_RUNTIME, "generate: out of memory");
-    }
-    const int32_t *logits = NULL;
-    for (size_t i = 0; i < plen; i++) logits = float_step(g, pbytes[i]);
-    rc = sample_loop(g, float_step, logits, g->V, nbytes, &sc, seed);
-    fam->gen_free(g->gen);
-    free(g); free(weff); free(pbytes); atm_ckpt_free(&ck);
+    size_t plen = 0;
+    uint8_t *pbytes = NULL;
+    if ((rc = prompt_bytes(prompt, prompt_hex, &pbytes, &plen))) return rc;
+    if (router_json && !*router_json) rc = cli_err(CLI_USAGE, "generate: --router-json needs a file name");
+    else if (cli_sniff(model) == CLI_FILE_CONTAINER) rc = generate_packed(model, pbytes, plen, nbytes, &sc, seed, window, router_json);
+    else if (router_json) rc = cli_err(CLI_USAGE, "generate: --router-json reports the integer engine's router: give a .atome model "
+                                      "(atome export makes one from a checkpoint)");
+    else rc = generate_float(model, pbytes, plen, nbytes, &sc, seed, cli_seen(opts, n, "window") ? window : 0);
+    free(pbytes);
     return rc;
 }

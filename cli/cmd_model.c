@@ -136,6 +136,71 @@ static void print_shape(FILE *f, const match_row *r, long target) {
     fputc('}', f);
 }
 
+/* The listed candidates: within the tolerance and the --layers / --ffn-ratio filters. */
+typedef struct {
+    long target;
+    double tol;
+    int64_t layers, ratio;
+    match_row *rows;
+    size_t n, cap;
+    int oom;
+} match_list;
+
+static void collect(void *ctx, const atm_config *c, long params) {
+    match_list *m = ctx;
+    if ((m->layers && c->n_layers != m->layers) || (m->ratio && c->d_ff != m->ratio * c->d_model)) return;
+    double err = ((double)params - (double)m->target) / (double)m->target;
+    if (err > m->tol || err < -m->tol || m->oom) return;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 64;
+        match_row *nr = (match_row *)realloc(m->rows, cap * sizeof *nr);
+        if (!nr) { m->oom = 1; return; }
+        m->rows = nr; m->cap = cap;
+    }
+    m->rows[m->n].c = *c; m->rows[m->n].params = params; m->rows[m->n].err = err;
+    m->n++;
+}
+
+/* By depth, then by |error| (the grid's order on ties: a stable insertion sort). */
+static void sort_rows(match_row *rows, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        match_row r = rows[i];
+        double ae = r.err < 0 ? -r.err : r.err;
+        size_t j = i;
+        for (; j > 0; j--) {
+            const match_row *p = &rows[j - 1];
+            double pe = p->err < 0 ? -p->err : p->err;
+            if (p->c.n_layers < r.c.n_layers || (p->c.n_layers == r.c.n_layers && pe <= ae)) break;
+            rows[j] = rows[j - 1];
+        }
+        rows[j] = r;
+    }
+}
+
+static int print_match(int fam, const atm_match_opts *mo, const match_list *m, int mrc, const match_row *lib) {
+    size_t bi = 0;      /* closest listed: first in grid order on ties, so the first of the smallest |error| */
+    for (size_t i = 1; i < m->n; i++) {
+        double ae = m->rows[i].err < 0 ? -m->rows[i].err : m->rows[i].err, be = m->rows[bi].err < 0 ? -m->rows[bi].err : m->rows[bi].err;
+        if (ae < be) bi = i;
+    }
+    FILE *f = stdout;
+    fprintf(f, "{\"family\":\"%s\",\"target\":%ld,\"tol\":", atm_family_name(fam), m->target);
+    cli_json_num(f, m->tol);
+    if (fam == ATM_FAMILY_VANILLA)
+        fprintf(f, ",\"max_seq\":%d,\"heads\":%d,\"pos\":\"%s\"", (int)mo->max_seq, (int)mo->n_heads,
+                mo->pos == ATM_POS_NONE ? "none" : mo->pos == ATM_POS_TERNARY ? "ternary" : "learned");
+    fprintf(f, ",\"count\":%zu,\"closest\":", m->n);
+    if (m->n) print_shape(f, &m->rows[bi], m->target); else fputs("null", f);
+    fputs(",\"library\":", f);
+    if (mrc >= 0) print_shape(f, lib, m->target); else fputs("null", f);
+    fputs(",\"shapes\":[", f);
+    for (size_t i = 0; i < m->n; i++) { if (i) fputc(',', f); print_shape(f, &m->rows[i], m->target); }
+    fputs("]}\n", f);
+    if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "match: cannot write to stdout");
+    if (!m->n) return cli_err(CLI_RUNTIME, "match: no %s shape within %g of %ld parameters", atm_family_name(fam), m->tol, m->target);
+    return CLI_OK;
+}
+
 int cmd_match(int argc, char **argv) {
     const char *family_s = NULL, *pos_s = NULL;
     int64_t params = 0, max_seq = 64, layers = 0, heads = 4, ratio = 0;
@@ -158,98 +223,29 @@ int cmd_match(int argc, char **argv) {
     int fam = atm_family_from_name(family_s);
     if (fam != ATM_FAMILY_VANILLA && fam != ATM_FAMILY_GSSM)
         return cli_err(CLI_USAGE, "match: --family must be vanilla or gssm (got '%s'; the atome family has no matcher)", family_s);
-    int pos = ATM_POS_LEARNED;
+    atm_match_opts mo;
+    atm_match_defaults(fam, &mo);
     if (pos_s) {
         if (fam != ATM_FAMILY_VANILLA) return cli_err(CLI_USAGE, "match: --pos applies to the vanilla family only");
-        if (strcmp(pos_s, "learned") == 0) pos = ATM_POS_LEARNED;
-        else if (strcmp(pos_s, "none") == 0) pos = ATM_POS_NONE;
-        else if (strcmp(pos_s, "ternary") == 0) pos = ATM_POS_TERNARY;
+        if (strcmp(pos_s, "learned") == 0) mo.pos = ATM_POS_LEARNED;
+        else if (strcmp(pos_s, "none") == 0) mo.pos = ATM_POS_NONE;
+        else if (strcmp(pos_s, "ternary") == 0) mo.pos = ATM_POS_TERNARY;
         else return cli_err(CLI_USAGE, "match: --pos must be learned, none or ternary (got '%s')", pos_s);
     }
     if (fam == ATM_FAMILY_GSSM && (cli_seen(opts, n, "max-seq") || cli_seen(opts, n, "heads")))
         return cli_err(CLI_USAGE, "match: --max-seq and --heads apply to the vanilla family only");
-    atm_match_opts mo;
-    atm_match_defaults(fam, &mo);
     if (fam == ATM_FAMILY_VANILLA) { mo.max_seq = (int32_t)max_seq; mo.n_heads = (int32_t)heads; mo.d_step = (int32_t)heads; }
     if (layers > mo.l_max) mo.l_max = (int32_t)layers;
-    /* the library's single answer over the whole grid (depth 1..l_max, every ratio) */
-    atm_config best;
-    long best_p = 0;
-    int mrc = pos == ATM_POS_LEARNED ? atm_match_shape(fam, (long)params, &best, &best_p, &mo) : -2;
-
-    /* every candidate of the same grid within the tolerance, filtered */
-    size_t cap = 64, cnt = 0;
-    match_row *rows = (match_row *)malloc(cap * sizeof *rows);
-    if (!rows) return cli_err(CLI_RUNTIME, "match: out of memory");
-    int d0 = mo.d_min;
-    if (fam == ATM_FAMILY_VANILLA && d0 % mo.n_heads) d0 += mo.n_heads - d0 % mo.n_heads;
-    atm_layout L;
-    for (int d = d0; d <= mo.d_max; d += mo.d_step) {
-        for (int nl = 1; nl <= mo.l_max; nl++) {
-            if (layers && nl != layers) continue;
-            for (int k = 1; k <= (fam == ATM_FAMILY_GSSM ? 2 : 1); k++) {
-                for (int m = 1; m <= 4; m++) {
-                    if (ratio && m != ratio) continue;
-                    atm_config c;
-                    memset(&c, 0, sizeof c);
-                    c.family = fam; c.vocab = mo.vocab; c.d_model = d; c.n_layers = nl; c.d_ff = m * d;
-                    if (fam == ATM_FAMILY_VANILLA) {
-                        c.n_heads = mo.n_heads; c.d_head = d / mo.n_heads; c.max_seq = mo.max_seq; c.pos = pos;
-                    } else {
-                        c.d_inner = k * d;
-                    }
-                    if (atm_layout_build(&c, &L) != 0) continue;
-                    double err = ((double)L.n_params - (double)params) / (double)params;
-                    if (err > tol || err < -tol) continue;
-                    if (cnt == cap) {
-                        match_row *nr = (match_row *)realloc(rows, 2 * cap * sizeof *rows);
-                        if (!nr) { free(rows); return cli_err(CLI_RUNTIME, "match: out of memory"); }
-                        rows = nr; cap *= 2;
-                    }
-                    rows[cnt].c = c; rows[cnt].params = (long)L.n_params; rows[cnt].err = err;
-                    cnt++;
-                }
-            }
-        }
-    }
-    /* listed by depth, then by |error| (the enumeration order d, L, d_inner, d_ff on ties) */
-    for (size_t i = 1; i < cnt; i++) {
-        match_row r = rows[i];
-        size_t j = i;
-        for (; j > 0; j--) {
-            const match_row *p = &rows[j - 1];
-            double ae = r.err < 0 ? -r.err : r.err, pe = p->err < 0 ? -p->err : p->err;
-            if (p->c.n_layers < r.c.n_layers || (p->c.n_layers == r.c.n_layers && pe <= ae)) break;
-            rows[j] = rows[j - 1];
-        }
-        rows[j] = r;
-    }
-    /* closest of the listed (first in enumeration order on ties) */
-    size_t bi = 0;
-    for (size_t i = 1; i < cnt; i++) {
-        double ae = rows[i].err < 0 ? -rows[i].err : rows[i].err, be = rows[bi].err < 0 ? -rows[bi].err : rows[bi].err;
-        if (ae < be) bi = i;
-    }
-    FILE *f = stdout;
-    fprintf(f, "{\"family\":\"%s\",\"target\":%lld,\"tol\":", atm_family_name(fam), (long long)params);
-    cli_json_num(f, tol);
-    if (fam == ATM_FAMILY_VANILLA)
-        fprintf(f, ",\"max_seq\":%d,\"heads\":%d,\"pos\":\"%s\"", (int)mo.max_seq, (int)mo.n_heads,
-                pos == ATM_POS_NONE ? "none" : pos == ATM_POS_TERNARY ? "ternary" : "learned");
-    fprintf(f, ",\"count\":%zu,\"closest\":", cnt);
-    if (cnt) print_shape(f, &rows[bi], (long)params); else fputs("null", f);
-    fputs(",\"library\":", f);
-    if (mrc >= 0) {
-        match_row r = { best, best_p, ((double)best_p - (double)params) / (double)params };
-        print_shape(f, &r, (long)params);
-    } else {
-        fputs("null", f);
-    }
-    fputs(",\"shapes\":[", f);
-    for (size_t i = 0; i < cnt; i++) { if (i) fputc(',', f); print_shape(f, &rows[i], (long)params); }
-    fputs("]}\n", f);
-    free(rows);
-    if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "match: cannot write to stdout");
-    if (!cnt) return cli_err(CLI_RUNTIME, "match: no %s shape within %g of %lld parameters", atm_family_name(fam), tol, (long long)params);
-    return CLI_OK;
+    /* the library's single answer over the whole grid, and the grid listed */
+    match_row lib;
+    memset(&lib, 0, sizeof lib);
+    int mrc = atm_match_shape(fam, (long)params, &lib.c, &lib.params, &mo);
+    lib.err = ((double)lib.params - (double)params) / (double)params;
+    match_list m = { (long)params, tol, layers, ratio, NULL, 0, 0, 0 };
+    if (atm_match_each(fam, &mo, collect, &m) != 0) return cli_err(CLI_USAGE, "match: unusable options");
+    if (m.oom) { free(m.rows); return cli_err(CLI_RUNTIME, "match: out of memory"); }
+    sort_rows(m.rows, m.n);
+    rc = print_match(fam, &mo, &m, mrc, &lib);
+    free(m.rows);
+    return rc;
 }

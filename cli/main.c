@@ -213,7 +213,7 @@ static const char *const USAGE_MATCH =
     "Lists the shapes of the matcher's grid (docs/models.md) whose parameter count\n"
     "is within a relative --tol of N, by depth then closeness, as one JSON object:\n"
     "shapes, the closest of them (closest) and the library's single answer over\n"
-    "the whole grid (library; learned positions only). --layers and --ffn-ratio\n"
+    "the whole grid (library). --layers and --ffn-ratio\n"
     "(d_ff = M * d_model, 1..4) restrict the grid.\n";
 
 static const char *const USAGE_INIT =

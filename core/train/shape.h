@@ -30,6 +30,7 @@ typedef struct {
     int32_t max_seq;          /* vanilla: 64 */
     int32_t band_hi_permille; /* gssm: 1060 */
     int32_t aim_permille;     /* gssm: 1056 */
+    int32_t pos;              /* vanilla: ATM_POS_* of every candidate (0 = learned) */
 } atm_match_opts;
 
 /* Defaults per family: vanilla {256, 8, 256, 4, 7, 4, 64}; gssm {256, 8, 256,
@@ -42,5 +43,11 @@ int atm_match_defaults(int family, atm_match_opts *o);
  * unsupported family, target < 1 or unusable options. */
 int atm_match_shape(int family, long target, atm_config *out, long *params,
                     const atm_match_opts *opts);
+
+/* The matcher's grid itself: fn(ctx, config, params) for every candidate
+ * shape that builds, in the search order above (`atome match` lists them).
+ * Returns -1 for an unsupported family or unusable options, else 0. */
+typedef void (*atm_match_fn)(void *ctx, const atm_config *c, long params);
+int atm_match_each(int family, const atm_match_opts *opts, atm_match_fn fn, void *ctx);
 
 #endif
