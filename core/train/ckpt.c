@@ -77,6 +77,83 @@ static size_t str_len(const char *s, size_t cap) {
     return n;
 }
 
+/* CONF, AWIN, VPOS, NAME: what model the file holds. */
+static void put_model_sections(wbuf *b, const atm_ckpt *ck, size_t name_len) {
+    const int has_awin = ck->cfg.attn_window != 0, has_vpos = ck->cfg.pos != 0;
+    const atm_config *c = &ck->cfg;
+    put_section(b, "CONF", FLAG_REQUIRED, CONF_BYTES);
+    put_i32(b, c->family); put_i32(b, c->vocab); put_i32(b, c->d_model); put_i32(b, c->n_layers);
+    put_i32(b, c->d_head); put_i32(b, c->n_heads); put_i32(b, c->kernel); put_i32(b, c->top_k);
+    put_i32(b, c->pathways); put_i32(b, c->d_ff); put_i32(b, c->d_inner); put_i32(b, c->max_seq);
+    /* AWIN: the attention window of training (written only when set; required,
+     * so a build that does not know it refuses the file instead of training
+     * or scoring a different model) */
+    if (has_awin) { put_section(b, "AWIN", FLAG_REQUIRED, 4); put_i32(b, c->attn_window); }
+    /* VPOS: a vanilla position scheme other than the learned table (same rule) */
+    if (has_vpos) { put_section(b, "VPOS", FLAG_REQUIRED, 4); put_i32(b, c->pos); }
+
+    if (name_len) { put_section(b, "NAME", 0, name_len); put_bytes(b, ck->name, name_len); }
+
+}
+
+/* TOPT, STAT, DATA: the run's options, counters and data description. */
+static void put_run_sections(wbuf *b, const atm_ckpt *ck, size_t dp, size_t vp) {
+    const atm_train_opts *o = &ck->opt;
+    put_section(b, "TOPT", FLAG_REQUIRED, TOPT_BYTES);
+    put_i32(b, o->quant);
+    put_f32(b, o->lr); put_f32(b, o->lr2); put_f32(b, o->beta1); put_f32(b, o->beta2);
+    put_f32(b, o->eps); put_f32(b, o->wd); put_f32(b, o->clip); put_f32(b, o->lr_min);
+    put_i64(b, o->warmup);
+    put_i32(b, o->cosine);
+    put_f32(b, o->fp_fraction);
+    put_i64(b, o->steps);
+    put_i32(b, o->batch);
+    put_i32(b, o->seq);
+    put_u32(b, o->seed);
+
+    put_section(b, "STAT", 0, STAT_BYTES);
+    put_i64(b, ck->step);
+    put_i64(b, ck->adam_t);
+    put_i32(b, ck->stage);
+    for (int i = 0; i < 4; i++) put_u32(b, ck->rng.s[i]);
+    put_f64(b, ck->elapsed_s);
+    put_f64(b, ck->last_loss);
+
+    if (ck->has_data) {
+        put_section(b, "DATA", 0, 8 + 8 + 4 + dp + 4 + vp);
+        put_u64(b, ck->max_bytes);
+        put_f64(b, ck->split);
+        put_u32(b, (uint32_t)dp); put_bytes(b, ck->data_path, dp);
+        put_u32(b, (uint32_t)vp); put_bytes(b, ck->valid_path, vp);
+    }
+
+}
+
+/* WGHT, ADAM, ACAL, DIST: the weights, moments, calibration statistics and teacher. */
+static void put_tensor_sections(wbuf *b, const atm_ckpt *ck, size_t np, size_t tp) {
+    const int has_adam = ck->m && ck->v, has_calib = ck->calib && ck->calib_len;
+    put_section(b, "WGHT", FLAG_REQUIRED, 8 + 4 * (uint64_t)np);
+    put_u64(b, np);
+    put_f32s(b, ck->w, np);
+
+    if (has_adam) {
+        put_section(b, "ADAM", 0, 8 + 8 * (uint64_t)np);
+        put_u64(b, np);
+        put_f32s(b, ck->m, np);
+        put_f32s(b, ck->v, np);
+    }
+    if (has_calib) {
+        put_section(b, "ACAL", 0, ck->calib_len);
+        put_bytes(b, ck->calib, ck->calib_len);
+    }
+    if (ck->has_dist) {
+        put_section(b, "DIST", 0, 4 + 4 + 4 + tp);
+        put_f32(b, ck->distill_weight);
+        put_u32(b, ck->teacher_crc);
+        put_u32(b, (uint32_t)tp); put_bytes(b, ck->teacher_path, tp);
+    }
+}
+
 int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     size_t np = ck->n_params;
     size_t name_len = str_len(ck->name, sizeof ck->name);
@@ -111,69 +188,9 @@ int atm_ckpt_serialize(const atm_ckpt *ck, uint8_t **out, size_t *out_len) {
     put_u32(&b, nsec);
     put_u64(&b, total);
 
-    const atm_config *c = &ck->cfg;
-    put_section(&b, "CONF", FLAG_REQUIRED, CONF_BYTES);
-    put_i32(&b, c->family); put_i32(&b, c->vocab); put_i32(&b, c->d_model); put_i32(&b, c->n_layers);
-    put_i32(&b, c->d_head); put_i32(&b, c->n_heads); put_i32(&b, c->kernel); put_i32(&b, c->top_k);
-    put_i32(&b, c->pathways); put_i32(&b, c->d_ff); put_i32(&b, c->d_inner); put_i32(&b, c->max_seq);
-    /* AWIN: the attention window of training (written only when set; required,
-     * so a build that does not know it refuses the file instead of training
-     * or scoring a different model) */
-    if (has_awin) { put_section(&b, "AWIN", FLAG_REQUIRED, 4); put_i32(&b, c->attn_window); }
-    /* VPOS: a vanilla position scheme other than the learned table (same rule) */
-    if (has_vpos) { put_section(&b, "VPOS", FLAG_REQUIRED, 4); put_i32(&b, c->pos); }
-
-    if (name_len) { put_section(&b, "NAME", 0, name_len); put_bytes(&b, ck->name, name_len); }
-
-    const atm_train_opts *o = &ck->opt;
-    put_section(&b, "TOPT", FLAG_REQUIRED, TOPT_BYTES);
-    put_i32(&b, o->quant);
-    put_f32(&b, o->lr); put_f32(&b, o->lr2); put_f32(&b, o->beta1); put_f32(&b, o->beta2);
-    put_f32(&b, o->eps); put_f32(&b, o->wd); put_f32(&b, o->clip); put_f32(&b, o->lr_min);
-    put_i64(&b, o->warmup);
-    put_i32(&b, o->cosine);
-    put_f32(&b, o->fp_fraction);
-    put_i64(&b, o->steps);
-    put_i32(&b, o->batch);
-    put_i32(&b, o->seq);
-    put_u32(&b, o->seed);
-
-    put_section(&b, "STAT", 0, STAT_BYTES);
-    put_i64(&b, ck->step);
-    put_i64(&b, ck->adam_t);
-    put_i32(&b, ck->stage);
-    for (int i = 0; i < 4; i++) put_u32(&b, ck->rng.s[i]);
-    put_f64(&b, ck->elapsed_s);
-    put_f64(&b, ck->last_loss);
-
-    if (ck->has_data) {
-        put_section(&b, "DATA", 0, 8 + 8 + 4 + dp + 4 + vp);
-        put_u64(&b, ck->max_bytes);
-        put_f64(&b, ck->split);
-        put_u32(&b, (uint32_t)dp); put_bytes(&b, ck->data_path, dp);
-        put_u32(&b, (uint32_t)vp); put_bytes(&b, ck->valid_path, vp);
-    }
-
-    put_section(&b, "WGHT", FLAG_REQUIRED, 8 + 4 * (uint64_t)np);
-    put_u64(&b, np);
-    put_f32s(&b, ck->w, np);
-
-    if (has_adam) {
-        put_section(&b, "ADAM", 0, 8 + 8 * (uint64_t)np);
-        put_u64(&b, np);
-        put_f32s(&b, ck->m, np);
-        put_f32s(&b, ck->v, np);
-    }
-    if (has_calib) {
-        put_section(&b, "ACAL", 0, ck->calib_len);
-        put_bytes(&b, ck->calib, ck->calib_len);
-    }
-    if (ck->has_dist) {
-        put_section(&b, "DIST", 0, 4 + 4 + 4 + tp);
-        put_f32(&b, ck->distill_weight);
-        put_u32(&b, ck->teacher_crc);
-        put_u32(&b, (uint32_t)tp); put_bytes(&b, ck->teacher_path, tp);
-    }
+    put_model_sections(&b, ck, name_len);
+    put_run_sections(&b, ck, dp, vp);
+    put_tensor_sections(&b, ck, np, tp);
     put_u32(&b, atm_crc32(b.p, b.n));
     *out = b.p;
     *out_len = b.n;
@@ -204,167 +221,185 @@ static int read_string(const uint8_t **pp, const uint8_t *end, char *dst, size_t
     return 0;
 }
 
-int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size_t errlen) {
-    int rc = ATM_CKPT_OK;
-    atm_ckpt_init(ck);
-    if (len == 0 || !buf) PFAIL(ATM_CKPT_ETRUNC, "truncated: the file is empty");
+/* The sections a checkpoint may hold: tag and exact length (0 = variable). */
+enum { S_CONF, S_TOPT, S_STAT, S_DATA, S_WGHT, S_ADAM, S_NAME, S_ACAL, S_DIST, S_AWIN, S_VPOS, S_COUNT };
+static const struct { const char *tag; uint64_t want; } SECTIONS[S_COUNT] = {
+    { "CONF", CONF_BYTES }, { "TOPT", TOPT_BYTES }, { "STAT", STAT_BYTES }, { "DATA", 0 }, { "WGHT", 0 },
+    { "ADAM", 0 }, { "NAME", 0 }, { "ACAL", 0 }, { "DIST", 0 }, { "AWIN", 4 }, { "VPOS", 4 },
+};
+typedef struct { const uint8_t *p; uint64_t len; } sec_ref;
+
+/* In the helpers below an error is a code and one line in err. */
+#define SFAIL(code, ...) do { atm_fail(err, errlen, __VA_ARGS__); return (code); } while (0)
+
+/* The fixed header: magic, version, declared size, CRC. *nsec: the section count. */
+static int check_header(const uint8_t *buf, size_t len, uint32_t *nsec, char *err, size_t errlen) {
+    if (len == 0 || !buf) SFAIL(ATM_CKPT_ETRUNC, "truncated: the file is empty");
     if (len < HEADER_BYTES) {
         size_t k = len < 8 ? len : 8;
-        if (memcmp(buf, MAGIC, k) != 0) PFAIL(ATM_CKPT_EMAGIC, "not an atome checkpoint (bad magic)");
-        PFAIL(ATM_CKPT_ETRUNC, "truncated: %zu bytes, shorter than the %d-byte header", len, HEADER_BYTES);
+        if (memcmp(buf, MAGIC, k) != 0) SFAIL(ATM_CKPT_EMAGIC, "not an atome checkpoint (bad magic)");
+        SFAIL(ATM_CKPT_ETRUNC, "truncated: %zu bytes, shorter than the %d-byte header", len, HEADER_BYTES);
     }
-    if (memcmp(buf, MAGIC, 8) != 0) PFAIL(ATM_CKPT_EMAGIC, "not an atome checkpoint (bad magic)");
+    if (memcmp(buf, MAGIC, 8) != 0) SFAIL(ATM_CKPT_EMAGIC, "not an atome checkpoint (bad magic)");
     uint32_t version = get_u32(buf + 8);
     if (version != ATM_CKPT_VERSION)
-        PFAIL(ATM_CKPT_EVERSION, "format version %u; this build reads version %d", version, ATM_CKPT_VERSION);
-    uint32_t nsec = get_u32(buf + 12);
+        SFAIL(ATM_CKPT_EVERSION, "format version %u; this build reads version %d", version, ATM_CKPT_VERSION);
+    *nsec = get_u32(buf + 12);
     uint64_t fsize = get_u64(buf + 16);
-    if ((uint64_t)len < fsize) PFAIL(ATM_CKPT_ETRUNC, "truncated: %zu of %llu bytes", len, (unsigned long long)fsize);
-    if (fsize < HEADER_BYTES + CRC_BYTES) PFAIL(ATM_CKPT_EFORMAT, "malformed: declared size %llu is too small", (unsigned long long)fsize);
-    if ((uint64_t)len > fsize) PFAIL(ATM_CKPT_EFORMAT, "malformed: %llu bytes after the declared end", (unsigned long long)((uint64_t)len - fsize));
-    {
-        uint32_t stored = get_u32(buf + len - CRC_BYTES);
-        uint32_t actual = atm_crc32(buf, len - CRC_BYTES);
-        if (stored != actual) PFAIL(ATM_CKPT_ECRC, "corrupt: CRC-32 mismatch (stored 0x%08X, computed 0x%08X)", stored, actual);
-    }
-    if (nsec > MAX_SECTIONS) PFAIL(ATM_CKPT_EFORMAT, "malformed: %u sections", nsec);
+    if ((uint64_t)len < fsize) SFAIL(ATM_CKPT_ETRUNC, "truncated: %zu of %llu bytes", len, (unsigned long long)fsize);
+    if (fsize < HEADER_BYTES + CRC_BYTES) SFAIL(ATM_CKPT_EFORMAT, "malformed: declared size %llu is too small", (unsigned long long)fsize);
+    if ((uint64_t)len > fsize) SFAIL(ATM_CKPT_EFORMAT, "malformed: %llu bytes after the declared end", (unsigned long long)((uint64_t)len - fsize));
+    uint32_t stored = get_u32(buf + len - CRC_BYTES), actual = atm_crc32(buf, len - CRC_BYTES);
+    if (stored != actual) SFAIL(ATM_CKPT_ECRC, "corrupt: CRC-32 mismatch (stored 0x%08X, computed 0x%08X)", stored, actual);
+    if (*nsec > MAX_SECTIONS) SFAIL(ATM_CKPT_EFORMAT, "malformed: %u sections", *nsec);
+    return ATM_CKPT_OK;
+}
 
+/* Every section found once (SECTIONS), unknown optional ones skipped, the
+ * body claimed exactly; CONF and WGHT required. */
+static int scan_sections(const uint8_t *buf, size_t len, uint32_t nsec, sec_ref *sec, char *err, size_t errlen) {
     const uint8_t *p = buf + HEADER_BYTES, *end = buf + len - CRC_BYTES;
-    const uint8_t *conf = NULL, *topt = NULL, *stat = NULL, *data = NULL, *wght = NULL, *adam = NULL, *name = NULL;
-    const uint8_t *calb = NULL, *dist = NULL, *awin = NULL, *vpos = NULL;
-    uint64_t data_len = 0, wght_len = 0, adam_len = 0, name_len = 0, calb_len = 0, dist_len = 0;
+    memset(sec, 0, sizeof(sec_ref) * S_COUNT);
     for (uint32_t s = 0; s < nsec; s++) {
-        if ((size_t)(end - p) < SECTION_HEAD) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %u header runs past the end", s);
+        if ((size_t)(end - p) < SECTION_HEAD) SFAIL(ATM_CKPT_EFORMAT, "malformed: section %u header runs past the end", s);
         const uint8_t *tag = p;
         uint32_t flags = get_u32(p + 4);
         uint64_t slen = get_u64(p + 8);
         p += SECTION_HEAD;
         char tt[16];
         tag_text(tag, tt);
-        if (slen > (uint64_t)(end - p)) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %s length %llu runs past the end", tt, (unsigned long long)slen);
-        const uint8_t **slot = NULL;
-        uint64_t *lslot = NULL;
-        uint64_t want = 0; /* exact length for fixed sections, 0 = variable */
-        if (tag_is(tag, "CONF")) { slot = &conf; want = CONF_BYTES; }
-        else if (tag_is(tag, "TOPT")) { slot = &topt; want = TOPT_BYTES; }
-        else if (tag_is(tag, "STAT")) { slot = &stat; want = STAT_BYTES; }
-        else if (tag_is(tag, "DATA")) { slot = &data; lslot = &data_len; }
-        else if (tag_is(tag, "WGHT")) { slot = &wght; lslot = &wght_len; }
-        else if (tag_is(tag, "ADAM")) { slot = &adam; lslot = &adam_len; }
-        else if (tag_is(tag, "NAME")) { slot = &name; lslot = &name_len; }
-        else if (tag_is(tag, "ACAL")) { slot = &calb; lslot = &calb_len; }
-        else if (tag_is(tag, "DIST")) { slot = &dist; lslot = &dist_len; }
-        else if (tag_is(tag, "AWIN")) { slot = &awin; want = 4; }
-        else if (tag_is(tag, "VPOS")) { slot = &vpos; want = 4; }
-        else if (flags & FLAG_REQUIRED) PFAIL(ATM_CKPT_EFORMAT, "unsupported required section %s (written by a newer build?)", tt);
-        if (slot) {
-            if (*slot) PFAIL(ATM_CKPT_EFORMAT, "malformed: duplicate section %s", tt);
-            if (want && slen != want) PFAIL(ATM_CKPT_EFORMAT, "malformed: section %s has %llu bytes, expected %llu", tt, (unsigned long long)slen, (unsigned long long)want);
-            *slot = p;
-            if (lslot) *lslot = slen;
+        if (slen > (uint64_t)(end - p)) SFAIL(ATM_CKPT_EFORMAT, "malformed: section %s length %llu runs past the end", tt, (unsigned long long)slen);
+        int k = 0;
+        while (k < S_COUNT && !tag_is(tag, SECTIONS[k].tag)) k++;
+        if (k == S_COUNT) {
+            if (flags & FLAG_REQUIRED) SFAIL(ATM_CKPT_EFORMAT, "unsupported required section %s (written by a newer build?)", tt);
+        } else {
+            if (sec[k].p) SFAIL(ATM_CKPT_EFORMAT, "malformed: duplicate section %s", tt);
+            if (SECTIONS[k].want && slen != SECTIONS[k].want)
+                SFAIL(ATM_CKPT_EFORMAT, "malformed: section %s has %llu bytes, expected %llu", tt, (unsigned long long)slen,
+                      (unsigned long long)SECTIONS[k].want);
+            sec[k].p = p;
+            sec[k].len = slen;
         }
         p += slen;
     }
-    if (p != end) PFAIL(ATM_CKPT_EFORMAT, "malformed: %zu unclaimed bytes after the last section", (size_t)(end - p));
-    if (!conf) PFAIL(ATM_CKPT_EFORMAT, "malformed: no CONF section");
-    if (!wght) PFAIL(ATM_CKPT_EFORMAT, "malformed: no WGHT section");
+    if (p != end) SFAIL(ATM_CKPT_EFORMAT, "malformed: %zu unclaimed bytes after the last section", (size_t)(end - p));
+    if (!sec[S_CONF].p) SFAIL(ATM_CKPT_EFORMAT, "malformed: no CONF section");
+    if (!sec[S_WGHT].p) SFAIL(ATM_CKPT_EFORMAT, "malformed: no WGHT section");
+    return ATM_CKPT_OK;
+}
 
-    atm_config *c = &ck->cfg;
+/* CONF (+ AWIN, VPOS): the model, validated, and its layout. */
+static int decode_config(const sec_ref *sec, atm_config *c, atm_layout *L, char *err, size_t errlen) {
+    const uint8_t *conf = sec[S_CONF].p, *awin = sec[S_AWIN].p, *vpos = sec[S_VPOS].p;
     c->family = get_i32(conf); c->vocab = get_i32(conf + 4); c->d_model = get_i32(conf + 8);
     c->n_layers = get_i32(conf + 12); c->d_head = get_i32(conf + 16); c->n_heads = get_i32(conf + 20);
     c->kernel = get_i32(conf + 24); c->top_k = get_i32(conf + 28); c->pathways = get_i32(conf + 32);
     c->d_ff = get_i32(conf + 36); c->d_inner = get_i32(conf + 40); c->max_seq = get_i32(conf + 44);
     c->attn_window = awin ? get_i32(awin) : 0;
-    if (awin && c->attn_window == 0) PFAIL(ATM_CKPT_EFORMAT, "malformed: AWIN section holds 0");
+    if (awin && c->attn_window == 0) SFAIL(ATM_CKPT_EFORMAT, "malformed: AWIN section holds 0");
     c->pos = vpos ? get_i32(vpos) : 0;
-    if (vpos && c->pos == 0) PFAIL(ATM_CKPT_EFORMAT, "malformed: VPOS section holds 0");
-    {
-        char why[200];
-        if (atm_config_validate(c, why, sizeof why)) PFAIL(ATM_CKPT_ECONFIG, "bad config: %s", why);
-    }
-    atm_layout L;
-    if (atm_layout_build(c, &L)) PFAIL(ATM_CKPT_ECONFIG, "bad config: no layout for family %s", atm_family_name(c->family));
+    if (vpos && c->pos == 0) SFAIL(ATM_CKPT_EFORMAT, "malformed: VPOS section holds 0");
+    char why[200];
+    if (atm_config_validate(c, why, sizeof why)) SFAIL(ATM_CKPT_ECONFIG, "bad config: %s", why);
+    if (atm_layout_build(c, L)) SFAIL(ATM_CKPT_ECONFIG, "bad config: no layout for family %s", atm_family_name(c->family));
+    return ATM_CKPT_OK;
+}
 
-    if (name) {
-        if (name_len >= sizeof ck->name || memchr(name, 0, (size_t)name_len))
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: bad NAME section");
-        memcpy(ck->name, name, (size_t)name_len);
-        ck->name[name_len] = 0;
-    }
-    if (topt) {
-        atm_train_opts *o = &ck->opt;
-        o->quant = get_i32(topt);
-        o->lr = get_f32(topt + 4); o->lr2 = get_f32(topt + 8); o->beta1 = get_f32(topt + 12);
-        o->beta2 = get_f32(topt + 16); o->eps = get_f32(topt + 20); o->wd = get_f32(topt + 24);
-        o->clip = get_f32(topt + 28); o->lr_min = get_f32(topt + 32);
-        o->warmup = get_i64(topt + 36);
-        o->cosine = get_i32(topt + 44);
-        o->fp_fraction = get_f32(topt + 48);
-        o->steps = get_i64(topt + 52);
-        o->batch = get_i32(topt + 60);
-        o->seq = get_i32(topt + 64);
-        o->seed = get_u32(topt + 68);
-        char why[200];
-        if (atm_train_opts_validate(o, why, sizeof why)) PFAIL(ATM_CKPT_ECONFIG, "bad training options: %s", why);
-        ck->has_opt = 1;
-    }
-    if (stat) {
-        ck->step = get_i64(stat);
-        ck->adam_t = get_i64(stat + 8);
-        ck->stage = get_i32(stat + 16);
-        for (int i = 0; i < 4; i++) ck->rng.s[i] = get_u32(stat + 20 + 4 * i);
-        ck->elapsed_s = get_f64(stat + 36);
-        ck->last_loss = get_f64(stat + 44);
-        if (ck->step < 0 || ck->adam_t < 0 || ck->adam_t > ck->step || (ck->stage != 0 && ck->stage != 1))
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: bad training state (step %lld, adam step %lld, stage %d)",
-                  (long long)ck->step, (long long)ck->adam_t, (int)ck->stage);
-        if ((ck->rng.s[0] | ck->rng.s[1] | ck->rng.s[2] | ck->rng.s[3]) == 0)
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: all-zero generator state");
-        ck->has_state = 1;
-    }
-    if (data) {
-        const uint8_t *q = data, *qe = data + data_len;
-        if (data_len < 16) PFAIL(ATM_CKPT_EFORMAT, "malformed: DATA section too short");
-        ck->max_bytes = get_u64(q);
-        ck->split = get_f64(q + 8);
-        q += 16;
-        if (read_string(&q, qe, ck->data_path, sizeof ck->data_path) ||
-            read_string(&q, qe, ck->valid_path, sizeof ck->valid_path) || q != qe)
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: bad DATA section");
-        if (!ck->valid_path[0] && !(ck->split > 0.0 && ck->split < 1.0))
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: DATA split %g is not in (0, 1)", ck->split);
-        ck->has_data = 1;
-    }
-    if (dist) {
-        const uint8_t *q = dist, *qe = dist + dist_len;
-        if (dist_len < 8) PFAIL(ATM_CKPT_EFORMAT, "malformed: DIST section too short");
-        ck->distill_weight = get_f32(q);
-        ck->teacher_crc = get_u32(q + 4);
-        q += 8;
-        if (read_string(&q, qe, ck->teacher_path, sizeof ck->teacher_path) || q != qe || !ck->teacher_path[0])
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: bad DIST section");
-        if (!(ck->distill_weight > 0.0f && ck->distill_weight <= 1.0f))
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: DIST weight %g is not in (0, 1]", (double)ck->distill_weight);
-        ck->has_dist = 1;
-    }
-    size_t np = L.n_params;
+static int decode_name(atm_ckpt *ck, const uint8_t *name, uint64_t name_len, char *err, size_t errlen) {
+    if (name_len >= sizeof ck->name || memchr(name, 0, (size_t)name_len))
+        SFAIL(ATM_CKPT_EFORMAT, "malformed: bad NAME section");
+    memcpy(ck->name, name, (size_t)name_len);
+    ck->name[name_len] = 0;
+    return ATM_CKPT_OK;
+}
+
+#undef PFAIL
+#define PFAIL SFAIL
+static int decode_topt(atm_ckpt *ck, const uint8_t *q, char *err, size_t errlen) {
+    atm_train_opts *o = &ck->opt;
+    o->quant = get_i32(q);
+    o->lr = get_f32(q + 4); o->lr2 = get_f32(q + 8); o->beta1 = get_f32(q + 12);
+    o->beta2 = get_f32(q + 16); o->eps = get_f32(q + 20); o->wd = get_f32(q + 24);
+    o->clip = get_f32(q + 28); o->lr_min = get_f32(q + 32);
+    o->warmup = get_i64(q + 36);
+    o->cosine = get_i32(q + 44);
+    o->fp_fraction = get_f32(q + 48);
+    o->steps = get_i64(q + 52);
+    o->batch = get_i32(q + 60);
+    o->seq = get_i32(q + 64);
+    o->seed = get_u32(q + 68);
+    char why[200];
+    if (atm_train_opts_validate(o, why, sizeof why)) PFAIL(ATM_CKPT_ECONFIG, "bad training options: %s", why);
+    ck->has_opt = 1;
+    return ATM_CKPT_OK;
+}
+
+static int decode_stat(atm_ckpt *ck, const uint8_t *q, char *err, size_t errlen) {
+    ck->step = get_i64(q);
+    ck->adam_t = get_i64(q + 8);
+    ck->stage = get_i32(q + 16);
+    for (int i = 0; i < 4; i++) ck->rng.s[i] = get_u32(q + 20 + 4 * i);
+    ck->elapsed_s = get_f64(q + 36);
+    ck->last_loss = get_f64(q + 44);
+    if (ck->step < 0 || ck->adam_t < 0 || ck->adam_t > ck->step || (ck->stage != 0 && ck->stage != 1))
+        PFAIL(ATM_CKPT_EFORMAT, "malformed: bad training state (step %lld, adam step %lld, stage %d)",
+              (long long)ck->step, (long long)ck->adam_t, (int)ck->stage);
+    if ((ck->rng.s[0] | ck->rng.s[1] | ck->rng.s[2] | ck->rng.s[3]) == 0)
+        PFAIL(ATM_CKPT_EFORMAT, "malformed: all-zero generator state");
+    ck->has_state = 1;
+    return ATM_CKPT_OK;
+}
+
+static int decode_data(atm_ckpt *ck, const uint8_t *q, uint64_t qlen, char *err, size_t errlen) {
+    const uint8_t *qe = q + qlen;
+    if (qlen < 16) PFAIL(ATM_CKPT_EFORMAT, "malformed: DATA section too short");
+    ck->max_bytes = get_u64(q);
+    ck->split = get_f64(q + 8);
+    q += 16;
+    if (read_string(&q, qe, ck->data_path, sizeof ck->data_path) ||
+        read_string(&q, qe, ck->valid_path, sizeof ck->valid_path) || q != qe)
+        PFAIL(ATM_CKPT_EFORMAT, "malformed: bad DATA section");
+    if (!ck->valid_path[0] && !(ck->split > 0.0 && ck->split < 1.0))
+        PFAIL(ATM_CKPT_EFORMAT, "malformed: DATA split %g is not in (0, 1)", ck->split);
+    ck->has_data = 1;
+    return ATM_CKPT_OK;
+}
+
+static int decode_dist(atm_ckpt *ck, const uint8_t *q, uint64_t qlen, char *err, size_t errlen) {
+    const uint8_t *qe = q + qlen;
+    if (qlen < 8) PFAIL(ATM_CKPT_EFORMAT, "malformed: DIST section too short");
+    ck->distill_weight = get_f32(q);
+    ck->teacher_crc = get_u32(q + 4);
+    q += 8;
+    if (read_string(&q, qe, ck->teacher_path, sizeof ck->teacher_path) || q != qe || !ck->teacher_path[0])
+        PFAIL(ATM_CKPT_EFORMAT, "malformed: bad DIST section");
+    if (!(ck->distill_weight > 0.0f && ck->distill_weight <= 1.0f))
+        PFAIL(ATM_CKPT_EFORMAT, "malformed: DIST weight %g is not in (0, 1]", (double)ck->distill_weight);
+    ck->has_dist = 1;
+    return ATM_CKPT_OK;
+}
+
+/* WGHT, ADAM, ACAL checked against the config, then copied out. */
+static int decode_tensors(atm_ckpt *ck, const sec_ref *sec, size_t np, char *err, size_t errlen) {
+    const atm_config *c = &ck->cfg;
+    const uint8_t *wght = sec[S_WGHT].p, *adam = sec[S_ADAM].p, *calb = sec[S_ACAL].p;
+    uint64_t wght_len = sec[S_WGHT].len, adam_len = sec[S_ADAM].len, calb_len = sec[S_ACAL].len;
     if (wght_len < 8 || get_u64(wght) != (uint64_t)np || wght_len != 8 + 4 * (uint64_t)np)
-        PFAIL(ATM_CKPT_EFORMAT, "malformed: WGHT holds %llu values, the config has %zu parameters",
+        SFAIL(ATM_CKPT_EFORMAT, "malformed: WGHT holds %llu values, the config has %zu parameters",
               (unsigned long long)(wght_len >= 8 ? get_u64(wght) : 0), np);
     if (adam && (adam_len < 8 || get_u64(adam) != (uint64_t)np || adam_len != 8 + 8 * (uint64_t)np))
-        PFAIL(ATM_CKPT_EFORMAT, "malformed: ADAM section does not match the config's %zu parameters", np);
-
+        SFAIL(ATM_CKPT_EFORMAT, "malformed: ADAM section does not match the config's %zu parameters", np);
     if (calb) {
         atm_calib_stats cs;
         char why[160];
-        if (c->family != ATM_FAMILY_ATOME) PFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section in a %s checkpoint", atm_family_name(c->family));
+        if (c->family != ATM_FAMILY_ATOME) SFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section in a %s checkpoint", atm_family_name(c->family));
         if (atm_calib_parse(calb, (size_t)calb_len, &cs, why, sizeof why))
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section: %s", why);
+            SFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section: %s", why);
         if (cs.n_layers != c->n_layers || cs.d_model != c->d_model)
-            PFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section is for %d layers of width %d, the config has %d of %d",
+            SFAIL(ATM_CKPT_EFORMAT, "malformed: ACAL section is for %d layers of width %d, the config has %d of %d",
                   (int)cs.n_layers, (int)cs.d_model, (int)c->n_layers, (int)c->d_model);
     }
-
     ck->n_params = np;
     ck->owns = 1;
     ck->w = (float *)malloc((np ? np : 1) * sizeof(float));
@@ -376,15 +411,32 @@ int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size
         ck->calib = (uint8_t *)malloc((size_t)calb_len);
         if (ck->calib) { memcpy(ck->calib, calb, (size_t)calb_len); ck->calib_len = (size_t)calb_len; }
     }
-    if (!ck->w || (adam && (!ck->m || !ck->v)) || (calb && !ck->calib)) PFAIL(ATM_CKPT_ENOMEM, "out of memory (%zu parameters)", np);
+    if (!ck->w || (adam && (!ck->m || !ck->v)) || (calb && !ck->calib)) SFAIL(ATM_CKPT_ENOMEM, "out of memory (%zu parameters)", np);
     for (size_t i = 0; i < np; i++) ck->w[i] = get_f32(wght + 8 + 4 * i);
     if (adam) {
         for (size_t i = 0; i < np; i++) ck->m[i] = get_f32(adam + 8 + 4 * i);
         for (size_t i = 0; i < np; i++) ck->v[i] = get_f32(adam + 8 + 4 * (np + i));
     }
     return ATM_CKPT_OK;
-fail:
-    atm_ckpt_free(ck);
+}
+#undef PFAIL
+#undef SFAIL
+
+int atm_ckpt_parse(const uint8_t *buf, size_t len, atm_ckpt *ck, char *err, size_t errlen) {
+    atm_ckpt_init(ck);
+    uint32_t nsec = 0;
+    sec_ref sec[S_COUNT];
+    atm_layout L;
+    int rc = check_header(buf, len, &nsec, err, errlen);
+    if (!rc) rc = scan_sections(buf, len, nsec, sec, err, errlen);
+    if (!rc) rc = decode_config(sec, &ck->cfg, &L, err, errlen);
+    if (!rc && sec[S_NAME].p) rc = decode_name(ck, sec[S_NAME].p, sec[S_NAME].len, err, errlen);
+    if (!rc && sec[S_TOPT].p) rc = decode_topt(ck, sec[S_TOPT].p, err, errlen);
+    if (!rc && sec[S_STAT].p) rc = decode_stat(ck, sec[S_STAT].p, err, errlen);
+    if (!rc && sec[S_DATA].p) rc = decode_data(ck, sec[S_DATA].p, sec[S_DATA].len, err, errlen);
+    if (!rc && sec[S_DIST].p) rc = decode_dist(ck, sec[S_DIST].p, sec[S_DIST].len, err, errlen);
+    if (!rc) rc = decode_tensors(ck, sec, L.n_params, err, errlen);
+    if (rc) atm_ckpt_free(ck);
     return rc;
 }
 
