@@ -174,123 +174,186 @@ static void json_settings(FILE *f, const atm_fwset *st) {
     fputc('"', f);
 }
 
+/* One `atome firmware` job: the model, the template and what was made. */
+typedef struct {
+    const char *model, *board, *out, *format;
+    uint8_t *blob, *elf;
+    size_t blen, elen;
+    atm_model m;
+    char path[4096];
+    atm_fw_slot slot;
+    long arena;
+    int max_window, with_settings;
+    atm_fwset set;
+    uint32_t base;
+    size_t flash_bytes;
+} fw_job;
+
+/* The board's template image: --template, or the mcu build's. */
+static int load_template(fw_job *j, const char *tmpl) {
+    char tried[8192];
+    if (tmpl) snprintf(j->path, sizeof j->path, "%s", tmpl);
+    else if (find_template(j->board, j->path, sizeof j->path, tried, sizeof tried))
+        return cli_err(CLI_RUNTIME, "firmware: no template image for %s (looked for %s): run 'cmake --preset mcu && "
+                       "cmake --build --preset mcu' or pass --template ELF", j->board, tried);
+    if (!file_exists(j->path))
+        return cli_err(CLI_RUNTIME, "firmware: cannot open template '%s' (run 'cmake --preset mcu && cmake --build --preset mcu')",
+                       j->path);
+    return cli_read_file("firmware", j->path, (size_t)64 << 20, &j->elf, &j->elen);
+}
+
+/* The container into the slot (with room for the settings block when there
+ * are settings), then the RAM fit: the largest window. */
+static int patch_model(fw_job *j) {
+    char err[512];
+    int st = atm_fw_find_slot(j->elf, j->elen, &j->slot, err, sizeof err);
+    if (st == ATM_FW_OK && j->with_settings && j->blen + ATM_FWSET_BYTES > j->slot.capacity)
+        return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block",
+                       j->model, j->blen, j->board, (unsigned)j->slot.capacity, ATM_FWSET_BYTES);
+    if (st == ATM_FW_OK) st = atm_fw_patch(j->elf, j->elen, j->board, j->blob, j->blen, err, sizeof err);
+    if (st == ATM_FW_E_CAPACITY)
+        return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes", j->model, j->blen,
+                       j->board, (unsigned)j->slot.capacity);
+    if (st != ATM_FW_OK) return cli_err(st == ATM_FW_E_BOARD ? CLI_USAGE : CLI_RUNTIME, "firmware: template '%s': %s", j->path, err);
+    atm_fw_fit fit;
+    if (atm_fw_fit_model(j->elf, j->elen, &j->m, &fit, err, sizeof err) != ATM_FW_OK || fit.arena < 0)
+        return cli_err(CLI_RUNTIME, "firmware: template '%s' has no .arena section (not an atome firmware image?)", j->path);
+    j->arena = (long)fit.arena;
+    j->max_window = fit.max_window;
+    if (j->max_window == 0)
+        return cli_err(CLI_RUNTIME, "firmware: '%s' needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %ld",
+                       j->model, atm_engine_arena_bytes(&j->m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, j->board, j->arena);
+    return CLI_OK;
+}
+
+/* The settings block, then the file a board takes: the ELF, or its flash
+ * contents as Intel HEX or raw binary, written atomically. */
+static int write_image(fw_job *j, const settings_args *sa, cli_opt *opts, int nopts) {
+    char err[512], why[512];
+    int rc;
+    if (j->with_settings) {
+        if ((rc = settings_build("firmware", sa, opts, nopts, &j->m, j->max_window, j->board, &j->set))) return rc;
+        uint8_t block[ATM_FWSET_BYTES];
+        if (atm_fwset_encode(&j->set, block) != ATM_FWSET_OK || atm_fw_put_settings(j->elf, j->elen, block, err, sizeof err) != ATM_FW_OK)
+            return cli_err(CLI_RUNTIME, "firmware: cannot write the settings block: %s", err);
+    }
+    const int fmt = strcmp(j->format, "hex") == 0 ? ATM_FW_FORMAT_HEX : strcmp(j->format, "bin") == 0 ? ATM_FW_FORMAT_BIN : ATM_FW_FORMAT_ELF;
+    uint8_t *data = NULL;
+    size_t dlen = 0;
+    if (atm_fw_make_file(j->elf, j->elen, fmt, &data, &dlen, &j->base, &j->flash_bytes, err, sizeof err) != ATM_FW_OK)
+        return cli_err(CLI_RUNTIME, "firmware: template '%s': %s", j->path, err);
+    rc = atm_write_atomic(j->out, data, dlen, why, sizeof why);
+    free(data);
+    if (rc) return cli_err(CLI_RUNTIME, "firmware: %s", why);
+    return CLI_OK;
+}
+
+static void print_firmware(const fw_job *j) {
+    const int defw = j->m.cfg.window;
+    if (!j->with_settings && defw > j->max_window)
+        fprintf(stderr, "firmware: note: the model's default window %d does not fit the %s's RAM; run it with --window %d or less\n",
+                defw, j->board, j->max_window);
+    const int w = j->with_settings ? (int)j->set.window : defw;
+    printf("{\"out\":");
+    cli_json_str(stdout, j->out);
+    printf(",\"board\":\"%s\",\"template\":", j->board);
+    cli_json_str(stdout, j->path);
+    printf(",\"model_bytes\":%zu,\"capacity\":%u,\"container_crc32\":\"0x%08X\",\"encoding\":\"%s\","
+           "\"arena_bytes\":%ld,\"window\":%d,\"engine_bytes\":%zu,\"max_window\":%d,\"format\":\"%s\"",
+           j->blen, (unsigned)j->slot.capacity, (unsigned)atm_rd_u32le(j->blob + j->blen - 4), cli_encoding_name(j->m.encoding),
+           j->arena, w, atm_engine_arena_bytes(&j->m, w), j->max_window, j->format);
+    if (strcmp(j->format, "elf") != 0) printf(",\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu", (unsigned)j->base, j->flash_bytes);
+    if (j->with_settings) json_settings(stdout, &j->set);
+    else printf(",\"standalone\":false");
+    printf("}\n");
+}
+
 int cmd_firmware(int argc, char **argv) {
-    const char *model = NULL, *board = NULL, *out = NULL, *tmpl = NULL, *format = "elf";
+    fw_job j;
+    memset(&j, 0, sizeof j);
+    const char *tmpl = NULL;
+    j.format = "elf";
     settings_args sa;
     memset(&sa, 0, sizeof sa);
     sa.n = ATM_GEN_N_DEFAULT;       /* no --n: the shared default length */
     cli_opt opts[] = {
-        { "model",    OPT_STR, &model, 0, 0, 0, 0 },
-        { "board",    OPT_STR, &board, 0, 0, 0, 0 },
-        { "out",      OPT_STR, &out, 0, 0, 0, 0 },
+        { "model",    OPT_STR, &j.model, 0, 0, 0, 0 },
+        { "board",    OPT_STR, &j.board, 0, 0, 0, 0 },
+        { "out",      OPT_STR, &j.out, 0, 0, 0, 0 },
         { "template", OPT_STR, &tmpl, 0, 0, 0, 0 },
-        { "format",   OPT_STR, &format, 0, 0, 0, 0 },
+        { "format",   OPT_STR, &j.format, 0, 0, 0, 0 },
         SETTINGS_OPTS(sa),
     };
     const int nopts = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("firmware", argc, argv, opts, nopts);
     if (rc) return rc;
-    if (!model) return cli_err(CLI_USAGE, "firmware: --model is required");
-    if (!board) return cli_err(CLI_USAGE, "firmware: --board is required (mps2-an385 or microbit)");
-    if (!out || !*out) return cli_err(CLI_USAGE, "firmware: --out is required");
+    if (!j.model) return cli_err(CLI_USAGE, "firmware: --model is required");
+    if (!j.board) return cli_err(CLI_USAGE, "firmware: --board is required (mps2-an385 or microbit)");
+    if (!j.out || !*j.out) return cli_err(CLI_USAGE, "firmware: --out is required");
     int known = 0;
-    for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(board, BOARDS[i]) == 0;
-    if (!known) return cli_err(CLI_USAGE, "firmware: unknown board '%s' (mps2-an385 or microbit)", board);
-    if (strcmp(format, "elf") && strcmp(format, "hex") && strcmp(format, "bin"))
-        return cli_err(CLI_USAGE, "firmware: --format must be elf, hex or bin (got '%s')", format);
-    const int with_settings = settings_seen(opts, 5);
+    for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(j.board, BOARDS[i]) == 0;
+    if (!known) return cli_err(CLI_USAGE, "firmware: unknown board '%s' (mps2-an385 or microbit)", j.board);
+    if (strcmp(j.format, "elf") && strcmp(j.format, "hex") && strcmp(j.format, "bin"))
+        return cli_err(CLI_USAGE, "firmware: --format must be elf, hex or bin (got '%s')", j.format);
+    j.with_settings = settings_seen(opts, 5);
+    rc = cli_open_container("firmware", j.model, &j.blob, &j.blen, &j.m);
+    if (!rc) rc = load_template(&j, tmpl);
+    if (!rc) rc = patch_model(&j);
+    if (!rc) rc = write_image(&j, &sa, opts, nopts);
+    if (!rc) print_firmware(&j);
+    free(j.blob);
+    free(j.elf);
+    return rc;
+}
 
-    uint8_t *blob = NULL;
-    size_t blen = 0;
-    atm_model m;
-    if ((rc = cli_open_container("firmware", model, &blob, &blen, &m))) return rc;
-
-    char path[4096], tried[8192];
-    if (tmpl) {
-        snprintf(path, sizeof path, "%s", tmpl);
-    } else if (find_template(board, path, sizeof path, tried, sizeof tried)) {
-        free(blob);
-        return cli_err(CLI_RUNTIME, "firmware: no template image for %s (looked for %s): run 'cmake --preset mcu && "
-                       "cmake --build --preset mcu' or pass --template ELF", board, tried);
-    }
-    uint8_t *elf = NULL;
-    size_t elen = 0;
-    if (!file_exists(path)) {
-        free(blob);
-        return cli_err(CLI_RUNTIME, "firmware: cannot open template '%s' (run 'cmake --preset mcu && cmake --build --preset mcu')",
-                       path);
-    }
-    if ((rc = cli_read_file("firmware", path, (size_t)64 << 20, &elf, &elen))) { free(blob); return rc; }
-
-    char err[512];
-    atm_fw_slot slot;
-    int st = atm_fw_find_slot(elf, elen, &slot, err, sizeof err);
-    if (st == ATM_FW_OK && with_settings && blen + ATM_FWSET_BYTES > slot.capacity) {
-        free(blob); free(elf);
-        return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block",
-                       model, blen, board, (unsigned)slot.capacity, ATM_FWSET_BYTES);
-    }
-    if (st == ATM_FW_OK) st = atm_fw_patch(elf, elen, board, blob, blen, err, sizeof err);
-    if (st != ATM_FW_OK) {
-        free(blob); free(elf);
-        if (st == ATM_FW_E_CAPACITY)
-            return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes", model, blen,
-                           board, (unsigned)slot.capacity);
-        return cli_err(st == ATM_FW_E_BOARD ? CLI_USAGE : CLI_RUNTIME, "firmware: template '%s': %s", path, err);
-    }
-    atm_fw_fit fit;
-    if (atm_fw_fit_model(elf, elen, &m, &fit, err, sizeof err) != ATM_FW_OK || fit.arena < 0) {
-        free(blob); free(elf);
-        return cli_err(CLI_RUNTIME, "firmware: template '%s' has no .arena section (not an atome firmware image?)", path);
-    }
-    const long arena = (long)fit.arena;
-    const int max_window = fit.max_window;
-    if (max_window == 0) {
-        size_t need = atm_engine_arena_bytes(&m, 1);
-        free(blob); free(elf);
-        return cli_err(CLI_RUNTIME, "firmware: '%s' needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %ld",
-                       model, need + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, board, arena);
-    }
-    atm_fwset set;
-    if (with_settings) {
-        if ((rc = settings_build("firmware", &sa, opts, nopts, &m, max_window, board, &set))) { free(blob); free(elf); return rc; }
-        uint8_t block[ATM_FWSET_BYTES];
-        if (atm_fwset_encode(&set, block) != ATM_FWSET_OK || atm_fw_put_settings(elf, elen, block, err, sizeof err) != ATM_FW_OK) {
-            free(blob); free(elf);
-            return cli_err(CLI_RUNTIME, "firmware: cannot write the settings block: %s", err);
+/* The header text (and the settings before its closing #endif); *text malloc'd. */
+static int header_text(const char *model, const atm_model *m, const uint8_t *blob, size_t blen, const char *name,
+                       const atm_fwset *set, char **text, size_t *tlen) {
+    FILE *f = open_memstream(text, tlen);
+    if (!f) return cli_err(CLI_RUNTIME, "header: out of memory");
+    const char *base = strrchr(model, '/');
+    char err[256];
+    int st = atm_fw_header_text(f, m, blob, blen, name, base ? base + 1 : model, err, sizeof err);
+    if (st == ATM_FW_OK && set) {
+        /* the settings go before the header's closing #endif */
+        fflush(f);
+        static const char tail[] = "#endif\n";
+        if (*tlen >= sizeof tail - 1 && memcmp(*text + *tlen - (sizeof tail - 1), tail, sizeof tail - 1) == 0) {
+            fseeko(f, -(off_t)(sizeof tail - 1), SEEK_END);
+            st = atm_fw_settings_text(f, m, set, name, err, sizeof err);
+            fputs(tail, f);
+        } else {
+            st = ATM_FW_E_IO;
+            snprintf(err, sizeof err, "the header text does not end in #endif");
         }
     }
-    /* the file a board takes: the ELF, or its flash contents as Intel HEX or raw binary */
-    const int fmt = strcmp(format, "hex") == 0 ? ATM_FW_FORMAT_HEX : strcmp(format, "bin") == 0 ? ATM_FW_FORMAT_BIN : ATM_FW_FORMAT_ELF;
-    uint8_t *data = NULL;
-    size_t dlen = 0, fl = 0;
-    uint32_t base = 0;
-    if (atm_fw_make_file(elf, elen, fmt, &data, &dlen, &base, &fl, err, sizeof err) != ATM_FW_OK) {
-        free(blob); free(elf);
-        return cli_err(CLI_RUNTIME, "firmware: template '%s': %s", path, err);
+    int closed = fclose(f);
+    if (st == ATM_FW_OK && closed == 0) return CLI_OK;
+    free(*text);
+    *text = NULL;
+    if (st == ATM_FW_E_ARG) return cli_err(CLI_USAGE, "header: --name: %s", err);
+    return cli_err(CLI_RUNTIME, "header: %s", st != ATM_FW_OK ? err : "out of memory");
+}
+
+/* With settings, the one-file example firmware main beside the header
+ * (atome_model.c), written first; its path in example. */
+static int write_example(const char *out, const char *name, char *example, size_t cap) {
+    const char *slash = strrchr(out, '/');
+    snprintf(example, cap, "%.*satome_model.c", slash ? (int)(slash - out + 1) : 0, out);
+    if (strcmp(example, out) == 0)
+        return cli_err(CLI_USAGE, "header: --out '%s' is where the example atome_model.c goes; name the header otherwise", out);
+    char *et = NULL, why[512];
+    size_t el = 0;
+    FILE *ef = open_memstream(&et, &el);
+    if (!ef || atm_fw_example_text(ef, slash ? slash + 1 : out, name) != ATM_FW_OK) {
+        if (ef) fclose(ef);
+        free(et);
+        return cli_err(CLI_RUNTIME, "header: out of memory");
     }
-    char why[512];
-    rc = atm_write_atomic(out, data, dlen, why, sizeof why);
-    free(data);
-    if (rc) { free(blob); free(elf); return cli_err(CLI_RUNTIME, "firmware: %s", why); }
-    const int defw = m.cfg.window;
-    if (!with_settings && defw > max_window)
-        fprintf(stderr, "firmware: note: the model's default window %d does not fit the %s's RAM; run it with --window %d or less\n",
-                defw, board, max_window);
-    printf("{\"out\":");
-    cli_json_str(stdout, out);
-    printf(",\"board\":\"%s\",\"template\":", board);
-    cli_json_str(stdout, path);
-    printf(",\"model_bytes\":%zu,\"capacity\":%u,\"container_crc32\":\"0x%08X\",\"encoding\":\"%s\","
-           "\"arena_bytes\":%ld,\"window\":%d,\"engine_bytes\":%zu,\"max_window\":%d,\"format\":\"%s\"",
-           blen, (unsigned)slot.capacity, (unsigned)atm_rd_u32le(blob + blen - 4), cli_encoding_name(m.encoding), arena,
-           with_settings ? (int)set.window : defw, atm_engine_arena_bytes(&m, with_settings ? set.window : defw), max_window, format);
-    if (strcmp(format, "elf") != 0) printf(",\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu", (unsigned)base, fl);
-    if (with_settings) json_settings(stdout, &set);
-    else printf(",\"standalone\":false");
-    printf("}\n");
-    free(blob); free(elf);
-    return CLI_OK;
+    fclose(ef);
+    int rc = atm_write_atomic(example, et, el, why, sizeof why);
+    free(et);
+    return rc ? cli_err(CLI_RUNTIME, "header: %s", why) : CLI_OK;
 }
 
 int cmd_header(int argc, char **argv) {
@@ -316,63 +379,17 @@ int cmd_header(int argc, char **argv) {
     if ((rc = cli_open_container("header", model, &blob, &blen, &m))) return rc;
     atm_fwset set;
     if (with_settings && (rc = settings_build("header", &sa, opts, nopts, &m, 0, "board", &set))) { free(blob); return rc; }
-
     char *text = NULL;
     size_t tlen = 0;
-    FILE *f = open_memstream(&text, &tlen);
-    if (!f) { free(blob); return cli_err(CLI_RUNTIME, "header: out of memory"); }
-    const char *base = strrchr(model, '/');
-    char err[256];
-    int st = atm_fw_header_text(f, &m, blob, blen, name, base ? base + 1 : model, err, sizeof err);
-    if (st == ATM_FW_OK && with_settings) {
-        /* the settings go before the header's closing #endif */
-        fflush(f);
-        static const char tail[] = "#endif\n";
-        if (tlen >= sizeof tail - 1 && memcmp(text + tlen - (sizeof tail - 1), tail, sizeof tail - 1) == 0) {
-            fseeko(f, -(off_t)(sizeof tail - 1), SEEK_END);
-            st = atm_fw_settings_text(f, &m, &set, name, err, sizeof err);
-            fputs(tail, f);
-        } else {
-            st = ATM_FW_E_IO;
-            snprintf(err, sizeof err, "the header text does not end in #endif");
-        }
-    }
-    int closed = fclose(f);
+    rc = header_text(model, &m, blob, blen, name, with_settings ? &set : NULL, &text, &tlen);
     free(blob);
-    if (st != ATM_FW_OK || closed != 0) {
-        free(text);
-        if (st == ATM_FW_E_ARG) return cli_err(CLI_USAGE, "header: --name: %s", err);
-        return cli_err(CLI_RUNTIME, "header: %s", st != ATM_FW_OK ? err : "out of memory");
-    }
-    char why[512];
-    /* with settings: the one-file example firmware main beside the header,
-     * written first; if the header then fails, the example goes too */
-    char example[4096] = "";
-    if (with_settings) {
-        const char *slash = strrchr(out, '/');
-        snprintf(example, sizeof example, "%.*satome_model.c", slash ? (int)(slash - out + 1) : 0, out);
-        if (strcmp(example, out) == 0) {
-            free(text);
-            return cli_err(CLI_USAGE, "header: --out '%s' is where the example atome_model.c goes; name the header otherwise", out);
-        }
-        char *et = NULL;
-        size_t el = 0;
-        FILE *ef = open_memstream(&et, &el);
-        if (!ef || atm_fw_example_text(ef, slash ? slash + 1 : out, name) != ATM_FW_OK) {
-            if (ef) fclose(ef);
-            free(et);
-            free(text);
-            return cli_err(CLI_RUNTIME, "header: out of memory");
-        }
-        fclose(ef);
-        rc = atm_write_atomic(example, et, el, why, sizeof why);
-        free(et);
-        if (rc) { free(text); return cli_err(CLI_RUNTIME, "header: %s", why); }
-    }
+    if (rc) return rc;
+    char example[4096] = "", why[512];
+    if (with_settings && (rc = write_example(out, name, example, sizeof example))) { free(text); return rc; }
     rc = atm_write_atomic(out, text, tlen, why, sizeof why);
     free(text);
     if (rc) {
-        if (example[0]) remove(example);
+        if (example[0]) remove(example);     /* the header failed: the example goes too */
         return cli_err(CLI_RUNTIME, "header: %s", why);
     }
     printf("{\"out\":");
