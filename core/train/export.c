@@ -183,155 +183,200 @@ typedef struct {
     int16_t *vals;
 } owned;
 
+/* One export in progress: the tensor views the container writer takes, the
+ * memory they own, and where the weights are. */
+typedef struct {
+    const float *w;
+    const atm_config *c;
+    atm_atome_off O;
+    const atm_calib_stats *cs;
+    atm_tensor_view *tv;
+    owned *own;
+    double *tmp;          /* [C] a vector on its way to int16 */
+    int nt, ntens;
+    char *err;
+    size_t errlen;
+} exporter;
+
+/* A ternary tensor: its trits and its scale, exactly the trainer's quantiser. */
+static int ex_trits(exporter *e, int kind, int layer, const char *name, size_t off, int rows, int cols) {
+    char *err = e->err;
+    size_t errlen = e->errlen;
+    const float *src = e->w + off;
+    size_t cnt = (size_t)rows * (size_t)cols;
+    atm_tensor_view *t = &e->tv[e->nt];
+    int8_t *tr = e->own[e->nt].trits = malloc(cnt);
+    if (!tr) ATM_FAIL("export: out of memory");
+    float al = atm_ternary_alpha(src, cnt);
+    for (size_t i = 0; i < cnt; i++) tr[i] = (int8_t)atm_ternary_trit(src[i], al);
+    t->kind = kind; t->layer = layer; t->dtype = ATM_DT_TRITS;
+    t->count = (uint32_t)cnt; t->trits = tr; t->aux = 0;
+    if (alpha_fixed(al, &t->mant, &t->exp)) ATM_FAIL("export: scale %g of %s not representable", (double)al, name);
+    e->nt++;
+    return 0;
+}
+
+/* The vector in e->tmp as int16 with a power-of-two exponent. */
+static int ex_vec(exporter *e, int kind, int layer, int aux) {
+    char *err = e->err;
+    size_t errlen = e->errlen;
+    const int C = e->c->d_model;
+    atm_tensor_view *t = &e->tv[e->nt];
+    int16_t *v = e->own[e->nt].vals = malloc(sizeof(int16_t) * (size_t)C);
+    if (!v) ATM_FAIL("export: out of memory");
+    t->kind = kind; t->layer = layer; t->dtype = ATM_DT_I16;
+    t->count = (uint32_t)C; t->vals = v; t->mant = 0; t->aux = aux;
+    if (vec_fixed(e->tmp, C, v, &t->exp)) ATM_FAIL("export: vector too large for int16 (kind %d, layer %d)", kind, layer);
+    e->nt++;
+    return 0;
+}
+
+static double ex_alpha(const exporter *e) { return ldexp((double)e->tv[e->nt - 1].mant, -e->tv[e->nt - 1].exp); }
+
+/* LayerNorm l (l == n_layers: the final one); *u_bound: the largest |u| its
+ * output format holds: |gamma| sqrt(d-1) + |beta|, tightened by calibration. */
+static int ex_layernorm(exporter *e, int l, double *u_bound) {
+    const int C = e->c->d_model, Ln = e->c->n_layers;
+    const float *g = e->w + (l < Ln ? e->O.blk[l].ln_g : e->O.lnf_g);
+    const float *b = e->w + (l < Ln ? e->O.blk[l].ln_b : e->O.lnf_b);
+    const double sqrt_d1 = sqrt((double)(C > 1 ? C - 1 : 1));
+    double ub = 0.0;
+    for (int i = 0; i < C; i++) { double t = fabs((double)g[i]) * sqrt_d1 + fabs((double)b[i]); if (t > ub) ub = t; }
+    if (e->cs && e->cs->u_max[l] > 0.0f && 2.0 * e->cs->u_max[l] < ub) ub = 2.0 * e->cs->u_max[l];
+    int fu = frac_bits(ub, 32767.0, ATM_MAX_FU);
+    *u_bound = ldexp(32767.0, -fu);
+    for (int i = 0; i < C; i++) e->tmp[i] = g[i];
+    if (ex_vec(e, l < Ln ? ATM_T_LN_G : ATM_T_LNF_G, l < Ln ? l : ATM_LAYER_NONE, fu)) return -1;
+    for (int i = 0; i < C; i++) e->tmp[i] = b[i];
+    return ex_vec(e, l < Ln ? ATM_T_LN_B : ATM_T_LNF_B, l < Ln ? l : ATM_LAYER_NONE, 0);
+}
+
+/* The SSM of layer l: a in Q15 (the same tanhf as gen_new), b*c folded, and
+ * the state format from |bc| u_max / (1 - |a|); *bound: the pathway's bound. */
+static int ex_ssm(exporter *e, int l, double u_bound, double *bound) {
+    char *err = e->err;
+    size_t errlen = e->errlen;
+    const int C = e->c->d_model;
+    const float *ar = e->w + e->O.blk[l].ssm_a, *bb = e->w + e->O.blk[l].ssm_b, *cc = e->w + e->O.blk[l].ssm_c;
+    int16_t *A = e->own[e->nt].vals = malloc(sizeof(int16_t) * (size_t)C);
+    if (!A) ATM_FAIL("export: out of memory");
+    for (int i = 0; i < C; i++) {
+        double a = nearbyint((double)tanhf(ar[i]) * 32768.0);
+        A[i] = (int16_t)(a > 32767.0 ? 32767.0 : (a < -32767.0 ? -32767.0 : a));
+    }
+    for (int i = 0; i < C; i++) e->tmp[i] = (double)bb[i] * (double)cc[i];
+    double sb = 0.0;
+    for (int i = 0; i < C; i++) {
+        double t = fabs(e->tmp[i]) * u_bound / (1.0 - fabs((double)A[i]) / 32768.0);
+        if (t > sb) sb = t;
+    }
+    if (e->cs && e->cs->s_max[l] > 0.0f && 2.0 * e->cs->s_max[l] < sb) sb = 2.0 * e->cs->s_max[l];
+    atm_tensor_view *t = &e->tv[e->nt];
+    t->kind = ATM_T_SSM_A; t->layer = l; t->dtype = ATM_DT_I16; t->count = (uint32_t)C;
+    t->vals = A; t->mant = 0; t->exp = 15; t->aux = frac_bits(sb, (double)((1 << 30) - 1), ATM_MAX_FS);
+    e->nt++;
+    *bound = sb;
+    return ex_vec(e, ATM_T_SSM_BC, l, 0);
+}
+
+/* Block l after its LayerNorm: its pathways and router; *bound: the most
+ * the block adds to the residual (the router weights sum to 1, so the
+ * largest pathway bound). */
+static int ex_block(exporter *e, int l, double u_bound, double *bound) {
+    const atm_config *c = e->c;
+    const atm_atome_block_off *bo = &e->O.blk[l];
+    const int C = c->d_model, pw = c->pathways, P = (pw & 1) + ((pw >> 1) & 1) + ((pw >> 2) & 1);
+    double pb = 0.0, t = 0.0;
+    if (pw & ATM_PATH_CONV) {
+        if (ex_trits(e, ATM_T_CONV, l, "conv", bo->conv, C, c->kernel)) return -1;
+        if ((t = ex_alpha(e) * c->kernel * u_bound) > pb) pb = t;
+    }
+    if (pw & ATM_PATH_SSM) {
+        if (ex_ssm(e, l, u_bound, &t)) return -1;
+        if (t > pb) pb = t;
+    }
+    if (pw & ATM_PATH_ATTN) {
+        if (ex_trits(e, ATM_T_WQ, l, "attn.wq", bo->wq, c->d_head, C) || ex_trits(e, ATM_T_WK, l, "attn.wk", bo->wk, c->d_head, C) ||
+            ex_trits(e, ATM_T_WV, l, "attn.wv", bo->wv, C, C))
+            return -1;
+        /* |v| <= alpha_v * d * u_max; the mix is a convex combination */
+        if ((t = ex_alpha(e) * C * u_bound) > pb) pb = t;
+    }
+    *bound = pb;
+    return ex_trits(e, ATM_T_ROUTER, l, "router", bo->router, P, C);
+}
+
+/* The container config of an export (window: the option, else the training seq). */
+static int export_config(const atm_config *c, const atm_export_opts *o, atm_mconfig *mc) {
+    mc->vocab = c->vocab; mc->d_model = c->d_model; mc->n_layers = c->n_layers;
+    mc->pathways = c->pathways;
+    mc->d_head = (c->pathways & ATM_PATH_ATTN) ? c->d_head : 0;
+    mc->top_k = (c->pathways & ATM_PATH_ATTN) ? c->top_k : 0;
+    mc->kernel = (c->pathways & ATM_PATH_CONV) ? c->kernel : 0;
+    mc->train_seq = o->train_seq;
+    mc->window = o->window > 0 ? o->window : (o->train_seq > 0 ? o->train_seq : 64);
+    mc->fx = 0;
+    return atm_mconfig_check(mc) == ATM_OK ? 0 : -1;
+}
+
+/* Every tensor in container order; the residual format from the bounds. */
+static int export_tensors(exporter *e, atm_mconfig *mc) {
+    char *err = e->err;
+    size_t errlen = e->errlen;
+    const atm_config *c = e->c;
+    const int Ln = c->n_layers;
+    if (ex_trits(e, ATM_T_EMBED, ATM_LAYER_NONE, "embed", e->O.embed, c->vocab, c->d_model)) return -1;
+    double x_bound = ex_alpha(e);
+    for (int l = 0; l <= Ln; l++) {
+        double ub, pb;
+        if (ex_layernorm(e, l, &ub)) return -1;
+        if (l == Ln) break;
+        if (ex_block(e, l, ub, &pb)) return -1;
+        x_bound += pb;
+    }
+    if (ex_trits(e, ATM_T_UNEMBED, ATM_LAYER_NONE, "unembed", e->O.unembed, c->vocab, c->d_model)) return -1;
+    if (e->cs) {
+        double xm = 0.0;
+        for (int l = 0; l <= Ln; l++) if (e->cs->x_max[l] > xm) xm = e->cs->x_max[l];
+        if (xm > 0.0 && 2.0 * xm < x_bound) x_bound = 2.0 * xm;
+    }
+    mc->fx = frac_bits(x_bound, (double)((1 << 30) - 1), ATM_MAX_FX);
+    if (e->nt != e->ntens) ATM_FAIL("export: internal tensor count %d != %d", e->nt, e->ntens);
+    return 0;
+}
+
 int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts *o,
                      uint8_t **out, size_t *len, char *err, size_t errlen) {
     const atm_config *c = &L->cfg;
-    atm_tensor_view *tv = NULL;
-    owned *own = NULL;
-    double *tmp = NULL;
-    uint8_t *buf = NULL;
-    int nt = 0;
     *out = NULL; *len = 0;
     if (cfg_ok(c, err, errlen)) return -1;
-    atm_atome_off O;     /* where each tensor is (the family's one declaration) */
-    if (atm_atome_offsets(c, &O) || O.n_params != L->n_params) ATM_FAIL("export: layout is not an atome layout");
-    if (o->encoding != ATM_ENC_ATOME01 && o->encoding != ATM_ENC_ATOME02) ATM_FAIL_GOTO(fail, "export: unknown encoding %d", (int)o->encoding);
+    exporter e;
+    memset(&e, 0, sizeof e);
+    e.w = w; e.c = c; e.cs = o->calib; e.err = err; e.errlen = errlen;
+    if (atm_atome_offsets(c, &e.O) || e.O.n_params != L->n_params) ATM_FAIL("export: layout is not an atome layout");
+    if (o->encoding != ATM_ENC_ATOME01 && o->encoding != ATM_ENC_ATOME02) ATM_FAIL("export: unknown encoding %d", (int)o->encoding);
     if (o->calib && (o->calib->n_layers != c->n_layers || o->calib->d_model != c->d_model))
-        ATM_FAIL_GOTO(fail, "export: calibration statistics are for another shape (%d layers, d %d)",
-             (int)o->calib->n_layers, (int)o->calib->d_model);
+        ATM_FAIL("export: calibration statistics are for another shape (%d layers, d %d)", (int)o->calib->n_layers, (int)o->calib->d_model);
     atm_mconfig mc;
-    mc.vocab = c->vocab; mc.d_model = c->d_model; mc.n_layers = c->n_layers;
-    mc.pathways = c->pathways;
-    mc.d_head = (c->pathways & ATM_PATH_ATTN) ? c->d_head : 0;
-    mc.top_k = (c->pathways & ATM_PATH_ATTN) ? c->top_k : 0;
-    mc.kernel = (c->pathways & ATM_PATH_CONV) ? c->kernel : 0;
-    mc.train_seq = o->train_seq;
-    mc.window = o->window > 0 ? o->window : (o->train_seq > 0 ? o->train_seq : 64);
-    mc.fx = 0;
-    if (atm_mconfig_check(&mc) != ATM_OK) ATM_FAIL_GOTO(fail, "export: window %d or train seq %d out of range", (int)mc.window, (int)mc.train_seq);
-    const int C = c->d_model, Ln = c->n_layers, pw = c->pathways, V = c->vocab;
-    const int P = (pw & 1) + ((pw >> 1) & 1) + ((pw >> 2) & 1);
-    const int ntens = atm_container_tensors(&mc);
-    tv = calloc((size_t)ntens, sizeof *tv);
-    own = calloc((size_t)ntens, sizeof *own);
-    tmp = malloc(sizeof(double) * (size_t)C);
-    if (!tv || !own || !tmp) ATM_FAIL_GOTO(fail, "export: out of memory");
-
-    /* Per-layer bounds for the formats (real units). */
-    double u_bound[ATM_MAX_LAYERS + 1], path_bound[ATM_MAX_LAYERS];
-    const double sqrt_d1 = sqrt((double)(C > 1 ? C - 1 : 1));
-    const atm_calib_stats *cs = o->calib;
-    int fu_of[ATM_MAX_LAYERS + 1];
-
-#define ADD_TRITS(kind_, layer_, name_, off_, rows_, cols_) do { \
-        const float *src = w + (off_); \
-        size_t cnt = (size_t)(rows_) * (size_t)(cols_); \
-        own[nt].trits = malloc(cnt); \
-        if (!own[nt].trits) ATM_FAIL_GOTO(fail, "export: out of memory"); \
-        float al = atm_ternary_alpha(src, cnt); \
-        for (size_t i_ = 0; i_ < cnt; i_++) own[nt].trits[i_] = (int8_t)atm_ternary_trit(src[i_], al); \
-        tv[nt].kind = kind_; tv[nt].layer = layer_; tv[nt].dtype = ATM_DT_TRITS; \
-        tv[nt].count = (uint32_t)cnt; tv[nt].trits = own[nt].trits; tv[nt].aux = 0; \
-        if (alpha_fixed(al, &tv[nt].mant, &tv[nt].exp)) ATM_FAIL_GOTO(fail, "export: scale %g of %s not representable", (double)al, name_); \
-        nt++; } while (0)
-#define ADD_VEC(kind_, layer_, aux_) do { \
-        own[nt].vals = malloc(sizeof(int16_t) * (size_t)C); \
-        if (!own[nt].vals) ATM_FAIL_GOTO(fail, "export: out of memory"); \
-        tv[nt].kind = kind_; tv[nt].layer = layer_; tv[nt].dtype = ATM_DT_I16; \
-        tv[nt].count = (uint32_t)C; tv[nt].vals = own[nt].vals; tv[nt].mant = 0; tv[nt].aux = aux_; \
-        if (vec_fixed(tmp, C, own[nt].vals, &tv[nt].exp)) ATM_FAIL_GOTO(fail, "export: vector too large for int16 (kind %d, layer %d)", kind_, (int)(layer_)); \
-        nt++; } while (0)
-
-    ADD_TRITS(ATM_T_EMBED, ATM_LAYER_NONE, "embed", O.embed, V, C);
-    const double alpha_e = ldexp((double)tv[0].mant, -tv[0].exp);
-    double x_bound = alpha_e;
-    for (int l = 0; l <= Ln; l++) {
-        /* LayerNorm l (l == Ln: final) */
-        const float *g = w + (l < Ln ? O.blk[l].ln_g : O.lnf_g);
-        const float *b = w + (l < Ln ? O.blk[l].ln_b : O.lnf_b);
-        /* |u| <= |gamma| sqrt(d-1) + |beta|: the normalised value is at most sqrt(d-1) */
-        double ub = 0.0;
-        for (int i = 0; i < C; i++) { double t = fabs((double)g[i]) * sqrt_d1 + fabs((double)b[i]); if (t > ub) ub = t; }
-        if (cs && cs->u_max[l] > 0.0f && 2.0 * cs->u_max[l] < ub) ub = 2.0 * cs->u_max[l];
-        fu_of[l] = frac_bits(ub, 32767.0, ATM_MAX_FU);
-        u_bound[l] = ldexp(32767.0, -fu_of[l]);      /* largest |u| the format holds */
-        for (int i = 0; i < C; i++) tmp[i] = g[i];
-        ADD_VEC(l < Ln ? ATM_T_LN_G : ATM_T_LNF_G, l < Ln ? l : ATM_LAYER_NONE, fu_of[l]);
-        for (int i = 0; i < C; i++) tmp[i] = b[i];
-        ADD_VEC(l < Ln ? ATM_T_LN_B : ATM_T_LNF_B, l < Ln ? l : ATM_LAYER_NONE, 0);
-        if (l == Ln) break;
-        double pb = 0.0;
-        if (pw & ATM_PATH_CONV) {
-            ADD_TRITS(ATM_T_CONV, l, "conv", O.blk[l].conv, C, c->kernel);
-            double t = ldexp((double)tv[nt - 1].mant, -tv[nt - 1].exp) * c->kernel * u_bound[l];
-            if (t > pb) pb = t;
-        }
-        if (pw & ATM_PATH_SSM) {
-            const float *ar = w + O.blk[l].ssm_a, *bb = w + O.blk[l].ssm_b;
-            const float *cc = w + O.blk[l].ssm_c;
-            /* a in Q15 (same tanhf as gen_new); exponent fixed at 15 */
-            int16_t *A = malloc(sizeof(int16_t) * (size_t)C);
-            if (!A) ATM_FAIL_GOTO(fail, "export: out of memory");
-            own[nt].vals = A;
-            for (int i = 0; i < C; i++) {
-                double a = nearbyint((double)tanhf(ar[i]) * 32768.0);
-                A[i] = (int16_t)(a > 32767.0 ? 32767.0 : (a < -32767.0 ? -32767.0 : a));
-            }
-            for (int i = 0; i < C; i++) tmp[i] = (double)bb[i] * (double)cc[i];
-            /* folded state bound |bc| u_max / (1 - |a|) per channel */
-            double sb = 0.0;
-            for (int i = 0; i < C; i++) {
-                double one_minus = 1.0 - fabs((double)A[i]) / 32768.0;
-                double t = fabs(tmp[i]) * u_bound[l] / one_minus;
-                if (t > sb) sb = t;
-            }
-            if (cs && cs->s_max[l] > 0.0f && 2.0 * cs->s_max[l] < sb) sb = 2.0 * cs->s_max[l];
-            int fs = frac_bits(sb, (double)((1 << 30) - 1), ATM_MAX_FS);
-            tv[nt].kind = ATM_T_SSM_A; tv[nt].layer = l; tv[nt].dtype = ATM_DT_I16; tv[nt].count = (uint32_t)C;
-            tv[nt].vals = A; tv[nt].mant = 0; tv[nt].exp = 15; tv[nt].aux = fs;
-            nt++;
-            ADD_VEC(ATM_T_SSM_BC, l, 0);
-            if (sb > pb) pb = sb;
-        }
-        if (pw & ATM_PATH_ATTN) {
-            ADD_TRITS(ATM_T_WQ, l, "attn.wq", O.blk[l].wq, c->d_head, C);
-            ADD_TRITS(ATM_T_WK, l, "attn.wk", O.blk[l].wk, c->d_head, C);
-            ADD_TRITS(ATM_T_WV, l, "attn.wv", O.blk[l].wv, C, C);
-            /* |v| <= alpha_v * d * u_max; the mix is a convex combination */
-            double t = ldexp((double)tv[nt - 1].mant, -tv[nt - 1].exp) * C * u_bound[l];
-            if (t > pb) pb = t;
-        }
-        ADD_TRITS(ATM_T_ROUTER, l, "router", O.blk[l].router, P, C);
-        /* the router weights sum to 1, so a block adds at most the largest pathway bound */
-        path_bound[l] = pb;
-        x_bound += pb;
+    if (export_config(c, o, &mc)) ATM_FAIL("export: window %d or train seq %d out of range", (int)mc.window, (int)mc.train_seq);
+    e.ntens = atm_container_tensors(&mc);
+    e.tv = calloc((size_t)e.ntens, sizeof *e.tv);
+    e.own = calloc((size_t)e.ntens, sizeof *e.own);
+    e.tmp = malloc(sizeof(double) * (size_t)c->d_model);
+    uint8_t *buf = NULL;
+    int rc = -1;
+    if (!e.tv || !e.own || !e.tmp) atm_fail(err, errlen, "export: out of memory");
+    else if (export_tensors(&e, &mc) == 0) {
+        size_t need = atm_container_size(&mc, o->encoding), got = 0;
+        atm_status st;
+        if (!(buf = malloc(need))) atm_fail(err, errlen, "export: out of memory");
+        else if ((st = atm_container_write(&mc, o->encoding, e.tv, e.nt, buf, need, &got)) != ATM_OK)
+            atm_fail(err, errlen, "export: container writer: %s", atm_status_str(st));
+        else { *out = buf; *len = got; buf = NULL; rc = 0; }
     }
-    ADD_TRITS(ATM_T_UNEMBED, ATM_LAYER_NONE, "unembed", O.unembed, V, C);
-    if (cs) {
-        double xm = 0.0;
-        for (int l = 0; l <= Ln; l++) if (cs->x_max[l] > xm) xm = cs->x_max[l];
-        if (xm > 0.0 && 2.0 * xm < x_bound) x_bound = 2.0 * xm;
-    }
-    mc.fx = frac_bits(x_bound, (double)((1 << 30) - 1), ATM_MAX_FX);
-    (void)path_bound;
-    if (nt != ntens) ATM_FAIL_GOTO(fail, "export: internal tensor count %d != %d", nt, ntens);
-    size_t need = atm_container_size(&mc, o->encoding);
-    buf = malloc(need);
-    if (!buf) ATM_FAIL_GOTO(fail, "export: out of memory");
-    size_t got = 0;
-    atm_status st = atm_container_write(&mc, o->encoding, tv, nt, buf, need, &got);
-    if (st != ATM_OK) ATM_FAIL_GOTO(fail, "export: container writer: %s", atm_status_str(st));
-    *out = buf; *len = got;
-    buf = NULL;
-    for (int i = 0; i < ntens; i++) { free(own[i].trits); free(own[i].vals); }
-    free(own); free(tv); free(tmp);
-    return 0;
-fail:
-    if (own) for (int i = 0; i < ntens && i <= nt; i++) { free(own[i].trits); free(own[i].vals); }
-    free(own); free(tv); free(tmp); free(buf);
-    return -1;
-#undef ADD_TRITS
-#undef ADD_VEC
+    if (e.own) for (int i = 0; i < e.ntens; i++) { free(e.own[i].trits); free(e.own[i].vals); }
+    free(e.own); free(e.tv); free(e.tmp); free(buf);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
