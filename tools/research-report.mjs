@@ -88,13 +88,28 @@ function penDiff(P, Q) {   // is penalty P larger than Q (both in nats)?
 }
 
 // ---- claims ----
+// The published 944K comparison's training bytes: 30,000 steps of 256 x 256 (the reference's recipe).
+const PUBLISHED_944K_BYTES = 30000 * 256 * 256;
+const pplWin = (A, B) => A && B ? `ppl ${f3(Math.exp(A.mean))} vs ${f3(Math.exp(B.mean))}: ${pct(Math.exp(A.mean) / Math.exp(B.mean) - 1)}` : '';
+
+// One row per claim; each group of claims reads its cells (K: the ones several share).
 function claims(C) {
   const g = (k) => C.get(k);
   const rows = [];
   const add = (claim, published, ours, verdict, rest, why = '') => rows.push({ claim, published, ours, verdict, files: files(...rest), seeds: minSeeds(...rest), why });
-  const pplWin = (A, B) => A && B ? `ppl ${f3(Math.exp(A.mean))} vs ${f3(Math.exp(B.mean))}: ${pct(Math.exp(A.mean) / Math.exp(B.mean) - 1)}` : '';
+  const K = {
+    atF16: g('r3-architectures/atome-60k-fp32-16M'), atT16: g('r3-architectures/atome-60k-ternary-16M'),
+    atF130: g('r3-architectures/atome-60k-fp32-130M'), atT130: g('r3-architectures/atome-60k-ternary-130M'),
+    gsF130: g('r3-architectures/gssm-60k-fp32-130M'), gsT130: g('r3-architectures/gssm-60k-ternary-130M'),
+    trF: g('r2-shapes/L1-fp32-130M'), trT: g('r2-shapes/L1-ternary-pos-learned-130M'),
+  };
+  for (const f of [claims60k, claimAblation, claim944k, claimsShapes16, claims130M, claimsPenalty, claimFpinit, claimRouter]) f(g, add, K);
+  return rows;
+}
 
-  // 1-3: the benchmark note's 60K wins
+// the benchmark note's 60K wins: param-fair, flash-fair, the three-seed short run
+function claims60k(g, add, K) {
+  const { atF16, atT16, atF130, atT130, gsF130, gsT130, trF, trT } = K;
   for (const [claim, pub, a, b] of [
     ['60K param-fair win', 'ppl 6.31 vs 8.12 (−22.3 %), one seed, 3,000 steps', 'r1-protocol-r/atome-60k-st3000', 'r1-protocol-r/vanilla-60k-st3000'],
     ['60K flash-fair win', 'ppl 6.31 vs 13.10 (−51.8 %), one seed', 'r1-protocol-r/atome-60k-st3000', 'r1-protocol-r/vanilla-6k-st3000'],
@@ -103,7 +118,11 @@ function claims(C) {
     const A = g(a), B = g(b), c = cmp(A, B);
     add(claim, pub, `${pplWin(A, B)}; ${cmtShort(c)}`, winVerdict(c), [A, B], c.ok ? '' : c.why);
   }
-  // 4: ablation order
+}
+
+// the ablation order
+function claimAblation(g, add, K) {
+  const { atF16, atT16, atF130, atT130, gsF130, gsT130, trF, trT } = K;
   {
     const all = g('r1-protocol-r/atome-60k-st1500'), nc = g('r1-protocol-r/no-conv-st1500'), ns = g('r1-protocol-r/no-ssm-st1500'), na = g('r1-protocol-r/no-attn-st1500');
     const ppl = (c) => c ? f3(Math.exp(c.mean)) : '—';
@@ -118,18 +137,25 @@ function claims(C) {
       `mean ppl all ${ppl(all)}, no conv ${ppl(nc)}, no SSM ${ppl(ns)}, no attention ${ppl(na)}; no SSM vs no attention ${cmtShort(sa)}`,
       v, [all, nc, ns, na], why);
   }
-  // 5: the 944K reversal
+}
+
+// the 944K reversal
+function claim944k(g, add, K) {
+  const { atF16, atT16, atF130, atT130, gsF130, gsT130, trF, trT } = K;
   {
     const A = g('r5-944k/vanilla-950k-16M'), B = g('r5-944k/atome-944k-16M'), c = cmp(A, B);
     add('944K reversal (the transformer wins at 944K)', 'val loss 0.9337 vs 1.0545 nats (−11.5 %), one seed, 1.97G bytes',
-      `${A && B ? `${f4(A.mean)} vs ${f4(B.mean)} nats; ` : ''}${cmtShort(c)}; at 16M bytes, about 120× less than published`,
+      `${A && B ? `${f4(A.mean)} vs ${f4(B.mean)} nats; ` : ''}${cmtShort(c)}${A ? `; at ${int(A.first.bytes_trained)} bytes, ${Math.round(PUBLISHED_944K_BYTES / A.first.bytes_trained)}× fewer than published` : ''}`,
       winVerdict(c), [A, B], c.ok ? '' : c.why);
   }
-  // 6-7: shape sensitivity and routed vs best shape at 16M
+}
+
+// shape sensitivity, and the routed block against the best shape at 16M
+function claimsShapes16(g, add, K) {
+  const { atF16, atT16, atF130, atT130, gsF130, gsT130, trF, trT } = K;
   const shapes16 = ['L1', 'L2', 'L3', 'L4', 'L5', 'L6', 'orig'].map(s => g(`r2-shapes/${s}-fp32-16M`)).filter(Boolean);
   const best16 = shapes16.length ? shapes16.reduce((a, b) => (b.mean < a.mean ? b : a)) : null;
   const worst16 = shapes16.length ? shapes16.reduce((a, b) => (b.mean > a.mean ? b : a)) : null;
-  const atF16 = g('r3-architectures/atome-60k-fp32-16M'), atT16 = g('r3-architectures/atome-60k-ternary-16M');
   {
     const c = cmp(worst16, best16), arch = cmp(atF16, best16);
     let v = 'undetermined', why = '';
@@ -151,9 +177,11 @@ function claims(C) {
     add('routed vs best shape at 16M (a tie)', 'routed 0.95 % better in fp32, 4.0 % in ternary, both within noise',
       `fp32 ${cmtShort(cf)} (vs ${best16 ? shapeName(best16) : '—'}); ternary ${cmtShort(ct)} (vs ${bestT ? shapeName(bestT) : '—'})`, v, [atF16, best16, atT16, bestT], why);
   }
-  // 8-9: 130M
-  const atF130 = g('r3-architectures/atome-60k-fp32-130M'), atT130 = g('r3-architectures/atome-60k-ternary-130M');
-  const gsF130 = g('r3-architectures/gssm-60k-fp32-130M'), gsT130 = g('r3-architectures/gssm-60k-ternary-130M');
+}
+
+// the routed win and the gated SSM at 130M
+function claims130M(g, add, K) {
+  const { atF16, atT16, atF130, atT130, gsF130, gsT130, trF, trT } = K;
   const sh130 = ['L1', 'orig', 'L6'].map(s => g(`r2-shapes/${s}-fp32-130M`));
   {
     const cs = sh130.map(S => cmp(atF130, S));
@@ -162,15 +190,18 @@ function claims(C) {
     if (bad) why = bad.why;
     else v = cs.every(c => c.sig && c.d < 0) ? 'holds' : 'does not hold';
     add('routed win at 130M (fp32)', 'routed beats the three shapes by 22.2–24.0 % in fp32',
-      cs.map((c, i) => `vs ${['1×52', '3×44', '6×24'][i]} ${cmtShort(c)}`).join('; ') + '; 12.4 epochs of our file', v, [atF130, ...sh130], why);
+      cs.map((c, i) => `vs ${['1×52', '3×44', '6×24'][i]} ${cmtShort(c)}`).join('; ') + (atF130?.first.epochs ? `; ${atF130.first.epochs.toFixed(1)} epochs of our file` : ''), v, [atF130, ...sh130], why);
   }
   {
     const c = cmp(gsF130, atF130);
     add('gated SSM beats the routed block at 130M (fp32)', 'gated SSM 9.1 % better in fp32; matches it in ternary',
       `fp32 ${cmtShort(c)}; ternary ${cmtShort(cmp(gsT130, atT130))}`, winVerdict(c), [gsF130, atF130], c.ok ? '' : c.why);
   }
-  // 10-11: ternary penalty, positions
-  const trF = g('r2-shapes/L1-fp32-130M'), trT = g('r2-shapes/L1-ternary-pos-learned-130M');
+}
+
+// the ternary penalty by architecture, and the positional confound
+function claimsPenalty(g, add, K) {
+  const { atF16, atT16, atF130, atT130, gsF130, gsT130, trF, trT } = K;
   const pT = penalty(trT, trF), pA = penalty(atT130, atF130), pG = penalty(gsT130, gsF130);
   {
     const dA = penDiff(pA, pT), dG = penDiff(pG, pT);
@@ -191,7 +222,11 @@ function claims(C) {
       `1×52 penalty with fp32 positions ${pct(pT.pen)}, with ternary positions ${pct(pTp.pen)}, with none (vs fp32 none) ${pct(pN.pen)}`,
       v, [trF, trT, trTp, trNF, trNT], why);
   }
-  // 12: FP-init
+}
+
+// FP-init 90/10 by stage-2 learning rate
+function claimFpinit(g, add, K) {
+  const { atF16, atT16, atF130, atT130, gsF130, gsT130, trF, trT } = K;
   {
     const lo = g('r4-fpinit/L1-fpinit90-lr2-0.0001-130M'), hi = g('r4-fpinit/L1-fpinit90-lr2-0.003-130M');
     const cl = cmp(lo, trT), ch = cmp(hi, trT);
@@ -203,7 +238,11 @@ function claims(C) {
       `1×52: at 1e-4 ${cmtShort(cl)}; at 3e-3 ${cmtShort(ch)} (vs ternary from scratch); routed: at 1e-4 ${cmtShort(cmp(alo, atT130))}, at 3e-3 ${cmtShort(cmp(ahi, atT130))}`,
       v, [lo, hi, trT], why);
   }
-  // 13: router on SSM
+}
+
+// the router weight on the SSM pathway
+function claimRouter(g, add, K) {
+  const { atF16, atT16, atF130, atT130, gsF130, gsT130, trF, trT } = K;
   {
     const R = atT130;
     let v = 'undetermined', why = '', ours = 'no results';
@@ -228,7 +267,6 @@ function claims(C) {
     add('router weight on the SSM pathway (130M ternary)', 'SSM pathway mean weight 0.49–0.73 across layers, more than conv or attention; entropy 0.67–0.87 nats',
       ours, v, [R], why);
   }
-  return rows;
 }
 function cmtShort(c) { return c.ok ? `${pct(c.rel)} (${c.sig ? 'beyond' : 'within'} 2σ)` : `— (${c.why})`; }
 function shapeName(c) {
@@ -266,9 +304,8 @@ async function svgOf(vl) {
 const VL = 'https://vega.github.io/schema/vega-lite/v6.json';
 const BASE = { $schema: VL, background: 'white', config: { font: 'sans-serif', axis: { labelFontSize: 11, titleFontSize: 12 }, legend: { labelFontSize: 11 } } };
 
-function figSpecs(C, results) {
-  const figs = [];
-  // loss curves per spec: mean over seeds at each eval point
+// loss curves per spec: mean over seeds at each eval point
+function figCurves(C, results, figs) {
   for (const spec of [...new Set(results.map(r => r.spec))].sort()) {
     const vals = [];
     for (const c of [...C.values()].filter(c => c.spec === spec)) {
@@ -285,7 +322,10 @@ function figSpecs(C, results) {
           color: { field: 'cell', type: 'nominal', title: 'cell' } } },
       resolve: { scale: { x: 'independent', y: 'independent', color: 'independent' } } } });
   }
-  // shape sweep: bpb against depth, seeds as points
+}
+
+// shape sweep: bpb against depth, seeds as points
+function figShapes(C, results, figs) {
   const sv = [];
   for (const r of results.filter(r => r.spec === 'r2-shapes' && r.quant === 'fp32' && (!r.shape.pos || r.shape.pos === 'learned')))
     sv.push({ depth: r.shape.layers, shape: `${r.shape.layers}×${r.shape.d_model} ff${r.shape.d_ff}`, orig: r.cell.model === 'orig' ? 'reference 3×44' : 'matched',
@@ -297,7 +337,10 @@ function figSpecs(C, results) {
         y: { field: 'bpb', type: 'quantitative', title: 'held-out bpb', scale: { zero: false } }, shape: { field: 'orig', type: 'nominal', title: null }, color: { field: 'orig', type: 'nominal', title: null } } },
       { transform: [{ filter: "datum.orig == 'matched'" }], mark: 'line', encoding: { x: { field: 'depth', type: 'quantitative' }, y: { aggregate: 'mean', field: 'bpb', type: 'quantitative' } } },
     ] }, resolve: { scale: { y: 'independent' } } } });
-  // router weight per layer per pathway
+}
+
+// router weight per layer per pathway
+function figRouter(C, results, figs) {
   const rv = [];
   for (const [key, label] of [['r3-architectures/atome-60k-ternary-130M', '130M ternary'], ['r3-architectures/atome-60k-ternary-16M', '16M ternary'], ['r1-protocol-r/atome-60k-st3000', 'Protocol R 3,000 steps']]) {
     const c = C.get(key);
@@ -310,7 +353,10 @@ function figSpecs(C, results) {
       { mark: 'bar', encoding: { x: { field: 'layer', type: 'ordinal' }, xOffset: { field: 'pathway' }, y: { aggregate: 'mean', field: 'weight', type: 'quantitative', title: 'mean router weight', scale: { domain: [0, 1] } }, color: { field: 'pathway', type: 'nominal' } } },
       { mark: { type: 'point', color: 'black', size: 12 }, encoding: { x: { field: 'layer', type: 'ordinal' }, xOffset: { field: 'pathway' }, y: { field: 'weight', type: 'quantitative' } } },
     ] } } });
-  // ternary penalty per architecture
+}
+
+// ternary penalty per architecture
+function figPenalty(C, results, figs) {
   const pv = [];
   for (const budget of ['16M', '130M']) {
     const pairs = [['transformer 1×52', `r2-shapes/L1-ternary-pos-learned-${budget}`, `r2-shapes/L1-fp32-${budget}`],
@@ -329,7 +375,10 @@ function figSpecs(C, results) {
       { mark: 'bar', encoding: { x: { field: 'arch', type: 'nominal', title: null, sort: null }, y: { field: 'penalty', type: 'quantitative', title: 'penalty (%)' }, color: { field: 'arch', type: 'nominal', legend: null } } },
       { mark: { type: 'rule' }, encoding: { x: { field: 'arch', type: 'nominal', sort: null }, y: { field: 'lo', type: 'quantitative' }, y2: { field: 'hi' } } },
     ] } } });
-  // FP-init stage-2 LR curve
+}
+
+// FP-init stage-2 LR curve
+function figFpinit(C, results, figs) {
   const fv = [];
   for (const r of results.filter(r => r.spec === 'r4-fpinit')) fv.push({ model: r.cell.model === 'L1' ? 'transformer 1×52' : 'routed block', lr2: r.flags.lr2, bpb: r.bpb, seed: r.cell.seed });
   const refs = [];
@@ -343,33 +392,43 @@ function figSpecs(C, results) {
       { data: { values: fv }, mark: 'line', encoding: { x: { field: 'lr2', type: 'quantitative', scale: { type: 'log' } }, y: { aggregate: 'mean', field: 'bpb', type: 'quantitative' }, color: { field: 'model', type: 'nominal' } } },
       ...(refs.length ? [{ data: { values: refs }, mark: { type: 'rule', strokeDash: [4, 4] }, encoding: { y: { field: 'bpb', type: 'quantitative' }, color: { field: 'model', type: 'nominal' } } }] : []),
     ] } });
+}
+
+function figSpecs(C, results) {
+  const figs = [];
+  for (const f of [figCurves, figShapes, figRouter, figPenalty, figFpinit]) f(C, results, figs);
   return figs;
 }
 
-// ---- the document ----
-export async function report({ results: dir, out, figures = true, check = false, root, quiet = false }) {
-  const results = loadResults(dir);
-  const C = cells(results);
-  const specsDir = join(root, 'research');
-  const specMeta = {};
-  if (existsSync(specsDir)) for (const f of readdirSync(specsDir).filter(f => f.endsWith('.json')).sort()) specMeta[f.replace(/\.json$/, '')] = JSON.parse(readFileSync(join(specsDir, f), 'utf8'));
-  const L = [BEGIN, '', '## Research harness: the seed documents\' claims, re-run', '',
+// The part's opening: where the figures come from, the statistics, and how
+// often each budget repeats the training file (from the results themselves).
+function introLines(results, C) {
+  const epochsOf = (budget) => { const r = results.find(x => x.cell.budget === budget && x.epochs); return r ? r.epochs.toFixed(1) : null; };
+  const trainBytes = results.find(x => x.flags.valid === 'valid' && x.train_file_bytes)?.train_file_bytes;
+  const pr = results.find(x => x.spec === 'r1-protocol-r' && x.cell.budget === 'st3000' && x.epochs);
+  const rep = trainBytes
+    ? `**Repetition.** The runs on the whole training file see ${int(trainBytes)} bytes of chunks: the 16M-byte budget `
+      + `repeats them ${epochsOf('16M') ?? '—'} times and the 130M-byte budget ${epochsOf('130M') ?? '—'} times, where the paper saw `
+      + '0.008 and 0.064 epochs of the full corpus: every 130M row is a many-epoch result, and a model that memorises faster '
+      + '(more capacity in fp32, a wider transformer) can gain from repetition what it would not gain from new text.'
+    : '**Repetition.** No run on the whole training file yet.';
+  return [BEGIN, '', '## Research harness: the seed documents\' claims, re-run', '',
     `Every figure in this part comes from the result files under \`research/results/\` (${results.length} runs in ${C.size} cells), `
     + 'written by `tools/research sweep research/<spec>.json` (docs/research.md); each file holds the one-line `train_command` and '
     + '`eval_command` that re-run it. This part is rebuilt by `tools/research report` with no training. Held-out file: '
-    + '`tinystories-valid.txt` (1,203,128 bytes). A cell is the mean of its seeds; σ is the seeds\' standard deviation; '
+    + '`tinystories-valid.txt`. A cell is the mean of its seeds; σ is the seeds\' standard deviation; '
     + 'two cells differ only beyond 2·SE of the difference of their means (the re-examination paper\'s rule); a comparison '
     + 'resting on fewer than two seeds per cell is `undetermined`. Published figures are the seed documents\' (the benchmark '
     + 'note and the re-examination paper), never ours.', '',
-    '**Repetition.** Our training file is 10,498,232 bytes. The 16M-byte budget repeats it 1.5 times and the 130M-byte budget '
-    + '12.4 times, where the paper saw 0.008 and 0.064 epochs of the full corpus: every 130M row is a many-epoch result, and '
-    + 'a model that memorises faster (more capacity in fp32, a wider transformer) can gain from repetition what it would not '
-    + 'gain from new text. Protocol R rows train on the first 500,000 bytes (6.8 passes at 3,000 steps), as the reference did.', '',
-    '### Claims', '',
+    rep + (pr ? ` Protocol R rows train on the first 500,000 bytes (${pr.epochs.toFixed(1)} passes at 3,000 steps), as the reference did.` : ''), '',
+  ];
+}
+
+// The claims table: per claim its cells, each with a link per seed.
+function claimLines(rows, decided) {
+  const L = ['### Claims', '',
     '| claim | published | ours (mean over seeds) | verdict | seeds (min per cell) | result files |', '|---|---|---|---|---:|---|'];
-  const rows = claims(C);
   for (const r of rows) {
-    // per cell: its name, then a link per seed
     const byCell = new Map();
     for (const f of r.files) {
       const m = /^research\/results\/(.*)-(s\d+)\.json$/.exec(f);
@@ -380,8 +439,20 @@ export async function report({ results: dir, out, figures = true, check = false,
     const fl = byCell.size ? [...byCell].map(([k, v]) => `${k} ${v.join(' ')}`).join('; ') : '—';
     L.push(`| ${esc(r.claim)} | ${esc(r.published)} | ${esc(r.ours)} | **${r.verdict}**${r.why ? ` (${esc(r.why)})` : ''} | ${r.seeds} | ${fl} |`);
   }
-  const decided = rows.filter(r => r.verdict !== 'undetermined').length;
   L.push('', `${decided} of ${rows.length} claims decided. Relative differences are of the held-out loss (nats per byte) unless marked ppl.`, '');
+  return L;
+}
+
+// ---- the document ----
+export async function report({ results: dir, out, figures = true, check = false, root, quiet = false }) {
+  const results = loadResults(dir);
+  const C = cells(results);
+  const specsDir = join(root, 'research');
+  const specMeta = {};
+  if (existsSync(specsDir)) for (const f of readdirSync(specsDir).filter(f => f.endsWith('.json')).sort()) specMeta[f.replace(/\.json$/, '')] = JSON.parse(readFileSync(join(specsDir, f), 'utf8'));
+  const rows = claims(C);
+  const decided = rows.filter(r => r.verdict !== 'undetermined').length;
+  const L = [...introLines(results, C), ...claimLines(rows, decided)];
   const figs = figures ? figSpecs(C, results) : [];
   const imgDir = join(dirname(out), 'img/research');
   const svgs = [];

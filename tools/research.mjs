@@ -306,6 +306,26 @@ function probe(spec, f) {
   return s;
 }
 
+// The run list with parameter counts and an estimate from a 3-step timing probe per shape.
+function dryRun(spec, name, plan, opts) {
+  let total = 0;
+  const rows = plan.map(({ run, p }) => {
+    const done = existsSync(resultPath(name, run.id));
+    const sps = probe(spec, run.flags);
+    const est = sps * runSteps(run.flags);
+    if (!done) total += est;
+    return { run: run.id, config: run.flags.config, quant: p.quant, params: p.params, steps: runSteps(run.flags),
+      bytes: runBytes(run.flags), est_s: Math.round(est), done };
+  });
+  const w = Math.max(3, ...rows.map(r => r.run.length));
+  console.log(`${'run'.padEnd(w)}  ${'config'.padEnd(12)} quant    params     steps   est      done`);
+  for (const r of rows)
+    console.log(`${r.run.padEnd(w)}  ${r.config.padEnd(12)} ${r.quant.padEnd(8)} ${String(r.params).padStart(7)} ${String(r.steps).padStart(9)}   ${fmtDur(r.est_s).padEnd(8)} ${r.done ? 'yes' : ''}`);
+  const jobs = opts.jobs || os.cpus().length;
+  console.log(`${rows.length} runs, ${rows.filter(r => r.done).length} done; ~${fmtDur(total)} of CPU left (~${fmtDur(total / jobs)} at ${jobs} jobs)`);
+  console.log(JSON.stringify({ spec: name, runs: rows, cpu_seconds_left: Math.round(total), jobs }));
+}
+
 async function sweep(path, opts) {
   const { spec, name, runs: all } = loadSpec(path);
   let runs = all;
@@ -315,25 +335,7 @@ async function sweep(path, opts) {
   let plan;
   try { plan = runs.map(r => ({ run: r, cmd: commandsFor(name, spec, r), p: paramsOf(r.flags) })); }
   catch (e) { if (e instanceof SpecError) die(e.message); throw e; }
-  if (opts['dry-run']) {
-    let total = 0;
-    const rows = plan.map(({ run, p }) => {
-      const done = existsSync(resultPath(name, run.id));
-      const sps = probe(spec, run.flags);
-      const est = sps * runSteps(run.flags);
-      if (!done) total += est;
-      return { run: run.id, config: run.flags.config, quant: p.quant, params: p.params, steps: runSteps(run.flags),
-        bytes: runBytes(run.flags), est_s: Math.round(est), done };
-    });
-    const w = Math.max(3, ...rows.map(r => r.run.length));
-    console.log(`${'run'.padEnd(w)}  ${'config'.padEnd(12)} quant    params     steps   est      done`);
-    for (const r of rows)
-      console.log(`${r.run.padEnd(w)}  ${r.config.padEnd(12)} ${r.quant.padEnd(8)} ${String(r.params).padStart(7)} ${String(r.steps).padStart(9)}   ${fmtDur(r.est_s).padEnd(8)} ${r.done ? 'yes' : ''}`);
-    const jobs = opts.jobs || os.cpus().length;
-    console.log(`${rows.length} runs, ${rows.filter(r => r.done).length} done; ~${fmtDur(total)} of CPU left (~${fmtDur(total / jobs)} at ${jobs} jobs)`);
-    console.log(JSON.stringify({ spec: name, runs: rows, cpu_seconds_left: Math.round(total), jobs }));
-    return;
-  }
+  if (opts['dry-run']) return dryRun(spec, name, plan, opts);
   let todo = plan.filter(x => !existsSync(resultPath(name, x.run.id)));
   const doneAtStart = plan.length - todo.length;
   if (opts.limit) todo = todo.slice(0, opts.limit);

@@ -106,6 +106,21 @@ export async function loadAtome(source = defaultWasmUrl, options = {}) {
   return new Atome(instance.exports);
 }
 
+// n bytes in pieces of at most chunk, each from next(ptr, count) into one
+// scratch block (freed when the iterator ends): the float and the integer
+// generators' loop.
+function* pieces(model, n, chunk, next) {
+  const out = model.ex.atome_alloc(Math.max(1, chunk));
+  try {
+    for (let done = 0; done < n;) {
+      const c = Math.min(chunk, n - done);
+      next(out, c);
+      done += c;
+      yield model.a.u8(out, c).slice();
+    }
+  } finally { model.ex.atome_free(out); }
+}
+
 export class Atome {
   constructor(ex) { this.ex = ex; }
 
@@ -420,18 +435,7 @@ export class Model {
     this.a.withSettings(temperature, topK, topP, (t, k, p) =>
       this.check(this.ex.atome_gen_begin(this.h, window, t, k, p, seed >>> 0)));
     this.a.withBytes(pb, (p) => this.check(this.ex.atome_gen_feed(this.h, p, pb.length)));
-    const self = this;
-    return (function* pieces() {
-      const out = self.ex.atome_alloc(Math.max(1, chunk));
-      try {
-        for (let done = 0; done < n;) {
-          const k = Math.min(chunk, n - done);
-          self.check(self.ex.atome_gen_next(self.h, out, k));
-          done += k;
-          yield self.a.u8(out, k).slice();
-        }
-      } finally { self.ex.atome_free(out); }
-    })();
+    return pieces(this, n, chunk, (out, k) => this.check(this.ex.atome_gen_next(this.h, out, k)));
   }
 
   // All n bytes at once; onBytes (optional) sees each piece as it comes.
@@ -527,16 +531,8 @@ export class PackedModel {
     return pb;
   }
 
-  *pieces({ n = 64, chunk = 16 } = {}) {
-    const out = this.ex.atome_alloc(Math.max(1, chunk));
-    try {
-      for (let done = 0; done < n;) {
-        const c = Math.min(chunk, n - done);
-        this.check(this.ex.atome_engine_next(this.h, out, c));
-        done += c;
-        yield this.a.u8(out, c).slice();
-      }
-    } finally { this.ex.atome_free(out); }
+  pieces({ n = 64, chunk = 16 } = {}) {
+    return pieces(this, n, chunk, (out, c) => this.check(this.ex.atome_engine_next(this.h, out, c)));
   }
 
   generateBytes(prompt, options = {}, onBytes = null) { return Model.prototype.generateBytes.call(this, prompt, options, onBytes); }

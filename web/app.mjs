@@ -231,31 +231,36 @@ async function startGenerate() {
   try { await runGenerate(); } finally { genState.starting = false; refreshEnabled(); }
 }
 
+// Generate's fields, checked (the shared limits; empty Length and Seed take
+// their defaults); null after showing the error on its field.
+async function generateFields() {
+  const g = { temperature: $('temperature').value.trim() || null, topK: $('top-k').value.trim() || null,
+    topP: $('top-p').value.trim() || null, window: 0 };
+  try {
+    g.n = $('n').value.trim() === '' ? LIMITS.nDefault : intField('n', 0, LIMITS.nMax, 'Length');
+    g.seed = $('seed').value.trim() === '' ? LIMITS.seedDefault : intField('seed', 0, 4294967295, 'Seed');
+    if ($('window').value.trim() !== '') g.window = intField('window', 1, LIMITS.maxWindow, 'Window');
+    await call('check', { temperature: g.temperature, topK: g.topK, topP: g.topP }).catch((e) => { throw settingsError(e); });
+  } catch (e) { showError(e.message); markField(e); return null; }
+  return g;
+}
+
+// The speed line while bytes stream: done of total, percentage, rate, ETA.
+function progressLine(done, n, seconds) {
+  const rate = done / Math.max(seconds, 1e-3), left = (n - done) / rate;
+  const eta = rate > 0 ? (left < 90 ? `${Math.ceil(left)} s` : `${Math.ceil(left / 60)} min`) : '?';
+  return `${fmt(done)} of ${fmt(n)} bytes (${Math.floor(100 * done / Math.max(n, 1))} %) · ${fmt(rate)} bytes/s · ETA ${eta}`;
+}
+
 async function runGenerate() {
   $('output').dataset.done = '0';
-  let n, seed, window = 0;
-  const temperature = $('temperature').value.trim(), topK = $('top-k').value.trim(), topP = $('top-p').value.trim();
-  try {
-    n = $('n').value.trim() === '' ? LIMITS.nDefault : intField('n', 0, LIMITS.nMax, 'Length');
-    seed = $('seed').value.trim() === '' ? LIMITS.seedDefault : intField('seed', 0, 4294967295, 'Seed');
-    if ($('window').value.trim() !== '') window = intField('window', 1, LIMITS.maxWindow, 'Window');
-    await call('check', { temperature: temperature || null, topK: topK || null, topP: topP || null }).catch((e) => { throw settingsError(e); });
-  } catch (e) { showError(e.message); markField(e); return; }
+  const fields = await generateFields();
+  if (!fields) return;
+  const { n } = fields;
   const prompt = enc.encode($('prompt').value);
   const out = $('output');
-  genState.lines = new WhyLines();
-  out.textContent = '';
-  out.dataset.hex = '';
-  out.dataset.done = '0';
-  $('output-prompt').textContent = $('prompt').value || '';
-  $('speed').textContent = prompt.length > 2048 ? `Reading the prompt (${fmt(prompt.length)} bytes)…` : '';
-  genState.story = null;
-  $('output-copy').disabled = true;
-  $('output-save').disabled = true;
-  $('output-note').textContent = '';
+  clearOutput(prompt);
   const explain = $('explain').checked;
-  $('why').hidden = !explain;
-  $('why-note').textContent = '';
   const hadFocus = document.activeElement === $('generate');
   const dec = new TextDecoder();
   const hexParts = [];
@@ -273,9 +278,7 @@ async function runGenerate() {
     paintWhy();
     if (follow) { sc.scrollLeft = sc.scrollWidth; paintWhy(); }
   };
-  const eta = (left, rate) => (rate > 0 ? (left / rate < 90 ? `${Math.ceil(left / rate)} s` : `${Math.ceil(left / rate / 60)} min`) : '?');
-  const job = gen.call('generate', { key: current, prompt, n, temperature: temperature || null, topK: topK || null,
-    topP: topP || null, seed, window, explain }, [], (m) => {
+  const job = gen.call('generate', { key: current, prompt, ...fields, explain }, [], (m) => {
     if (m.type === 'prompt') {          // a long prompt is being read
       $('speed').textContent = `Reading the prompt: ${fmt(m.fed)} of ${fmt(m.total)} bytes (${Math.floor(100 * m.fed / m.total)} %)…`;
       return;
@@ -284,9 +287,7 @@ async function runGenerate() {
     pendingText += dec.decode(m.bytes, { stream: true });
     if (m.lines) genState.lines.push(m.lines);
     genState.n = m.done;
-    const rate = m.done / Math.max(m.seconds, 1e-3);
-    $('speed').textContent = `${fmt(m.done)} of ${fmt(n)} bytes (${Math.floor(100 * m.done / Math.max(n, 1))} %) · ` +
-      `${fmt(rate)} bytes/s · ETA ${eta(n - m.done, rate)}`;
+    $('speed').textContent = progressLine(m.done, n, m.seconds);
     if (!raf) raf = requestAnimationFrame(paint);
   });
   genState.rid = job.rid;
@@ -298,7 +299,6 @@ async function runGenerate() {
     paint();
     out.dataset.hex = hexParts.join('');
     out.dataset.done = '1';
-    genState.story = { prompt, hex: out.dataset.hex };
     $('speed').textContent = `${fmt(r.n)} bytes in ${r.seconds.toFixed(2)} s · ${fmt(r.n / Math.max(r.seconds, 1e-3))} bytes/s` +
       (r.stopped ? ' (stopped)' : '');
     test.events.push(['generated', r.n]);
@@ -309,16 +309,39 @@ async function runGenerate() {
     showError(e.message);
     markField(e);
   } finally {
-    genState.running = false;
-    if (out.dataset.hex || $('prompt').value) {
-      genState.story = { prompt, hex: out.dataset.hex };
-      $('output-copy').disabled = false;
-      $('output-save').disabled = false;
-    }
-    refreshEnabled();
-    if (document.activeElement === $('stop') || document.activeElement === document.body) $('generate').focus();
-    if (genState.lines.dropped) $('why-note').textContent = `The strip shows the last ${fmt(genState.lines.length)} bytes.`;
+    endGenerate(prompt, out);
   }
+}
+
+// A new story: the output, its buttons and the why strip start empty.
+function clearOutput(prompt) {
+  const out = $('output');
+  genState.lines = new WhyLines();
+  out.textContent = '';
+  out.dataset.hex = '';
+  out.dataset.done = '0';
+  $('output-prompt').textContent = $('prompt').value || '';
+  $('speed').textContent = prompt.length > 2048 ? `Reading the prompt (${fmt(prompt.length)} bytes)…` : '';
+  genState.story = null;
+  $('output-copy').disabled = true;
+  $('output-save').disabled = true;
+  $('output-note').textContent = '';
+  $('why').hidden = !$('explain').checked;
+  $('why-note').textContent = '';
+}
+
+// Done, stopped or failed: the story can be copied and saved, the keyboard
+// goes back to Generate.
+function endGenerate(prompt, out) {
+  genState.running = false;
+  if (out.dataset.hex || $('prompt').value) {
+    genState.story = { prompt, hex: out.dataset.hex };
+    $('output-copy').disabled = false;
+    $('output-save').disabled = false;
+  }
+  refreshEnabled();
+  if (document.activeElement === $('stop') || document.activeElement === document.body) $('generate').focus();
+  if (genState.lines.dropped) $('why-note').textContent = `The strip shows the last ${fmt(genState.lines.length)} bytes.`;
 }
 
 // The story as the page shows it: the prompt, then the generated bytes

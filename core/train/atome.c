@@ -797,6 +797,7 @@ static const float *atome_gen_step(void *gen, int token) {
     g->pos = pos + 1;
     return g->logits;
 }
+#undef TAP
 
 static void atome_gen_free(void *gen) {
     atome_gen *g = gen;
