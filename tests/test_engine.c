@@ -22,6 +22,7 @@
 #include "check.h"
 #include "../core/engine.h"
 #include "../core/train/export.h"
+#include "../core/host/engine_host.h"
 #include "../core/train/model.h"
 #include "../core/train/trainer.h"
 #include "../core/train/data.h"

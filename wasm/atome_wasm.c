@@ -25,7 +25,8 @@
  * checkpoint written here differs from the CLI's only in its data paths
  * (whatever names JS passes) and elapsed seconds.
  * The calibration sample and the float-logit bridge are the CLI's own
- * (atm_calib_sample, atm_logits_q16 in core/train/export.c). */
+ * (atm_calib_sample in core/train/export.c, atm_logits_q16 in
+ * core/host/engine_host.c). */
 #define _DEFAULT_SOURCE /* sbrk */
 #include <emscripten/emscripten.h>
 #if defined(__wasm_simd128__)
@@ -39,6 +40,7 @@
 #include "ckpt.h"
 #include "data.h"
 #include "export.h"
+#include "host/engine_host.h"
 #include "kernels.h"
 #include "atome_layers.h"
 #include "kernels_layers.h"
@@ -425,6 +427,18 @@ API double atome_export(session *s, int encoding, int window, const uint8_t *cal
     s->image = out;
     s->image_len = len;
     return (double)len;
+}
+
+/* The float model's parameter count for a container's shape, as `atome
+ * params` gives it (the container stores fewer values: the SSM output vector
+ * is folded into its input weights at export); -1 if the trainer has no
+ * layout for it. For atome_engine_stat (wasm/atome_wasm_engine.c), which
+ * stays engine-only. */
+double atome_shape_params(const atm_mconfig *c) {
+    atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
+                      c->pathways, 0, 0, 0, 0, 0 };
+    atm_layout L;
+    return atm_layout_build(&fc, &L) == 0 ? (double)L.n_params : -1;
 }
 
 /* ---- float generation (what `atome generate --model CKPT` does) ---- */

@@ -13,7 +13,9 @@
  * vocabulary are refused, and byte i of n is fed back only when byte i+1 is
  * asked for. So the same model, prompt, settings and seed give the same
  * bytes here as on every other target. Open failures are worded as the
- * CLI's (atm_container_why, core/train/export.c).
+ * CLI's (atm_container_why, core/host/engine_host.c). Engine-only: no
+ * trainer header; the float parameter count of stat 10 is asked of the
+ * trainer's front end (atome_shape_params, wasm/atome_wasm.c).
  * Returns: 0 / a value, -1 (runtime failure) or -2 (bad argument, the CLI's
  * usage error) with a one-line reason in atome_engine_error(). */
 #include <emscripten/emscripten.h>
@@ -23,15 +25,15 @@
 #include "engine.h"
 #include "engine_kernels.h"
 #include "explain.h"
-#include "export.h"
 #include "format.h"
-#include "model.h"
+#include "host/engine_host.h"
 #include "rng.h"
 #include "sampler.h"
 
 /* wasm/atome_wasm.c */
 int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
                            char *err, size_t errlen);
+double atome_shape_params(const atm_mconfig *c);
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -226,13 +228,7 @@ API double atome_engine_stat(engine_session *s, int what) {
     case 7: return s->m.cfg.window;
     case 8: return s->m.cfg.train_seq;
     case 9: return s->m.encoding;
-    case 10: {
-        const atm_mconfig *c = &s->m.cfg;
-        atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
-                          c->pathways, 0, 0, 0, 0, 0 };
-        atm_layout L;
-        return atm_layout_build(&fc, &L) == 0 ? (double)L.n_params : -1;
-    }
+    case 10: return atome_shape_params(&s->m.cfg);
     default: return -1;
     }
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 #include "container.h"
 #include "engine.h"
-#include "export.h"
+#include "host/engine_host.h"
 #include "format.h"
 #include "fwsettings.h"
 #include "sampler.h"
