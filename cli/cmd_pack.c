@@ -300,10 +300,8 @@ static int inspect_container(const char *path, const uint8_t *b, size_t len, int
         /* params: the model's parameter count, as `atome params` reports it for
          * this shape; stored_values: what the file holds (the SSM output vector
          * is folded into its input weights at export, so it stores fewer). */
-        atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
-                          c->pathways, 0, 0, 0, 0, 0 };
-        atm_layout FL;
-        if (atm_layout_build(&fc, &FL) == 0) fprintf(f, ",\"params\":%zu", FL.n_params);
+        size_t fp = atm_export_float_params(c);
+        if (fp) fprintf(f, ",\"params\":%zu", fp);
         else fputs(",\"params\":null", f);
         fprintf(f, ",\"stored_values\":%u,\"trit_params\":%u,\"vector_params\":%u,\"tensors\":%u", (unsigned)in.params,
                 (unsigned)in.trit_params, (unsigned)(in.params - in.trit_params), (unsigned)in.n_tensors);

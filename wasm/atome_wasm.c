@@ -435,10 +435,8 @@ API double atome_export(session *s, int encoding, int window, const uint8_t *cal
  * layout for it. For atome_engine_stat (wasm/atome_wasm_engine.c), which
  * stays engine-only. */
 double atome_shape_params(const atm_mconfig *c) {
-    atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
-                      c->pathways, 0, 0, 0, 0, 0 };
-    atm_layout L;
-    return atm_layout_build(&fc, &L) == 0 ? (double)L.n_params : -1;
+    size_t n = atm_export_float_params(c);
+    return n ? (double)n : -1;
 }
 
 /* ---- float generation (what `atome generate --model CKPT` does) ---- */

@@ -125,12 +125,20 @@ API int atome_engine_settings(engine_session *s, const char *temperature, const 
     return 0;
 }
 
-/* Forgets every position, then feeds the prompt (n = 0: one '\n'). */
-API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
+/* 0 if a model is open and every prompt byte is in its vocabulary, else
+ * -1 / -2 with the reason. */
+static int check_prompt(engine_session *s, const uint8_t *p, size_t n) {
     if (!s->open) FAIL(s, -1, "no model open");
     int V = s->m.cfg.vocab;
     for (size_t i = 0; i < n; i++)
         if (p[i] >= V) FAIL(s, -2, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
+    return 0;
+}
+
+/* Forgets every position, then feeds the prompt (n = 0: one '\n'). */
+API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
+    int rc = check_prompt(s, p, n);
+    if (rc) return rc;
     atm_engine_reset(&s->e);
     int32_t *tr = s->explain ? s->trace : NULL;
     if (n == 0) s->logits = atm_engine_step_traced(&s->e, '\n', tr);
@@ -143,10 +151,8 @@ API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
 /* Feeds more prompt bytes after atome_engine_feed, without forgetting
  * (a long prompt read in slices, with progress between them). */
 API int atome_engine_feed_more(engine_session *s, const uint8_t *p, size_t n) {
-    if (!s->open) FAIL(s, -1, "no model open");
-    int V = s->m.cfg.vocab;
-    for (size_t i = 0; i < n; i++)
-        if (p[i] >= V) FAIL(s, -2, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
+    int rc = check_prompt(s, p, n);
+    if (rc) return rc;
     int32_t *tr = s->explain ? s->trace : NULL;
     for (size_t i = 0; i < n; i++) s->logits = atm_engine_step_traced(&s->e, p[i], tr);
     return 0;

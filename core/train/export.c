@@ -318,6 +318,13 @@ static int export_config(const atm_config *c, const atm_export_opts *o, atm_mcon
     return atm_mconfig_check(mc) == ATM_OK ? 0 : -1;
 }
 
+size_t atm_export_float_params(const atm_mconfig *c) {
+    atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
+                      c->pathways, 0, 0, 0, 0, 0 };
+    atm_layout L;
+    return atm_layout_build(&fc, &L) == 0 ? L.n_params : 0;
+}
+
 /* Every tensor in container order; the residual format from the bounds. */
 static int export_tensors(exporter *e, atm_mconfig *mc) {
     char *err = e->err;

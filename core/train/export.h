@@ -82,6 +82,12 @@ typedef struct {
     const atm_calib_stats *calib;    /* NULL: provable bounds only */
 } atm_export_opts;
 
+/* The float model's parameter count for a container's shape (config c), as
+ * `atome params` gives it: the container stores fewer values, since the SSM
+ * output vector is folded into its input weights at export. 0 if the
+ * trainer has no layout for that shape. */
+size_t atm_export_float_params(const atm_mconfig *c);
+
 /* Shadow weights w of an atome layout -> container in *out (malloc'd,
  * free() it), *len bytes. 0, or -1 with a reason. */
 int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts *o,
