@@ -11,13 +11,13 @@
 #define ATOME_CLI_H
 #include <stdint.h>
 #include <stdio.h>
-#include "model.h"
-#include "trainer.h"
-#include "ckpt.h"
-#include "export.h"
-#include "host/engine_host.h"
-#include "container.h"
-#include "sampler.h"
+#include "core/train/model.h"
+#include "core/train/trainer.h"
+#include "core/train/ckpt.h"
+#include "core/train/export.h"
+#include "core/host/engine_host.h"
+#include "core/container.h"
+#include "core/sampler.h"
 
 #define CLI_OK 0
 #define CLI_RUNTIME 1

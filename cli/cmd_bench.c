@@ -15,8 +15,8 @@
  * --toggle-collect=bench_gen_*` counts exactly their instructions; that is
  * how tools/bench-generate measures instructions per byte. */
 #include "cli.h"
-#include "engine.h"
-#include "format.h"
+#include "core/engine.h"
+#include "core/format.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -12,9 +12,9 @@
  * flags (export is deterministic). docs/cli.md documents the flags and the
  * JSON keys. */
 #include "cli.h"
-#include "engine.h"
-#include "format.h"
-#include "legacy.h"
+#include "core/engine.h"
+#include "core/format.h"
+#include "core/train/legacy.h"
 #include <stdlib.h>
 #include <string.h>
 

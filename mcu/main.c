@@ -28,12 +28,12 @@
 #include <stdint.h>
 #include "mcu.h"
 #include "semihost.h"
-#include "container.h"
-#include "engine.h"
-#include "format.h"
-#include "rng.h"
-#include "sampler.h"
-#include "fwsettings.h"
+#include "core/container.h"
+#include "core/engine.h"
+#include "core/format.h"
+#include "core/rng.h"
+#include "core/sampler.h"
+#include "core/fwsettings.h"
 #include "uart.h"
 
 #ifndef MCU_BOARD

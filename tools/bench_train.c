@@ -22,10 +22,10 @@
  * on a bad argument or a config that cannot be trained (e.g. a family still
  * unimplemented). Single-threaded by construction (no threads anywhere). */
 #define _POSIX_C_SOURCE 200809L
-#include "kernels.h"
-#include "model.h"
-#include "rng.h"
-#include "trainer.h"
+#include "core/train/kernels.h"
+#include "core/train/model.h"
+#include "core/rng.h"
+#include "core/train/trainer.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -37,16 +37,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "ckpt.h"
-#include "data.h"
-#include "export.h"
-#include "host/engine_host.h"
-#include "kernels.h"
-#include "atome_layers.h"
-#include "kernels_layers.h"
-#include "model.h"
-#include "sampler.h"
-#include "trainer.h"
+#include "core/train/ckpt.h"
+#include "core/train/data.h"
+#include "core/train/export.h"
+#include "core/host/engine_host.h"
+#include "core/train/kernels.h"
+#include "core/train/atome_layers.h"
+#include "core/train/kernels_layers.h"
+#include "core/train/model.h"
+#include "core/sampler.h"
+#include "core/train/trainer.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
 

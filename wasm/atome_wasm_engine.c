@@ -21,14 +21,14 @@
 #include <emscripten/emscripten.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "container.h"
-#include "engine.h"
-#include "engine_kernels.h"
-#include "explain.h"
-#include "format.h"
-#include "host/engine_host.h"
-#include "rng.h"
-#include "sampler.h"
+#include "core/container.h"
+#include "core/engine.h"
+#include "core/engine_kernels.h"
+#include "core/explain.h"
+#include "core/format.h"
+#include "core/host/engine_host.h"
+#include "core/rng.h"
+#include "core/sampler.h"
 
 /* wasm/atome_wasm.c */
 int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
