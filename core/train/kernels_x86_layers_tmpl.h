@@ -15,6 +15,10 @@
  *   KX_HSUMT(v)          sum of the lanes by the fixed tree of kernels_x86.c
  *                        (the softmax's; kernels_x86_atome_tmpl.h repeats it
  *                        across vectors)
+ *   KX_SQRT1(x)          correctly rounded sqrt of one float (= sqrtf)
+ *   KX_VZEROUPPER()      what ends an entry point (vzeroupper on x86)
+ * and may define KX_LIBM_SOFTMAX: the set's softmax is atm_softmax_ref (no
+ * atm_softmax here; kl_softmax calls the reference).
  * KX_TAILMASK(n) must accept n in 0..KX_VL.
  *
  * Every row is computed on its own, in a fixed order that depends only on
@@ -28,9 +32,6 @@
 #define KL(name) KL_CAT(name, KX_SUFFIX)
 #define KL_INLINE static inline __attribute__((always_inline)) KX_ATTR
 
-/* sqrt as one correctly rounded instruction (same value as sqrtf, without
- * the errno path that would call libm for a negative argument). */
-KL_INLINE float KL(kl_sqrt)(float x) { return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x))); }
 
 KX_ATTR void KL(atm_layernorm_forward)(float *out, float *mean, float *rstd, const float *inp,
                                        const float *g, const float *b, int N, int C) {
@@ -57,7 +58,7 @@ KX_ATTR void KL(atm_layernorm_forward)(float *out, float *mean, float *rstd, con
             acc = KX_ADD(acc, KX_MUL(d, d));
         }
         const float var = KX_HSUM(acc) / (float)C;
-        const float s = 1.0f / KL(kl_sqrt)(var + ATM_LN_EPS);
+        const float s = 1.0f / KX_SQRT1(var + ATM_LN_EPS);
         const KX_V sv = KX_SET1(s);
         /* ((x - mu) * s) * g + b, rounded after each operation as the reference */
         for (i = 0; i < full; i += KX_VL)
@@ -68,7 +69,7 @@ KX_ATTR void KL(atm_layernorm_forward)(float *out, float *mean, float *rstd, con
         if (mean) mean[n] = mu;
         if (rstd) rstd[n] = s;
     }
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
 
 KX_ATTR void KL(atm_layernorm_backward)(float *dinp, float *dg, float *db, const float *dout,
@@ -120,7 +121,7 @@ KX_ATTR void KL(atm_layernorm_backward)(float *dinp, float *dg, float *db, const
             }
         }
     }
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
 
 KX_ATTR void KL(atm_exp)(float *y, const float *x, int n) {
@@ -130,7 +131,7 @@ KX_ATTR void KL(atm_exp)(float *y, const float *x, int n) {
         KX_MASK m = KX_TAILMASK(n - i);
         KX_STOREM(y + i, m, KX_EXP(KX_LOADM(x + i, m)));
     }
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
 
 /* Rows per pass of the cross-entropy forward: the vector part of a pass
@@ -176,7 +177,7 @@ KX_ATTR double KL(atm_xent_forward)(float *probs, const float *logits, const uin
             for (i = 0; i < full; i += KX_VL) KX_STORE(p + i, KX_MUL(KX_LOAD(p + i), inv));
             if (tail) KX_STOREM(p + i, m, KX_MUL(KX_LOADM(p + i, m), inv));
         }
-        _mm256_zeroupper();
+        KX_VZEROUPPER();
         /* -log softmax from the logits, not from the rounded probability */
         if (tgt)
             for (int r = 0; r < nn; r++) sum += (double)(logf(ssum[r]) - zt[r]);
@@ -198,9 +199,14 @@ KX_ATTR void KL(atm_xent_backward)(float *dlogits, const float *probs, const uin
         if (tail) KX_STOREM(d + i, m, KX_ADD(KX_LOADM(d + i, m), KX_MUL(sv, KX_LOADM(p + i, m))));
         d[tgt[n]] -= scale;
     }
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
 
+#if defined(KX_LIBM_SOFTMAX)
+/* The set's softmax is the reference's (libm expf): atm_softmax_ref, also
+ * for the attention and router code of kernels_x86_atome_tmpl.h. */
+KL_INLINE void KL(kl_softmax)(float *x, int n) { atm_softmax_ref(x, n); }
+#else
 /* Softmax of one row in place (max-subtracted); kept inline for the
  * attention and router code of kernels_x86_atome_tmpl.h. */
 KL_INLINE void KL(kl_softmax)(float *x, int n) {
@@ -231,8 +237,9 @@ KL_INLINE void KL(kl_softmax)(float *x, int n) {
 
 KX_ATTR void KL(atm_softmax)(float *x, int n) {
     KL(kl_softmax)(x, n);
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
+#endif
 
 #undef KL_XCH
 #undef KL_INLINE
