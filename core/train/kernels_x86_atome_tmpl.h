@@ -314,42 +314,79 @@ KX_ATTR void KA(atm_atome_ssm_forward)(float *s, float *out, const float *u, con
     KX_VZEROUPPER();
 }
 
-/* The backward scan keeps each vector chunk of channels in registers
+/* The backward scan keeps NV vector chunks of channels from i in registers
  * (carry and the three per-channel sums) for the whole scan, chunks
  * outermost; every channel sees the reference's ssm_bwd_step in the
- * reference's order (b ascending, t descending). */
+ * reference's order (b ascending, t descending). With TAIL the last vector
+ * holds the channels of mask mk. NV = KX_SSM_NV (default 1) scans run side
+ * by side as independent carry chains. */
+#if defined(KX_SSM_NV)
+#define KA_SSMNV KX_SSM_NV
+#else
+#define KA_SSMNV 1
+#endif
+#define KA_LD(p, v_) ((TAIL && (v_) == NV - 1) ? KX_LOADM((p), mk) : KX_LOAD(p))
+#define KA_ST(p, v_, x_)                                                      \
+    do {                                                                      \
+        if (TAIL && (v_) == NV - 1) KX_STOREM((p), mk, (x_));                 \
+        else KX_STORE((p), (x_));                                             \
+    } while (0)
+KA_INLINE void KA(ka_ssm_bwd_chunk)(const int NV, const int TAIL, float *du, float *da_raw, float *db, float *dc,
+                                    const float *dout, const float *u, const float *s, const float *a,
+                                    const float *b, const float *c_out, int B, int T, int C, int i, KX_MASK mk) {
+    KX_V av[2], bv[2], cov[2], acc_da[2], acc_db[2], acc_dc[2], carry[2];
+    KA_UNROLL for (int v = 0; v < NV; v++) {
+        const int o = i + v * KX_VL;
+        av[v] = KA_LD(a + o, v); bv[v] = KA_LD(b + o, v); cov[v] = KA_LD(c_out + o, v);
+        acc_da[v] = KX_ZERO(); acc_db[v] = KX_ZERO(); acc_dc[v] = KX_ZERO();
+    }
+    for (int bb = 0; bb < B; bb++) {
+        KA_UNROLL for (int v = 0; v < NV; v++) carry[v] = KX_ZERO();   /* a * dL/ds_{t+1} */
+        for (int t = T - 1; t >= 0; t--) {
+            KA_UNROLL for (int v = 0; v < NV; v++) {
+                const size_t n = ((size_t)bb * T + t) * C + i + v * KX_VL;
+                const KX_V g = KA_LD(dout + n, v), sv = KA_LD(s + n, v);
+                const KX_V sp = t > 0 ? KA_LD(s + n - C, v) : KX_ZERO();
+                const KX_V ds = KX_ADD(KX_MUL(g, cov[v]), carry[v]);
+                carry[v] = KX_MUL(av[v], ds);
+                if (du) KA_ST(du + n, v, KX_ADD(KA_LD(du + n, v), KX_MUL(bv[v], ds)));
+                acc_dc[v] = KX_ADD(acc_dc[v], KX_MUL(g, sv));
+                acc_db[v] = KX_ADD(acc_db[v], KX_MUL(ds, KA_LD(u + n, v)));
+                acc_da[v] = KX_ADD(acc_da[v], KX_MUL(ds, sp));
+            }
+        }
+    }
+    KA_UNROLL for (int v = 0; v < NV; v++) {
+        const int o = i + v * KX_VL;
+        if (da_raw)
+            KA_ST(da_raw + o, v, KX_ADD(KA_LD(da_raw + o, v),
+                                        KX_MUL(acc_da[v], KX_SUB(KX_SET1(1.0f), KX_MUL(av[v], av[v])))));
+        if (db) KA_ST(db + o, v, KX_ADD(KA_LD(db + o, v), acc_db[v]));
+        if (dc) KA_ST(dc + o, v, KX_ADD(KA_LD(dc + o, v), acc_dc[v]));
+    }
+}
+#undef KA_LD
+#undef KA_ST
+
 KX_ATTR void KA(atm_atome_ssm_backward)(float *du, float *da_raw, float *db, float *dc,
                                         const float *dout, const float *u, const float *s,
                                         const float *a_raw, const float *b, const float *c_out,
                                         float *scratch, int B, int T, int C) {
     float *a = scratch;                                   /* [C] tanh(a_raw) */
     for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
-    for (int i = 0; i < C; i += KX_VL) {
-        const KX_MASK mk = KX_TAILMASK(C - i < KX_VL ? C - i : KX_VL);
-        const KX_V av = KX_LOADM(a + i, mk), bv = KX_LOADM(b + i, mk), cov = KX_LOADM(c_out + i, mk);
-        KX_V acc_da = KX_ZERO(), acc_db = KX_ZERO(), acc_dc = KX_ZERO();
-        for (int bb = 0; bb < B; bb++) {
-            KX_V carry = KX_ZERO();                       /* a * dL/ds_{t+1} */
-            for (int t = T - 1; t >= 0; t--) {
-                const size_t n = ((size_t)bb * T + t) * C + i;
-                const KX_V g = KX_LOADM(dout + n, mk), sv = KX_LOADM(s + n, mk);
-                const KX_V sp = t > 0 ? KX_LOADM(s + n - C, mk) : KX_ZERO();
-                const KX_V ds = KX_ADD(KX_MUL(g, cov), carry);
-                carry = KX_MUL(av, ds);
-                if (du) KX_STOREM(du + n, mk, KX_ADD(KX_LOADM(du + n, mk), KX_MUL(bv, ds)));
-                acc_dc = KX_ADD(acc_dc, KX_MUL(g, sv));
-                acc_db = KX_ADD(acc_db, KX_MUL(ds, KX_LOADM(u + n, mk)));
-                acc_da = KX_ADD(acc_da, KX_MUL(ds, sp));
-            }
-        }
-        if (da_raw)
-            KX_STOREM(da_raw + i, mk, KX_ADD(KX_LOADM(da_raw + i, mk),
-                                            KX_MUL(acc_da, KX_SUB(KX_SET1(1.0f), KX_MUL(av, av)))));
-        if (db) KX_STOREM(db + i, mk, KX_ADD(KX_LOADM(db + i, mk), acc_db));
-        if (dc) KX_STOREM(dc + i, mk, KX_ADD(KX_LOADM(dc + i, mk), acc_dc));
-    }
+    const KX_MASK all = KX_TAILMASK(KX_VL);
+    int i = 0;
+    for (; i + KA_SSMNV * KX_VL <= C; i += KA_SSMNV * KX_VL)
+        KA(ka_ssm_bwd_chunk)(KA_SSMNV, 0, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, all);
+#if KA_SSMNV > 1
+    for (; i + KX_VL <= C; i += KX_VL)
+        KA(ka_ssm_bwd_chunk)(1, 0, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, all);
+#endif
+    if (i < C)
+        KA(ka_ssm_bwd_chunk)(1, 1, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, KX_TAILMASK(C - i));
     KX_VZEROUPPER();
 }
+#undef KA_SSMNV
 
 /* One attention row from its kept weights: zero fill past keff, then
  * out[n] = sum over i < keff, in order, of ps[i] * v[n0 + is[i]]. */
@@ -653,6 +690,48 @@ KA_INLINE void KA(ka_mix_weights)(float *wb, float *rb, int rows, int P, KX_VI l
     }
 }
 
+/* Row n of the router output: hout = hin + sum over p, in order, of
+ * w_p * path_p (w_p = wb[p][l]), a vector of columns at a time. */
+KA_INLINE void KA(ka_mix_row)(const int P, float *ho, const float *hi, const float *const *paths, size_t n,
+                              int C, const float *wb, int l) {
+    const float *pa[8];
+    KX_V wv[8];
+    KA_UNROLL for (int pp = 0; pp < P; pp++) { pa[pp] = paths[pp] + n * C; wv[pp] = KX_SET1(wb[pp * KX_VL + l]); }
+    int c = 0;
+    for (; c + KX_VL <= C; c += KX_VL) {
+        KX_V acc = KX_LOAD(hi + c);
+        KA_UNROLL for (int pp = 0; pp < P; pp++) acc = KX_ADD(acc, KX_MUL(wv[pp], KX_LOAD(pa[pp] + c)));
+        KX_STORE(ho + c, acc);
+    }
+    if (c < C) {
+        const KX_MASK mk = KX_TAILMASK(C - c);
+        KX_V acc = KX_LOADM(hi + c, mk);
+        KA_UNROLL for (int pp = 0; pp < P; pp++) acc = KX_ADD(acc, KX_MUL(wv[pp], KX_LOADM(pa[pp] + c, mk)));
+        KX_STOREM(ho + c, mk, acc);
+    }
+}
+
+#define KA_MIX_CASE(P_) case P_: KA(ka_mix_row)(P_, ho, hi, paths, n, C, wb, l); break;
+/* ka_mix_row for P = 1..8 paths (one copy per count); more (never: P <=
+ * ATM_ATOME_MAX_PATHS) by the same sums, path by path. */
+KA_INLINE void KA(ka_mix_row_n)(int P, float *ho, const float *hi, const float *const *paths, size_t n, int C,
+                                const float *wb, int l) {
+    switch (P) {
+        KA_MIX_CASE(1) KA_MIX_CASE(2) KA_MIX_CASE(3) KA_MIX_CASE(4)
+        KA_MIX_CASE(5) KA_MIX_CASE(6) KA_MIX_CASE(7) KA_MIX_CASE(8)
+    default:
+        for (int c = 0; c < C; c += KX_VL) {
+            const KX_MASK mk = KX_TAILMASK(C - c < KX_VL ? C - c : KX_VL);
+            KX_V acc = KX_LOADM(hi + c, mk);
+            for (int pp = 0; pp < P; pp++)
+                acc = KX_ADD(acc, KX_MUL(KX_SET1(wb[pp * KX_VL + l]), KX_LOADM(paths[pp] + n * C + c, mk)));
+            KX_STOREM(ho + c, mk, acc);
+        }
+        break;
+    }
+}
+#undef KA_MIX_CASE
+
 /* The router softmax of each row (ka_mix_weights: atm_softmax's bits, what
  * gen_step computes), then hout = hin + sum over p, in order, of r_p * path_p. */
 KX_ATTR void KA(atm_atome_mix_forward)(float *hout, float *r, const float *hin,
@@ -667,15 +746,7 @@ KX_ATTR void KA(atm_atome_mix_forward)(float *hout, float *r, const float *hin,
         KA(ka_mix_weights)(wb, r + (size_t)n0 * P, rows, P, lane_row);
         for (int l = 0; l < rows; l++) {
             const size_t n = (size_t)n0 + l;
-            const float *hi = hin + n * C;
-            float *ho = hout + n * C;
-            for (int c = 0; c < C; c += KX_VL) {
-                const KX_MASK mk = KX_TAILMASK(C - c < KX_VL ? C - c : KX_VL);
-                KX_V acc = KX_LOADM(hi + c, mk);
-                for (int pp = 0; pp < P; pp++)
-                    acc = KX_ADD(acc, KX_MUL(KX_SET1(wb[pp * KX_VL + l]), KX_LOADM(paths[pp] + n * C + c, mk)));
-                KX_STOREM(ho + c, mk, acc);
-            }
+            KA(ka_mix_row_n)(P, hout + n * C, hin + n * C, paths, n, C, wb, l);
         }
     }
     KX_VZEROUPPER();

@@ -33,41 +33,79 @@
 #define KL_INLINE static inline __attribute__((always_inline)) KX_ATTR
 
 
+/* Rows per pass of the layernorm forward (KX_LN_ROWS, 1..4): R rows side by
+ * side, each row's operations as for one row alone, so the sums' latency
+ * chains of the rows overlap where the set asks for it. */
+#if defined(KX_LN_ROWS)
+#define KL_LNR KX_LN_ROWS
+#else
+#define KL_LNR 1
+#endif
+
+/* Rows n .. n+R-1. */
+KL_INLINE void KL(kl_ln_fwd_rows)(const int R, float *out, float *mean, float *rstd, const float *inp,
+                                  const float *g, const float *b, int n, int C) {
+    const int full = C / KX_VL * KX_VL, tail = C - full;
+    const KX_MASK m = KX_TAILMASK(tail);
+    const float *x[4];
+    KX_V acc[4], mv[4], sv[4];
+    float mu[4], s[4];
+    int i;
+    for (int r = 0; r < R; r++) { x[r] = inp + (size_t)(n + r) * C; acc[r] = KX_ZERO(); }
+    for (i = 0; i < full; i += KX_VL)
+        for (int r = 0; r < R; r++) acc[r] = KX_ADD(acc[r], KX_LOAD(x[r] + i));
+    if (tail)
+        for (int r = 0; r < R; r++) acc[r] = KX_ADD(acc[r], KX_LOADM(x[r] + i, m));
+    for (int r = 0; r < R; r++) { mu[r] = KX_HSUM(acc[r]) / (float)C; mv[r] = KX_SET1(mu[r]); acc[r] = KX_ZERO(); }
+    for (i = 0; i < full; i += KX_VL)
+        for (int r = 0; r < R; r++) {
+            KX_V d = KX_SUB(KX_LOAD(x[r] + i), mv[r]);
+            acc[r] = KX_ADD(acc[r], KX_MUL(d, d));
+        }
+    if (tail)
+        for (int r = 0; r < R; r++) {
+            KX_V d = KX_MASKZ(m, KX_SUB(KX_LOADM(x[r] + i, m), mv[r]));
+            acc[r] = KX_ADD(acc[r], KX_MUL(d, d));
+        }
+    for (int r = 0; r < R; r++) {
+        const float var = KX_HSUM(acc[r]) / (float)C;
+        s[r] = 1.0f / KX_SQRT1(var + ATM_LN_EPS);
+        sv[r] = KX_SET1(s[r]);
+    }
+    /* ((x - mu) * s) * g + b, rounded after each operation as the reference */
+    for (i = 0; i < full; i += KX_VL) {
+        const KX_V gv = KX_LOAD(g + i), bv = KX_LOAD(b + i);
+        for (int r = 0; r < R; r++)
+            KX_STORE(out + (size_t)(n + r) * C + i,
+                     KX_ADD(KX_MUL(KX_MUL(KX_SUB(KX_LOAD(x[r] + i), mv[r]), sv[r]), gv), bv));
+    }
+    if (tail) {
+        const KX_V gv = KX_LOADM(g + i, m), bv = KX_LOADM(b + i, m);
+        for (int r = 0; r < R; r++)
+            KX_STOREM(out + (size_t)(n + r) * C + i, m,
+                      KX_ADD(KX_MUL(KX_MUL(KX_SUB(KX_LOADM(x[r] + i, m), mv[r]), sv[r]), gv), bv));
+    }
+    for (int r = 0; r < R; r++) {
+        if (mean) mean[n + r] = mu[r];
+        if (rstd) rstd[n + r] = s[r];
+    }
+}
+
 KX_ATTR void KL(atm_layernorm_forward)(float *out, float *mean, float *rstd, const float *inp,
                                        const float *g, const float *b, int N, int C) {
     if (N <= 0) return;
     if (C <= 0) { atm_layernorm_forward_ref(out, mean, rstd, inp, g, b, N, C); return; }
-    const int full = C / KX_VL * KX_VL, tail = C - full;
-    const KX_MASK m = KX_TAILMASK(tail);
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float *o = out + (size_t)n * C;
-        int i;
-        KX_V acc = KX_ZERO();
-        for (i = 0; i < full; i += KX_VL) acc = KX_ADD(acc, KX_LOAD(x + i));
-        if (tail) acc = KX_ADD(acc, KX_LOADM(x + i, m));
-        const float mu = KX_HSUM(acc) / (float)C;
-        const KX_V mv = KX_SET1(mu);
-        acc = KX_ZERO();
-        for (i = 0; i < full; i += KX_VL) {
-            KX_V d = KX_SUB(KX_LOAD(x + i), mv);
-            acc = KX_ADD(acc, KX_MUL(d, d));
-        }
-        if (tail) {
-            KX_V d = KX_MASKZ(m, KX_SUB(KX_LOADM(x + i, m), mv));
-            acc = KX_ADD(acc, KX_MUL(d, d));
-        }
-        const float var = KX_HSUM(acc) / (float)C;
-        const float s = 1.0f / KX_SQRT1(var + ATM_LN_EPS);
-        const KX_V sv = KX_SET1(s);
-        /* ((x - mu) * s) * g + b, rounded after each operation as the reference */
-        for (i = 0; i < full; i += KX_VL)
-            KX_STORE(o + i, KX_ADD(KX_MUL(KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv), KX_LOAD(g + i)), KX_LOAD(b + i)));
-        if (tail)
-            KX_STOREM(o + i, m, KX_ADD(KX_MUL(KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv), KX_LOADM(g + i, m)),
-                                      KX_LOADM(b + i, m)));
-        if (mean) mean[n] = mu;
-        if (rstd) rstd[n] = s;
+    int n = 0;
+    for (; n + KL_LNR <= N; n += KL_LNR) KL(kl_ln_fwd_rows)(KL_LNR, out, mean, rstd, inp, g, b, n, C);
+    switch (N - n) {
+    case 1: KL(kl_ln_fwd_rows)(1, out, mean, rstd, inp, g, b, n, C); break;
+#if KL_LNR > 2
+    case 2: KL(kl_ln_fwd_rows)(2, out, mean, rstd, inp, g, b, n, C); break;
+#endif
+#if KL_LNR > 3
+    case 3: KL(kl_ln_fwd_rows)(3, out, mean, rstd, inp, g, b, n, C); break;
+#endif
+    default: break;
     }
     KX_VZEROUPPER();
 }
@@ -242,6 +280,7 @@ KX_ATTR void KL(atm_softmax)(float *x, int n) {
 #endif
 
 #undef KL_XCH
+#undef KL_LNR
 #undef KL_INLINE
 #undef KL
 #undef KL_CAT
