@@ -79,6 +79,28 @@ KX_INL float kx_dot8_wasm(const float *a, const float *b, int n) {
            (wasm_f32x4_extract_lane(t, 2) + wasm_f32x4_extract_lane(t, 3));
 }
 
+/* The same dot product, and y[i] += r * a[i] in the same pass. */
+KX_INL float kx_dot8_axpy_wasm(const float *a, const float *b, int n, float *y, float r) {
+    v128_t lo = wasm_f32x4_splat(0.0f), hi = lo;
+    const v128_t rv = wasm_f32x4_splat(r);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const v128_t a0 = wasm_v128_load(a + i), a1 = wasm_v128_load(a + i + 4);
+        lo = wasm_f32x4_add(lo, wasm_f32x4_mul(a0, wasm_v128_load(b + i)));
+        hi = wasm_f32x4_add(hi, wasm_f32x4_mul(a1, wasm_v128_load(b + i + 4)));
+        wasm_v128_store(y + i, wasm_f32x4_add(wasm_v128_load(y + i), wasm_f32x4_mul(rv, a0)));
+        wasm_v128_store(y + i + 4, wasm_f32x4_add(wasm_v128_load(y + i + 4), wasm_f32x4_mul(rv, a1)));
+    }
+    if (i < n) {
+        float l0 = wasm_f32x4_extract_lane(lo, 0);
+        for (; i < n; i++) { l0 += a[i] * b[i]; y[i] += r * a[i]; }
+        lo = wasm_f32x4_replace_lane(lo, 0, l0);
+    }
+    const v128_t t = wasm_f32x4_add(lo, hi);
+    return (wasm_f32x4_extract_lane(t, 0) + wasm_f32x4_extract_lane(t, 1)) +
+           (wasm_f32x4_extract_lane(t, 2) + wasm_f32x4_extract_lane(t, 3));
+}
+
 /* ---- vector exp (constants of kernels_x86.c: Cephes expf, S. Moshier) ----
  * exp of 4 lanes for x <= 88 (the callers pass x <= 0). NaN stays NaN.
  * n = round(x * log2e) to even by adding 1.5 * 2^23 (every sum then lies in
@@ -195,6 +217,7 @@ KX_INL v128_t kx_expf4(v128_t x) {
 #define KX_SQRT1(x) sqrtf(x)             /* f32.sqrt: correctly rounded */
 #define KX_VZEROUPPER() ((void)0)
 #define KX_DOT8(a, b, n) kx_dot8_wasm((a), (b), (n))
+#define KX_DOT8_AXPY(a, b, n, y, r) kx_dot8_axpy_wasm((a), (b), (n), (y), (r))
 #define KX_GT_BITS(a, b) wasm_i32x4_bitmask(wasm_f32x4_gt((a), (b)))
 #define KX_EQ_BITS(a, b) wasm_i32x4_bitmask(wasm_f32x4_eq((a), (b)))
 #define KX_NAN_BITS(a) wasm_i32x4_bitmask(wasm_f32x4_ne((a), (a)))

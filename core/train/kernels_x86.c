@@ -98,9 +98,33 @@ static inline __attribute__((always_inline, target("avx512f"))) __m512 kx_exp_av
         s = _mm_hadd_ps(s, s);                                                                          \
         return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));                                        \
     }
+/* The same dot product, and y[i] += r * a[i] in the same pass (KX_DOT8_AXPY). */
+#define KX_DEF_DOT8_AXPY(SFX_, TARGET_)                                                                 \
+    static inline __attribute__((always_inline, target(TARGET_))) float kx_dot8_axpy_##SFX_(            \
+        const float *a, const float *b, int n, float *y, float r) {                                     \
+        __m256 acc = _mm256_setzero_ps();                                                               \
+        const __m256 rv = _mm256_set1_ps(r);                                                            \
+        int i = 0;                                                                                      \
+        for (; i + 8 <= n; i += 8) {                                                                    \
+            const __m256 av = _mm256_loadu_ps(a + i);                                                   \
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(av, _mm256_loadu_ps(b + i)));                        \
+            _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(rv, av)));      \
+        }                                                                                               \
+        if (i < n) {                                                                                    \
+            float l0 = _mm_cvtss_f32(_mm256_castps256_ps128(acc));                                      \
+            for (; i < n; i++) { l0 += a[i] * b[i]; y[i] += r * a[i]; }                                 \
+            acc = _mm256_blend_ps(acc, _mm256_castps128_ps256(_mm_set_ss(l0)), 1);                      \
+        }                                                                                               \
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));              \
+        s = _mm_hadd_ps(s, s);                                                                          \
+        return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));                                        \
+    }
 KX_DEF_DOT8(avx2, "avx2,fma")
 KX_DEF_DOT8(avx512, "avx512f")
+KX_DEF_DOT8_AXPY(avx2, "avx2,fma")
+KX_DEF_DOT8_AXPY(avx512, "avx512f")
 #undef KX_DEF_DOT8
+#undef KX_DEF_DOT8_AXPY
 
 /* Hooks of the layer templates shared by both sets: sqrt as one correctly
  * rounded instruction (same value as sqrtf, without the errno path that
@@ -161,6 +185,7 @@ static __attribute__((target("avx2,fma"))) inline float kx_hsum_avx2(__m256 v) {
 #define KX_SELECT(bits, v, f) _mm256_blendv_ps((f), (v), kx_bits_avx2(bits))
 #define KX_EXP(v) kx_exp_avx2(v)
 #define KX_DOT8(a, b, n) kx_dot8_avx2((a), (b), (n))
+#define KX_DOT8_AXPY(a, b, n, y, r) kx_dot8_axpy_avx2((a), (b), (n), (y), (r))
 #define KX_HSUMT(v) kx_hsum_avx2(v)
 #define KX_DIV(a, b) _mm256_div_ps((a), (b))
 #define KX_BM __m256
@@ -204,6 +229,7 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
 #undef KX_EQ_BITS
 #undef KX_EXP
 #undef KX_DOT8
+#undef KX_DOT8_AXPY
 #undef KX_HSUMT
 #undef KX_STOREI
 #undef KX_BLENDI
@@ -291,6 +317,7 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
 #define KX_SELECT(bits, v, f) _mm512_mask_mov_ps((f), (__mmask16)(bits), (v))
 #define KX_EXP(v) kx_exp_avx512(v)
 #define KX_DOT8(a, b, n) kx_dot8_avx512((a), (b), (n))
+#define KX_DOT8_AXPY(a, b, n, y, r) kx_dot8_axpy_avx512((a), (b), (n), (y), (r))
 /* ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) after l_i += l_{i+8}: the AVX2 tree
  * (kx_hsum_avx2) on the folded halves, written out so it cannot change. */
 #define KX_HSUMT(v) kx_hsumt_avx512(v)

@@ -28,6 +28,7 @@
  *                        outside m) KX_BLEND(m,a,b) (b where m, else a)
  *   KX_VI KX_SET1I(x) KX_BLENDI(m,a,b) KX_STOREI(p,v)   the same for int32 lanes
  *   KX_DOT8(a,b,n)       dotf of atome.c (its eight lanes, combined as there)
+ *   KX_DOT8_AXPY(a,b,n,y,r)  the same, and y[i] += r * a[i] in the same pass
  * and may define:
  *   KX_LIBM_SOFTMAX      the set's softmax is atm_softmax_ref (libm expf):
  *                        then KX_EXPF(v) is libm's expf on each lane, and the
@@ -463,33 +464,39 @@ KA_INLINE void KA(ka_qT)(float *qT, const float *qb, int DH, int rows) {
     for (int e = 0; e < DH; e++) KX_STORE(qT + e * KX_VL, KX_GATHERM(qb + e, lane_row, mr));
 }
 
-/* Offer score vector c of position jj to the lanes t >= jj of the block
- * (rows t0 .. , rowbits: the lanes that are rows): top, ti, val are the
- * slots' scores, positions and filled lanes; nanl collects NaN lanes. */
-KA_INLINE void KA(ka_offer)(const int TKC, KX_V *top, KX_VI *ti, KX_BM *val, KX_BM *nanl, KX_V c, int jj,
-                            int t0, unsigned rowbits) {
-    KX_BM cv = KX_BM_FROM(jj <= t0 ? rowbits : rowbits & ~((1u << (jj - t0)) - 1u));
-    KX_VI ci = KX_SET1I(jj);
-    KX_BM sh = KX_BM_ZERO();                              /* shifting down from an earlier slot */
+/* The lanes of the block (rows t0 .., rowbits: the lanes that are rows)
+ * whose row t is >= j. */
+KA_INLINE KX_BM KA(ka_from)(int j, int t0, unsigned rowbits) {
+    return KX_BM_FROM(j <= t0 ? rowbits : rowbits & ~((1u << (j - t0)) - 1u));
+}
+
+/* Offer score vector c of position jj to the lanes t >= jj of the block:
+ * top, ti are the slots' scores and positions, nanl collects NaN lanes.
+ * Every lane offered jj has been offered exactly 0 .. jj-1 before, so
+ * min(jj, TKC) of its slots are full: the same for all lanes. The full slots
+ * hold scores in non-increasing order, so "c > slot r" holds for a suffix
+ * of them, and take[r] (slot r gets a new content: c if slot r-1 does not
+ * take, else slot r-1's) follows from the old slots at once. */
+KA_INLINE void KA(ka_offer)(const int TKC, KX_V *top, KX_VI *ti, KX_BM *nanl, KX_V c, int jj, int t0,
+                            unsigned rowbits) {
+    const int nf = jj < TKC ? jj : TKC;
+    const KX_BM cv = KA(ka_from)(jj, t0, rowbits);
+    const KX_VI ci = KX_SET1I(jj);
     *nanl = KX_BM_OR(*nanl, KX_BM_AND(cv, KX_BM_NAN(c)));
-    KA_UNROLL for (int r = 0; r < TKC; r++) {
-        const KX_BM take = KX_BM_OR(KX_BM_ANDNOT(val[r], cv), KX_BM_AND(cv, KX_BM_OR(sh, KX_BM_GT(c, top[r]))));
-        const KX_V nt = KX_BLEND(take, top[r], c);
-        c = KX_BLEND(take, c, top[r]);
-        top[r] = nt;
-        const KX_VI nti = KX_BLENDI(take, ti[r], ci);
-        ci = KX_BLENDI(take, ci, ti[r]);
-        ti[r] = nti;
-        cv = KX_BM_OR(KX_BM_AND(take, val[r]), KX_BM_ANDNOT(take, cv));
-        val[r] = KX_BM_OR(val[r], take);
-        sh = take;
+    KX_BM take[8];
+    KA_UNROLL for (int r = 0; r < TKC; r++) take[r] = r < nf ? KX_BM_AND(cv, KX_BM_GT(c, top[r])) : cv;
+    KA_UNROLL for (int r = TKC - 1; r > 0; r--) {
+        top[r] = KX_BLEND(take[r], top[r], KX_BLEND(take[r - 1], c, top[r - 1]));
+        ti[r] = KX_BLENDI(take[r], ti[r], KX_BLENDI(take[r - 1], ci, ti[r - 1]));
     }
+    top[0] = KX_BLEND(take[0], top[0], c);
+    ti[0] = KX_BLENDI(take[0], ti[0], ci);
 }
 
 /* Every key position j < t0 + rows of the sequence (keys kq) offered to the
  * block. KA_JG positions per pass: each score is its own chain over e (the
  * order within a score is fixed), so the chains overlap. */
-KA_INLINE void KA(ka_attn_scores)(const int TKC, KX_V *top, KX_VI *ti, KX_BM *val, KX_BM *nanl,
+KA_INLINE void KA(ka_attn_scores)(const int TKC, KX_V *top, KX_VI *ti, KX_BM *nanl,
                                   const float *qT, const float *kq, int DH, int t0, int rows, KX_V sv) {
     const unsigned rowbits = (1u << rows) - 1u;
     const int jend = t0 + rows;
@@ -503,13 +510,13 @@ KA_INLINE void KA(ka_attn_scores)(const int TKC, KX_V *top, KX_VI *ti, KX_BM *va
             KA_UNROLL for (int g = 0; g < KA_JG; g++) sj[g] = KX_ADD(sj[g], KX_MUL(qe, KX_SET1(kb[g * DH + e])));
         }
         KA_UNROLL for (int g = 0; g < KA_JG; g++)
-            KA(ka_offer)(TKC, top, ti, val, nanl, KX_MUL(sj[g], sv), j + g, t0, rowbits);
+            KA(ka_offer)(TKC, top, ti, nanl, KX_MUL(sj[g], sv), j + g, t0, rowbits);
     }
     for (; j < jend; j++) {
         const float *kj = kq + (size_t)j * DH;
         KX_V s0 = KX_ZERO();
         for (int e = 0; e < DH; e++) s0 = KX_ADD(s0, KX_MUL(KX_LOAD(qT + e * KX_VL), KX_SET1(kj[e])));
-        KA(ka_offer)(TKC, top, ti, val, nanl, KX_MUL(s0, sv), j, t0, rowbits);
+        KA(ka_offer)(TKC, top, ti, nanl, KX_MUL(s0, sv), j, t0, rowbits);
     }
 }
 
@@ -563,12 +570,14 @@ KA_INLINE void KA(ka_attn_block)(const int TKC, float *out, int32_t *idx, float 
                                  float scale, float *qT, float *sc) {
     const int rows = T - t0 < KX_VL ? T - t0 : KX_VL;
     KA(ka_qT)(qT, q + (n0 + (size_t)t0) * DH, DH, rows);
+    const unsigned rowbits = (1u << rows) - 1u;
     KX_V top[8], w[8];
     KX_VI ti[8];
-    KX_BM val[8], nanl = KX_BM_ZERO();
-    KA_UNROLL for (int r = 0; r < TKC; r++) { top[r] = KX_ZERO(); ti[r] = KX_SET1I(-1); val[r] = KX_BM_ZERO(); }
-    KA(ka_attn_scores)(TKC, top, ti, val, &nanl, qT, k + n0 * DH, DH, t0, rows, KX_SET1(scale));
-    KA(ka_vsoftmax)(TKC, w, top, top[0], val);
+    KX_BM keep[8], nanl = KX_BM_ZERO();
+    KA_UNROLL for (int r = 0; r < TKC; r++) { top[r] = KX_ZERO(); ti[r] = KX_SET1I(-1); }
+    KA(ka_attn_scores)(TKC, top, ti, &nanl, qT, k + n0 * DH, DH, t0, rows, KX_SET1(scale));
+    KA_UNROLL for (int r = 0; r < TKC; r++) keep[r] = KA(ka_from)(r, t0, rowbits);   /* slot r full: t >= r */
+    KA(ka_vsoftmax)(TKC, w, top, top[0], keep);
     float pb[8 * KX_VL] __attribute__((aligned(64)));
     int32_t ib[8 * KX_VL] __attribute__((aligned(64)));
     KA_UNROLL for (int r = 0; r < TKC; r++) {
@@ -585,7 +594,8 @@ KA_INLINE void KA(ka_attn_block)(const int TKC, float *out, int32_t *idx, float 
         else
             for (int i = 0; i < keff; i++) { ps[i] = pb[i * KX_VL + l]; is[i] = ib[i * KX_VL + l]; }
         for (int i = keff; i < TKC; i++) { ps[i] = 0.0f; is[i] = -1; }
-        KA(ka_attn_row_out)(TKC, out + n * C, ps, is, v + n0 * C, C, keff);
+        if (keff == TKC) KA(ka_attn_row_out)(TKC, out + n * C, ps, is, v + n0 * C, C, TKC);
+        else KA(ka_attn_row_out)(TKC, out + n * C, ps, is, v + n0 * C, C, keff);
     }
 }
 
@@ -760,9 +770,9 @@ KX_ATTR void KA(atm_atome_mix_backward)(float *drl, float *const *dpaths, const 
         const float *d = dhout + (size_t)n * C, *rn = r + (size_t)n * P;
         float sum = 0.0f;
         for (int pp = 0; pp < P; pp++) {
-            dr[pp] = KX_DOT8(d, paths[pp] + (size_t)n * C, C);
+            const float *pa = paths[pp] + (size_t)n * C;
+            dr[pp] = dpaths[pp] ? KX_DOT8_AXPY(d, pa, C, dpaths[pp] + (size_t)n * C, rn[pp]) : KX_DOT8(d, pa, C);
             sum += rn[pp] * dr[pp];
-            if (dpaths[pp]) KA(ka_axpy)(dpaths[pp] + (size_t)n * C, rn[pp], d, C);
         }
         for (int pp = 0; pp < P; pp++) drl[(size_t)n * P + pp] += rn[pp] * (dr[pp] - sum);
     }
