@@ -17,8 +17,14 @@
  *                        across vectors)
  *   KX_SQRT1(x)          correctly rounded sqrt of one float (= sqrtf)
  *   KX_VZEROUPPER()      what ends an entry point (vzeroupper on x86)
- * and may define KX_LIBM_SOFTMAX: the set's softmax is atm_softmax_ref (no
- * atm_softmax here; kl_softmax calls the reference).
+ * and may define:
+ *   KX_LIBM_SOFTMAX      the set's softmax is atm_softmax_ref (no atm_softmax
+ *                        here; kl_softmax calls the reference)
+ *   KX_LN_ROWS           layernorm forward rows side by side (1..4; default 1)
+ *   KX_LN_KEEP           layernorm backward keeps a row of up to this many
+ *                        floats on the stack between its passes (default 0)
+ *   KX_MAX_CHAINS4       the cross-entropy row max in four chains (only where
+ *                        KX_MAX never replaces a number by a NaN)
  * KX_TAILMASK(n) must accept n in 0..KX_VL.
  *
  * Every row is computed on its own, in a fixed order that depends only on
@@ -110,55 +116,80 @@ KX_ATTR void KL(atm_layernorm_forward)(float *out, float *mean, float *rstd, con
     KX_VZEROUPPER();
 }
 
+/* Rows of C <= KX_LN_KEEP (0 if undefined) keep the first pass's normalised
+ * inputs xh and g * dout (xb, nb) for the second instead of recomputing
+ * them (the same values): for a set whose loads are cheaper than the
+ * arithmetic. */
+#if defined(KX_LN_KEEP)
+#define KL_LNKEEP KX_LN_KEEP
+#else
+#define KL_LNKEEP 0
+#endif
+
+/* One row: d = dout, x = inp, di = dinp (or NULL) of the row. */
+KL_INLINE void KL(kl_ln_bwd_row)(const int KEEP, float *di, float *dg, float *db, const float *d, const float *x,
+                                 const float *g, KX_V mv, KX_V sv, int C, float *xb, float *nb) {
+    const int full = C / KX_VL * KX_VL, tail = C - full;
+    const KX_MASK m = KX_TAILMASK(tail);
+    KX_V a1 = KX_ZERO(), a2 = KX_ZERO();
+    int i;
+    for (i = 0; i < full; i += KX_VL) {
+        KX_V xh = KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv);
+        KX_V dn = KX_MUL(KX_LOAD(g + i), KX_LOAD(d + i));
+        if (KEEP) { KX_STORE(xb + i, xh); KX_STORE(nb + i, dn); }
+        a1 = KX_ADD(a1, dn);
+        a2 = KX_ADD(a2, KX_MUL(dn, xh));
+    }
+    if (tail) {
+        KX_V xh = KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv);
+        KX_V dn = KX_MUL(KX_LOADM(g + i, m), KX_LOADM(d + i, m));
+        if (KEEP) { KX_STORE(xb + i, xh); KX_STORE(nb + i, dn); }
+        a1 = KX_ADD(a1, dn);
+        a2 = KX_ADD(a2, KX_MASKZ(m, KX_MUL(dn, xh)));
+    }
+    const KX_V dm = KX_SET1(KX_HSUM(a1) / (float)C), dnm = KX_SET1(KX_HSUM(a2) / (float)C);
+    /* the reference's per-element expressions, operation for operation */
+    for (i = 0; i < full; i += KX_VL) {
+        KX_V dv = KX_LOAD(d + i);
+        KX_V xh = KEEP ? KX_LOAD(xb + i) : KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv);
+        if (db) KX_STORE(db + i, KX_ADD(KX_LOAD(db + i), dv));
+        if (dg) KX_STORE(dg + i, KX_ADD(KX_LOAD(dg + i), KX_MUL(xh, dv)));
+        if (di) {
+            KX_V dn = KEEP ? KX_LOAD(nb + i) : KX_MUL(KX_LOAD(g + i), dv);
+            KX_V r = KX_MUL(KX_SUB(KX_SUB(dn, dm), KX_MUL(xh, dnm)), sv);
+            KX_STORE(di + i, KX_ADD(KX_LOAD(di + i), r));
+        }
+    }
+    if (tail) {
+        KX_V dv = KX_LOADM(d + i, m);
+        KX_V xh = KEEP ? KX_LOAD(xb + i) : KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv);
+        if (db) KX_STOREM(db + i, m, KX_ADD(KX_LOADM(db + i, m), dv));
+        if (dg) KX_STOREM(dg + i, m, KX_ADD(KX_LOADM(dg + i, m), KX_MUL(xh, dv)));
+        if (di) {
+            KX_V dn = KEEP ? KX_LOAD(nb + i) : KX_MUL(KX_LOADM(g + i, m), dv);
+            KX_V r = KX_MUL(KX_SUB(KX_SUB(dn, dm), KX_MUL(xh, dnm)), sv);
+            KX_STOREM(di + i, m, KX_ADD(KX_LOADM(di + i, m), r));
+        }
+    }
+}
+
 KX_ATTR void KL(atm_layernorm_backward)(float *dinp, float *dg, float *db, const float *dout,
                                         const float *inp, const float *g, const float *mean,
                                         const float *rstd, int N, int C) {
     if (N <= 0 || C <= 0) return;
-    const int full = C / KX_VL * KX_VL, tail = C - full;
-    const KX_MASK m = KX_TAILMASK(tail);
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
-        const KX_V mv = KX_SET1(mean[n]), sv = KX_SET1(rstd[n]);
-        KX_V a1 = KX_ZERO(), a2 = KX_ZERO();
-        int i;
-        for (i = 0; i < full; i += KX_VL) {
-            KX_V xh = KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv);
-            KX_V dn = KX_MUL(KX_LOAD(g + i), KX_LOAD(d + i));
-            a1 = KX_ADD(a1, dn);
-            a2 = KX_ADD(a2, KX_MUL(dn, xh));
-        }
-        if (tail) {
-            KX_V xh = KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv);
-            KX_V dn = KX_MUL(KX_LOADM(g + i, m), KX_LOADM(d + i, m));
-            a1 = KX_ADD(a1, dn);
-            a2 = KX_ADD(a2, KX_MASKZ(m, KX_MUL(dn, xh)));
-        }
-        const KX_V dm = KX_SET1(KX_HSUM(a1) / (float)C), dnm = KX_SET1(KX_HSUM(a2) / (float)C);
-        float *di = dinp ? dinp + (size_t)n * C : NULL;
-        /* the reference's per-element expressions, operation for operation */
-        for (i = 0; i < full; i += KX_VL) {
-            KX_V dv = KX_LOAD(d + i);
-            KX_V xh = KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv);
-            if (db) KX_STORE(db + i, KX_ADD(KX_LOAD(db + i), dv));
-            if (dg) KX_STORE(dg + i, KX_ADD(KX_LOAD(dg + i), KX_MUL(xh, dv)));
-            if (di) {
-                KX_V dn = KX_MUL(KX_LOAD(g + i), dv);
-                KX_V r = KX_MUL(KX_SUB(KX_SUB(dn, dm), KX_MUL(xh, dnm)), sv);
-                KX_STORE(di + i, KX_ADD(KX_LOAD(di + i), r));
-            }
-        }
-        if (tail) {
-            KX_V dv = KX_LOADM(d + i, m);
-            KX_V xh = KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv);
-            if (db) KX_STOREM(db + i, m, KX_ADD(KX_LOADM(db + i, m), dv));
-            if (dg) KX_STOREM(dg + i, m, KX_ADD(KX_LOADM(dg + i, m), KX_MUL(xh, dv)));
-            if (di) {
-                KX_V dn = KX_MUL(KX_LOADM(g + i, m), dv);
-                KX_V r = KX_MUL(KX_SUB(KX_SUB(dn, dm), KX_MUL(xh, dnm)), sv);
-                KX_STOREM(di + i, m, KX_ADD(KX_LOADM(di + i, m), r));
-            }
-        }
+#if KL_LNKEEP > 0
+    if (C <= KL_LNKEEP) {
+        float xb[KL_LNKEEP + KX_VL], nb[KL_LNKEEP + KX_VL];
+        for (int n = 0; n < N; n++)
+            KL(kl_ln_bwd_row)(1, dinp ? dinp + (size_t)n * C : NULL, dg, db, dout + (size_t)n * C,
+                              inp + (size_t)n * C, g, KX_SET1(mean[n]), KX_SET1(rstd[n]), C, xb, nb);
+        KX_VZEROUPPER();
+        return;
     }
+#endif
+    for (int n = 0; n < N; n++)
+        KL(kl_ln_bwd_row)(0, dinp ? dinp + (size_t)n * C : NULL, dg, db, dout + (size_t)n * C,
+                          inp + (size_t)n * C, g, KX_SET1(mean[n]), KX_SET1(rstd[n]), C, NULL, NULL);
     KX_VZEROUPPER();
 }
 
@@ -193,7 +224,22 @@ KX_ATTR double KL(atm_xent_forward)(float *probs, const float *logits, const uin
             float *p = probs + (size_t)n * V;
             int i;
             KX_V mx = ninf;
-            for (i = 0; i < full; i += KX_VL) mx = KX_MAX(mx, KX_LOAD(l + i));
+            i = 0;
+#if defined(KX_MAX_CHAINS4)
+            {   /* four independent max chains: the same largest value (only
+                 * the sign of a zero maximum can differ, which no result
+                 * depends on), for a KX_MAX that never lets a NaN in */
+                KX_V m1 = ninf, m2 = ninf, m3 = ninf;
+                for (; i + 4 * KX_VL <= full; i += 4 * KX_VL) {
+                    mx = KX_MAX(mx, KX_LOAD(l + i));
+                    m1 = KX_MAX(m1, KX_LOAD(l + i + KX_VL));
+                    m2 = KX_MAX(m2, KX_LOAD(l + i + 2 * KX_VL));
+                    m3 = KX_MAX(m3, KX_LOAD(l + i + 3 * KX_VL));
+                }
+                mx = KX_MAX(KX_MAX(mx, m1), KX_MAX(m2, m3));
+            }
+#endif
+            for (; i < full; i += KX_VL) mx = KX_MAX(mx, KX_LOAD(l + i));
             if (tail) mx = KX_MAX(mx, KX_LOADM_OR(l + i, m, ninf));
             const float mxs = KX_HMAX(mx);
             if (tgt) zt[r] = l[tgt[n]] - mxs;
@@ -281,6 +327,7 @@ KX_ATTR void KL(atm_softmax)(float *x, int n) {
 
 #undef KL_XCH
 #undef KL_LNR
+#undef KL_LNKEEP
 #undef KL_INLINE
 #undef KL
 #undef KL_CAT
