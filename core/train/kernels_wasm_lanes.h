@@ -1,8 +1,9 @@
 /* core/train/kernels_wasm_lanes.h — the wasm SIMD128 lanes of the shared
- * layer kernel templates (kernels_x86_layers_tmpl.h, kernels_x86_atome_tmpl.h):
- * the KX_* macros those templates take from their includer, defined on
- * 4-float v128_t vectors, plus the two vector exps of the wasm set. Included
- * by kernels_layers_wasm.c only, under __wasm_simd128__.
+ * kernel templates (kernels_x86_tmpl.h for the matmuls, kernels_x86_layers_tmpl.h
+ * and kernels_x86_atome_tmpl.h for the layers): the KX_* macros those
+ * templates take from their includer, defined on 4-float v128_t vectors,
+ * plus the two vector exps of the wasm set. Included by kernels_wasm.c and
+ * kernels_layers_wasm.c only, under __wasm_simd128__.
  *
  * What differs from the x86 instances (kernels_x86.c) and why:
  *   masks     wasm has no masked loads: a mask (KX_MASK) is the count n of
@@ -144,16 +145,6 @@ KX_INL v128_t kx_exp_wasm(v128_t x) {
  * rounding to float. A vector with any lane where libm leaves that path
  * (|x| >= 88, inf, NaN) calls expf per lane. Table and constants:
  * musl src/math/exp2f_data.c (Copyright (c) 2017-2018, Arm Limited, MIT). */
-static const uint64_t KX_EXP2F_TAB[32] = {
-    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
-    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
-    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
-    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
-    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
-    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
-    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
-    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
-};
 #define KX_EXPF_INVLN2N (0x1.71547652b82fep+0 * 32)
 #define KX_EXPF_SHIFT 0x1.8p+52
 #define KX_EXPF_C0 (0x1.c6af84b912394p-5 / 32 / 32 / 32)
@@ -162,6 +153,16 @@ static const uint64_t KX_EXP2F_TAB[32] = {
 
 /* expf of 2 floats already widened to double (|x| < 88): 2 doubles. */
 KX_INL v128_t kx_expf_d2(v128_t xd) {
+    static const uint64_t KX_EXP2F_TAB[32] = {
+        0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+        0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+        0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+        0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+        0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+        0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+        0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+        0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+    };
     const v128_t z = wasm_f64x2_mul(wasm_f64x2_splat(KX_EXPF_INVLN2N), xd);
     const v128_t ki = wasm_f64x2_add(z, wasm_f64x2_splat(KX_EXPF_SHIFT));
     const v128_t r = wasm_f64x2_sub(z, wasm_f64x2_sub(ki, wasm_f64x2_splat(KX_EXPF_SHIFT)));
@@ -190,7 +191,42 @@ KX_INL v128_t kx_expf4(v128_t x) {
 }
 #undef KX_INL
 
-/* ---- the macros of the templates (see their header comments) ---- */
+/* ---- the macros of the templates (see their header comments) ----
+ * Matmul (kernels_x86_tmpl.h). Columns go in blocks of 16 (4 vectors); a
+ * register tile keeps MR rows x NV vectors of C for the whole k loop: 2 x 4
+ * for full blocks, 3 x 3, 4 x 2 and 6 x 1 for the last block. V8 keeps 15
+ * vector registers on x86-64 and issues every load of a k step (NV B
+ * vectors, MR broadcasts) before the arithmetic, and needs one more register
+ * for the product being added, so a tile fits when MR*NV + NV + MR + 1 <= 15.
+ * The former 12-column blocks of 3 x 3 tiles (16: one accumulator lives on
+ * the stack) took ~3-4% more matmul time per atome-60k step than 2 x 4 (15)
+ * in interleaved replays; 4 x 2 measured within noise of 3 x 3. 3 x 3 stays
+ * for a last block of 3 vectors (fewer loads per product than 2 x 3,
+ * measured faster on the vanilla attention shapes), and a product with 3
+ * rows (dw of a 3-output layer) uses 12-column blocks (KX_NBLOCK): one 3 x 3
+ * pass over B instead of 2 x 4 + 1 x 4. A B tail of 1..3 columns is a
+ * constant of its tile (KX_NBT = 4 kinds), so its lane loads are fixed
+ * instructions in the k loop. "FMA" is a rounded multiply then a rounded
+ * add (wasm has no fused multiply-add). Packing A as well (broadcasts at
+ * fixed offsets) measured no faster on the large shapes and slower on small
+ * ones, so A is read in place. */
+#define KX_BCAST(p) wasm_v128_load32_splat(p)
+#define KX_FMA(a, b, c) wasm_f32x4_add((c), wasm_f32x4_mul((a), (b)))
+#define KX_NVMAX 4
+#define KX_MR1 6
+#define KX_MR2 4
+#define KX_MR3 3
+#define KX_MR4 2
+/* 256 x 16 floats = 16 KiB panel (stack): stays in L1 beside the streamed rows. */
+#define KX_KC 256
+/* dw sums N in slabs of 128 rows (the x86 kernels measured the same, docs/kernels.md). */
+#define KX_NSLAB 128
+#define KX_SMALLN 4
+#define KX_NBT 4
+#define KX_BT(cols) ((cols) % 4)
+#define KX_LOADB(p, bt, m) atm_wl_load((p), (bt))
+#define KX_NBLOCK(rows) ((rows) == 3 ? 12 : 16)
+/* Layer kernels (kernels_x86_layers_tmpl.h, kernels_x86_atome_tmpl.h). */
 #define KX_ATTR
 #define KX_SUFFIX wasm
 #define KX_VL 4
