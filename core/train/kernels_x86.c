@@ -11,7 +11,8 @@
  * algorithms are written once in kernels_x86_tmpl.h (matmul),
  * kernels_x86_layers_tmpl.h (layers) and kernels_x86_atome_tmpl.h (atome
  * pathways) and instantiated here per instruction set with its vector width,
- * register-tile shape and vector exp. */
+ * register-tile shape and vector exp; kernels_wasm.c and
+ * kernels_layers_wasm.c are their third instance (wasm SIMD128). */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #include <math.h>

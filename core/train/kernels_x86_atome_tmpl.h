@@ -1,7 +1,8 @@
 /* core/train/kernels_x86_atome_tmpl.h — the atome pathway primitives of one
  * SIMD layer kernel set (atome_layers.h, kernels_layers.h), instantiated by
- * kernels_x86.c once per instruction set after kernels_x86_layers_tmpl.h
- * (whose kl_softmax it uses; never included elsewhere).
+ * kernels_x86.c once per x86 instruction set and by kernels_layers_wasm.c for
+ * wasm SIMD128, after kernels_x86_layers_tmpl.h (whose kl_softmax it uses;
+ * never included elsewhere).
  *
  * Contract: the bits of the _ref functions of atome.c. Every output element
  * goes through the reference's operations in the reference's order, only
@@ -11,9 +12,11 @@
  * products in dotf's eight lanes (KX_DOT8).
  * Loops may run in another order where that order does not reach any single
  * element (e.g. vector chunks outermost in the SSM scans). The one exception:
- * attention and router mixing normalise with this set's softmax (vector exp)
- * where the reference calls libm's; generation (gen_step) uses the same
- * atm_softmax, so generation and the batch forward still agree bit for bit.
+ * attention and router mixing normalise with this set's softmax (vector exp
+ * on x86) where the reference calls libm's; generation (gen_step) uses the
+ * same atm_softmax, so generation and the batch forward still agree bit for
+ * bit. A set whose softmax is the reference's (KX_LIBM_SOFTMAX, wasm) has no
+ * exception.
  *
  * Macros: as kernels_x86_layers_tmpl.h, plus
  *   KX_GT_BITS(a,b)      bit l set where a[l] > b[l] (ordered: NaN gives 0)

@@ -1,8 +1,8 @@
 /* core/train/kernels_x86_layers_tmpl.h — the generic layers of one SIMD layer
  * kernel set (kernels_layers.h): layernorm, cross-entropy, exp, softmax;
- * instantiated by kernels_x86.c once per instruction set right after
- * kernels_x86_tmpl.h (never included elsewhere). The atome pathways follow in
- * kernels_x86_atome_tmpl.h.
+ * instantiated by kernels_x86.c once per x86 instruction set right after
+ * kernels_x86_tmpl.h, and by kernels_layers_wasm.c for wasm SIMD128 (never
+ * included elsewhere). The atome pathways follow in kernels_x86_atome_tmpl.h.
  *
  * Besides the matmul template's macros (KX_ATTR KX_SUFFIX KX_VL KX_V KX_MASK
  * KX_ZERO KX_LOAD KX_LOADM KX_STORE KX_STOREM KX_ADD KX_TAILMASK KX_HSUM) the

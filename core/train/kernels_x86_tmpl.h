@@ -1,9 +1,11 @@
 /* core/train/kernels_x86_tmpl.h — one SIMD matmul kernel set, instantiated
- * by kernels_x86.c once per instruction set (never included elsewhere).
+ * by kernels_x86.c once per x86 instruction set (AVX2, AVX-512) and by
+ * kernels_wasm.c for wasm SIMD128 (macros of kernels_wasm_lanes.h; never
+ * included elsewhere). The name predates the wasm instance.
  *
  * The includer defines:
  *   KX_ATTR            function attribute enabling the instruction set
- *   KX_SUFFIX          name suffix (avx2, avx512)
+ *   KX_SUFFIX          name suffix (avx2, avx512, wasm)
  *   KX_V, KX_MASK      vector type (KX_VL floats) and tail-mask type
  *   KX_ZERO() KX_LOAD(p) KX_LOADM(p,m) KX_STORE(p,v) KX_STOREM(p,m,v)
  *   KX_BCAST(p) KX_FMA(a,b,c) (= a*b + c, fused) KX_ADD(a,b) KX_TAILMASK(n)
