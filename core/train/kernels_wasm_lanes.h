@@ -278,16 +278,16 @@ KX_INL v128_t kx_expf4(v128_t x) {
 /* The set's softmax is the reference's; 4 score vectors per pass keep the
  * accumulators in V8's registers; 4 layernorm rows, 4 max chains and 2 SSM
  * backward scans side by side overlap their latency chains (4-lane vectors
- * give a row many dependent operations); the layernorm backward keeps a row
- * of up to 256 on the stack; the conv kernels are the set's own
- * (kernels_layers_wasm.c); attention backward is the reference. */
+ * give a row many dependent operations), and so do 2 conv forward chunks;
+ * the layernorm backward keeps a row of up to 256 on the stack; attention
+ * backward is the reference. */
 #define KX_LIBM_SOFTMAX 1
 #define KX_SCORES_NV 4
 #define KX_LN_ROWS 4
 #define KX_LN_KEEP 256
 #define KX_MAX_CHAINS4 1
 #define KX_SSM_NV 2
-#define KX_NO_CONV 1
+#define KX_CONV_NV 2
 #define KX_NO_ATTN_BACKWARD 1
 
 #endif

@@ -38,7 +38,7 @@
  *                        softmax across vectors (ka_vsoftmax) sums in order
  *   KX_SCORES_NV         vectors per pass of the selection's scores (default:
  *                        a whole group of 64 positions)
- *   KX_NO_CONV           the set has its own conv kernels (none here)
+ *   KX_CONV_NV           conv forward vectors side by side (default 1)
  *   KX_NO_ATTN_BACKWARD  the set uses the reference attention backward
  */
 #include "atome_layers.h"
@@ -207,86 +207,174 @@ KX_ATTR void KA(atm_atome_attn_select)(float *ps, int32_t *is, const float *q, c
 }
 
 
-#if !defined(KX_NO_CONV)
+/* ---- depthwise causal conv ----
+ * One sequence at a time, in it NV vectors of channels at a time down the
+ * sequence with their K taps in registers (K <= 8; more taps take the same
+ * loops with K not a constant): the forward sums a row's taps in j order
+ * from 0; the backward gathers du[m] += w_j d[m+j] in j order (the
+ * reference's scatter from row n = m+j reaches du[m] in the same order) and
+ * keeps the K tap gradients of the channels in registers over a sequence,
+ * continuing from and returning to dwT, so each sums over (b, t) ascending
+ * from 0 as the reference's zeroed dwT. With TAIL the last vector holds the
+ * channels of mask mk. The row-major loops of the first x86 kernels (every
+ * tap reloaded per row) measured slower than the references as 4-lane
+ * ports. KX_CONV_NV (default 1) vectors side by side in the forward. */
+#if defined(KX_CONV_NV)
+#define KA_CNV KX_CONV_NV
+#else
+#define KA_CNV 1
+#endif
+/* Taps (the config's limit, core/train/config.c); more go to the reference. */
+#define KA_KMAX 64
+#define KA_LD(p, v_) ((TAIL && (v_) == NV - 1) ? KX_LOADM((p), mk) : KX_LOAD(p))
+#define KA_ST(p, v_, x_)                                                      \
+    do {                                                                      \
+        if (TAIL && (v_) == NV - 1) KX_STOREM((p), mk, (x_));                 \
+        else KX_STORE((p), (x_));                                             \
+    } while (0)
+
+/* Channels i .. of sequence b (NV vectors). */
+KA_INLINE void KA(ka_conv_fwd_cols)(const int K, const int NV, const int TAIL, float *out, const float *u,
+                                    const float *wT, int b, int T, int C, int i, KX_MASK mk) {
+    KX_V wv[2][KA_KMAX];
+    for (int v = 0; v < NV; v++)
+        for (int j = 0; j < K; j++) wv[v][j] = KA_LD(wT + (size_t)j * C + i + v * KX_VL, v);
+    const float *ub = u + (size_t)b * T * C + i;
+    float *ob = out + (size_t)b * T * C + i;
+    int t = 0;
+    for (; t < T && t < K - 1; t++)
+        for (int v = 0; v < NV; v++) {
+            KX_V acc = KX_ZERO();
+            for (int j = 0; j <= t; j++)
+                acc = KX_ADD(acc, KX_MUL(wv[v][j], KA_LD(ub + (size_t)(t - j) * C + v * KX_VL, v)));
+            KA_ST(ob + (size_t)t * C + v * KX_VL, v, acc);
+        }
+    for (; t < T; t++) {
+        const float *ut = ub + (size_t)t * C;
+        KX_V acc[2];
+        for (int v = 0; v < NV; v++) acc[v] = KX_ZERO();
+        for (int j = 0; j < K; j++)
+            for (int v = 0; v < NV; v++)
+                acc[v] = KX_ADD(acc[v], KX_MUL(wv[v][j], KA_LD(ut - (size_t)j * C + v * KX_VL, v)));
+        for (int v = 0; v < NV; v++) KA_ST(ob + (size_t)t * C + v * KX_VL, v, acc[v]);
+    }
+}
+
+/* Sequences outermost, so one sequence's rows stay in cache over its
+ * channel chunks. */
+KA_INLINE void KA(ka_conv_fwd_k)(const int K, float *out, const float *u, const float *wT, int B, int T, int C) {
+    const KX_MASK all = KX_TAILMASK(KX_VL);
+    for (int b = 0; b < B; b++) {
+        int i = 0;
+        for (; i + KA_CNV * KX_VL <= C; i += KA_CNV * KX_VL) KA(ka_conv_fwd_cols)(K, KA_CNV, 0, out, u, wT, b, T, C, i, all);
+#if KA_CNV > 1
+        for (; i + KX_VL <= C; i += KX_VL) KA(ka_conv_fwd_cols)(K, 1, 0, out, u, wT, b, T, C, i, all);
+#endif
+        if (i < C) KA(ka_conv_fwd_cols)(K, 1, 1, out, u, wT, b, T, C, i, KX_TAILMASK(C - i));
+    }
+}
+
+#define KA_CONV_CASE(K_) case K_: KA(ka_conv_fwd_k)(K_, out, u, wT, B, T, C); break;
 KX_ATTR void KA(atm_atome_conv_forward)(float *out, const float *u, const float *w, float *scratch,
                                         int B, int T, int C, int K) {
+    if (K < 1 || K > KA_KMAX) { atm_atome_conv_forward_ref(out, u, w, scratch, B, T, C, K); return; }
     float *wT = scratch;                                  /* [K][C]: wT[j][c] = w[c][j] */
     for (int c = 0; c < C; c++)
         for (int j = 0; j < K; j++) wT[(size_t)j * C + c] = w[(size_t)c * K + j];
-    const int full = C / KX_VL * KX_VL, tail = C - full;
-    const KX_MASK m = KX_TAILMASK(tail);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const size_t n = (size_t)b * T + t;
-            const int jmax = t < K - 1 ? t : K - 1;
-            float *o = out + n * C;
-            int i;
-            for (i = 0; i < full; i += KX_VL) {
-                KX_V acc = KX_ZERO();
-                for (int j = 0; j <= jmax; j++)
-                    acc = KX_ADD(acc, KX_MUL(KX_LOAD(wT + (size_t)j * C + i), KX_LOAD(u + (n - (size_t)j) * C + i)));
-                KX_STORE(o + i, acc);
-            }
-            if (tail) {
-                KX_V acc = KX_ZERO();
-                for (int j = 0; j <= jmax; j++)
-                    acc = KX_ADD(acc, KX_MUL(KX_LOADM(wT + (size_t)j * C + i, m), KX_LOADM(u + (n - (size_t)j) * C + i, m)));
-                KX_STOREM(o + i, m, acc);
-            }
-        }
+    switch (K) {
+        KA_CONV_CASE(1) KA_CONV_CASE(2) KA_CONV_CASE(3) KA_CONV_CASE(4)
+        KA_CONV_CASE(5) KA_CONV_CASE(6) KA_CONV_CASE(7) KA_CONV_CASE(8)
+        default: KA(ka_conv_fwd_k)(K, out, u, wT, B, T, C); break;
+    }
     KX_VZEROUPPER();
 }
+#undef KA_CONV_CASE
 
-/* The reference scatters row n's gradient to rows n-j (j = 0..K-1). Here row
- * m gathers from rows m+j, j ascending: du[m] then receives the same terms in
- * the same order (the reference's n = m+j ascending), and so does each tap
- * of dwT (m ascending is n ascending for a fixed j). */
+/* du of channels i .. (one vector) of sequence b. */
+KA_INLINE void KA(ka_conv_bwd_du)(const int K, const int TAIL, float *du, const float *dout, const float *wT,
+                                  int b, int T, int C, int i, KX_MASK mk) {
+    const int NV = 1;
+    const float *db = dout + (size_t)b * T * C + i;
+    float *dub = du + (size_t)b * T * C + i;
+    KX_V wv[KA_KMAX];
+    for (int j = 0; j < K; j++) wv[j] = KA_LD(wT + (size_t)j * C + i, 0);
+    int m = 0;
+    for (; m + K - 1 < T; m++) {
+        KX_V acc = KA_LD(dub + (size_t)m * C, 0);
+        for (int j = 0; j < K; j++) acc = KX_ADD(acc, KX_MUL(wv[j], KA_LD(db + (size_t)(m + j) * C, 0)));
+        KA_ST(dub + (size_t)m * C, 0, acc);
+    }
+    for (; m < T; m++) {
+        KX_V acc = KA_LD(dub + (size_t)m * C, 0);
+        for (int j = 0; m + j < T; j++) acc = KX_ADD(acc, KX_MUL(wv[j], KA_LD(db + (size_t)(m + j) * C, 0)));
+        KA_ST(dub + (size_t)m * C, 0, acc);
+    }
+}
+
+/* The tap gradients of channels i .. (one vector) over sequence b,
+ * continuing from dwT and going back there. */
+KA_INLINE void KA(ka_conv_bwd_dw)(const int K, const int TAIL, float *dwT, const float *dout, const float *u,
+                                  int b, int T, int C, int i, KX_MASK mk) {
+    const int NV = 1;
+    const float *db = dout + (size_t)b * T * C + i, *ub = u + (size_t)b * T * C + i;
+    KX_V dwv[KA_KMAX];
+    for (int j = 0; j < K; j++) dwv[j] = KA_LD(dwT + (size_t)j * C + i, 0);
+    int t = 0;
+    for (; t < T && t < K - 1; t++) {
+        const KX_V dv = KA_LD(db + (size_t)t * C, 0);
+        for (int j = 0; j <= t; j++) dwv[j] = KX_ADD(dwv[j], KX_MUL(dv, KA_LD(ub + (size_t)(t - j) * C, 0)));
+    }
+    for (; t < T; t++) {
+        const KX_V dv = KA_LD(db + (size_t)t * C, 0);
+        for (int j = 0; j < K; j++) dwv[j] = KX_ADD(dwv[j], KX_MUL(dv, KA_LD(ub + (size_t)(t - j) * C, 0)));
+    }
+    for (int j = 0; j < K; j++) KA_ST(dwT + (size_t)j * C + i, 0, dwv[j]);
+}
+
+KA_INLINE void KA(ka_conv_bwd_k)(const int K, float *du, float *dwT, const float *dout, const float *u,
+                                 const float *wT, int B, int T, int C) {
+    const KX_MASK all = KX_TAILMASK(KX_VL), mt = KX_TAILMASK(C % KX_VL);
+    const int full = C / KX_VL * KX_VL;
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < full; i += KX_VL) {
+            if (du) KA(ka_conv_bwd_du)(K, 0, du, dout, wT, b, T, C, i, all);
+            if (dwT) KA(ka_conv_bwd_dw)(K, 0, dwT, dout, u, b, T, C, i, all);
+        }
+        if (full < C) {
+            if (du) KA(ka_conv_bwd_du)(K, 1, du, dout, wT, b, T, C, full, mt);
+            if (dwT) KA(ka_conv_bwd_dw)(K, 1, dwT, dout, u, b, T, C, full, mt);
+        }
+    }
+}
+
+#define KA_CONV_CASE(K_) case K_: KA(ka_conv_bwd_k)(K_, du, dwT, dout, u, wT, B, T, C); break;
 KX_ATTR void KA(atm_atome_conv_backward)(float *du, float *dw, const float *dout, const float *u,
                                          const float *w, float *scratch, int B, int T, int C, int K) {
+    if (K < 1 || K > KA_KMAX) {
+        atm_atome_conv_backward_ref(du, dw, dout, u, w, scratch, B, T, C, K);
+        return;
+    }
     const size_t KC = (size_t)K * C;
-    float *wT = scratch, *dwT = scratch + KC;            /* [K][C] each */
+    float *wT = scratch, *dwT = dw ? scratch + KC : NULL; /* [K][C] each */
     for (int c = 0; c < C; c++)
         for (int j = 0; j < K; j++) wT[(size_t)j * C + c] = w[(size_t)c * K + j];
-    for (size_t i = 0; i < KC; i++) dwT[i] = 0.0f;
-    const int full = C / KX_VL * KX_VL, tail = C - full;
-    const KX_MASK mt = KX_TAILMASK(tail);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const size_t m = (size_t)b * T + t;
-            const int jmax = T - 1 - t < K - 1 ? T - 1 - t : K - 1;
-            const float *um = u + m * C;
-            float *dum = du ? du + m * C : NULL;
-            for (int i = 0; i < full + (tail ? KX_VL : 0); i += KX_VL) {
-                const int last = i >= full;
-                const KX_MASK mk = last ? mt : KX_TAILMASK(KX_VL);
-                KX_V acc = KX_ZERO(), uv = KX_ZERO();
-                if (dum) acc = last ? KX_LOADM(dum + i, mk) : KX_LOAD(dum + i);
-                if (dw) uv = last ? KX_LOADM(um + i, mk) : KX_LOAD(um + i);
-                for (int j = 0; j <= jmax; j++) {
-                    const float *dn = dout + (m + (size_t)j) * C + i;
-                    const KX_V dv = last ? KX_LOADM(dn, mk) : KX_LOAD(dn);
-                    if (dum) {
-                        const float *wj = wT + (size_t)j * C + i;
-                        acc = KX_ADD(acc, KX_MUL(last ? KX_LOADM(wj, mk) : KX_LOAD(wj), dv));
-                    }
-                    if (dw) {
-                        float *g = dwT + (size_t)j * C + i;
-                        if (last) KX_STOREM(g, mk, KX_ADD(KX_LOADM(g, mk), KX_MUL(dv, uv)));
-                        else KX_STORE(g, KX_ADD(KX_LOAD(g), KX_MUL(dv, uv)));
-                    }
-                }
-                if (dum) {
-                    if (last) KX_STOREM(dum + i, mk, acc);
-                    else KX_STORE(dum + i, acc);
-                }
-            }
-        }
+    if (dwT)
+        for (size_t x = 0; x < KC; x++) dwT[x] = 0.0f;
+    switch (K) {
+        KA_CONV_CASE(1) KA_CONV_CASE(2) KA_CONV_CASE(3) KA_CONV_CASE(4)
+        KA_CONV_CASE(5) KA_CONV_CASE(6) KA_CONV_CASE(7) KA_CONV_CASE(8)
+        default: KA(ka_conv_bwd_k)(K, du, dwT, dout, u, wT, B, T, C); break;
+    }
     KX_VZEROUPPER();
     if (dw)
         for (int c = 0; c < C; c++)
             for (int j = 0; j < K; j++) dw[(size_t)c * K + j] += dwT[(size_t)j * C + c];
 }
-#endif
+#undef KA_CONV_CASE
+#undef KA_LD
+#undef KA_ST
+#undef KA_CNV
+#undef KA_KMAX
 
 /* The forward scan runs over time with all channels of a step in the inner
  * loop, as the reference (the previous state is read back from s), so the
