@@ -9,10 +9,13 @@
  * gets "ref"; wasm-simd's set (kernels_layers_wasm.c) uses the references
  * for the members it has no vector version of. The lookup is cached on the
  * name pointer, which is the same string for as long as the matmul set stays
- * selected. No threads. */
+ * selected. The entry points share their work with the thread pool
+ * (pool.h) as described below. */
 #include "kernels_layers.h"
 #include "atome_layers.h"
 #include "kernels.h"
+#include "pool.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* Ordered like the matmul sets; "ref" first (the fallback). */
@@ -54,24 +57,164 @@ const atm_layer_kernel_set *atm_layer_kernels(void) {
     return g_lset;
 }
 
+/* ---- the thread pool's share (pool.h) --------------------------------
+ * Each entry point below runs the chosen set's kernel on disjoint pieces of
+ * its outputs, one per task, and every output element is computed by the
+ * same kernel code on the same inputs in the same order as in the one-thread
+ * call (each kernel computes rows, sequences and channels independently:
+ * kernels_layers.h), so the bits do not depend on the thread count:
+ *   rows       layernorm, cross-entropy, mixing: rows of N
+ *   sequences  conv and SSM forward, attention: whole sequences of B
+ *   channels   conv and SSM backward (their weight gradients sum over all
+ *              sequences and steps of a channel): channels, each task
+ *              working on a dense copy of its channel columns.
+ * The loss is summed serially from per-row values, in row order, as the
+ * kernel sums it. Scratch is taken before the call, so a task never fails;
+ * without it a call runs on one thread (same bits). */
+
+/* Task t's share [lo, hi) of n items in chunks of `align`. */
+static void share(int n, int t, int nt, int align, int *lo, int *hi) {
+    int per = (n + nt - 1) / nt;
+    per = (per + align - 1) / align * align;
+    *lo = t * per < n ? t * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+/* Reserves `bytes` of scratch for each of nt tasks; the task count to use. */
+static int reserve(int nt, size_t bytes) {
+    for (int t = 0; t < nt; t++)
+        if (!atm_task_scratch(t, bytes ? bytes : 1)) return 1;
+    return nt;
+}
+
+static int tasks_for(double flops, int items) {
+    int nt = atm_par_tasks(flops);
+    return nt < items ? nt : items;
+}
+
+/* Columns c0..c0+cs of a [rows][C] array to / from a dense [rows][cs] one. */
+static void cols_get(float *dst, const float *src, int rows, int C, int c0, int cs) {
+    for (int r = 0; r < rows; r++)
+        memcpy(dst + (size_t)r * cs, src + (size_t)r * C + c0, sizeof(float) * (size_t)cs);
+}
+static void cols_put(float *dst, const float *src, int rows, int C, int c0, int cs) {
+    for (int r = 0; r < rows; r++)
+        memcpy(dst + (size_t)r * C + c0, src + (size_t)r * cs, sizeof(float) * (size_t)cs);
+}
+
+#define ROWS 8   /* row chunks: a multiple of every set's vector rows */
+
+typedef struct {
+    const atm_layer_kernel_set *ks;
+    float *o0, *o1, *o2, *o3;
+    const float *i0, *i1, *i2, *i3, *i4, *i5;
+    const uint8_t *tgt;
+    double *loss;
+    int32_t *idx;
+    const float *const *paths;
+    float *const *dpaths;
+    int N, B, T, C, K, DH, TK, P;
+    float scale;
+} lk_job;
+
+/* ---- layernorm ---- */
+static void ln_fwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->N, t, nt, ROWS, &lo, &hi);
+    if (hi > lo)
+        j->ks->layernorm_forward(j->o0 + (size_t)lo * j->C, j->o1 + lo, j->o2 + lo, j->i0 + (size_t)lo * j->C,
+                                 j->i1, j->i2, hi - lo, j->C);
+}
+
 void atm_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                            const float *g, const float *b, int N, int C) {
-    atm_layer_kernels()->layernorm_forward(out, mean, rstd, inp, g, b, N, C);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = out, .o1 = mean, .o2 = rstd, .i0 = inp, .i1 = g, .i2 = b,
+                 .N = N, .C = C };
+    const int nt = tasks_for(8.0 * N * C, N / ROWS);
+    if (nt <= 1) j.ks->layernorm_forward(out, mean, rstd, inp, g, b, N, C);
+    else atm_parallel(ln_fwd_task, &j, nt);
+}
+
+/* Rows of dinp through the kernel (no dg, db); columns of dg, db by the
+ * kernel's per-element expressions (xh = (x - mean) * rstd; dg += xh * d;
+ * db += d, over the rows in order), which every set shares. */
+static void ln_bwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    const float *dout = j->i0, *inp = j->i1, *mean = j->i3, *rstd = j->i4;
+    int lo, hi;
+    if (j->o0) {
+        share(j->N, t, nt, ROWS, &lo, &hi);
+        if (hi > lo)
+            j->ks->layernorm_backward(j->o0 + (size_t)lo * j->C, NULL, NULL, dout + (size_t)lo * j->C,
+                                      inp + (size_t)lo * j->C, j->i2, mean + lo, rstd + lo, hi - lo, j->C);
+    }
+    share(j->C, t, nt, 1, &lo, &hi);
+    float *dg = j->o1, *db = j->o2;
+    for (int n = 0; n < j->N && hi > lo; n++) {
+        const float *x = inp + (size_t)n * j->C, *d = dout + (size_t)n * j->C;
+        const float m = mean[n], s = rstd[n];
+        if (db) for (int i = lo; i < hi; i++) db[i] += d[i];
+        if (dg) for (int i = lo; i < hi; i++) { float xh = (x[i] - m) * s; dg[i] += xh * d[i]; }
+    }
 }
 
 void atm_layernorm_backward(float *dinp, float *dg, float *db, const float *dout,
                             const float *inp, const float *g, const float *mean,
                             const float *rstd, int N, int C) {
-    atm_layer_kernels()->layernorm_backward(dinp, dg, db, dout, inp, g, mean, rstd, N, C);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = dinp, .o1 = dg, .o2 = db, .i0 = dout, .i1 = inp, .i2 = g,
+                 .i3 = mean, .i4 = rstd, .N = N, .C = C };
+    const int nt = tasks_for(12.0 * N * C, N / ROWS < C ? N / ROWS : C);
+    if (nt <= 1) j.ks->layernorm_backward(dinp, dg, db, dout, inp, g, mean, rstd, N, C);
+    else atm_parallel(ln_bwd_task, &j, nt);
+}
+
+/* ---- softmax + cross-entropy ---- */
+static double *g_rowloss = NULL;
+static size_t g_rowloss_cap = 0;
+
+static void xent_fwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->N, t, nt, ROWS, &lo, &hi);
+    const size_t V = (size_t)j->C;
+    if (!j->tgt) {
+        if (hi > lo) j->ks->xent_forward(j->o0 + lo * V, j->i0 + lo * V, NULL, hi - lo, j->C);
+        return;
+    }
+    for (int n = lo; n < hi; n++)
+        j->loss[n] = j->ks->xent_forward(j->o0 + n * V, j->i0 + n * V, j->tgt + n, 1, j->C);
 }
 
 double atm_xent_forward(float *probs, const float *logits, const uint8_t *tgt, int N, int V) {
-    return atm_layer_kernels()->xent_forward(probs, logits, tgt, N, V);
+    const atm_layer_kernel_set *ks = atm_layer_kernels();
+    int nt = tasks_for(12.0 * N * V, N / ROWS);
+    if (nt > 1 && tgt && g_rowloss_cap < (size_t)N) {
+        double *p = realloc(g_rowloss, sizeof(double) * (size_t)N);
+        if (p) { g_rowloss = p; g_rowloss_cap = (size_t)N; } else nt = 1;
+    }
+    if (nt <= 1) return ks->xent_forward(probs, logits, tgt, N, V);
+    lk_job j = { .ks = ks, .o0 = probs, .i0 = logits, .tgt = tgt, .loss = g_rowloss, .N = N, .C = V };
+    atm_parallel(xent_fwd_task, &j, nt);
+    double sum = 0.0;
+    for (int n = 0; tgt && n < N; n++) sum += g_rowloss[n];
+    return sum;
+}
+
+static void xent_bwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->N, t, nt, ROWS, &lo, &hi);
+    const size_t V = (size_t)j->C;
+    if (hi > lo) j->ks->xent_backward(j->o0 + lo * V, j->i0 + lo * V, j->tgt + lo, hi - lo, j->C, j->scale);
 }
 
 void atm_xent_backward(float *dlogits, const float *probs, const uint8_t *tgt, int N, int V,
                        float scale) {
-    atm_layer_kernels()->xent_backward(dlogits, probs, tgt, N, V, scale);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = dlogits, .i0 = probs, .tgt = tgt, .N = N, .C = V, .scale = scale };
+    const int nt = tasks_for(3.0 * N * V, N / ROWS);
+    if (nt <= 1) j.ks->xent_backward(dlogits, probs, tgt, N, V, scale);
+    else atm_parallel(xent_bwd_task, &j, nt);
 }
 
 void atm_atome_attn_select(float *ps, int32_t *is, const float *q, const float *kT, int ldk,
@@ -81,49 +224,206 @@ void atm_atome_attn_select(float *ps, int32_t *is, const float *q, const float *
 
 void atm_softmax(float *x, int n) { atm_layer_kernels()->softmax(x, n); }
 
+/* ---- conv ---- */
+static void conv_fwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->B, t, nt, 1, &lo, &hi);
+    const size_t row = (size_t)j->T * j->C;
+    if (hi > lo)
+        j->ks->conv_forward(j->o0 + lo * row, j->i0 + lo * row, j->i1, atm_task_scratch(t, 0),
+                            hi - lo, j->T, j->C, j->K);
+}
+
 void atm_atome_conv_forward(float *out, const float *u, const float *w, float *scratch,
                             int B, int T, int C, int K) {
-    atm_layer_kernels()->conv_forward(out, u, w, scratch, B, T, C, K);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = out, .i0 = u, .i1 = w, .B = B, .T = T, .C = C, .K = K };
+    int nt = tasks_for(2.0 * B * T * C * K, B);
+    if (nt > 1) nt = reserve(nt, sizeof(float) * (size_t)K * C);
+    if (nt <= 1) j.ks->conv_forward(out, u, w, scratch, B, T, C, K);
+    else atm_parallel(conv_fwd_task, &j, nt);
+}
+
+/* Task scratch of a channel-split backward: `arrays` dense [B*T][cs]
+ * copies, then the kernel's own scratch of `own` floats per channel. */
+static float *chan_scratch(int t, int arrays, size_t rows, int cs, size_t own) {
+    return atm_task_scratch(t, sizeof(float) * ((size_t)arrays * rows * cs + own * cs));
+}
+
+static void conv_bwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int c0, c1;
+    share(j->C, t, nt, 1, &c0, &c1);
+    const int cs = c1 - c0;
+    if (cs <= 0) return;
+    const size_t rows = (size_t)j->B * j->T, n = rows * cs;
+    float *sc = chan_scratch(t, 3, rows, cs, 2 * (size_t)j->K);
+    float *du = sc, *dout = sc + n, *u = sc + 2 * n, *own = sc + 3 * n;
+    if (j->o0) cols_get(du, j->o0, (int)rows, j->C, c0, cs);
+    cols_get(dout, j->i0, (int)rows, j->C, c0, cs);
+    cols_get(u, j->i1, (int)rows, j->C, c0, cs);
+    j->ks->conv_backward(j->o0 ? du : NULL, j->o1 ? j->o1 + (size_t)c0 * j->K : NULL, dout, u,
+                         j->i2 + (size_t)c0 * j->K, own, j->B, j->T, cs, j->K);
+    if (j->o0) cols_put(j->o0, du, (int)rows, j->C, c0, cs);
 }
 
 void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
                              const float *w, float *scratch, int B, int T, int C, int K) {
-    atm_layer_kernels()->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = du, .o1 = dw, .i0 = dout, .i1 = u, .i2 = w,
+                 .B = B, .T = T, .C = C, .K = K };
+    int nt = tasks_for(4.0 * B * T * C * K, C);
+    for (int t = 0; nt > 1 && t < nt; t++) {
+        int c0, c1;
+        share(C, t, nt, 1, &c0, &c1);
+        if (c1 > c0 && !chan_scratch(t, 3, (size_t)B * T, c1 - c0, 2 * (size_t)K)) nt = 1;
+    }
+    if (nt <= 1) j.ks->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
+    else atm_parallel(conv_bwd_task, &j, nt);
+}
+
+/* ---- SSM ---- */
+static void ssm_fwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->B, t, nt, 1, &lo, &hi);
+    const size_t row = (size_t)j->T * j->C;
+    if (hi > lo)
+        j->ks->ssm_forward(j->o0 + lo * row, j->o1 + lo * row, j->i0 + lo * row, j->i1, j->i2, j->i3,
+                           atm_task_scratch(t, 0), hi - lo, j->T, j->C);
 }
 
 void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_raw,
                            const float *b, const float *c_out, float *scratch,
                            int B, int T, int C) {
-    atm_layer_kernels()->ssm_forward(s, out, u, a_raw, b, c_out, scratch, B, T, C);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = s, .o1 = out, .i0 = u, .i1 = a_raw, .i2 = b, .i3 = c_out,
+                 .B = B, .T = T, .C = C };
+    int nt = tasks_for(4.0 * B * T * C, B);
+    if (nt > 1) nt = reserve(nt, sizeof(float) * (size_t)C);
+    if (nt <= 1) j.ks->ssm_forward(s, out, u, a_raw, b, c_out, scratch, B, T, C);
+    else atm_parallel(ssm_fwd_task, &j, nt);
+}
+
+static void ssm_bwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int c0, c1;
+    share(j->C, t, nt, 1, &c0, &c1);
+    const int cs = c1 - c0;
+    if (cs <= 0) return;
+    const size_t rows = (size_t)j->B * j->T, n = rows * cs;
+    float *sc = chan_scratch(t, 4, rows, cs, 7);
+    float *du = sc, *dout = sc + n, *u = sc + 2 * n, *s = sc + 3 * n, *own = sc + 4 * n;
+    if (j->o0) cols_get(du, j->o0, (int)rows, j->C, c0, cs);
+    cols_get(dout, j->i0, (int)rows, j->C, c0, cs);
+    cols_get(u, j->i1, (int)rows, j->C, c0, cs);
+    cols_get(s, j->i2, (int)rows, j->C, c0, cs);
+    j->ks->ssm_backward(j->o0 ? du : NULL, j->o1 + c0, j->o2 + c0, j->o3 + c0, dout, u, s,
+                        j->i3 + c0, j->i4 + c0, j->i5 + c0, own, j->B, j->T, cs);
+    if (j->o0) cols_put(j->o0, du, (int)rows, j->C, c0, cs);
 }
 
 void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
                             const float *dout, const float *u, const float *s,
                             const float *a_raw, const float *b, const float *c_out,
                             float *scratch, int B, int T, int C) {
-    atm_layer_kernels()->ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = du, .o1 = da_raw, .o2 = db, .o3 = dc, .i0 = dout, .i1 = u,
+                 .i2 = s, .i3 = a_raw, .i4 = b, .i5 = c_out, .B = B, .T = T, .C = C };
+    int nt = tasks_for(12.0 * B * T * C, C);
+    for (int t = 0; nt > 1 && t < nt; t++) {
+        int c0, c1;
+        share(C, t, nt, 1, &c0, &c1);
+        if (c1 > c0 && !chan_scratch(t, 4, (size_t)B * T, c1 - c0, 7)) nt = 1;
+    }
+    if (nt <= 1) j.ks->ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
+    else atm_parallel(ssm_bwd_task, &j, nt);
+}
+
+/* ---- attention: whole sequences ---- */
+static void attn_fwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->B, t, nt, 1, &lo, &hi);
+    if (hi <= lo) return;
+    const size_t r0 = (size_t)lo * j->T;
+    j->ks->attn_forward(j->o0 + r0 * j->C, j->idx + r0 * j->TK, j->o1 + r0 * j->TK, j->i0 + r0 * j->DH,
+                        j->i1 + r0 * j->DH, j->i2 + r0 * j->C, atm_task_scratch(t, 0), hi - lo, j->T, j->DH,
+                        j->C, j->TK);
 }
 
 void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
                             const float *k, const float *v, float *scratch,
                             int B, int T, int DH, int C, int TK) {
-    atm_layer_kernels()->attn_forward(out, idx, p, q, k, v, scratch, B, T, DH, C, TK);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = out, .o1 = p, .idx = idx, .i0 = q, .i1 = k, .i2 = v,
+                 .B = B, .T = T, .DH = DH, .C = C, .TK = TK };
+    int nt = tasks_for((double)B * T * ((double)T * DH + 2.0 * TK * C), B);
+    if (nt > 1) nt = reserve(nt, sizeof(float) * (size_t)(DH + 1) * T);
+    if (nt <= 1) j.ks->attn_forward(out, idx, p, q, k, v, scratch, B, T, DH, C, TK);
+    else atm_parallel(attn_fwd_task, &j, nt);
+}
+
+static void attn_bwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->B, t, nt, 1, &lo, &hi);
+    if (hi <= lo) return;
+    const size_t r0 = (size_t)lo * j->T;
+    j->ks->attn_backward(j->o0 ? j->o0 + r0 * j->DH : NULL, j->o1 ? j->o1 + r0 * j->DH : NULL,
+                         j->o2 ? j->o2 + r0 * j->C : NULL, j->i0 + r0 * j->C, j->idx + r0 * j->TK,
+                         j->i1 + r0 * j->TK, j->i2 + r0 * j->DH, j->i3 + r0 * j->DH, j->i4 + r0 * j->C,
+                         hi - lo, j->T, j->DH, j->C, j->TK);
 }
 
 void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                              const int32_t *idx, const float *p, const float *q,
                              const float *k, const float *v,
                              int B, int T, int DH, int C, int TK) {
-    atm_layer_kernels()->attn_backward(dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, TK);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = dq, .o1 = dk, .o2 = dv, .i0 = dout, .idx = (int32_t *)idx,
+                 .i1 = p, .i2 = q, .i3 = k, .i4 = v, .B = B, .T = T, .DH = DH, .C = C, .TK = TK };
+    const int nt = tasks_for(4.0 * B * T * TK * (DH + C), B);
+    if (nt <= 1) j.ks->attn_backward(dq, dk, dv, dout, idx, p, q, k, v, B, T, DH, C, TK);
+    else atm_parallel(attn_bwd_task, &j, nt);
+}
+
+/* ---- router mixing: rows ---- */
+static void mix_fwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->N, t, nt, ROWS, &lo, &hi);
+    if (hi <= lo) return;
+    const float *pp[3];
+    for (int p = 0; p < j->P && p < 3; p++) pp[p] = j->paths[p] + (size_t)lo * j->C;
+    j->ks->mix_forward(j->o0 + (size_t)lo * j->C, j->o1 + (size_t)lo * j->P, j->i0 + (size_t)lo * j->C, pp,
+                       hi - lo, j->C, j->P);
 }
 
 void atm_atome_mix_forward(float *hout, float *r, const float *hin,
                            const float *const *paths, int N, int C, int P) {
-    atm_layer_kernels()->mix_forward(hout, r, hin, paths, N, C, P);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = hout, .o1 = r, .i0 = hin, .paths = paths, .N = N, .C = C, .P = P };
+    const int nt = P <= 3 ? tasks_for(3.0 * N * C * P, N / ROWS) : 1;
+    if (nt <= 1) j.ks->mix_forward(hout, r, hin, paths, N, C, P);
+    else atm_parallel(mix_fwd_task, &j, nt);
+}
+
+static void mix_bwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    int lo, hi;
+    share(j->N, t, nt, ROWS, &lo, &hi);
+    if (hi <= lo) return;
+    const float *pp[3];
+    float *dp[3];
+    for (int p = 0; p < j->P && p < 3; p++) {
+        pp[p] = j->paths[p] + (size_t)lo * j->C;
+        dp[p] = j->dpaths[p] ? j->dpaths[p] + (size_t)lo * j->C : NULL;
+    }
+    j->ks->mix_backward(j->o0 + (size_t)lo * j->P, dp, j->i0 + (size_t)lo * j->C, j->i1 + (size_t)lo * j->P, pp,
+                        hi - lo, j->C, j->P);
 }
 
 void atm_atome_mix_backward(float *drl, float *const *dpaths, const float *dhout,
                             const float *r, const float *const *paths,
                             int N, int C, int P) {
-    atm_layer_kernels()->mix_backward(drl, dpaths, dhout, r, paths, N, C, P);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = drl, .dpaths = dpaths, .i0 = dhout, .i1 = r, .paths = paths,
+                 .N = N, .C = C, .P = P };
+    const int nt = P <= 3 ? tasks_for(5.0 * N * C * P, N / ROWS) : 1;
+    if (nt <= 1) j.ks->mix_backward(drl, dpaths, dhout, r, paths, N, C, P);
+    else atm_parallel(mix_bwd_task, &j, nt);
 }
