@@ -111,7 +111,9 @@ static void test_kernels(void) {
         const char *name = atm_kernels_set(s)->name;
         CHECK(atm_kernels_select(name) == 0);
         atm_threads_set(1);
+        const unsigned long calls0 = atm_pool_calls();
         run_all(&one);
+        CHECK(atm_pool_calls() == calls0);
         for (int th = 2; th <= 4; th++) {
             atm_threads_set(th);
             run_all(&many);
@@ -157,7 +159,9 @@ static void test_training(void) {
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         atm_trainer *a, *b;
         train_steps(runs[r].config, runs[r].quant, 1, &a);
+        const unsigned long calls = atm_pool_calls();
         train_steps(runs[r].config, runs[r].quant, 3, &b);
+        CHECKF(atm_pool_calls() > calls + 4, "%s: the threaded paths were not taken", runs[r].config);
         if (a && b) {
             size_t n = a->L.n_params * sizeof(float);
             CHECKF(memcmp(a->w, b->w, n) == 0 && memcmp(a->m, b->m, n) == 0 && memcmp(a->v, b->v, n) == 0,

@@ -42,6 +42,9 @@
 typedef struct { void *p; size_t cap; } scratch_t;
 static scratch_t g_scratch[ATM_THREADS_MAX];
 static int g_threads = 0;                 /* 0: not yet read from the environment */
+static unsigned long g_calls = 0;
+
+unsigned long atm_pool_calls(void) { return g_calls; }
 
 int atm_threads(void);
 #if POOL_THREADS
@@ -152,6 +155,7 @@ void atm_parallel(atm_task_fn fn, void *ctx, int n) {
     const int t = atm_threads();
     if (n > t) n = t;
     if (n <= 1) { fn(ctx, 0, 1); return; }
+    g_calls++;
     g_fn = fn;
     g_ctx = ctx;
     __atomic_store_n(&g_pending, n - 1, __ATOMIC_RELAXED);

@@ -42,6 +42,10 @@ int atm_threads_set(int n);
 /* Runs the n tasks (n <= atm_threads(); n <= 1 runs fn(ctx, 0, 1) inline). */
 void atm_parallel(atm_task_fn fn, void *ctx, int n);
 
+/* Calls that ran on more than one thread since the program started (tests
+ * check that the threaded paths were taken). */
+unsigned long atm_pool_calls(void);
+
 /* A scratch buffer owned by task `task` of the current parallel call, at
  * least `bytes` long, kept between calls (grown with realloc; NULL if out of
  * memory). Only that task uses it. */
