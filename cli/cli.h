@@ -11,13 +11,14 @@
 #define ATOME_CLI_H
 #include <stdint.h>
 #include <stdio.h>
-#include "model.h"
-#include "trainer.h"
-#include "pool.h"
-#include "ckpt.h"
-#include "export.h"
-#include "container.h"
-#include "sampler.h"
+#include "core/train/model.h"
+#include "core/train/trainer.h"
+#include "core/train/pool.h"
+#include "core/train/ckpt.h"
+#include "core/train/export.h"
+#include "core/host/engine_host.h"
+#include "core/container.h"
+#include "core/sampler.h"
 
 #define CLI_OK 0
 #define CLI_RUNTIME 1
@@ -102,8 +103,9 @@ const char *cli_encoding_name(int enc);
  * with the core parser (core/sampler.h). CLI_OK or CLI_USAGE (printed). */
 int cli_sampler_settings(const char *cmd, const char *temperature, const char *top_k, const char *top_p,
                          atm_sampler_cfg *sc);
-/* Calibration sample and float-logit -> Q16: atm_calib_sample and
- * atm_logits_q16 (core/train/export.h), shared with the wasm front end. */
+/* Calibration sample and float-logit -> Q16: atm_calib_sample
+ * (core/train/export.h) and atm_logits_q16 (core/host/engine_host.h), shared
+ * with the wasm front end. */
 
 /* ---- commands ---- */
 int cmd_train(int argc, char **argv);

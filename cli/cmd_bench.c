@@ -15,8 +15,8 @@
  * --toggle-collect=bench_gen_*` counts exactly their instructions; that is
  * how tools/bench-generate measures instructions per byte. */
 #include "cli.h"
-#include "engine.h"
-#include "format.h"
+#include "core/engine.h"
+#include "core/format.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,110 +78,144 @@ static const char *kernel_name(int k) {
 
 #define BENCH_MAX_REPEAT 1000
 
-int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *prompt = "Once upon a time", *kernel_s = NULL;
-    int64_t nbytes = 1024, window = 64, repeat = 5;
+/* One `atome bench`: the flags, the prompt, the greedy sampler, the timings
+ * of each repetition and the checksum they agree on, passed through the
+ * named steps of cmd_bench. */
+typedef struct {
+    const char     *model, *prompt, *kernel_s;
+    int64_t         nbytes, window, repeat;
+    int             kernel;            /* ATM_KERNEL_* forced by --kernel, -1: none */
+    const uint8_t  *pb;                /* the prompt fed before timing, plen bytes */
+    size_t          plen;
+    atm_sampler_cfg sc;
+    double          t[BENCH_MAX_REPEAT];
+    uint32_t        crc;
+    int             packed;
+    const char     *kname, *enc;
+} bench_job;
+
+static int bench_flags(bench_job *j, int argc, char **argv) {
+    j->prompt = "Once upon a time";
+    j->nbytes = 1024;
+    j->window = 64;
+    j->repeat = 5;
     cli_opt opts[] = {
-        { "model",  OPT_STR, &model, 0, 0, 0, 0 },
-        { "prompt", OPT_STR, &prompt, 0, 0, 0, 0 },
-        { "n",      OPT_INT, &nbytes, 1, 1.0e9, 0, 0 },
-        { "window", OPT_INT, &window, 1, ATM_MAX_WINDOW, 0, 0 },
-        { "repeat", OPT_INT, &repeat, 1, BENCH_MAX_REPEAT, 0, 0 },
-        { "kernel", OPT_STR, &kernel_s, 0, 0, 0, 0 },
+        { "model",  OPT_STR, &j->model, 0, 0, 0, 0 },
+        { "prompt", OPT_STR, &j->prompt, 0, 0, 0, 0 },
+        { "n",      OPT_INT, &j->nbytes, 1, 1.0e9, 0, 0 },
+        { "window", OPT_INT, &j->window, 1, ATM_MAX_WINDOW, 0, 0 },
+        { "repeat", OPT_INT, &j->repeat, 1, BENCH_MAX_REPEAT, 0, 0 },
+        { "kernel", OPT_STR, &j->kernel_s, 0, 0, 0, 0 },
     };
     int nopt = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("bench", argc, argv, opts, nopt);
     if (rc) return rc;
-    if (!model) return cli_err(CLI_USAGE, "bench: --model is required");
-    int kernel = -1;
-    if (kernel_s) {
-        for (int i = 0; i < N_KERNELS; i++) if (strcmp(kernel_s, KERNELS[i].name) == 0) kernel = KERNELS[i].id;
-        if (kernel < 0)
-            return cli_err(CLI_USAGE, "bench: --kernel must be auto, portable, lut, sse2, avx2 or avx512 (got '%s')", kernel_s);
+    if (!j->model) return cli_err(CLI_USAGE, "bench: --model is required");
+    j->kernel = -1;
+    if (j->kernel_s) {
+        for (int i = 0; i < N_KERNELS; i++) if (strcmp(j->kernel_s, KERNELS[i].name) == 0) j->kernel = KERNELS[i].id;
+        if (j->kernel < 0)
+            return cli_err(CLI_USAGE, "bench: --kernel must be auto, portable, lut, sse2, avx2 or avx512 (got '%s')", j->kernel_s);
     }
-    size_t plen = strlen(prompt);
-    const uint8_t *pb = (const uint8_t *)(plen ? prompt : "\n");
-    if (!plen) plen = 1;
-    atm_sampler_cfg sc;
-    atm_sampler_default(&sc);   /* greedy */
-    double t[BENCH_MAX_REPEAT];
-    uint32_t crc = 0;
-    int packed = cli_sniff(model) == CLI_FILE_CONTAINER;
-    const char *kname = "float", *enc = "f32";
-    if (packed) {
-        uint8_t *blob = NULL;
-        size_t len = 0;
-        atm_model m;
-        if ((rc = cli_open_container("bench", model, &blob, &len, &m))) return rc;
-        size_t ab = atm_engine_arena_bytes(&m, (int)window);
-        void *arena = malloc(ab);
-        atm_engine e;
-        if (!arena || atm_engine_init(&e, &m, (int)window, arena, ab) != ATM_OK) {
-            free(arena); free(blob);
-            return cli_err(CLI_RUNTIME, "bench: out of memory for the engine arena");
-        }
-        if (kernel > 0 && atm_engine_set_kernel(&e, kernel) != 0) {
-            free(arena); free(blob);
-            return cli_err(CLI_RUNTIME, "bench: this build or CPU has no %s kernel", kernel_s);
-        }
-        kname = kernel_name(atm_engine_kernel(&e));
-        enc = cli_encoding_name(m.encoding);
-        for (int64_t r = 0; r < repeat; r++) {
-            atm_engine_reset(&e);
-            const int32_t *lg = NULL;
-            for (size_t i = 0; i < plen; i++) lg = atm_engine_step(&e, pb[i]);
-            double t0 = cli_now();
-            uint32_t c = bench_gen_engine(&e, lg, nbytes, &sc);
-            t[r] = cli_now() - t0;
-            if (r && c != crc) { free(arena); free(blob); return cli_err(CLI_RUNTIME, "bench: repetitions disagree"); }
-            crc = c;
-        }
-        free(arena);
-        free(blob);
-    } else {
-        if (kernel_s) return cli_err(CLI_USAGE, "bench: --kernel applies to packed .atome models only");
-        atm_ckpt ck;
-        char why[1200];
-        if (atm_ckpt_read(model, &ck, why, sizeof why)) return cli_err(CLI_RUNTIME, "bench: %s", why);
-        const atm_family *fam = atm_family_get(ck.cfg.family);
-        atm_layout L;
-        if (!fam || !fam->gen_new || atm_layout_build(&ck.cfg, &L) || ck.cfg.vocab > ATM_MAX_VOCAB) {
-            atm_ckpt_free(&ck);
-            return cli_err(CLI_RUNTIME, "bench: the %s family has no generator in this build", atm_family_name(ck.cfg.family));
-        }
-        if (ck.cfg.family == ATM_FAMILY_VANILLA && window > ck.cfg.max_seq) {
-            atm_ckpt_free(&ck);
-            return cli_err(CLI_USAGE, "bench: --window %lld exceeds the model's learned positions", (long long)window);
-        }
-        float *weff = (float *)malloc(L.n_params * sizeof(float));
-        if (!weff) { atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "bench: out of memory"); }
-        atm_quantize_layout(&L, cli_ckpt_quant(&ck), ck.w, weff);
-        for (int64_t r = 0; r < repeat; r++) {
-            void *gen = fam->gen_new(&L, weff, (int)window);
-            if (!gen) { free(weff); atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "bench: out of memory"); }
-            const float *lg = NULL;
-            for (size_t i = 0; i < plen; i++) lg = fam->gen_step(gen, pb[i]);
-            double t0 = cli_now();
-            uint32_t c = bench_gen_float(fam, gen, lg, (int)ck.cfg.vocab, nbytes, &sc);
-            t[r] = cli_now() - t0;
-            fam->gen_free(gen);
-            if (r && c != crc) { free(weff); atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "bench: repetitions disagree"); }
-            crc = c;
-        }
-        free(weff);
-        atm_ckpt_free(&ck);
+    j->plen = strlen(j->prompt);
+    j->pb = (const uint8_t *)(j->plen ? j->prompt : "\n");
+    if (!j->plen) j->plen = 1;
+    atm_sampler_default(&j->sc);   /* greedy */
+    j->packed = cli_sniff(j->model) == CLI_FILE_CONTAINER;
+    j->kname = "float";
+    j->enc = "f32";
+    return CLI_OK;
+}
+
+/* Repetitions of a packed model on the integer engine. */
+static int bench_engine(bench_job *j) {
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    atm_model m;
+    int rc = cli_open_container("bench", j->model, &blob, &len, &m);
+    if (rc) return rc;
+    size_t ab = atm_engine_arena_bytes(&m, (int)j->window);
+    void *arena = malloc(ab);
+    atm_engine e;
+    if (!arena || atm_engine_init(&e, &m, (int)j->window, arena, ab) != ATM_OK)
+        rc = cli_err(CLI_RUNTIME, "bench: out of memory for the engine arena");
+    else if (j->kernel > 0 && atm_engine_set_kernel(&e, j->kernel) != 0)
+        rc = cli_err(CLI_RUNTIME, "bench: this build or CPU has no %s kernel", j->kernel_s);
+    if (!rc) {
+        j->kname = kernel_name(atm_engine_kernel(&e));
+        j->enc = cli_encoding_name(m.encoding);
     }
-    qsort(t, (size_t)repeat, sizeof t[0], cmp_double);
-    double best = t[0], med = t[repeat / 2];
+    for (int64_t r = 0; !rc && r < j->repeat; r++) {
+        atm_engine_reset(&e);
+        const int32_t *lg = NULL;
+        for (size_t i = 0; i < j->plen; i++) lg = atm_engine_step(&e, j->pb[i]);
+        double t0 = cli_now();
+        uint32_t c = bench_gen_engine(&e, lg, j->nbytes, &j->sc);
+        j->t[r] = cli_now() - t0;
+        if (r && c != j->crc) rc = cli_err(CLI_RUNTIME, "bench: repetitions disagree");
+        j->crc = c;
+    }
+    free(arena);
+    free(blob);
+    return rc;
+}
+
+/* Repetitions of a float checkpoint on its family's streaming generator. */
+static int bench_float(bench_job *j) {
+    if (j->kernel_s) return cli_err(CLI_USAGE, "bench: --kernel applies to packed .atome models only");
+    atm_ckpt ck;
+    char why[1200];
+    if (atm_ckpt_read(j->model, &ck, why, sizeof why)) return cli_err(CLI_RUNTIME, "bench: %s", why);
+    const atm_family *fam = atm_family_get(ck.cfg.family);
+    atm_layout L;
+    float *weff = NULL;
+    int rc = CLI_OK;
+    if (!fam || !fam->gen_new || atm_layout_build(&ck.cfg, &L) || ck.cfg.vocab > ATM_MAX_VOCAB)
+        rc = cli_err(CLI_RUNTIME, "bench: the %s family has no generator in this build", atm_family_name(ck.cfg.family));
+    else if (ck.cfg.family == ATM_FAMILY_VANILLA && j->window > ck.cfg.max_seq)
+        rc = cli_err(CLI_USAGE, "bench: --window %lld exceeds the model's learned positions", (long long)j->window);
+    else if (!(weff = (float *)malloc(L.n_params * sizeof(float))))
+        rc = cli_err(CLI_RUNTIME, "bench: out of memory");
+    if (!rc) atm_quantize_layout(&L, cli_ckpt_quant(&ck), ck.w, weff);
+    for (int64_t r = 0; !rc && r < j->repeat; r++) {
+        void *gen = fam->gen_new(&L, weff, (int)j->window);
+        if (!gen) { rc = cli_err(CLI_RUNTIME, "bench: out of memory"); break; }
+        const float *lg = NULL;
+        for (size_t i = 0; i < j->plen; i++) lg = fam->gen_step(gen, j->pb[i]);
+        double t0 = cli_now();
+        uint32_t c = bench_gen_float(fam, gen, lg, (int)ck.cfg.vocab, j->nbytes, &j->sc);
+        j->t[r] = cli_now() - t0;
+        fam->gen_free(gen);
+        if (r && c != j->crc) rc = cli_err(CLI_RUNTIME, "bench: repetitions disagree");
+        j->crc = c;
+    }
+    free(weff);
+    atm_ckpt_free(&ck);
+    return rc;
+}
+
+static int bench_report(bench_job *j) {
+    qsort(j->t, (size_t)j->repeat, sizeof j->t[0], cmp_double);
+    double best = j->t[0], med = j->t[j->repeat / 2];
     FILE *f = stdout;
-    fputs("{\"model\":", f); cli_json_str(f, model);
+    fputs("{\"model\":", f); cli_json_str(f, j->model);
     fprintf(f, ",\"path\":\"%s\",\"encoding\":\"%s\",\"kernel\":\"%s\",\"n\":%lld,\"prompt_bytes\":%zu,\"window\":%lld,\"repeat\":%lld",
-            packed ? "engine" : "float", enc, kname, (long long)nbytes, plen, (long long)window, (long long)repeat);
+            j->packed ? "engine" : "float", j->enc, j->kname, (long long)j->nbytes, j->plen, (long long)j->window,
+            (long long)j->repeat);
     fputs(",\"best_s\":", f); cli_json_num(f, best);
     fputs(",\"median_s\":", f); cli_json_num(f, med);
-    fputs(",\"bytes_per_s\":", f); cli_json_num(f, best > 0 ? (double)nbytes / best : 0.0);
-    fputs(",\"bytes_per_s_median\":", f); cli_json_num(f, med > 0 ? (double)nbytes / med : 0.0);
-    fprintf(f, ",\"crc32\":\"%08x\"}\n", (unsigned)crc);
+    fputs(",\"bytes_per_s\":", f); cli_json_num(f, best > 0 ? (double)j->nbytes / best : 0.0);
+    fputs(",\"bytes_per_s_median\":", f); cli_json_num(f, med > 0 ? (double)j->nbytes / med : 0.0);
+    fprintf(f, ",\"crc32\":\"%08x\"}\n", (unsigned)j->crc);
     if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "bench: cannot write to stdout");
     return CLI_OK;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_job j;
+    memset(&j, 0, sizeof j);
+    int rc = bench_flags(&j, argc, argv);
+    if (!rc) rc = j.packed ? bench_engine(&j) : bench_float(&j);
+    if (!rc) rc = bench_report(&j);
+    return rc;
 }

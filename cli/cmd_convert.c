@@ -3,7 +3,7 @@
  * moments from a checkpoint, for shipping). Both validate the whole input
  * before writing anything and write atomically. */
 #include "cli.h"
-#include "legacy.h"
+#include "core/train/legacy.h"
 #include <stdlib.h>
 #include <string.h>
 

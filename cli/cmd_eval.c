@@ -9,8 +9,8 @@
  * the settings parsed from their text by the core parser, so a container
  * gives the same bytes as the wasm and firmware front ends. */
 #include "cli.h"
-#include "engine.h"
-#include "explain.h"
+#include "core/engine.h"
+#include "core/explain.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -27,10 +27,10 @@
  *    broken template, model larger than the slot or the RAM, write error).
  *  - Success prints one JSON line (docs/cli.md). */
 #include "cli.h"
-#include "engine.h"
-#include "format.h"
-#include "fwsettings.h"
-#include "sampler.h"
+#include "core/engine.h"
+#include "core/format.h"
+#include "core/fwsettings.h"
+#include "core/sampler.h"
 #include "fwimage/fwimage.h"
 #include <stdlib.h>
 #include <string.h>

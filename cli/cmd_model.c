@@ -1,7 +1,7 @@
 /* cli/cmd_model.c — `atome params` (config -> parameter table as JSON) and
  * `atome init` (random-init checkpoint, the same weights `train` starts from). */
 #include "cli.h"
-#include "shape.h"
+#include "core/train/shape.h"
 #include <stdlib.h>
 #include <string.h>
 

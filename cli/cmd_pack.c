@@ -12,9 +12,9 @@
  * flags (export is deterministic). docs/cli.md documents the flags and the
  * JSON keys. */
 #include "cli.h"
-#include "engine.h"
-#include "format.h"
-#include "legacy.h"
+#include "core/engine.h"
+#include "core/format.h"
+#include "core/train/legacy.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,118 +47,157 @@ static int refuse_non_ckpt(const char *cmd, const char *path) {
 
 /* ------------------------------------------------------------------ export */
 
-int cmd_export(int argc, char **argv) {
-    const char *model = NULL, *format = NULL, *out = NULL, *calib = NULL;
-    int64_t window = 0;
-    int quiet = 0;
+/* One `atome export`: the flags, the checkpoint, its layout, the statistics
+ * the formats come from and the container, passed through the named steps
+ * of cmd_export. */
+typedef struct {
+    const char     *model, *format, *out, *calib;
+    int64_t         window;
+    int             quiet, enc;
+    atm_ckpt        ck;
+    atm_layout      L;
+    atm_calib_stats st;
+    const char     *source;   /* the "calibration" JSON value */
+    int             have;     /* st holds statistics */
+    uint8_t        *buf;      /* the container, *len bytes */
+    size_t          len;
+    char            why[1200];
+} export_job;
+
+static int export_flags(export_job *j, int argc, char **argv) {
     cli_opt opts[] = {
-        { "model",  OPT_STR,  &model, 0, 0, 0, 0 },
-        { "format", OPT_STR,  &format, 0, 0, 0, 0 },
-        { "out",    OPT_STR,  &out, 0, 0, 0, 0 },
-        { "calib",  OPT_STR,  &calib, 0, 0, 0, 0 },
-        { "window", OPT_INT,  &window, 1, ATM_MAX_WINDOW, 0, 0 },
-        { "quiet",  OPT_FLAG, &quiet, 0, 0, 0, 0 },
+        { "model",  OPT_STR,  &j->model, 0, 0, 0, 0 },
+        { "format", OPT_STR,  &j->format, 0, 0, 0, 0 },
+        { "out",    OPT_STR,  &j->out, 0, 0, 0, 0 },
+        { "calib",  OPT_STR,  &j->calib, 0, 0, 0, 0 },
+        { "window", OPT_INT,  &j->window, 1, ATM_MAX_WINDOW, 0, 0 },
+        { "quiet",  OPT_FLAG, &j->quiet, 0, 0, 0, 0 },
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("export", argc, argv, opts, n);
     if (rc) return rc;
-    if (!model) return cli_err(CLI_USAGE, "export: --model is required");
-    if (!format) return cli_err(CLI_USAGE, "export: --format is required (atome01 or atome02)");
-    if (!out || !*out) return cli_err(CLI_USAGE, "export: --out is required");
-    int enc = encoding_from_name(format);
-    if (!enc) return cli_err(CLI_USAGE, "export: --format must be atome01 or atome02 (got '%s')", format);
-    if ((rc = refuse_non_ckpt("export", model))) return rc;
+    if (!j->model) return cli_err(CLI_USAGE, "export: --model is required");
+    if (!j->format) return cli_err(CLI_USAGE, "export: --format is required (atome01 or atome02)");
+    if (!j->out || !*j->out) return cli_err(CLI_USAGE, "export: --out is required");
+    j->enc = encoding_from_name(j->format);
+    if (!j->enc) return cli_err(CLI_USAGE, "export: --format must be atome01 or atome02 (got '%s')", j->format);
+    if ((rc = refuse_non_ckpt("export", j->model))) return rc;
+    if (!cli_seen(opts, n, "window")) j->window = -1;   /* the checkpoint's run window (load_model) */
+    return CLI_OK;
+}
 
-    atm_ckpt ck;
-    char why[1200];
-    if (atm_ckpt_read(model, &ck, why, sizeof why)) return cli_err(CLI_RUNTIME, "export: %s", why);
-    if (ck.cfg.family != ATM_FAMILY_ATOME) {
-        int fam = ck.cfg.family;
-        atm_ckpt_free(&ck);
-        return cli_err(CLI_RUNTIME, "export: '%s' is a %s model; only the atome family can be packed", model, atm_family_name(fam));
+/* The checkpoint (an atome-family one), the default window and the layout. */
+static int load_model(export_job *j) {
+    atm_ckpt *ck = &j->ck;
+    if (atm_ckpt_read(j->model, ck, j->why, sizeof j->why)) return cli_err(CLI_RUNTIME, "export: %s", j->why);
+    if (ck->cfg.family != ATM_FAMILY_ATOME)
+        return cli_err(CLI_RUNTIME, "export: '%s' is a %s model; only the atome family can be packed", j->model,
+                       atm_family_name(ck->cfg.family));
+    if (j->window < 0) {
+        j->window = atm_config_run_window(&ck->cfg, ck->opt.seq);
+        if (j->window > ATM_MAX_WINDOW)
+            return cli_err(CLI_USAGE, "export: the training seq %d exceeds the engine's %d positions; give --window",
+                           (int)ck->opt.seq, ATM_MAX_WINDOW);
     }
-    if (!cli_seen(opts, n, "window")) {
-        window = atm_config_run_window(&ck.cfg, ck.opt.seq);
-        if (window > ATM_MAX_WINDOW) {
-            int s = (int)ck.opt.seq;
-            atm_ckpt_free(&ck);
-            return cli_err(CLI_USAGE, "export: the training seq %d exceeds the engine's %d positions; give --window", s, ATM_MAX_WINDOW);
-        }
-    }
-    atm_layout L;
-    if (atm_layout_build(&ck.cfg, &L)) { atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "export: cannot build the layout"); }
+    if (atm_layout_build(&ck->cfg, &j->L)) return cli_err(CLI_RUNTIME, "export: cannot build the layout");
+    return CLI_OK;
+}
 
-    /* ---- calibration ---- */
-    atm_calib_stats st;
-    const char *source = "bounds";
-    int have = 0;
-    if (calib) {
-        atm_corpus c;
-        if (atm_corpus_load(calib, 0, &c, why, sizeof why)) { atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "export: --calib: %s", why); }
-        rc = atm_calib_sample(&L, ck.w, c.bytes, c.n_bytes, (int)window, &st, why, sizeof why);
+/* The calibration sample of the checkpoint's recorded training chunks:
+ * *taken = 1, or 0 if the data cannot be read (reason in j->why). */
+static int calib_training_data(export_job *j, int *taken) {
+    const atm_ckpt *ck = &j->ck;
+    atm_corpus c;
+    atm_chunks ch;
+    *taken = 0;
+    if (atm_corpus_load(ck->data_path, ck->max_bytes, &c, j->why, sizeof j->why)) return CLI_OK;
+    int seq = ck->opt.seq;
+    int ok = (ck->valid_path[0] ? atm_chunks_all(&c, seq, &ch, j->why, sizeof j->why)
+                                : atm_chunks_split(&c, seq, ck->split, &ch, NULL, j->why, sizeof j->why)) == 0;
+    if (ok && atm_calib_sample(&j->L, ck->w, ch.base, ch.n * (size_t)ch.seq, (int)j->window, &j->st, j->why, sizeof j->why)) {
         atm_corpus_free(&c);
-        if (rc) { atm_ckpt_free(&ck); return cli_err(CLI_RUNTIME, "export: %s", why); }
-        source = "calib-file";
-        have = 1;
-    } else if (ck.calib) {
-        if (atm_calib_parse(ck.calib, ck.calib_len, &st, why, sizeof why)) {
-            atm_ckpt_free(&ck);
-            return cli_err(CLI_RUNTIME, "export: checkpoint '%s': %s", model, why);
-        }
-        source = "checkpoint";
-        have = 1;
-    } else if (ck.has_data) {
+        return cli_err(CLI_RUNTIME, "export: %s", j->why);
+    }
+    atm_corpus_free(&c);
+    *taken = ok;
+    return CLI_OK;
+}
+
+/* The statistics, in the order of the header comment: --calib, the
+ * checkpoint's ACAL section, its training data, else provable bounds. */
+static int pick_calibration(export_job *j) {
+    const atm_ckpt *ck = &j->ck;
+    j->source = "bounds";
+    if (j->calib) {
         atm_corpus c;
-        atm_chunks ch;
-        int ok = atm_corpus_load(ck.data_path, ck.max_bytes, &c, why, sizeof why) == 0;
-        if (ok) {
-            int seq = ck.opt.seq;
-            ok = (ck.valid_path[0] ? atm_chunks_all(&c, seq, &ch, why, sizeof why)
-                                   : atm_chunks_split(&c, seq, ck.split, &ch, NULL, why, sizeof why)) == 0;
-            if (ok && atm_calib_sample(&L, ck.w, ch.base, ch.n * (size_t)ch.seq, (int)window, &st, why, sizeof why)) {
-                atm_corpus_free(&c);
-                atm_ckpt_free(&ck);
-                return cli_err(CLI_RUNTIME, "export: %s", why);
-            }
-            atm_corpus_free(&c);
-        }
-        if (ok) {
-            source = "training-data";
-            have = 1;
-            if (!quiet)
+        if (atm_corpus_load(j->calib, 0, &c, j->why, sizeof j->why)) return cli_err(CLI_RUNTIME, "export: --calib: %s", j->why);
+        int rc = atm_calib_sample(&j->L, ck->w, c.bytes, c.n_bytes, (int)j->window, &j->st, j->why, sizeof j->why);
+        atm_corpus_free(&c);
+        if (rc) return cli_err(CLI_RUNTIME, "export: %s", j->why);
+        j->source = "calib-file";
+        j->have = 1;
+    } else if (ck->calib) {
+        if (atm_calib_parse(ck->calib, ck->calib_len, &j->st, j->why, sizeof j->why))
+            return cli_err(CLI_RUNTIME, "export: checkpoint '%s': %s", j->model, j->why);
+        j->source = "checkpoint";
+        j->have = 1;
+    } else if (ck->has_data) {
+        int taken, rc = calib_training_data(j, &taken);
+        if (rc) return rc;
+        if (taken) {
+            j->source = "training-data";
+            j->have = 1;
+            if (!j->quiet)
                 fprintf(stderr, "export: the checkpoint has no calibration statistics; calibrated on its training data '%s'\n",
-                        ck.data_path);
-        } else if (!quiet) {
+                        ck->data_path);
+        } else if (!j->quiet) {
             fprintf(stderr, "export: the checkpoint has no calibration statistics and its training data is unreadable (%s); "
-                    "formats from provable bounds only\n", why);
+                    "formats from provable bounds only\n", j->why);
         }
-    } else if (!quiet) {
+    } else if (!j->quiet) {
         fprintf(stderr, "export: the checkpoint has no calibration statistics and records no training data; "
                 "formats from provable bounds only\n");
     }
-    if (!quiet && cli_ckpt_quant(&ck) != ATM_QUANT_TERNARY)
+    if (!j->quiet && cli_ckpt_quant(ck) != ATM_QUANT_TERNARY)
         fprintf(stderr, "export: note: the checkpoint's weights are evaluated in fp32; the container holds their ternary quantisation\n");
+    return CLI_OK;
+}
 
+/* The container, written atomically to --out. */
+static int write_container(export_job *j) {
     atm_export_opts eo;
     memset(&eo, 0, sizeof eo);
-    eo.encoding = enc;
-    eo.window = (int32_t)window;
-    eo.train_seq = ck.opt.seq <= ATM_MAX_WINDOW ? ck.opt.seq : 0;
-    eo.calib = have ? &st : NULL;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    rc = atm_export_atome(&L, ck.w, &eo, &buf, &len, why, sizeof why);
-    atm_ckpt_free(&ck);
-    if (rc) return cli_err(CLI_RUNTIME, "%s", why);
-    rc = atm_write_atomic(out, buf, len, why, sizeof why);
-    free(buf);
-    if (rc) return cli_err(CLI_RUNTIME, "export: %s", why);
+    eo.encoding = j->enc;
+    eo.window = (int32_t)j->window;
+    eo.train_seq = j->ck.opt.seq <= ATM_MAX_WINDOW ? j->ck.opt.seq : 0;
+    eo.calib = j->have ? &j->st : NULL;
+    if (atm_export_atome(&j->L, j->ck.w, &eo, &j->buf, &j->len, j->why, sizeof j->why)) return cli_err(CLI_RUNTIME, "%s", j->why);
+    if (atm_write_atomic(j->out, j->buf, j->len, j->why, sizeof j->why)) return cli_err(CLI_RUNTIME, "export: %s", j->why);
+    return CLI_OK;
+}
+
+static int export_report(const export_job *j) {
     FILE *f = stdout;
-    fputs("{\"out\":", f); cli_json_str(f, out);
+    fputs("{\"out\":", f); cli_json_str(f, j->out);
     fprintf(f, ",\"format\":\"atome\",\"encoding\":\"%s\",\"bytes\":%zu,\"window\":%lld,\"calibration\":\"%s\",\"calib_positions\":%llu}\n",
-            cli_encoding_name(enc), len, (long long)window, source, have ? (unsigned long long)st.positions : 0ull);
+            cli_encoding_name(j->enc), j->len, (long long)j->window, j->source,
+            j->have ? (unsigned long long)j->st.positions : 0ull);
     if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "export: cannot write to stdout");
     return CLI_OK;
+}
+
+int cmd_export(int argc, char **argv) {
+    export_job j;
+    memset(&j, 0, sizeof j);
+    atm_ckpt_init(&j.ck);
+    int rc = export_flags(&j, argc, argv);
+    if (!rc) rc = load_model(&j);
+    if (!rc) rc = pick_calibration(&j);
+    if (!rc) rc = write_container(&j);
+    atm_ckpt_free(&j.ck);
+    if (!rc) rc = export_report(&j);
+    free(j.buf);
+    return rc;
 }
 
 /* ----------------------------------------------------------------- convert */
@@ -261,10 +300,8 @@ static int inspect_container(const char *path, const uint8_t *b, size_t len, int
         /* params: the model's parameter count, as `atome params` reports it for
          * this shape; stored_values: what the file holds (the SSM output vector
          * is folded into its input weights at export, so it stores fewer). */
-        atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
-                          c->pathways, 0, 0, 0, 0, 0 };
-        atm_layout FL;
-        if (atm_layout_build(&fc, &FL) == 0) fprintf(f, ",\"params\":%zu", FL.n_params);
+        size_t fp = atm_export_float_params(c);
+        if (fp) fprintf(f, ",\"params\":%zu", fp);
         else fputs(",\"params\":null", f);
         fprintf(f, ",\"stored_values\":%u,\"trit_params\":%u,\"vector_params\":%u,\"tensors\":%u", (unsigned)in.params,
                 (unsigned)in.trit_params, (unsigned)(in.params - in.trit_params), (unsigned)in.n_tensors);

@@ -5,7 +5,7 @@
  * fixed-point sampler settings (parsed from their text by the core parser, as
  * every front end does) with the float-logit bridge into that sampler. */
 #include "cli.h"
-#include "format.h"
+#include "core/format.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,11 +4,11 @@
  * section header is 40 bytes: sh_name 0, sh_type 4, sh_flags 8, sh_addr 12,
  * sh_offset 16, sh_size 20). */
 #include "fwimage.h"
-#include "../core/engine.h"
-#include "../core/rng.h"
-#include "../core/sampler.h"
+#include "core/engine.h"
+#include "core/rng.h"
+#include "core/sampler.h"
 #include <stdlib.h>
-#include "../core/format.h"
+#include "core/format.h"
 #include <stdarg.h>
 #include <string.h>
 

@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "../core/container.h"
-#include "../core/fwsettings.h"
+#include "core/container.h"
+#include "core/fwsettings.h"
 
 #define ATM_FW_SECTION ".atome_model"
 #define ATM_FW_SLOT_HEADER 32u

@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "rng.h"
-#include "model.h"
+#include "core/rng.h"
+#include "core/train/model.h"
 
 typedef double (*fd_loss_fn)(void *ctx);
 

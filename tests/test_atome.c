@@ -18,9 +18,9 @@
  * rel = ||g_fd - g||_2 / max(||g||_2, ||g_fd||_2). The tolerances are stated
  * where used, with the reason. */
 #include "check.h"
-#include "model.h"
-#include "layers.h"
-#include "atome_layers.h"
+#include "core/train/model.h"
+#include "core/train/layers.h"
+#include "core/train/atome_layers.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * changes position p's. (The gradient checks cannot see a leak from the
  * future; this can.) Random-init named shapes, fp32 and ternary weights. */
 #include "check.h"
-#include "model.h"
+#include "core/train/model.h"
 #include <string.h>
 
 static void check_family(const char *name, int quant) {

@@ -4,7 +4,7 @@
  * flips never crashing, unknown sections skipped unless required, atomic
  * writes leaving nothing behind. */
 #include "check.h"
-#include "ckpt.h"
+#include "core/train/ckpt.h"
 #include <dirent.h>
 #include <stdint.h>
 #include <string.h>

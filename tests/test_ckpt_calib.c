@@ -5,9 +5,9 @@
  * checkpoint are refused with EFORMAT (each with a valid CRC, so the
  * section's own checks are what refuses them). */
 #include "check.h"
-#include "ckpt.h"
-#include "export.h"
-#include "format.h"
+#include "core/train/ckpt.h"
+#include "core/train/export.h"
+#include "core/format.h"
 #include <string.h>
 
 static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }

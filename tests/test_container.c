@@ -5,10 +5,10 @@
  * malloc'd buffer of exactly its length, so a sanitizer build catches any
  * read past the end. */
 #include "check.h"
-#include "../core/container.h"
-#include "../core/engine.h"
-#include "../core/train/export.h"
-#include "../core/train/model.h"
+#include "core/container.h"
+#include "core/engine.h"
+#include "core/train/export.h"
+#include "core/train/model.h"
 #include <string.h>
 
 static uint32_t crc32_ref(const uint8_t *p, size_t n) {

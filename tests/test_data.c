@@ -3,7 +3,7 @@
  * numbers (500,000 bytes / 64 = 7,812 chunks -> 7,030 / 782); FAILS if it is
  * missing. */
 #include "check.h"
-#include "data.h"
+#include "core/train/data.h"
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>

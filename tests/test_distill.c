@@ -8,10 +8,10 @@
  *    loss is the hard cross-entropy, and two trainers with the same teacher
  *    take the same steps bit for bit. */
 #include "check.h"
-#include "layers.h"
-#include "model.h"
-#include "trainer.h"
-#include "data.h"
+#include "core/train/layers.h"
+#include "core/train/model.h"
+#include "core/train/trainer.h"
+#include "core/train/data.h"
 #include <string.h>
 
 static atm_rng R;

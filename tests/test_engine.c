@@ -20,11 +20,12 @@
  * model the engine's bits-per-byte on held-out chunks must be within 1% of
  * the float model's (the issue's target). */
 #include "check.h"
-#include "../core/engine.h"
-#include "../core/train/export.h"
-#include "../core/train/model.h"
-#include "../core/train/trainer.h"
-#include "../core/train/data.h"
+#include "core/engine.h"
+#include "core/train/export.h"
+#include "core/host/engine_host.h"
+#include "core/train/model.h"
+#include "core/train/trainer.h"
+#include "core/train/data.h"
 #include <string.h>
 
 static uint8_t *text;

@@ -13,12 +13,12 @@
  * 64, of 4 only, odd; wider than the pair-sum table) in both encodings give
  * identical logits with every kernel set the build and CPU have. */
 #include "check.h"
-#include "../core/engine.h"
-#include "../core/engine_kernels.h"
-#include "../core/train/export.h"
-#include "../core/train/model.h"
-#include "../core/rng.h"
-#include "../core/fixmath.h"
+#include "core/engine.h"
+#include "core/engine_kernels.h"
+#include "core/train/export.h"
+#include "core/train/model.h"
+#include "core/rng.h"
+#include "core/fixmath.h"
 #include <string.h>
 
 #ifndef ATM_EK_X86

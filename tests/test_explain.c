@@ -6,14 +6,14 @@
  * the current byte only, and must match softmax(R0 . LN0(embed[byte])) of the
  * shipped float checkpoint, recomputed here in double. */
 #include "check.h"
-#include "container.h"
-#include "engine.h"
-#include "explain.h"
-#include "export.h"
-#include "model.h"
-#include "rng.h"
-#include "trainer.h"
-#include "ckpt.h"
+#include "core/container.h"
+#include "core/engine.h"
+#include "core/explain.h"
+#include "core/train/export.h"
+#include "core/train/model.h"
+#include "core/rng.h"
+#include "core/train/trainer.h"
+#include "core/train/ckpt.h"
 #include <stdint.h>
 #include <string.h>
 

@@ -2,8 +2,8 @@
  * against libm / long double references, with the error bounds the header
  * states. libm is used only here, never in the engine. */
 #include "check.h"
-#include "../core/fixmath.h"
-#include "../core/rng.h"
+#include "core/fixmath.h"
+#include "core/rng.h"
 #include <stdint.h>
 
 static long double floor_div_ref(int64_t v, int s) { return floorl((long double)v / ldexpl(1.0L, s)); }

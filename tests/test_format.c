@@ -2,9 +2,9 @@
  * the legacy layout plan (sizes of the named configs, offsets) and the
  * validator's error codes, on synthetic files and on the reference's
  * published 944K blob (which must be present: a missing file fails). */
-#include "format.h"
+#include "core/format.h"
 #include "check.h"
-#include "rng.h"
+#include "core/rng.h"
 #include <string.h>
 
 static uint32_t crc_bitwise(const uint8_t *p, size_t n) {

@@ -10,7 +10,7 @@
  * of bounds (each truncated copy sits in its own exact-size allocation, so
  * ASan/valgrind would catch a stray read). */
 #include "check.h"
-#include "../fwimage/fwimage.c"
+#include "fwimage/fwimage.c"
 #include <string.h>
 
 #define CAP 200u                 /* slot capacity of the synthetic image */

@@ -15,8 +15,8 @@
  * where gamma * M ~ 6e-5 M against M/K >= 1e-3 M. */
 #include "guardbuf.h"
 #include "check.h"
-#include "kernels.h"
-#include "rng.h"
+#include "core/train/kernels.h"
+#include "core/rng.h"
 #include <stdint.h>
 #include <string.h>
 

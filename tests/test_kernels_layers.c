@@ -39,10 +39,10 @@
  *  - attention selection: bit-identical (same scores, same insertions). */
 #include "guardbuf.h"
 #include "check.h"
-#include "atome_layers.h"
-#include "kernels.h"
-#include "kernels_layers.h"
-#include "rng.h"
+#include "core/train/atome_layers.h"
+#include "core/train/kernels.h"
+#include "core/train/kernels_layers.h"
+#include "core/rng.h"
 #include <float.h>
 #include <stdint.h>
 #include <string.h>

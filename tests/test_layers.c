@@ -15,8 +15,8 @@
  * and the same gradient scaled by 1.05 must FAIL somewhere, so a tolerance
  * loose enough to hide a 5% error is itself reported as a failure. */
 #include "check.h"
-#include "layers.h"
-#include "rng.h"
+#include "core/train/layers.h"
+#include "core/rng.h"
 #include <string.h>
 
 static atm_rng g_rng;

@@ -5,7 +5,7 @@
  * truncation, trailing bytes, bit flips) giving errors without any
  * out-of-bounds read (buffers are allocated to the exact length so an
  * ASan build catches overreads). */
-#include "legacy.h"
+#include "core/train/legacy.h"
 #include "check.h"
 #include <stdlib.h>
 #include <string.h>

@@ -6,10 +6,10 @@
  * (atm_par_min_flops(0)); and a few training steps of each family give the
  * same weights and AdamW moments on 3 threads as on one. */
 #include "check.h"
-#include "atome_layers.h"
-#include "kernels.h"
-#include "pool.h"
-#include "trainer.h"
+#include "core/train/atome_layers.h"
+#include "core/train/kernels.h"
+#include "core/train/pool.h"
+#include "core/train/trainer.h"
 #include <stdint.h>
 #include <string.h>
 

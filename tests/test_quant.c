@@ -7,8 +7,8 @@
  *  - straight-through estimator: the trainer's gradient for the fp32 shadow
  *    weights is exactly the family's gradient at the quantised weights. */
 #include "check.h"
-#include "model.h"
-#include "trainer.h"
+#include "core/train/model.h"
+#include "core/train/trainer.h"
 #include <string.h>
 
 static void test_trit_rule(void) {

@@ -1,7 +1,7 @@
 /* tests/test_rng.c — the shared PRNG: known first outputs (pins the algorithm,
  * which docs/sampling.md specifies), no all-zero state, unbiased bounds. */
 #include "check.h"
-#include "rng.h"
+#include "core/rng.h"
 
 int main(void) {
     atm_rng r;

@@ -6,7 +6,7 @@
  * Q24 weights (relative error ~1e-7) cannot come close to using up; the
  * fixed seeds make the run reproducible, so this is not a flaky test. */
 #include "check.h"
-#include "../core/sampler.h"
+#include "core/sampler.h"
 #include <string.h>
 
 static void test_parse(void) {

@@ -4,8 +4,8 @@
  * (the shape pinned in config.c), agreement with an independent closed-form
  * brute force on many targets, the out-of-band fallback and bad arguments. */
 #include "check.h"
-#include "model.h"
-#include "shape.h"
+#include "core/train/model.h"
+#include "core/train/shape.h"
 #include <string.h>
 
 /* ---- independent brute force from the closed-form counts ---- */

@@ -6,8 +6,8 @@
  * bookkeeping and the float sampler. Uses the shared corpus; FAILS if it is
  * missing. */
 #include "check.h"
-#include "ckpt.h"
-#include "trainer.h"
+#include "core/train/ckpt.h"
+#include "core/train/trainer.h"
 #include <math.h>
 #include <string.h>
 

@@ -5,9 +5,9 @@
  * accumulation and windowed generation against the forward. */
 #include "check.h"
 #include "baselines_fd.h"
-#include "model.h"
-#include "layers.h"
-#include "baselines.h"
+#include "core/train/model.h"
+#include "core/train/layers.h"
+#include "core/train/baselines.h"
 #include <string.h>
 
 /* ---- attention piece ---- */

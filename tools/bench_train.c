@@ -22,10 +22,10 @@
  * on a bad argument or a config that cannot be trained (e.g. a family still
  * unimplemented). Single-threaded by construction (no threads anywhere). */
 #define _POSIX_C_SOURCE 200809L
-#include "kernels.h"
-#include "model.h"
-#include "rng.h"
-#include "trainer.h"
+#include "core/train/kernels.h"
+#include "core/train/model.h"
+#include "core/rng.h"
+#include "core/train/trainer.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,74 +76,111 @@ static void usage(void) {
             "  --matmul 1: GFLOP/s of the matmul kernels alone on the trainers' shapes.\n");
 }
 
-static int run_one(const char *cfgname, const char *kname, int B, int seq, int steps, int warmup,
-                   const char *quant, uint32_t seed, result *r) {
+/* The flags of one run (defaults in main). */
+typedef struct {
+    char          cfgbuf[256], kbuf[256];   /* comma lists, split in place */
+    const char   *quant;
+    int           B, seq, steps, warmup, matmul;
+    unsigned long seed;
+} bench_args;
+
+/* The buffers of one config x kernel set: a batch and the timings of each
+ * timed step (ts thread CPU, tw wall; tf forward, tb forward + backward, tm
+ * matmul replay). */
+typedef struct {
+    uint8_t *in, *tgt;
+    double  *ts, *tf, *tb, *tw, *tm;
+} run_bufs;
+
+static void bufs_free(run_bufs *b) {
+    free(b->in); free(b->tgt); free(b->ts); free(b->tf); free(b->tb); free(b->tw); free(b->tm);
+}
+
+static int bufs_alloc(run_bufs *b, int N, int steps) {
+    b->in = malloc((size_t)N);
+    b->tgt = malloc((size_t)N);
+    b->ts = malloc(sizeof(double) * (size_t)steps);
+    b->tf = malloc(sizeof(double) * (size_t)steps);
+    b->tb = malloc(sizeof(double) * (size_t)steps);
+    b->tw = malloc(sizeof(double) * (size_t)steps);
+    b->tm = malloc(sizeof(double) * (size_t)steps);
+    if (!b->in || !b->tgt || !b->ts || !b->tf || !b->tb || !b->tw || !b->tm) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
+    return 0;
+}
+
+/* A trainer of config cfgname on kernel set kname with the run's batch, seq,
+ * seed and quantiser (*quant; auto: ternary for the atome family); NULL
+ * with a message on stderr. */
+static atm_trainer *make_trainer(const bench_args *a, const char *cfgname, const char *kname, int *quant) {
     atm_config c;
-    if (atm_config_by_name(cfgname, &c) != 0) { fprintf(stderr, "bench_train: unknown config %s\n", cfgname); return -1; }
+    if (atm_config_by_name(cfgname, &c) != 0) { fprintf(stderr, "bench_train: unknown config %s\n", cfgname); return NULL; }
     char err[160];
     if (atm_config_validate(&c, err, sizeof err) != 0) {
         fprintf(stderr, "bench_train: %s: %s\n", cfgname, err);
-        return -1;
+        return NULL;
     }
-    if (atm_kernels_select(kname) != 0) { fprintf(stderr, "bench_train: kernels %s not available\n", kname); return -1; }
+    if (atm_kernels_select(kname) != 0) { fprintf(stderr, "bench_train: kernels %s not available\n", kname); return NULL; }
     atm_train_opts o;
     atm_train_opts_default(&o);
-    o.batch = B;
-    o.seq = seq;
-    o.seed = seed;
-    o.steps = warmup + steps;
-    if (strcmp(quant, "ternary") == 0 || (strcmp(quant, "auto") == 0 && c.family == ATM_FAMILY_ATOME))
+    o.batch = a->B;
+    o.seq = a->seq;
+    o.seed = (uint32_t)a->seed;
+    o.steps = a->warmup + a->steps;
+    if (strcmp(a->quant, "ternary") == 0 || (strcmp(a->quant, "auto") == 0 && c.family == ATM_FAMILY_ATOME))
         o.quant = ATM_QUANT_TERNARY;
     else
         o.quant = ATM_QUANT_FP32;
-    if (atm_train_opts_validate(&o, err, sizeof err) != 0) { fprintf(stderr, "bench_train: %s\n", err); return -1; }
+    *quant = o.quant;
+    if (atm_train_opts_validate(&o, err, sizeof err) != 0) { fprintf(stderr, "bench_train: %s\n", err); return NULL; }
     atm_trainer *tr = atm_trainer_new(&c, &o);
-    if (!tr) { fprintf(stderr, "bench_train: cannot build a trainer for %s\n", cfgname); return -1; }
+    if (!tr) fprintf(stderr, "bench_train: cannot build a trainer for %s\n", cfgname);
+    return tr;
+}
 
-    int T = seq - 1, N = B * T;
-    uint8_t *in = malloc((size_t)N), *tgt = malloc((size_t)N);
-    double *ts = malloc(sizeof(double) * (size_t)steps);
-    double *tf = malloc(sizeof(double) * (size_t)steps);
-    double *tb = malloc(sizeof(double) * (size_t)steps);
-    double *tw = malloc(sizeof(double) * (size_t)steps);
-    double *tm = malloc(sizeof(double) * (size_t)steps);
-    if (!in || !tgt || !ts || !tf || !tb || !tw || !tm) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
+/* The training steps (warm-up, then timed), then forward alone and forward +
+ * backward on the last batch. Returns the loss of the last step. */
+static double time_steps(const bench_args *a, atm_trainer *tr, run_bufs *b) {
+    const int B = a->B, T = a->seq - 1, N = B * T, warmup = a->warmup, steps = a->steps;
     /* Random bytes: the cost of a step does not depend on the text. A fresh
      * batch per step, drawn outside the timed region. */
     atm_rng rng;
-    atm_rng_seed(&rng, seed ^ 0x5eedu);
+    atm_rng_seed(&rng, (uint32_t)a->seed ^ 0x5eedu);
     double loss = 0.0;
     for (int s = 0; s < warmup + steps; s++) {
-        for (int i = 0; i < N; i++) { in[i] = (uint8_t)atm_rng_u32(&rng); tgt[i] = (uint8_t)atm_rng_u32(&rng); }
+        for (int i = 0; i < N; i++) { b->in[i] = (uint8_t)atm_rng_u32(&rng); b->tgt[i] = (uint8_t)atm_rng_u32(&rng); }
         double w0 = wall_s(), t0 = now_s();
-        loss = atm_trainer_step(tr, in, tgt);
+        loss = atm_trainer_step(tr, b->in, b->tgt);
         double t1 = now_s(), w1 = wall_s();
-        if (s >= warmup) { ts[s - warmup] = t1 - t0; tw[s - warmup] = w1 - w0; }
+        if (s >= warmup) { b->ts[s - warmup] = t1 - t0; b->tw[s - warmup] = w1 - w0; }
     }
     /* Split of the step: forward alone, and forward + backward, on the
      * trainer's own effective weights and buffers (dw is scratch here). */
     for (int s = 0; s < steps; s++) {
         double t0 = now_s();
-        tr->fam->forward(&tr->L, tr->weff, tr->acts, in, tgt, B, T);
+        tr->fam->forward(&tr->L, tr->weff, tr->acts, b->in, b->tgt, B, T);
         double t1 = now_s();
-        tf[s] = t1 - t0;
+        b->tf[s] = t1 - t0;
     }
     for (int s = 0; s < steps; s++) {
         memset(tr->dw, 0, sizeof(float) * tr->L.n_params);
         double t0 = now_s();
-        tr->fam->forward(&tr->L, tr->weff, tr->acts, in, tgt, B, T);
+        tr->fam->forward(&tr->L, tr->weff, tr->acts, b->in, b->tgt, B, T);
         tr->fam->backward(&tr->L, tr->weff, tr->acts, tr->dw);
         double t1 = now_s();
-        tb[s] = t1 - t0;
+        b->tb[s] = t1 - t0;
     }
-    /* The matmul share of a step: the calls of one step recorded, then
-     * replayed alone with the same kernel set on scratch buffers (shapes and
-     * order as in the step; data and cache state not). */
+    return loss;
+}
+
+/* The matmul share of a step: the calls of one step recorded, then replayed
+ * alone with the same kernel set on scratch buffers (shapes and order as in
+ * the step; data and cache state not). 0, or -1 with a message. */
+static int time_matmul(atm_trainer *tr, run_bufs *b, int steps, result *r) {
     enum { MM_CAP = 8192 };
     static atm_matmul_call calls[MM_CAP];
     double f0 = atm_matmul_flops();
     atm_matmul_record_start(calls, MM_CAP);
-    atm_trainer_step(tr, in, tgt);
+    atm_trainer_step(tr, b->in, b->tgt);
     int ncalls = atm_matmul_record_stop();
     r->mm_gflop = (atm_matmul_flops() - f0) * 1e-9;
     r->mm_calls = ncalls;
@@ -154,22 +191,36 @@ static int run_one(const char *cfgname, const char *kname, int B, int seq, int s
     for (int s = 0; s < steps; s++) {
         double t0 = now_s();
         atm_matmul_replay(calls, ncalls, scratch, nf);
-        tm[s] = now_s() - t0;
+        b->tm[s] = now_s() - t0;
     }
     free(scratch);
-    double dummy;
-    snprintf(r->config, sizeof r->config, "%s", cfgname);
-    snprintf(r->kernels, sizeof r->kernels, "%s", atm_kernels_name());
-    snprintf(r->quant, sizeof r->quant, "%s", o.quant == ATM_QUANT_TERNARY ? "ternary" : "fp32");
-    stats(ts, steps, &r->step_med, &r->step_min);
-    stats(tf, steps, &r->fwd_med, &dummy);
-    stats(tb, steps, &r->fwdbwd_med, &dummy);
-    stats(tw, steps, &r->wall_med, &dummy);
-    stats(tm, steps, &r->mm_med, &dummy);
-    r->loss = loss;
-    free(in); free(tgt); free(ts); free(tf); free(tb); free(tw); free(tm);
-    atm_trainer_free(tr);
     return 0;
+}
+
+static int run_one(const bench_args *a, const char *cfgname, const char *kname, result *r) {
+    int quant;
+    atm_trainer *tr = make_trainer(a, cfgname, kname, &quant);
+    if (!tr) return -1;
+    const int steps = a->steps;
+    run_bufs b = { 0 };
+    int rc = bufs_alloc(&b, a->B * (a->seq - 1), steps);
+    double loss = rc ? 0.0 : time_steps(a, tr, &b);
+    if (!rc) rc = time_matmul(tr, &b, steps, r);
+    if (!rc) {
+        double dummy;
+        snprintf(r->config, sizeof r->config, "%s", cfgname);
+        snprintf(r->kernels, sizeof r->kernels, "%s", atm_kernels_name());
+        snprintf(r->quant, sizeof r->quant, "%s", quant == ATM_QUANT_TERNARY ? "ternary" : "fp32");
+        stats(b.ts, steps, &r->step_med, &r->step_min);
+        stats(b.tf, steps, &r->fwd_med, &dummy);
+        stats(b.tb, steps, &r->fwdbwd_med, &dummy);
+        stats(b.tw, steps, &r->wall_med, &dummy);
+        stats(b.tm, steps, &r->mm_med, &dummy);
+        r->loss = loss;
+    }
+    bufs_free(&b);
+    atm_trainer_free(tr);
+    return rc;
 }
 
 /* GFLOP/s of forward, dinp-only and dw-only backward for the (IC, OC) shapes
@@ -239,35 +290,42 @@ static int split(char *s, char **items, int max) {
     return n;
 }
 
-int main(int argc, char **argv) {
-    char cfgbuf[256] = "atome-60k,vanilla-60k", kbuf[256] = "ref,auto";
-    const char *quant = "auto";
-    int B = 16, seq = 64, steps = 30, warmup = 3, matmul = 0;
-    unsigned long seed = 1;
+/* The flags into *a: -1 to run, else the exit status (usage printed). */
+static int parse_args(bench_args *a, int argc, char **argv) {
+    snprintf(a->cfgbuf, sizeof a->cfgbuf, "%s", "atome-60k,vanilla-60k");
+    snprintf(a->kbuf, sizeof a->kbuf, "%s", "ref,auto");
+    a->quant = "auto";
+    a->B = 16; a->seq = 64; a->steps = 30; a->warmup = 3; a->matmul = 0;
+    a->seed = 1;
     for (int i = 1; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); return 0; }
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) { usage(); return 0; }
         if (!v) { usage(); return 1; }
-        if (strcmp(a, "--configs") == 0) snprintf(cfgbuf, sizeof cfgbuf, "%s", v);
-        else if (strcmp(a, "--kernels") == 0) snprintf(kbuf, sizeof kbuf, "%s", v);
-        else if (strcmp(a, "--quant") == 0) quant = v;
-        else if (strcmp(a, "--batch") == 0) B = atoi(v);
-        else if (strcmp(a, "--seq") == 0) seq = atoi(v);
-        else if (strcmp(a, "--steps") == 0) steps = atoi(v);
-        else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
-        else if (strcmp(a, "--seed") == 0) seed = strtoul(v, NULL, 10);
-        else if (strcmp(a, "--matmul") == 0) matmul = atoi(v);
+        if (strcmp(f, "--configs") == 0) snprintf(a->cfgbuf, sizeof a->cfgbuf, "%s", v);
+        else if (strcmp(f, "--kernels") == 0) snprintf(a->kbuf, sizeof a->kbuf, "%s", v);
+        else if (strcmp(f, "--quant") == 0) a->quant = v;
+        else if (strcmp(f, "--batch") == 0) a->B = atoi(v);
+        else if (strcmp(f, "--seq") == 0) a->seq = atoi(v);
+        else if (strcmp(f, "--steps") == 0) a->steps = atoi(v);
+        else if (strcmp(f, "--warmup") == 0) a->warmup = atoi(v);
+        else if (strcmp(f, "--seed") == 0) a->seed = strtoul(v, NULL, 10);
+        else if (strcmp(f, "--matmul") == 0) a->matmul = atoi(v);
         else { usage(); return 1; }
     }
-    if (B < 1 || seq < 2 || steps < 1 || warmup < 0 ||
-        (strcmp(quant, "auto") && strcmp(quant, "fp32") && strcmp(quant, "ternary"))) {
+    if (a->B < 1 || a->seq < 2 || a->steps < 1 || a->warmup < 0 ||
+        (strcmp(a->quant, "auto") && strcmp(a->quant, "fp32") && strcmp(a->quant, "ternary"))) {
         usage();
         return 1;
     }
-    char *cfgs[16], *ks[16];
-    int ncfg = split(cfgbuf, cfgs, 16);
-    int nk;
+    return -1;
+}
+
+/* The kernel sets to measure, in klist[16]: --kernels split ("all": every
+ * set of this build), "auto" resolved to its set, repeats dropped. */
+static int kernel_list(char *kbuf, const char **klist) {
+    char *ks[16];
     const char *kall[16];
+    int nk;
     if (strcmp(kbuf, "all") == 0) {
         nk = atm_kernels_count();
         for (int i = 0; i < nk && i < 16; i++) kall[i] = atm_kernels_set(i)->name;
@@ -279,30 +337,29 @@ int main(int argc, char **argv) {
     atm_kernels_select("auto");
     const char *best = atm_kernels_name();
     int nkk = 0;
-    const char *klist[16];
     for (int i = 0; i < nk; i++) {
         const char *k = strcmp(kall[i], "auto") == 0 ? best : kall[i];
         int dup = 0;
         for (int j = 0; j < nkk; j++) dup |= strcmp(klist[j], k) == 0;
         if (!dup) klist[nkk++] = k;
     }
+    return nkk;
+}
 
-    if (matmul) {
-        bench_matmul(klist, nkk, B * (seq - 1));
-        return 0;
-    }
-    result res[16 * 16];
+/* Runs every config x kernel set into res[], printing the table as it goes;
+ * the count, or -1 if one cannot be trained. */
+static int run_table(const bench_args *a, char **cfgs, int ncfg, const char **klist, int nkk, result *res) {
+    const int B = a->B, T = a->seq - 1;
     int nres = 0;
-    int T = seq - 1;
     printf("bench_train: batch %d x seq %d (%d predicted bytes/step), 1 thread, %d timed steps after %d warm-up\n",
-           B, seq, B * T, steps, warmup);
+           B, a->seq, B * T, a->steps, a->warmup);
     printf("%-12s %-8s %-7s %9s %9s %9s %9s %9s %9s %12s %12s %8s\n", "config", "kernels", "quant", "step_ms",
            "wall_ms", "fwd_ms", "bwd_ms", "rest_ms", "matmul_ms", "bytes/s", "B*seq/s", "vs_ref");
     for (int c = 0; c < ncfg; c++) {
         double ref_bps = 0.0;
         for (int k = 0; k < nkk; k++) {
             result *r = &res[nres];
-            if (run_one(cfgs[c], klist[k], B, seq, steps, warmup, quant, (uint32_t)seed, r) != 0) return 1;
+            if (run_one(a, cfgs[c], klist[k], r) != 0) return -1;
             nres++;
             double bps = (double)B * T / r->step_med;
             if (strcmp(r->kernels, "ref") == 0) ref_bps = bps;
@@ -310,11 +367,16 @@ int main(int argc, char **argv) {
             if (ref_bps > 0) snprintf(ratio, sizeof ratio, "%.2fx", bps / ref_bps);
             printf("%-12s %-8s %-7s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12.0f %12.0f %8s\n", r->config, r->kernels,
                    r->quant, 1e3 * r->step_med, 1e3 * r->wall_med, 1e3 * r->fwd_med, 1e3 * (r->fwdbwd_med - r->fwd_med),
-                   1e3 * (r->step_med - r->fwdbwd_med), 1e3 * r->mm_med, bps, (double)B * seq / r->step_med, ratio);
+                   1e3 * (r->step_med - r->fwdbwd_med), 1e3 * r->mm_med, bps, (double)a->B * a->seq / r->step_med, ratio);
         }
     }
+    return nres;
+}
+
+static void print_json(const bench_args *a, const result *res, int nres) {
+    const int B = a->B, T = a->seq - 1;
     printf("JSON: {\"bench\":\"train\",\"clock\":\"thread_cpu\",\"threads\":1,\"batch\":%d,\"seq\":%d,\"bytes_per_step\":%d,\"results\":[",
-           B, seq, B * T);
+           B, a->seq, B * T);
     for (int i = 0; i < nres; i++) {
         const result *r = &res[i];
         double ref_bps = 0.0;
@@ -327,10 +389,28 @@ int main(int argc, char **argv) {
                "\"bytes_per_s\":%.0f,\"input_bytes_per_s\":%.0f,\"vs_ref\":",
                i ? "," : "", r->config, r->kernels, r->quant, 1e3 * r->step_med, 1e3 * r->step_min,
                1e3 * r->wall_med, 1e3 * r->fwd_med, 1e3 * r->fwdbwd_med, r->mm_gflop, r->mm_calls, 1e3 * r->mm_med,
-               bps, (double)B * seq / r->step_med);
+               bps, (double)B * a->seq / r->step_med);
         if (ref_bps > 0) printf("%.3f}", bps / ref_bps);
         else printf("null}");
     }
     printf("]}\n");
+}
+
+int main(int argc, char **argv) {
+    bench_args a;
+    int rc = parse_args(&a, argc, argv);
+    if (rc >= 0) return rc;
+    char *cfgs[16];
+    int ncfg = split(a.cfgbuf, cfgs, 16);
+    const char *klist[16];
+    int nkk = kernel_list(a.kbuf, klist);
+    if (a.matmul) {
+        bench_matmul(klist, nkk, a.B * (a.seq - 1));
+        return 0;
+    }
+    static result res[16 * 16];
+    int nres = run_table(&a, cfgs, ncfg, klist, nkk, res);
+    if (nres < 0) return 1;
+    print_json(&a, res, nres);
     return 0;
 }

@@ -15,7 +15,7 @@
  * temporary file and renamed, so a failure leaves no partial file. */
 #define _POSIX_C_SOURCE 200809L
 #include "fwimage/fwimage.h"
-#include "../core/container.h"
+#include "core/container.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,8 @@
  * checkpoint written here differs from the CLI's only in its data paths
  * (whatever names JS passes) and elapsed seconds.
  * The calibration sample and the float-logit bridge are the CLI's own
- * (atm_calib_sample, atm_logits_q16 in core/train/export.c). */
+ * (atm_calib_sample in core/train/export.c, atm_logits_q16 in
+ * core/host/engine_host.c). */
 #define _DEFAULT_SOURCE /* sbrk */
 #include <emscripten/emscripten.h>
 #if defined(__wasm_simd128__)
@@ -36,17 +37,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "ckpt.h"
-#include "data.h"
-#include "export.h"
-#include "pool.h"
-#include "kernels.h"
-#include "atome_layers.h"
-#include "kernels_layers.h"
-#include "model.h"
-#include "sampler.h"
-#include "trainer.h"
-#include "pool.h"
+#include "core/train/ckpt.h"
+#include "core/train/data.h"
+#include "core/train/export.h"
+#include "core/host/engine_host.h"
+#include "core/train/kernels.h"
+#include "core/train/atome_layers.h"
+#include "core/train/kernels_layers.h"
+#include "core/train/model.h"
+#include "core/sampler.h"
+#include "core/train/trainer.h"
+#include "core/train/pool.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -441,6 +442,16 @@ API double atome_export(session *s, int encoding, int window, const uint8_t *cal
     s->image = out;
     s->image_len = len;
     return (double)len;
+}
+
+/* The float model's parameter count for a container's shape, as `atome
+ * params` gives it (the container stores fewer values: the SSM output vector
+ * is folded into its input weights at export); -1 if the trainer has no
+ * layout for it. For atome_engine_stat (wasm/atome_wasm_engine.c), which
+ * stays engine-only. */
+double atome_shape_params(const atm_mconfig *c) {
+    size_t n = atm_export_float_params(c);
+    return n ? (double)n : -1;
 }
 
 /* ---- float generation (what `atome generate --model CKPT` does) ---- */

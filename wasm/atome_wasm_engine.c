@@ -13,25 +13,27 @@
  * vocabulary are refused, and byte i of n is fed back only when byte i+1 is
  * asked for. So the same model, prompt, settings and seed give the same
  * bytes here as on every other target. Open failures are worded as the
- * CLI's (atm_container_why, core/train/export.c).
+ * CLI's (atm_container_why, core/host/engine_host.c). Engine-only: no
+ * trainer header; the float parameter count of stat 10 is asked of the
+ * trainer's front end (atome_shape_params, wasm/atome_wasm.c).
  * Returns: 0 / a value, -1 (runtime failure) or -2 (bad argument, the CLI's
  * usage error) with a one-line reason in atome_engine_error(). */
 #include <emscripten/emscripten.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "container.h"
-#include "engine.h"
-#include "engine_kernels.h"
-#include "explain.h"
-#include "export.h"
-#include "format.h"
-#include "model.h"
-#include "rng.h"
-#include "sampler.h"
+#include "core/container.h"
+#include "core/engine.h"
+#include "core/engine_kernels.h"
+#include "core/explain.h"
+#include "core/format.h"
+#include "core/host/engine_host.h"
+#include "core/rng.h"
+#include "core/sampler.h"
 
 /* wasm/atome_wasm.c */
 int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
                            char *err, size_t errlen);
+double atome_shape_params(const atm_mconfig *c);
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -123,12 +125,20 @@ API int atome_engine_settings(engine_session *s, const char *temperature, const 
     return 0;
 }
 
-/* Forgets every position, then feeds the prompt (n = 0: one '\n'). */
-API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
+/* 0 if a model is open and every prompt byte is in its vocabulary, else
+ * -1 / -2 with the reason. */
+static int check_prompt(engine_session *s, const uint8_t *p, size_t n) {
     if (!s->open) FAIL(s, -1, "no model open");
     int V = s->m.cfg.vocab;
     for (size_t i = 0; i < n; i++)
         if (p[i] >= V) FAIL(s, -2, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
+    return 0;
+}
+
+/* Forgets every position, then feeds the prompt (n = 0: one '\n'). */
+API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
+    int rc = check_prompt(s, p, n);
+    if (rc) return rc;
     atm_engine_reset(&s->e);
     int32_t *tr = s->explain ? s->trace : NULL;
     if (n == 0) s->logits = atm_engine_step_traced(&s->e, '\n', tr);
@@ -141,10 +151,8 @@ API int atome_engine_feed(engine_session *s, const uint8_t *p, size_t n) {
 /* Feeds more prompt bytes after atome_engine_feed, without forgetting
  * (a long prompt read in slices, with progress between them). */
 API int atome_engine_feed_more(engine_session *s, const uint8_t *p, size_t n) {
-    if (!s->open) FAIL(s, -1, "no model open");
-    int V = s->m.cfg.vocab;
-    for (size_t i = 0; i < n; i++)
-        if (p[i] >= V) FAIL(s, -2, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
+    int rc = check_prompt(s, p, n);
+    if (rc) return rc;
     int32_t *tr = s->explain ? s->trace : NULL;
     for (size_t i = 0; i < n; i++) s->logits = atm_engine_step_traced(&s->e, p[i], tr);
     return 0;
@@ -226,13 +234,7 @@ API double atome_engine_stat(engine_session *s, int what) {
     case 7: return s->m.cfg.window;
     case 8: return s->m.cfg.train_seq;
     case 9: return s->m.encoding;
-    case 10: {
-        const atm_mconfig *c = &s->m.cfg;
-        atm_config fc = { ATM_FAMILY_ATOME, c->vocab, c->d_model, c->n_layers, c->d_head, 0, c->kernel, c->top_k,
-                          c->pathways, 0, 0, 0, 0, 0 };
-        atm_layout L;
-        return atm_layout_build(&fc, &L) == 0 ? (double)L.n_params : -1;
-    }
+    case 10: return atome_shape_params(&s->m.cfg);
     default: return -1;
     }
 }

@@ -16,12 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "container.h"
-#include "engine.h"
-#include "export.h"
-#include "format.h"
-#include "fwsettings.h"
-#include "sampler.h"
+#include "core/container.h"
+#include "core/engine.h"
+#include "core/host/engine_host.h"
+#include "core/format.h"
+#include "core/fwsettings.h"
+#include "core/sampler.h"
 #include "fwimage/fwimage.h"
 
 #define API EMSCRIPTEN_KEEPALIVE

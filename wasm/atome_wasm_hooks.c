@@ -11,10 +11,10 @@
 #include <wasm_simd128.h>
 #endif
 #include <stdlib.h>
-#include "kernels.h"
-#include "atome_layers.h"
-#include "kernels_layers.h"
-#include "layers.h"
+#include "core/train/kernels.h"
+#include "core/train/atome_layers.h"
+#include "core/train/kernels_layers.h"
+#include "core/train/layers.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
 

@@ -4,7 +4,7 @@
  * little-endian whatever the host. */
 #define _POSIX_C_SOURCE 200809L
 #include "ckpt.h"
-#include "fail.h"
+#include "../host/fail.h"
 #include "export.h"
 #include <errno.h>
 #include <fcntl.h>

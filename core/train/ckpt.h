@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "trainer.h"
-#include "format.h"
+#include "../format.h"
 
 #define ATM_CKPT_VERSION 1
 #define ATM_CKPT_PATH_MAX 4096   /* data paths, including the terminating NUL */

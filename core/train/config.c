@@ -1,6 +1,6 @@
 /* core/train/config.c — named configurations, validation, layout table. */
 #include "model.h"
-#include "fail.h"
+#include "../host/fail.h"
 #include "../container.h"   /* ATM_MAX_WINDOW */
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* core/train/data.c — byte corpus loader, chunking, contiguous split, batch
  * sampling. See data.h for the contract. */
 #include "data.h"
-#include "fail.h"
+#include "../host/fail.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

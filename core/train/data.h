@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../rng.h"
+#include "../host/eval_types.h"
 
 /* The loaded bytes of one file. */
 typedef struct {
@@ -28,13 +29,8 @@ typedef struct {
     size_t   n_bytes;
 } atm_corpus;
 
-/* A view of consecutive seq-byte chunks: chunk i is base[i*seq .. i*seq+seq-1].
- * Does not own memory. */
-typedef struct {
-    const uint8_t *base;
-    size_t         n;    /* number of chunks */
-    int            seq;  /* bytes per chunk (>= 2) */
-} atm_chunks;
+/* atm_chunks, a view of consecutive seq-byte chunks: core/host/eval_types.h
+ * (the engine's host side evaluates the same chunks). */
 
 /* Reads the first max_bytes bytes of path (max_bytes == 0: the whole file).
  * Fails on a missing/unreadable file and on an empty result. */

@@ -2,7 +2,7 @@
  * byte over non-overlapping chunks) and the float sampler of `atome generate`.
  * See trainer.h for both contracts. */
 #include "trainer.h"
-#include "fail.h"
+#include "../host/fail.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

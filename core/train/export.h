@@ -1,6 +1,6 @@
 /* core/train/export.h — float atome weights -> `.atome` container for the
- * integer engine, activation statistics for calibration, and a host-side
- * evaluation of a container (host only: malloc, libm, double).
+ * integer engine and activation statistics for calibration (host only:
+ * malloc, libm, double).
  *
  * Contract.
  *  - atm_export_atome() quantises every ternary tensor exactly as the
@@ -21,10 +21,8 @@
  *    atome_layers.h) — and records the largest magnitudes the formats depend
  *    on. The statistics serialise to a fixed little-endian byte layout so the
  *    trainer can store them in a checkpoint section.
- *  - atm_engine_eval() scores a container with the integer engine on
- *    non-overlapping chunks (fresh engine state per chunk, as the float
- *    atm_eval_chunks), turning the Q16 logits into log-probabilities in
- *    double on the host. */
+ *  The engine's own host side (evaluating a container, wording a refused
+ *  one, float logits for the sampler) is core/host/engine_host.h. */
 #ifndef ATOME_TRAIN_EXPORT_H
 #define ATOME_TRAIN_EXPORT_H
 #include <stddef.h>
@@ -56,10 +54,6 @@ typedef struct {
 int atm_calib_collect(const atm_layout *L, const float *w, const uint8_t *text, size_t n,
                       int window, atm_calib_stats *st, char *err, size_t errlen);
 
-/* One line saying why atm_model_open() refused a container (status), with
- * the sizes and CRCs involved: the words the CLI and the wasm front end use. */
-void atm_container_why(const uint8_t *b, size_t len, int status, char *out, size_t n);
-
 /* The calibration sample of a byte region, used by `atome train` (stats
  * stored in the checkpoint), `atome export` and the wasm front end alike:
  * ATM_CALIB_SEGMENTS streams of ATM_CALIB_SEGMENT_BYTES, the first at the
@@ -69,11 +63,6 @@ void atm_container_why(const uint8_t *b, size_t len, int status, char *out, size
 #define ATM_CALIB_SEGMENT_BYTES 2048
 int atm_calib_sample(const atm_layout *L, const float *w, const uint8_t *bytes, size_t n, int window,
                      atm_calib_stats *st, char *err, size_t errlen);
-
-/* Float logits -> Q16 for the fixed-point sampler (core/sampler.h), so the
- * float path samples with the same code as the integer engine: x * 65536
- * (exact), rounded to nearest-even, clamped to +-2^30; NaN is never chosen. */
-void atm_logits_q16(const float *logits, int V, int32_t *out);
 
 /* Serialised size for a layer count: 32 + 4 * (6 L + 3) bytes. */
 size_t atm_calib_bytes(int n_layers);
@@ -93,24 +82,15 @@ typedef struct {
     const atm_calib_stats *calib;    /* NULL: provable bounds only */
 } atm_export_opts;
 
+/* The float model's parameter count for a container's shape (config c), as
+ * `atome params` gives it: the container stores fewer values, since the SSM
+ * output vector is folded into its input weights at export. 0 if the
+ * trainer has no layout for that shape. */
+size_t atm_export_float_params(const atm_mconfig *c);
+
 /* Shadow weights w of an atome layout -> container in *out (malloc'd,
  * free() it), *len bytes. 0, or -1 with a reason. */
 int atm_export_atome(const atm_layout *L, const float *w, const atm_export_opts *o,
                      uint8_t **out, size_t *len, char *err, size_t errlen);
-
-/* Mean cross-entropy of the integer engine over every chunk of ch: each
- * chunk starts from a reset engine, feeds bytes 0..seq-2 and scores bytes
- * 1..seq-1 with log-softmax(logits / 2^16) in double. window 0 = model
- * default. 0, or -1 with a reason. */
-int atm_engine_eval(const uint8_t *blob, size_t len, const atm_chunks *ch, int window,
-                    atm_eval_result *out, char *err, size_t errlen);
-/* atm_engine_eval that also averages the router trace of every scored step
- * (atm_engine_step_traced, Q15 / 32768) and its entropy as --router-json
- * gives it (atm_explain, Q16 / 65536) into *rs (NULL: atm_engine_eval). */
-int atm_engine_eval_router(const uint8_t *blob, size_t len, const atm_chunks *ch, int window,
-                           atm_eval_result *out, atm_router_stats *rs, char *err, size_t errlen);
-
-/* log-softmax of Q16 engine logits: out[v] = ln p(v), V <= 256. */
-void atm_engine_logprobs(const int32_t *logits, int V, double *out);
 
 #endif

@@ -2,7 +2,7 @@
  * fp32-then-ternary two-stage schedule. See trainer.h for the contract; all
  * memory is allocated in atm_trainer_new, a step allocates nothing. */
 #include "trainer.h"
-#include "fail.h"
+#include "../host/fail.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -110,13 +110,8 @@ double       atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t 
 double       atm_trainer_train_batch(atm_trainer *tr, const atm_chunks *ch);
 
 /* ---- evaluation (eval.c) ---- */
-typedef struct {
-    double   sum_nats;       /* total cross-entropy over all predicted bytes */
-    uint64_t bytes;          /* predicted bytes = chunks * (seq-1) */
-    double   nats_per_byte;  /* sum_nats / bytes */
-    double   bpb;            /* nats_per_byte / ln 2 */
-    double   ppl;            /* exp(nats_per_byte), per byte */
-} atm_eval_result;
+/* atm_eval_result (the score) and atm_router_stats: core/host/eval_types.h,
+ * shared with the engine's evaluation (core/host/engine_host.h). */
 
 /* Mean cross-entropy of weights w (fp32 shadow; quantised here with quant)
  * over every chunk of ch, in batches of `batch` chunks (the last one smaller).
@@ -124,19 +119,6 @@ typedef struct {
  * 0, or -1 with a reason (out of memory, T too long for the model). */
 int atm_eval_chunks(const atm_layout *L, const float *w, int quant, const atm_chunks *ch,
                     int batch, atm_eval_result *out, char *err, size_t errlen);
-
-/* Router statistics over the evaluated positions (`atome eval --router`):
- * per layer, the mean router weight of each pathway (slots conv, ssm, attn;
- * 0 for a pathway the model does not have) and the mean router entropy
- * -sum_p w_p ln w_p in nats, over every predicted byte, summed in double in
- * position order. */
-#define ATM_ROUTER_MAX_LAYERS 64
-typedef struct {
-    int      layers;
-    uint64_t positions;
-    double   weight[ATM_ROUTER_MAX_LAYERS][3];
-    double   entropy[ATM_ROUTER_MAX_LAYERS];
-} atm_router_stats;
 
 /* atm_eval_chunks that also fills *rs (an atome-family model of at most
  * ATM_ROUTER_MAX_LAYERS layers; rs NULL = atm_eval_chunks). */

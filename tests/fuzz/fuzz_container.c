@@ -15,10 +15,10 @@
  *    settings chosen by the input; the byte must be inside the vocabulary.
  * A violated property calls abort(), which libFuzzer reports as a crash;
  * ASan/UBSan report any out-of-bounds access or undefined behaviour. */
-#include "container.h"
-#include "engine.h"
-#include "format.h"
-#include "sampler.h"
+#include "core/container.h"
+#include "core/engine.h"
+#include "core/format.h"
+#include "core/sampler.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,11 @@
-/* core/train/fail.h — the trainer's one error helper. Functions that can
- * fail take (char *err, size_t errlen), write one line of reason there
- * (either may be NULL / 0: no reason wanted) and return -1:
+/* core/host/fail.h — the one error helper of the host side (the trainer
+ * and the engine host). Functions that can fail take (char *err, size_t
+ * errlen), write one line of reason there (either may be NULL / 0: no
+ * reason wanted) and return -1:
  *     if (n == 0) ATM_FAIL("nothing to evaluate");
  * ATM_FAIL_GOTO(label, ...) writes the reason and jumps to a cleanup label. */
-#ifndef ATOME_TRAIN_FAIL_H
-#define ATOME_TRAIN_FAIL_H
+#ifndef ATOME_HOST_FAIL_H
+#define ATOME_HOST_FAIL_H
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
