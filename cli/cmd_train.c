@@ -580,7 +580,8 @@ static int finish(train_run *r, double seconds) {
         fputs(",\"distill_weight\":", f); cli_json_float(f, r->meta.distill_weight);
     }
     fputs(",\"family\":", f); cli_json_str(f, atm_family_name(r->cfg.family));
-    fprintf(f, ",\"quant\":\"%s\",\"seed\":%u,\"out\":", cli_quant_name(r->o.quant), (unsigned)r->o.seed);
+    fprintf(f, ",\"quant\":\"%s\",\"seed\":%u,\"threads\":%d,\"out\":", cli_quant_name(r->o.quant), (unsigned)r->o.seed,
+            atm_threads());
     cli_json_str(f, a->out);
     fputs("}\n", f);
     if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "train: cannot write to stdout");

@@ -92,10 +92,16 @@ export const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'"
   "worker-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "font-src 'self'", "object-src 'none'",
   "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"].join('; ');
 
+// Cross-origin isolation (COOP + COEP): the page may then use shared memory,
+// which the trainer's threads need (wasm/atome.mjs threadsAvailable). Every
+// resource is same-origin, so require-corp costs nothing. startServer({
+// isolated: false }) leaves COEP out (tests of the one-thread fallback).
+let isolated = true;
 function headers(type, extra = {}) {
   return {
     'Content-Type': type, 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-cache', 'Cross-Origin-Opener-Policy': 'same-origin',
+    ...(isolated ? { 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' } : {}),
     ...extra,
   };
 }
@@ -180,7 +186,8 @@ function handler(req, res) {
   createReadStream(file).on('error', () => res.destroy()).pipe(res);
 }
 
-export function startServer({ port = 0, host = '127.0.0.1', allowRemote = false } = {}) {
+export function startServer({ port = 0, host = '127.0.0.1', allowRemote = false, isolated: iso = true } = {}) {
+  isolated = iso;
   if (allowRemote) hostCheck = () => true;
   else if (!LOCAL_NAMES.has(host)) LOCAL_NAMES.add(host.toLowerCase());
   const server = createServer(handler);
