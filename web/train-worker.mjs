@@ -1,24 +1,24 @@
 // web/train-worker.mjs — the page's training worker: the float trainer of
 // atome.wasm (wasm SIMD kernels) running one model at a time, in slices
-// short enough that pause / stop messages are seen within ~50 ms, and it
+// short enough that pause / stop requests are seen within ~50 ms, and it
 // keeps going when the tab is hidden (a dedicated worker is not throttled
 // like the page's timers).
 //
-// Protocol (docs/web.md). Page -> worker:
-//   { type: 'init', scalar }                     load the module
-//   { type: 'start', run }                        run = { id, settings, corpus, corpusName, samplePrompt, resume? }
-//   { type: 'pause' } / { type: 'resume' } / { type: 'stop' }
-// Worker -> page:
-//   { type: 'ready', simd, kernels }              module loaded
-//   { type: 'started', info }                     model built, data chunked
-//   { type: 'progress', step, steps, loss, lr, bytesPerSec, seconds, state }
-//   { type: 'eval', step, bpb } / { type: 'sample', step, text }
-//   { type: 'checkpoint', reason, step, ckpt, history }   every few seconds, on pause, at the end
-//   { type: 'done', step, valBpb, atome01, atome02, ckpt, history, stopped }
-//   { type: 'state', state }                      running | paused
-//   { type: 'error', message, state, runId, failed }  state = the worker's after it (idle: no run);
-//                                                failed: the run was given up (freed; not resumable)
-//   { type: 'refused', message }                  a start while a run is in progress (it goes on)
+// Protocol: web/rpc.mjs (requests with ids, events, one reply each); the
+// requests (docs/web.md):
+//   init { scalar }          -> { simd, kernels }                  load the module
+//   start { run }            -> { step, steps, valBpb, atome01, atome02, ckpt, history, stopped, seconds }
+//                               when the run is over; run = { id, settings, corpus, corpusName, samplePrompt,
+//                               resume?, saveEveryMs, failAt }. Its events, while it trains:
+//                                 started { info }                model built, data chunked
+//                                 progress { step, steps, loss, lr, bytesPerSec, seconds, stepMs, state, train }
+//                                 eval { step, bpb, final? } / sample { step, text }
+//                                 checkpoint { reason, step, ckpt, history }   every few seconds, on pause, at start
+//                                 state { state, step }           running | paused
+//   pause / resume / stop    -> true                              (the change comes as the run's `state` event)
+// A failure carries state (the worker's after it; idle: no run left) and,
+// for a run given up (freed; not resumable), failed and runId; a start while
+// a run is in progress is refused (refused) and the run goes on.
 //
 // Determinism: the trainer's state (weights, AdamW moments, step, RNG,
 // schedule) is all in the checkpoint; evaluations and samples read the
@@ -27,6 +27,7 @@
 // curves, samples) is saved with each checkpoint and restored with it.
 import { loadAtome } from '../wasm/atome.mjs';
 import { simdSupported, yieldNow } from './worker-util.mjs';
+import { serve, Transfer } from './rpc.mjs';
 
 let saveEveryMs = 3000;            // checkpoint cadence while running (the page may set it)
 const SLICE_MS = 50;              // training time between looks at the message queue
@@ -40,10 +41,11 @@ let history = null;              // { train: [[step, bpb]], val: [[step, bpb]], 
 let state = 'idle';              // idle | running | paused | stopping | done
 let lastSave = 0;
 let failAt = 0;                  // test hook (?fail-at=N): the run throws at step N
+let emit = null;                 // the events of the run's start request
 
 const bpb = (nats) => nats / Math.LN2;
 
-function post(msg, transfer = []) { postMessage(msg, transfer); }
+function post(event, data, transfer = []) { emit?.(event, data, transfer); }
 
 // The run's options for createModel (numbers already checked by the page;
 // the C side checks ranges and says why).
@@ -100,14 +102,15 @@ function memoryAdvice(s, corpus) {
 }
 const MAX_MEMORY = 1 << 30;    // wasm/CMakeLists.txt ATOME_WASM_MAX_MEMORY
 
-function failed(e, r) {
+// The error a failed run ends its start request with.
+function failure(e, r) {
   const s = r?.settings, corpus = r?.corpus;
   abandon();
   let message = String(e?.message ?? e);
   if (/out of (wasm )?memory/.test(message) && s && corpus) {
     try { message = memoryAdvice(s, corpus); } catch { /* keep the first message */ }
   }
-  post({ type: 'error', message, state: 'idle', runId: r?.id ?? null, failed: true });
+  return Object.assign(new Error(message), { state: 'idle', runId: r?.id ?? null, failed: true });
 }
 
 function saveCheckpoint(reason) {
@@ -115,10 +118,11 @@ function saveCheckpoint(reason) {
   // calibration statistics, these need none
   const ckpt = m.saveCheckpoint({ calibration: false });
   lastSave = performance.now();
-  post({ type: 'checkpoint', reason, step: m.step, ckpt, history: structuredClone(history) }, [ckpt.buffer]);
+  post('checkpoint', { reason, step: m.step, ckpt, history: structuredClone(history) }, [ckpt.buffer]);
 }
 
-function start(r) {
+// Builds the run's model (new or from its checkpoint) on its corpus.
+function begin(r) {
   if (m) { m.free(); m = null; }
   state = 'idle';
   run = r;
@@ -133,12 +137,24 @@ function start(r) {
   }
   const { trainChunks, evalChunks } = m.setData(r.corpus, { split: 0.9, trainName: r.corpusName });
   failAt = r.failAt > 0 ? r.failAt : 0;
-  post({ type: 'started', info: { params: m.nParams, family: m.family, quant: m.quant, trainChunks, evalChunks,
+  post('started', { info: { params: m.nParams, family: m.family, quant: m.quant, trainChunks, evalChunks,
     step: m.step, steps: m.steps, kernels: atome.kernels(), simd } });
   state = 'running';
   // a first save at once, so that a reload in the first seconds can continue
   if (!r.resume) saveCheckpoint('start');
-  loop().catch((e) => failed(e, r));
+}
+
+// A run, start to end: the reply is the finished run (see finish).
+async function start({ run: r }, ctx) {
+  // refused without touching the run in progress
+  if (state === 'running' || state === 'paused' || state === 'stopping')
+    throw Object.assign(new Error('a run is already in progress'), { refused: true });
+  emit = ctx.emit;
+  try {
+    begin(r);
+    await loop();
+    return await finish(state === 'stopping');
+  } catch (e) { throw failure(e, r); }
 }
 
 function finishTrainPoint(step) {
@@ -147,75 +163,85 @@ function finishTrainPoint(step) {
   history.acc = [0, 0];
 }
 
+// Trains until the last step or a stop, in slices; the loop's pace is in
+// `pace` (the step time estimate, the bytes/s rate, the last progress event).
 async function loop() {
   const s = run.settings;
-  const evalEvery = s.evalEvery > 0 ? s.evalEvery : 0, sampleEvery = s.sampleEvery > 0 ? s.sampleEvery : 0;
-  const predicted = m.batch * (m.seq - 1);
-  let stepMs = 20;                         // estimate, refined as we go
-  let rate = 0, lastPost = 0;
+  const every = { eval: s.evalEvery > 0 ? s.evalEvery : 0, sample: s.sampleEvery > 0 ? s.sampleEvery : 0 };
+  const pace = { stepMs: 20, rate: 0, lastPost: 0, predicted: m.batch * (m.seq - 1) };   // stepMs: refined as we go
   lastSave = performance.now();
   // the evaluation before the first step (a continued run has it already)
   if (m.step === 0 && !history.val.some(([st]) => st === 0)) {
     const v = evaluate();
     history.val.push([0, v]);
-    post({ type: 'eval', step: 0, bpb: v });
+    post('eval', { step: 0, bpb: v });
   }
   while (m.step < m.steps && state !== 'stopping') {
     if (state === 'paused') { await yieldNow(); await new Promise((r) => setTimeout(r, 30)); continue; }
-    // steps up to the next boundary (point, eval, sample, end), within the slice
-    let k = Math.max(1, Math.floor(SLICE_MS / Math.max(stepMs, 0.5)));
-    const step0 = m.step;
-    const next = (every) => (every ? (Math.floor(step0 / every) + 1) * every : Infinity);
-    const boundary = Math.min(next(TRAIN_POINT_EVERY), next(evalEvery), next(sampleEvery), m.steps);
-    k = Math.min(k, boundary - step0);
-    const t0 = performance.now();
-    if (failAt && step0 < failAt && step0 + k >= failAt) k = failAt - step0;
-    for (let i = 0; i < k; i++) {
-      const r = m.trainSteps(1);
-      history.acc[0] += r.loss;
-      history.acc[1] += 1;
-    }
-    const dt = performance.now() - t0;
-    stepMs = 0.7 * stepMs + 0.3 * (dt / k);
-    const inst = (predicted * k) / (dt / 1000);
-    rate = rate ? 0.8 * rate + 0.2 * inst : inst;
+    trainSlice(every, pace);
     const step = m.step;
     if (failAt && step >= failAt) throw new Error(`test: the run was made to fail at step ${step} (?fail-at)`);
-    if (step % TRAIN_POINT_EVERY === 0 || step === m.steps) finishTrainPoint(step);
-    if (evalEvery && step % evalEvery === 0 && step < m.steps) {
-      const v = evaluate();
-      history.val.push([step, v]);
-      post({ type: 'eval', step, bpb: v });
-    }
-    if (sampleEvery && step % sampleEvery === 0) {
-      const text = sample();
-      history.samples.push([step, text]);
-      post({ type: 'sample', step, text });
-    }
+    atBoundaries(step, every);
     const now = performance.now();
-    if (now - lastPost > 150 || step === m.steps) {
-      lastPost = now;
-      post({ type: 'progress', step, steps: m.steps, loss: m.loss, lr: m.lr, bytesPerSec: rate,
-        seconds: m.elapsed, stepMs, state, train: history.train.slice(-50) });
+    if (now - pace.lastPost > 150 || step === m.steps) {
+      pace.lastPost = now;
+      post('progress', { step, steps: m.steps, loss: m.loss, lr: m.lr, bytesPerSec: pace.rate,
+        seconds: m.elapsed, stepMs: pace.stepMs, state, train: history.train.slice(-50) });
     }
     if (now - lastSave > saveEveryMs && step < m.steps) saveCheckpoint('periodic');
     await yieldNow();
   }
-  if (state === 'stopping' || m.step >= m.steps) await finish(state === 'stopping');
 }
 
+// Steps up to the next boundary (train point, eval, sample, end, the test's
+// failing step), within one slice; the pace follows the time they took.
+function trainSlice(every, pace) {
+  let k = Math.max(1, Math.floor(SLICE_MS / Math.max(pace.stepMs, 0.5)));
+  const step0 = m.step;
+  const next = (n) => (n ? (Math.floor(step0 / n) + 1) * n : Infinity);
+  const boundary = Math.min(next(TRAIN_POINT_EVERY), next(every.eval), next(every.sample), m.steps);
+  k = Math.min(k, boundary - step0);
+  const t0 = performance.now();
+  if (failAt && step0 < failAt && step0 + k >= failAt) k = failAt - step0;
+  for (let i = 0; i < k; i++) {
+    const r = m.trainSteps(1);
+    history.acc[0] += r.loss;
+    history.acc[1] += 1;
+  }
+  const dt = performance.now() - t0;
+  pace.stepMs = 0.7 * pace.stepMs + 0.3 * (dt / k);
+  const inst = (pace.predicted * k) / (dt / 1000);
+  pace.rate = pace.rate ? 0.8 * pace.rate + 0.2 * inst : inst;
+}
+
+// A train point, an evaluation, a sample where the step falls on one.
+function atBoundaries(step, every) {
+  if (step % TRAIN_POINT_EVERY === 0 || step === m.steps) finishTrainPoint(step);
+  if (every.eval && step % every.eval === 0 && step < m.steps) {
+    const v = evaluate();
+    history.val.push([step, v]);
+    post('eval', { step, bpb: v });
+  }
+  if (every.sample && step % every.sample === 0) {
+    const text = sample();
+    history.samples.push([step, text]);
+    post('sample', { step, text });
+  }
+}
+
+// The end of a run: a validation pass over all held-out chunks, a sample of
+// where it ended, the packed models (atome family) and the final checkpoint.
 async function finish(stopped) {
   const step = m.step;
   finishTrainPoint(step);
-  // every run ends with a validation pass over all held-out chunks
   const v = evaluate();
   history.val = history.val.filter(([st]) => st !== step);
   history.val.push([step, v]);
-  post({ type: 'eval', step, bpb: v, final: true });
-  if (!history.samples.some(([st]) => st === step)) {    // and a sample of where it ended
+  post('eval', { step, bpb: v, final: true });
+  if (!history.samples.some(([st]) => st === step)) {
     const text = sample();
     history.samples.push([step, text]);
-    post({ type: 'sample', step, text });
+    post('sample', { step, text });
   }
   let atome01 = null, atome02 = null;
   if (m.family === 'atome') {
@@ -225,53 +251,53 @@ async function finish(stopped) {
   const ckpt = m.saveCheckpoint();
   state = 'done';
   const transfer = [ckpt.buffer, ...(atome01 ? [atome01.buffer, atome02.buffer] : [])];
-  post({ type: 'done', step, steps: m.steps, valBpb: v, atome01, atome02, ckpt, history: structuredClone(history), stopped,
+  return new Transfer({ step, steps: m.steps, valBpb: v, atome01, atome02, ckpt, history: structuredClone(history), stopped,
     seconds: m.elapsed }, transfer);
 }
 
 let initDone = null;
-self.onmessage = async (ev) => {
-  const msg = ev.data;
-  try {
-    if (msg.type !== 'init') {
-      if (!initDone) throw new Error('the module is not loaded (init first)');
-      await initDone;
-    }
-    switch (msg.type) {
-    case 'init': {
-      simd = !msg.scalar && simdSupported();
-      initDone = loadAtome(new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url),
-        { onStderr: () => {} }).then((a) => { atome = a; });
-      await initDone;
-      post({ type: 'ready', simd, kernels: atome.kernels() });
-      break;
-    }
-    case 'start':
-      // refused without touching the run in progress
-      if (state === 'running' || state === 'paused' || state === 'stopping') {
-        post({ type: 'refused', message: 'a run is already in progress' });
-        break;
-      }
-      try { start(msg.run); } catch (e) { failed(e, msg.run); }
-      break;
-    case 'pause':
-      if (state === 'running') {
-        state = 'paused';
-        post({ type: 'state', state, step: m.step });
-        saveCheckpoint('pause');
-      }
-      break;
-    case 'resume':
-      if (state === 'paused') { state = 'running'; post({ type: 'state', state, step: m.step }); }
-      break;
-    case 'stop':
-      // the loop sees it within a slice (also while paused) and finishes
-      if (state === 'running' || state === 'paused') state = 'stopping';
-      break;
-    default:
-      throw new Error(`unknown message '${msg.type}'`);
-    }
-  } catch (e) {
-    post({ type: 'error', message: String(e?.message ?? e), state });
+async function init({ scalar }) {
+  simd = !scalar && simdSupported();
+  initDone = loadAtome(new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url),
+    { onStderr: () => {} }).then((a) => { atome = a; });
+  await initDone;
+  return { simd, kernels: atome.kernels() };
+}
+
+function pause() {
+  if (state === 'running') {
+    state = 'paused';
+    post('state', { state, step: m.step });
+    saveCheckpoint('pause');
   }
-};
+  return true;
+}
+
+function resume() {
+  if (state === 'paused') { state = 'running'; post('state', { state, step: m.step }); }
+  return true;
+}
+
+// the loop sees it within a slice (also while paused) and finishes
+function stop() {
+  if (state === 'running' || state === 'paused') state = 'stopping';
+  return true;
+}
+
+// Every request but init waits for the module; an error says the worker's
+// state after it (a failed run's own error says idle already).
+function loaded(fn) {
+  return async (args, ctx) => {
+    try {
+      if (fn !== init) {
+        if (!initDone) throw new Error('the module is not loaded (init first)');
+        await initDone;
+      }
+      return await fn(args, ctx);
+    } catch (e) {
+      throw Object.assign(e instanceof Error ? e : new Error(String(e)), { state: e?.state ?? state });
+    }
+  };
+}
+
+serve(Object.fromEntries(Object.entries({ init, start, pause, resume, stop }).map(([k, fn]) => [k, loaded(fn)])));

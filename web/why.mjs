@@ -4,7 +4,10 @@
 // layer's router entropy) and the detail box of one byte: its router weights
 // and entropy per layer and the five most likely next bytes. The numbers are
 // the integer engine's (core/explain.h lines, as `atome generate
-// --router-json` writes them).
+// --router-json` writes them). initWhy() is the page's section: the strip
+// of the latest generation, the byte picked in it, its listeners.
+import { $, fmt } from './ui.mjs';
+import { testExpose } from './hook.mjs';
 
 export const WHY_MAX = 50000;         // bytes kept in the strip (the latest ones)
 
@@ -129,4 +132,65 @@ export function whyDetail(x) {
     (x.top.some(([b]) => b === x.byte) ? '' : ' (the sampled byte is outside them)');
   out.push(top);
   return out;
+}
+
+// The section: the lines of the latest generation and the picked byte (-1:
+// none). Hover, click and the arrow keys pick a byte.
+export function initWhy() {
+  const w = { lines: new WhyLines(), sel: -1, raf: 0 };
+  const sc = $('why-scroll');
+  sc.addEventListener('scroll', () => { if (!w.raf) w.raf = requestAnimationFrame(() => { w.raf = 0; paintWhy(w); }); });
+  new ResizeObserver(() => paintWhy(w)).observe(sc);
+  const whyIndex = (e) => Math.floor((e.offsetX + sc.scrollLeft) / WHY_COL);
+  const canvas = $('why-canvas');
+  canvas.addEventListener('mousemove', (e) => selectWhy(w, whyIndex(e)));
+  canvas.addEventListener('click', (e) => selectWhy(w, whyIndex(e)));
+  canvas.addEventListener('keydown', (e) => {
+    const step = { ArrowLeft: -1, ArrowRight: 1, Home: -1e9, End: 1e9, PageUp: -20, PageDown: 20 }[e.key];
+    if (step === undefined) return;
+    e.preventDefault();
+    selectWhy(w, (w.sel < 0 ? w.lines.length : w.sel) + step);
+  });
+  canvas.addEventListener('focus', () => { if (w.sel < 0) selectWhy(w, w.lines.length - 1); });
+  $('explain').addEventListener('change', () => { if (!$('explain').checked) $('why').hidden = true; else if (w.lines.length) $('why').hidden = false; });
+  testExpose('whyLines', () => w.lines.all());
+  return {
+    state: w,
+    reset: () => resetWhy(w),
+    push: (lines) => w.lines.push(lines),
+    follow: () => followWhy(w),
+    end: () => { if (w.lines.dropped) $('why-note').textContent = `The strip shows the last ${fmt(w.lines.length)} bytes.`; },
+  };
+}
+
+// A new generation: an empty strip, shown when "why this byte" is on.
+function resetWhy(w) {
+  w.lines = new WhyLines();
+  w.sel = -1;
+  $('why').hidden = !$('explain').checked;
+  $('why-note').textContent = '';
+  $('why-detail').replaceChildren();
+}
+
+function paintWhy(w) {
+  const sc = $('why-scroll');
+  drawWhy($('why-canvas'), $('why-spacer'), w.lines, w.sel, sc.scrollLeft, sc.clientWidth);
+}
+
+// New bytes: the strip follows the newest byte unless the reader scrolled back.
+function followWhy(w) {
+  const sc = $('why-scroll');
+  const follow = sc.scrollLeft + sc.clientWidth >= sc.scrollWidth - 2 * WHY_COL;
+  paintWhy(w);
+  if (follow) { sc.scrollLeft = sc.scrollWidth; paintWhy(w); }
+}
+
+function selectWhy(w, i) {
+  const n = w.lines.length;
+  if (!n) return;
+  w.sel = Math.max(0, Math.min(n - 1, i));
+  const x = w.sel * WHY_COL, sc = $('why-scroll');
+  if (x < sc.scrollLeft || x > sc.scrollLeft + sc.clientWidth - 2 * WHY_COL) sc.scrollLeft = x - sc.clientWidth / 2;
+  paintWhy(w);
+  $('why-detail').replaceChildren(...whyDetail(w.lines.get(w.sel)));
 }

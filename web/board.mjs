@@ -1,0 +1,234 @@
+// web/board.mjs — the "Download for a board" section: the open model as
+// ATOME01 / ATOME02 / C header, and for each board of BOARDS its fit card
+// (model slot, RAM at Generate's window, the largest window that fits), the
+// known answer, how to flash and run it, and its firmware downloads
+// (semihosting .elf, standalone .hex / .bin with Generate's settings).
+import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
+import { testEvent } from './hook.mjs';
+
+export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385' }, { id: 'microbit', name: 'micro:bit v1' }];
+
+// The section: the firmware templates fetched (board id -> promise of the
+// ELF bytes), each board's verdict for the open model (ok | warn | bad) and
+// a serial that tells a fit overtaken by a later one.
+export function initBoard(page) {
+  const bs = { templates: new Map(), fit: new Map(), serial: 0 };
+  for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', () => updateFit(page, bs));
+  wireDownloads(page, bs);
+  return { state: bs, update: () => updateFit(page, bs), refresh: () => refreshBoard(page, bs) };
+}
+
+function refreshBoard(page, bs) {
+  const ok = page.ready.module && page.ready.model;
+  for (const id of ['download-atome01', 'download-atome02', 'download-header']) $(id).disabled = !ok;
+  // a board's firmware buttons: off while its card says the model does not fit (the verdict says why)
+  for (const b of BOARDS) {
+    const tooBig = bs.fit.get(b.id) === 'bad';
+    for (const btn of document.querySelectorAll(`.board-card[data-board="${b.id}"] .actions button`)) {
+      btn.disabled = !ok || tooBig;
+      btn.title = tooBig ? 'This model does not fit this board: see above' : '';
+    }
+  }
+}
+
+async function template(bs, board) {
+  if (!bs.templates.has(board)) bs.templates.set(board, fetchBytes(`/build/mcu/mcu/atome-fw-${board}.elf`).catch((e) => {
+    bs.templates.delete(board);
+    throw new Error(`the ${board} firmware template is missing on the server (${e.message}); build it with tools/setup`);
+  }));
+  return bs.templates.get(board);
+}
+
+function chosenWindow(page) {
+  const s = $('window').value.trim();
+  return /^\d+$/.test(s) && Number(s) >= 1 && Number(s) <= page.limits.maxWindow ? Number(s) : 0;
+}
+
+async function updateFit(page, bs) {
+  const key = page.models.current;
+  if (!key || !page.ready.model) return;
+  const serial = ++bs.serial;
+  bs.fit.clear();
+  const w = chosenWindow(page) || page.models.info(key).defaultWindow;
+  for (const b of BOARDS) {
+    const card = document.querySelector(`.board-card[data-board="${b.id}"]`);
+    const f = await fitVerdict(page, bs, b, key, w);
+    if (serial !== bs.serial) return;
+    card.className = `board-card ${f.cls}`;
+    bs.fit.set(b.id, f.cls);
+    page.refresh();
+    const known = f.cls === 'bad' ? knownPara() : await knownAnswer(page, key, f.runW);
+    if (serial !== bs.serial) return;
+    card.querySelector('.fit-body').replaceChildren(verdictPara(f), fitList(f.rows), known);
+    // how to flash and run it, only for a model that fits
+    card.querySelector('.board-note').replaceChildren(...(f.cls === 'bad' ? [] : boardNote(page, b, key, f.runW)));
+  }
+}
+
+// Whether the model fits the board at window w: { cls, verdict, rows, runW }
+// (runW: the window the board runs at).
+async function fitVerdict(page, bs, b, key, w) {
+  try {
+    const t = await template(bs, b.id);
+    const f = await page.gen.call('fit', { key, template: t, window: w });
+    const flashOk = f.model_bytes <= f.capacity, ramOk = f.max_window >= w;
+    const verdict = !flashOk ? `Too big: the model does not fit the ${fmt(f.capacity)}-byte model slot` :
+      f.max_window === 0 ? 'Too big: the engine does not fit the board\'s RAM at any window' :
+      ramOk ? `Fits at window ${w}` : `Fits at window ${f.max_window} or less (not at ${w})`;
+    const cls = flashOk && f.max_window > 0 ? (ramOk ? 'ok' : 'warn') : 'bad';
+    const rows = [['Flash (model slot)', `${fmt(f.model_bytes)} of ${fmt(f.capacity)} bytes`],
+      [`RAM at window ${w}`, `${fmt(f.ram_at_window)} of ${fmt(f.arena_bytes)} bytes`],
+      ['Largest window that fits', f.max_window ? fmt(f.max_window) : 'none']];
+    return { cls, verdict, rows, runW: flashOk && f.max_window ? Math.min(w, f.max_window) : w };
+  } catch (e) {
+    return { cls: 'bad', verdict: e.message, rows: [], runW: w };
+  }
+}
+
+function verdictPara(f) {
+  const v = document.createElement('p');
+  v.className = `verdict ${f.cls}`;
+  v.textContent = f.verdict;
+  return v;
+}
+
+function fitList(rows) {
+  const dl = document.createElement('dl');
+  for (const [k, val] of rows) {
+    const dt = document.createElement('dt'), dd = document.createElement('dd');
+    dt.textContent = k; dd.textContent = val;
+    dl.append(dt, dd);
+  }
+  return dl;
+}
+
+function knownPara() {
+  const known = document.createElement('p');
+  known.className = 'known';
+  return known;
+}
+
+// The first bytes the board prints for Generate's settings at its window.
+async function knownAnswer(page, key, runW) {
+  const known = knownPara();
+  try {
+    const g = pageSettings(page);
+    const bytes = await page.gen.call('expect', { key, ...g, window: runW });
+    known.append(Object.assign(document.createElement('span'), { className: 'label',
+      textContent: `Known answer — the board prints, after the prompt (window ${runW}): ` }),
+      Object.assign(document.createElement('q'), { textContent: new TextDecoder().decode(bytes) }),
+      Object.assign(document.createElement('code'), { className: 'known-hex', textContent: hexOf(bytes) }));
+    known.dataset.hex = hexOf(bytes);
+  } catch (e) { known.textContent = `Known answer: ${e.message}`; }
+  return known;
+}
+
+// Generate's settings as the firmware's settings block takes them (the
+// texts the CLI takes; n and seed checked here).
+function pageSettings(page) {
+  const L = page.limits;
+  const int = (id, lo, hi, what, dflt) => ($(id).value.trim() === '' ? dflt : intField(id, lo, hi, what));
+  return {
+    prompt: enc.encode($('prompt').value), n: int('n', 0, L.nMax, 'Length', L.nDefault),
+    temperature: $('temperature').value.trim() || null, topK: $('top-k').value.trim() || null, topP: $('top-p').value.trim() || null,
+    seed: int('seed', 0, 4294967295, 'Seed', L.seedDefault), window: chosenWindow(page),
+  };
+}
+
+function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.elf`; }
+
+// How to flash the board and read it, then the QEMU command with Generate's settings.
+function boardNote(page, b, key, w) {
+  const p = document.createElement('p');
+  const cmd = qemuCommand(page, b, key, w);
+  const base = page.models.current.replace(/\.atome$/, '');
+  p.textContent = b.id === 'microbit'
+    ? `Flash it: plug the micro:bit in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
+      'it restarts and prints the status line, the story and a byte count on its USB serial port: ' +
+      'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is for a debugger (pyocd, OpenOCD) or QEMU, ' +
+      'with the prompt and settings on the semihosting command line.'
+    : `Flash it: copy ${base}-mps2-an385.bin to the MPS2 board's configuration USB drive and point ` +
+      'its images.txt at it; the story comes out of UART0 at 115200 baud. Under QEMU: qemu-system-arm -M mps2-an385 -display none ' +
+      `-monitor none -serial stdio -kernel ${base}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`;
+  const label = document.createElement('p');
+  label.className = 'cmd-label';
+  const gw = chosenWindow(page) || page.models.info(key)?.defaultWindow;
+  label.textContent = w === gw
+    ? 'Run it under QEMU with the prompt and settings of Generate (at window ' + w + ', as Generate, it writes Generate\'s bytes):'
+    : `Run it under QEMU with the prompt and settings of Generate, at the board's window ${w} (Generate runs at ${gw}, ` +
+      'so its bytes differ from these; the known answer above is the board\'s):';
+  return [p, label, commandRow(b, cmd)];
+}
+
+function qemuCommand(page, b, key, w) {
+  const promptHex = hexOf(enc.encode($('prompt').value || 'Once upon a time'));
+  const args = ['--prompt-hex', promptHex, '--n', /^\d+$/.test($('n').value.trim()) ? $('n').value.trim() : String(page.limits.nDefault)];
+  for (const [flag, id] of [['--temperature', 'temperature'], ['--top-k', 'top-k'], ['--top-p', 'top-p'], ['--seed', 'seed']]) {
+    const v = $(id).value.trim();
+    if (/^[0-9.]+$/.test(v)) args.push(flag, v);
+  }
+  args.push('--window', String(w));
+  return `qemu-system-arm -M ${b.id} -display none -monitor none -serial none ` +
+    `-semihosting-config enable=on,target=native,arg=atome${args.map((a) => `,arg=${a}`).join('')} ` +
+    `-kernel ${fwName(key, b.id)} > story.txt`;
+}
+
+// The command, focusable, with its Copy button.
+function commandRow(b, cmd) {
+  const pre = document.createElement('pre');
+  pre.textContent = cmd;
+  pre.tabIndex = 0;
+  pre.setAttribute('aria-label', `QEMU command for ${b.name}`);
+  const copy = document.createElement('button');
+  copy.type = 'button';
+  copy.className = 'secondary';
+  copy.textContent = 'Copy';
+  copy.setAttribute('aria-label', `Copy the QEMU command for ${b.name}`);
+  copy.addEventListener('click', () => guarded(async () => {
+    await navigator.clipboard.writeText(cmd);
+    copy.textContent = 'Copied';
+    setTimeout(() => { copy.textContent = 'Copy'; }, 1500);
+  }));
+  const row = document.createElement('div');
+  row.className = 'cmd-row';
+  row.append(pre, copy);
+  return row;
+}
+
+function wireDownloads(page, bs) {
+  const call = (type, args) => page.gen.call(type, args);
+  const key = () => page.models.current;
+  const base = () => key().replace(/\.atome$/, '');
+  $('download-atome01').addEventListener('click', () => guarded(async () => download(await call('convert', { key: key(), encoding: 1 }), `${base()}-atome01.atome`)));
+  $('download-atome02').addEventListener('click', () => guarded(async () => download(await call('convert', { key: key(), encoding: 2 }), `${base()}-atome02.atome`)));
+  // as `atome header --model <file>`: the array is atome_model, the comment names the file
+  $('download-header').addEventListener('click', () => guarded(async () => {
+    const r = await call('header', { key: key(), source: key(), name: '' });
+    download(r.text, `${base()}.h`, 'text/x-c');
+  }));
+  for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin']])
+    $(id).addEventListener('click', () => guarded(() => downloadStandalone(page, bs, board, format)));
+  for (const b of BOARDS) {
+    $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
+      const t = await template(bs, b.id);
+      let r;
+      try { r = await call('firmware', { key: key(), template: t, board: b.id }); } catch (e) { throw new Error(`${b.name}: ${e.message}`); }
+      download(r.image, fwName(key(), b.id));
+    }));
+  }
+}
+
+// A standalone image (.hex / .bin) with Generate's settings baked in.
+async function downloadStandalone(page, bs, board, format) {
+  const b = BOARDS.find((x) => x.id === board);
+  const t = await template(bs, board);
+  let g;
+  try { g = pageSettings(page); } catch (e) { markField(e); throw e; }
+  const settings = { ...g, seed: String(g.seed) };
+  let r;
+  try { r = await page.gen.call('standalone', { key: page.models.current, template: t, board, settings, format }); } catch (e) {
+    throw new Error(`${b.name}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
+  }
+  testEvent('standalone', board, r.info.expect_hex);
+  download(r.bytes, `${page.models.current.replace(/\.atome$/, '')}-${board}.${format}`);
+}

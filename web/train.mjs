@@ -1,0 +1,372 @@
+// web/train.mjs — the "Train in the tab" section: the run's settings and
+// corpus checked, the run started (or continued) in the training worker,
+// its events shown (status, progress, curves, samples), pause / resume /
+// stop, and every checkpoint saved to IndexedDB in order.
+import * as store from './store.mjs';
+import { $, fmt, showError, hideError, markField, intField, fieldError, fetchBytes, dropZone } from './ui.mjs';
+import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
+import { initChart, addSample } from './chart.mjs';
+
+// The largest corpus the page accepts: 16 MiB. The training module's memory
+// grows with what a run needs (up to 1 GiB), and a 60K model trains on a
+// corpus this large at the default batch and seq (tests/node/web-demanding).
+export const CORPUS_LIMIT = 16 * 1024 * 1024;
+export const BUILTIN = { name: 'tinystories-500k.txt', url: '/web/data/tinystories-500k.txt',
+  label: 'TinyStories, first 500,000 bytes (built in)' };
+
+const FORM_FIELDS = ['train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
+  'cosine', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2', 'eval-every', 'sample-every'];
+
+// The section: state (idle | starting | running | paused | done | error),
+// active (a run is being set up, runs or is paused), the run shown and its
+// trainer info and history, the corpus a new run takes (builtin, or the
+// bytes of your file), the corpus bytes still to save with the run, the
+// chart and the chain of saves.
+export function initTrain(page) {
+  const ts = { active: false, state: 'idle', run: null, info: null, history: null, corpus: null, corpusName: BUILTIN.name,
+    builtin: true, builtinBytes: null, corpusForSave: null, savedCorpus: false, started: 0, stopping: false,
+    focusPause: false, saves: Promise.resolve() };
+  ts.chart = initChart(() => ts.run?.steps);
+  wireTrain(page, ts);
+  testExpose('saveNow', () => saveRun(page, ts, {}, 'now'));
+  return {
+    state: ts,
+    get active() { return ts.active; },
+    get run() { return ts.run; },
+    init: (scalar) => page.trainer.call('init', { scalar }).then((m) => trainerReady(page, m), (e) => trainError(page, ts, e)),
+    status: (state, extra) => setTrainStatus(page, ts, state, extra),
+    // a saved run is being continued: the panel is taken, the keyboard goes to Pause
+    claim: () => { setTrainStatus(page, ts, 'starting'); ts.focusPause = true; },
+    continueRun: (run, corpus, resume) => { launch(page, ts, run, corpus, resume); ts.savedCorpus = true; },
+    builtinCorpus: () => builtinCorpus(ts),
+    showRun: (run) => { settingsToForm(run.settings); showRunCorpus(ts, run); },
+    crashed: (message) => { showError(`training worker failed: ${message}`); runFailed(page, ts, message); setTrainStatus(page, ts, 'error'); },
+    refresh: () => { $('train-start').disabled = !page.ready.trainer || ts.active; },
+  };
+}
+
+function wireTrain(page, ts) {
+  dropZone('sec-train', (f) => pickCorpus(ts, f));
+  $('corpus-file').addEventListener('change', (e) => { pickCorpus(ts, e.target.files[0]); e.target.value = ''; });
+  $('corpus-builtin').addEventListener('click', () => {
+    Object.assign(ts, { corpus: null, corpusName: BUILTIN.name, builtin: true });
+    $('corpus-name').textContent = BUILTIN.label;
+    $('corpus-builtin').hidden = true;
+  });
+  $('corpus-limit').textContent = `A text file of up to ${fmt(CORPUS_LIMIT)} bytes (16 MiB). ` +
+    'Plain text trains best; bytes are the vocabulary, so any language or encoding works.';
+  const ask = (type) => page.trainer.call(type).catch((e) => trainError(page, ts, e));
+  $('train-start').addEventListener('click', () => startTraining(page, ts));
+  $('train-pause').addEventListener('click', () => ask('pause'));
+  $('train-resume').addEventListener('click', () => ask('resume'));
+  $('train-stop').addEventListener('click', () => {
+    ask('stop');
+    ts.stopping = true;            // the progress line keeps saying so until the run is done
+    $('train-text').textContent += ' — stopping (final validation pass)…';
+  });
+}
+
+// state: idle | starting | running | paused | done | error; data-state shows
+// the contract's five (a run being set up still reads idle)
+function setTrainStatus(page, ts, state, extra = {}) {
+  const st = $('train-status');
+  st.dataset.state = state === 'starting' ? 'idle' : state;
+  if (extra.step !== undefined) st.dataset.step = String(extra.step);
+  if (extra.valBpb !== undefined) st.dataset.valBpb = String(extra.valBpb);
+  ts.state = state;
+  ts.active = state === 'running' || state === 'paused' || state === 'starting';
+  $('train-pause').disabled = state !== 'running';
+  $('train-resume').disabled = state !== 'paused';
+  $('train-stop').disabled = !(state === 'running' || state === 'paused');
+  for (const id of FORM_FIELDS) $(id).disabled = ts.active;
+  page.refresh();
+}
+
+const NUM = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+function num(id, what, lo = -Infinity, hi = Infinity, loOpen = false) {
+  const s = $(id).value.trim();
+  if (!NUM.test(s)) throw fieldError(id, `${what} must be a number (got '${s}')`);
+  const x = Number(s);
+  if (x < lo || x > hi || (loOpen && x === lo))
+    throw fieldError(id, `${what} must be ${loOpen ? `above ${lo}` : `at least ${lo}`}${hi < Infinity ? ` and at most ${hi}` : ''} (got '${s}')`);
+  return x;
+}
+const TEXT_FIELDS = ['steps', 'batch', 'seq', 'lr', 'train-seed', 'warmup', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2',
+  'eval-every', 'sample-every'];
+// "auto": about six validations / samples a run, on a multiple of 10 steps
+const autoEvery = (steps) => Math.max(10, Math.round(steps / 6 / 10) * 10);
+function readSettings() {
+  const int = (id, lo, hi, what) => intField(id, lo, hi, what);
+  const s = {
+    config: $('train-config').value, quant: $('train-quant').value,
+    steps: int('steps', 1, 1e8, 'Steps'), batch: int('batch', 1, 4096, 'Batch'), seq: int('seq', 2, 65536, 'Seq'),
+    lr: num('lr', 'Learning rate', 0, 10, true), seed: int('train-seed', 0, 4294967295, 'Training seed'),
+    warmup: int('warmup', 0, 1e8, 'Warmup steps'), cosine: $('cosine').value === '1', lrMin: num('lr-min', 'Cosine floor', 0, 10),
+    clip: num('clip', 'Clip grad norm', 0), wd: num('wd', 'Weight decay', 0, 10), fpFraction: num('fp-fraction', 'fp32 fraction', 0, 1),
+    lr2: $('lr2').value.trim() === '' ? null : num('lr2', 'Stage-2 lr', 0, 10, true),
+  };
+  s.evalEvery = $('eval-every').value.trim() === '' ? autoEvery(s.steps) : int('eval-every', 0, 1e8, 'Validate every');
+  s.sampleEvery = $('sample-every').value.trim() === '' ? autoEvery(s.steps) : int('sample-every', 0, 1e8, 'Sample every');
+  // the fields as typed ("3e-4" stays "3e-4" when the form shows the run again)
+  s.text = Object.fromEntries(TEXT_FIELDS.map((id) => [id, $(id).value.trim()]));
+  if (!['atome-60k', 'vanilla-60k', 'gssm-60k'].includes(s.config)) throw new Error(`unknown model '${s.config}'`);
+  return s;
+}
+
+// Checks a corpus for the run's batch and seq; returns a reason or null.
+export function corpusProblem(bytes, name, batch, seq) {
+  if (bytes.length === 0) return `${name}: the file is empty`;
+  if (bytes.length > CORPUS_LIMIT)
+    return `${name}: ${fmt(bytes.length)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`;
+  let nul = 0;
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0) nul++;
+  if (nul > 0 && nul * 1000 >= bytes.length)
+    return `${name}: ${(100 * nul / bytes.length).toFixed(1)}% of its bytes are NUL: it looks like a binary file, not text`;
+  const chunks = Math.floor(bytes.length / seq), train = Math.floor(0.9 * chunks), evalc = chunks - train;
+  if (train < batch || evalc < 1) {
+    const need = Math.ceil(Math.max(batch / 0.9 + 1, batch + 1)) * seq;
+    return `${name}: ${fmt(bytes.length)} bytes is shorter than one batch: ${batch} × ${seq}-byte chunks to train and ` +
+      `one to validate need about ${fmt(need)} bytes`;
+  }
+  return null;
+}
+
+async function pickCorpus(ts, file) {
+  hideError();
+  if (!file || ts.active) return;
+  if (file.size > CORPUS_LIMIT) {
+    showError(`${file.name}: ${fmt(file.size)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`);
+    return;
+  }
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let s;
+  try { s = readSettings(); } catch { s = { batch: 16, seq: 64 }; }
+  const why = corpusProblem(bytes, file.name, s.batch, s.seq);
+  if (why) { showError(why); return; }
+  Object.assign(ts, { corpus: bytes, corpusName: file.name, builtin: false });
+  $('corpus-name').textContent = `${file.name} — ${fmt(bytes.length)} bytes (your file)`;
+  $('corpus-builtin').hidden = false;
+}
+
+async function builtinCorpus(ts) {
+  if (!ts.builtinBytes) ts.builtinBytes = await fetchBytes(BUILTIN.url);
+  return ts.builtinBytes;
+}
+
+// Training samples start from the start of the run's corpus (its first line,
+// at most 16 bytes, cut on a UTF-8 boundary); the built-in one from
+// "Once upon a time".
+function samplePromptOf(bytes, builtin) {
+  if (builtin) return 'Once upon a time';
+  let i = 0;
+  while (i < bytes.length && (bytes[i] === 10 || bytes[i] === 13 || bytes[i] === 32 || bytes[i] === 9)) i++;
+  let e = Math.min(bytes.length, i + 16);
+  const nl = bytes.subarray(i, e).indexOf(10);
+  if (nl > 0) e = i + nl;
+  while (e > i && e < bytes.length && (bytes[e] & 0xc0) === 0x80) e--;     // not inside a character
+  return new TextDecoder().decode(bytes.subarray(i, e)) || 'Once upon a time';
+}
+
+function newRunId() { return `run-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`; }
+
+async function startTraining(page, ts) {
+  hideError();
+  if (ts.active) return;
+  let s;
+  try { s = readSettings(); } catch (e) { showError(e.message); markField(e); return; }
+  setTrainStatus(page, ts, 'starting');      // at once: a second click finds the run taken
+  let corpus;
+  try { corpus = ts.builtin ? await builtinCorpus(ts) : ts.corpus; } catch (e) {
+    setTrainStatus(page, ts, 'idle');
+    showError(`cannot load the built-in corpus: ${e.message}`);
+    return;
+  }
+  const why = corpusProblem(corpus, ts.corpusName, s.batch, s.seq);
+  if (why) { setTrainStatus(page, ts, 'idle'); showError(why); return; }
+  ts.focusPause = document.activeElement === $('train-start') || document.activeElement === document.body;
+  const run = { id: newRunId(), created: Date.now(), updated: Date.now(), settings: s, corpusName: ts.corpusName,
+    corpusBytes: corpus.length, corpusBuiltin: ts.builtin, step: 0, steps: s.steps, state: 'running',
+    history: null, ckpt: null, valBpb: null, samplePrompt: samplePromptOf(corpus, ts.builtin) };
+  if (!(await page.runs.hold(run.id))) { setTrainStatus(page, ts, 'idle'); showError('training: another tab holds this run'); return; }
+  launch(page, ts, run, corpus, null);
+}
+
+// The form shows the settings of the run in progress (a continued run's own).
+function settingsToForm(s) {
+  $('train-config').value = s.config;
+  $('train-quant').value = s.quant;
+  const put = { steps: s.steps, batch: s.batch, seq: s.seq, lr: s.lr, 'train-seed': s.seed, warmup: s.warmup,
+    'lr-min': s.lrMin, clip: s.clip, wd: s.wd, 'fp-fraction': s.fpFraction, lr2: s.lr2 ?? '',
+    'eval-every': s.evalEvery, 'sample-every': s.sampleEvery };
+  for (const [id, v] of Object.entries(put)) $(id).value = s.text?.[id] ?? String(v);
+  $('cosine').value = s.cosine ? '1' : '0';
+}
+
+// The corpus label (and the corpus a new run would take) follow the run shown.
+function showRunCorpus(ts, run, corpus = null) {
+  if (run.corpusBuiltin) {
+    Object.assign(ts, { corpus: null, corpusName: BUILTIN.name, builtin: true });
+    $('corpus-name').textContent = BUILTIN.label;
+    $('corpus-builtin').hidden = true;
+  } else {
+    if (!corpus) return;           // its bytes are in the saved run: they are loaded when it is continued
+    Object.assign(ts, { corpus, corpusName: run.corpusName, builtin: false });
+    $('corpus-name').textContent = `${run.corpusName} — ${fmt(run.corpusBytes)} bytes (your file)`;
+    $('corpus-builtin').hidden = false;
+  }
+}
+
+// A run (new, or continued from resume = { ckpt, history }) into the panel
+// and the training worker.
+function launch(page, ts, run, corpus, resume) {
+  $('resume-banner').hidden = true;
+  settingsToForm(run.settings);
+  showRunCorpus(ts, run, corpus);
+  $('train-saved').textContent = '';
+  $('train-progress').max = run.steps;
+  $('train-progress').value = run.step || 0;
+  Object.assign(ts, { stopping: false, run, corpusForSave: run.corpusBuiltin ? null : corpus, savedCorpus: false,
+    started: performance.now(), history: resume?.history ?? null });
+  testRunId(run.id);
+  ts.chart.reset(resume?.history);
+  $('samples').replaceChildren();
+  for (const [st, text] of resume?.history?.samples ?? []) addSample(st, text);
+  setTrainStatus(page, ts, 'starting', { step: resume ? run.step : 0, valBpb: '' });
+  $('train-text').textContent = resume ? `Continuing from step ${fmt(run.step)}…` : 'Starting…';
+  const failAt = Number(page.params.get('fail-at')) || 0;     // test hook: the first run of the page fails at that step
+  if (failAt) page.params.delete('fail-at');
+  const job = page.trainer.request('start', { run: { id: run.id, settings: run.settings, corpus, corpusName: run.corpusName,
+    samplePrompt: run.samplePrompt ?? null, resume, saveEveryMs: Number(page.params.get('save-ms')) || 3000, failAt } },
+  { onEvent: (event, m) => trainEvent(page, ts, event, m) });
+  job.done.then((m) => { testEvent('train', 'done', m.step); runDone(page, ts, m); }, (e) => trainError(page, ts, e));
+}
+
+// Saves are serialised: a slow one is never overtaken by an older one.
+function saveRun(page, ts, patch, why) {
+  const run = ts.run;
+  if (!run) return Promise.resolve();
+  Object.assign(run, patch, { updated: Date.now() });
+  const rec = { ...run };
+  const corpus = !ts.savedCorpus ? ts.corpusForSave : null;
+  testSaving();
+  ts.saves = ts.saves.then(() => store.saveRun(rec, corpus)).then(() => {
+    if (corpus) ts.savedCorpus = true;
+    testSaved(rec.step);
+    $('train-saved').textContent = `Saved at step ${fmt(rec.step)}${why ? ` (${why})` : ''}.`;
+    page.runs.list();
+    page.runs.announce();
+  }, (e) => {
+    testSaveFailed();
+    showError(`${e.message}. Training goes on; the last saved state is kept.`);
+  });
+  return ts.saves;
+}
+
+function trainerReady(page, m) {
+  testEvent('train', 'ready', m.step);
+  page.ready.trainer = true;
+  if (!m.simd) $('module-status').textContent += ' Training uses the scalar module (no wasm SIMD here): slower.';
+  page.refresh();
+}
+
+// The events of the run's start request.
+function trainEvent(page, ts, event, m) {
+  testEvent('train', event, m.step);
+  switch (event) {
+  case 'started':
+    setTrainStatus(page, ts, 'running', { step: m.info.step });
+    if (ts.focusPause) { ts.focusPause = false; $('train-pause').focus(); }   // Start is disabled now: keep the keyboard's place
+    ts.info = m.info;
+    saveRun(page, ts, { state: 'running' });
+    break;
+  case 'progress': showProgress(ts, m); break;
+  case 'eval':
+    testEvent('val', m.step, m.bpb);
+    ts.chart.addVal([m.step, m.bpb]);
+    $('train-status').dataset.valBpb = m.final ? $('train-status').dataset.valBpb : String(m.bpb);
+    ts.chart.redraw();
+    break;
+  case 'sample': addSample(m.step, m.text); break;
+  case 'checkpoint':
+    ts.history = m.history;
+    saveRun(page, ts, { step: m.step, ckpt: m.ckpt, history: m.history, state: m.reason === 'pause' ? 'paused' : 'running' }, m.reason);
+    break;
+  case 'state':
+    setTrainStatus(page, ts, m.state, { step: m.step });
+    if (m.state === 'paused') $('train-text').textContent = `Paused at step ${fmt(m.step)}.`;
+    break;
+  default:
+  }
+}
+
+function showProgress(ts, m) {
+  const rem = (m.steps - m.step) * m.stepMs / 1000;
+  $('train-progress').max = m.steps;
+  $('train-progress').value = m.step;
+  $('train-status').dataset.step = String(m.step);
+  const last = ts.chart.lastVal();
+  $('train-text').textContent = `Step ${fmt(m.step)} of ${fmt(m.steps)} · ${fmt(m.bytesPerSec)} bytes/s · ` +
+    `ETA ${rem < 90 ? `${Math.ceil(rem)} s` : `${Math.ceil(rem / 60)} min`} · train ${(m.loss / Math.LN2).toFixed(3)} bpb` +
+    (last ? ` · validation ${last[1].toFixed(3)} bpb (step ${fmt(last[0])})` : '') + (m.state === 'paused' ? ' · paused' : '') +
+    (ts.stopping ? ' — stopping (final validation pass)…' : '');
+  for (const p of m.train) ts.chart.addTrain(p);
+  ts.chart.redraw();
+}
+
+// The reply of the run's start request: the run is over.
+function runDone(page, ts, m) {
+  const r = ts.run;
+  ts.history = m.history;
+  const label = trainedLabel(r, m.step);
+  saveRun(page, ts, { step: m.step, ckpt: m.ckpt, history: m.history, state: 'done', valBpb: m.valBpb, atome01: m.atome01,
+    atome02: m.atome02, stopped: m.stopped }, 'finished');
+  $('train-progress').value = m.step;
+  $('train-text').textContent = `Done: ${fmt(m.step)} steps in ${m.seconds.toFixed(1)} s; validation ${m.valBpb.toFixed(4)} bpb` +
+    (m.stopped ? ' (stopped early)' : '') + (m.atome02 ? '. The model is now in Generate and ready to download.' :
+    ' (only atome-family models pack into .atome for the engine and the boards).');
+  setTrainStatus(page, ts, 'done', { step: m.step, valBpb: m.valBpb });
+  ts.stopping = false;
+  page.runs.release();
+  if (document.activeElement === document.body || document.activeElement?.disabled) $('train-start').focus();
+  if (m.atome02) {
+    const v = page.models.add(`trained-${r.settings.config}-${r.id.slice(4, 12)}.atome`,
+      { label, kind: 'trained', bytes: m.atome02, runId: r.id }, true);
+    page.models.open(v);
+  }
+}
+
+// A request the worker refused or failed. With the worker's state idle there
+// is no run left in it: this one failed and is not resumable. A crashed
+// worker was handled already (crashed).
+function trainError(page, ts, e) {
+  if (e.crashed) return;
+  testEvent('train', e.refused ? 'refused' : 'error', undefined);
+  showError(`training: ${e.message}`);
+  if (e.state !== 'idle') return;
+  runFailed(page, ts, e.message);
+  setTrainStatus(page, ts, 'error');
+  $('train-text').textContent = `Stopped by an error: ${e.message}`;
+  $('train-progress').value = 0;
+  $('train-saved').textContent = '';
+  ts.stopping = false;
+  if (document.activeElement === document.body || document.activeElement?.disabled) $('train-start').focus();
+}
+
+// A run that failed is kept (its checkpoint can still be downloaded) marked
+// failed, never offered to continue; one that failed before its first step
+// is removed. The saves queued before stay in order.
+function runFailed(page, ts, message) {
+  const r = ts.run;
+  if (!r) return;
+  ts.run = null;
+  page.runs.release();
+  const step = Number($('train-status').dataset.step) || 0;
+  ts.saves = ts.saves.then(() => (step === 0 && !r.step ? store.deleteRun(r.id)
+    : store.saveRun({ ...r, state: 'failed', error: String(message).split('\n')[0], updated: Date.now() }, null)))
+    .catch(() => {}).then(() => { page.runs.list(); page.runs.announce(); });
+}
+
+export function trainedLabel(r, step) {
+  const t = new Date(r.created).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  return `trained ${r.settings.config} ${r.settings.quant}, ${fmt(step)} steps (${t})`;
+}
