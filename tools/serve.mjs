@@ -65,6 +65,7 @@ function isLoopback(host) {
 const NEEDS = [
   ['build/wasm/atome.wasm', 'tools/setup'],
   ['build/wasm/atome-scalar.wasm', 'tools/setup'],
+  ['build/wasm/atome-threads.wasm', 'tools/setup'],
   ['build/mcu/mcu/atome-fw-mps2-an385.elf', 'tools/setup'],
   ['build/mcu/mcu/atome-fw-microbit.elf', 'tools/setup'],
   ['web/index.html', '(part of the source tree)'],
@@ -74,8 +75,8 @@ const NEEDS = [
 // URL prefix -> directory, and which files of it are served.
 const ROUTES = [
   { prefix: '/web/', dir: 'web', ok: () => true },
-  { prefix: '/wasm/', dir: 'wasm', ok: (f) => f === 'atome.mjs' },
-  { prefix: '/build/wasm/', dir: 'build/wasm', ok: (f) => /^atome(-scalar)?\.wasm$/.test(f) },
+  { prefix: '/wasm/', dir: 'wasm', ok: (f) => f === 'atome.mjs' || f === 'atome-thread.mjs' },
+  { prefix: '/build/wasm/', dir: 'build/wasm', ok: (f) => /^atome(-scalar|-threads)?\.wasm$/.test(f) },
   { prefix: '/build/mcu/mcu/', dir: 'build/mcu/mcu', ok: (f) => /^atome-fw-[a-z0-9-]+\.elf$/.test(f) },
   { prefix: '/models/', dir: 'models', ok: (f) => /^[^/]+\.(atome|md)$/.test(f) },
   { prefix: '/vendor/uplot/', dir: 'node_modules/uplot/dist', ok: (f) => f === 'uPlot.esm.js' || f === 'uPlot.min.css' },

@@ -6,6 +6,7 @@ import * as store from './store.mjs';
 import { $, fmt, showError, hideError, markField, intField, fieldError, fetchBytes, dropZone } from './ui.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
+import { initPresets, defaultThreads, presetOfFields } from './presets.mjs';
 
 // The largest corpus the page accepts: 16 MiB. The training module's memory
 // grows with what a run needs (up to 1 GiB), and a 60K model trains on a
@@ -14,7 +15,7 @@ export const CORPUS_LIMIT = 16 * 1024 * 1024;
 export const BUILTIN = { name: 'tinystories-500k.txt', url: '/web/data/tinystories-500k.txt',
   label: 'TinyStories, first 500,000 bytes (built in)' };
 
-const FORM_FIELDS = ['train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
+const FORM_FIELDS = ['train-preset', 'train-threads', 'train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
   'cosine', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2', 'eval-every', 'sample-every'];
 
 // The section: state (idle | starting | running | paused | done | error),
@@ -27,13 +28,15 @@ export function initTrain(page) {
     builtin: true, builtinBytes: null, corpusForSave: null, savedCorpus: false, started: 0, stopping: false,
     focusPause: false, saves: Promise.resolve() };
   ts.chart = initChart(() => ts.run?.steps);
+  ts.presets = initPresets(page);
   wireTrain(page, ts);
   testExpose('saveNow', () => saveRun(page, ts, {}, 'now'));
   return {
     state: ts,
     get active() { return ts.active; },
     get run() { return ts.run; },
-    init: (scalar) => page.trainer.call('init', { scalar }).then((m) => trainerReady(page, m), (e) => trainError(page, ts, e)),
+    init: (scalar) => page.trainer.call('init', { scalar, threads: defaultThreads() })
+      .then((m) => trainerReady(page, ts, m), (e) => trainError(page, ts, e)),
     status: (state, extra) => setTrainStatus(page, ts, state, extra),
     // a saved run is being continued: the panel is taken, the keyboard goes to Pause
     claim: () => { setTrainStatus(page, ts, 'starting'); ts.focusPause = true; },
@@ -104,6 +107,7 @@ function readSettings() {
     warmup: int('warmup', 0, 1e8, 'Warmup steps'), cosine: $('cosine').value === '1', lrMin: num('lr-min', 'Cosine floor', 0, 10),
     clip: num('clip', 'Clip grad norm', 0), wd: num('wd', 'Weight decay', 0, 10), fpFraction: num('fp-fraction', 'fp32 fraction', 0, 1),
     lr2: $('lr2').value.trim() === '' ? null : num('lr2', 'Stage-2 lr', 0, 10, true),
+    preset: $('train-preset').value, threads: intField('train-threads', 1, 16, 'Threads'),
   };
   s.evalEvery = $('eval-every').value.trim() === '' ? autoEvery(s.steps) : int('eval-every', 0, 1e8, 'Validate every');
   s.sampleEvery = $('sample-every').value.trim() === '' ? autoEvery(s.steps) : int('sample-every', 0, 1e8, 'Sample every');
@@ -200,6 +204,7 @@ function settingsToForm(s) {
     'eval-every': s.evalEvery, 'sample-every': s.sampleEvery };
   for (const [id, v] of Object.entries(put)) $(id).value = s.text?.[id] ?? String(v);
   $('cosine').value = s.cosine ? '1' : '0';
+  $('train-preset').value = presetOfFields();
 }
 
 // The corpus label (and the corpus a new run would take) follow the run shown.
@@ -235,7 +240,9 @@ function launch(page, ts, run, corpus, resume) {
   $('train-text').textContent = resume ? `Continuing from step ${fmt(run.step)}…` : 'Starting…';
   const failAt = Number(page.params.get('fail-at')) || 0;     // test hook: the first run of the page fails at that step
   if (failAt) page.params.delete('fail-at');
-  const job = page.trainer.request('start', { run: { id: run.id, settings: run.settings, corpus, corpusName: run.corpusName,
+  // the thread count is this page's, not the run's (a continued run may use another)
+  const settings = { ...run.settings, threads: Math.max(1, Math.floor(Number($('train-threads').value)) || 1) };
+  const job = page.trainer.request('start', { run: { id: run.id, settings, corpus, corpusName: run.corpusName,
     samplePrompt: run.samplePrompt ?? null, resume, saveEveryMs: Number(page.params.get('save-ms')) || 3000, failAt } },
   { onEvent: (event, m) => trainEvent(page, ts, event, m) });
   job.done.then((m) => { testEvent('train', 'done', m.step); runDone(page, ts, m); }, (e) => trainError(page, ts, e));
@@ -262,8 +269,9 @@ function saveRun(page, ts, patch, why) {
   return ts.saves;
 }
 
-function trainerReady(page, m) {
+function trainerReady(page, ts, m) {
   testEvent('train', 'ready', m.step);
+  ts.presets.threads(m.threads ?? 1, m.isolated === true, m.note ?? null);
   page.ready.trainer = true;
   if (!m.simd) $('module-status').textContent += ' Training uses the scalar module (no wasm SIMD here): slower.';
   page.refresh();
