@@ -16,12 +16,13 @@ const COMMON = { 'train-config': 'atome-60k', 'train-quant': 'ternary', seq: '64
   'fp-fraction': '0', lr2: '', 'eval-every': '', 'sample-every': '' };
 export const PRESETS = {
   quick: {
-    fields: { ...COMMON, steps: '5000', batch: '16', lr: '4e-3', cosine: '1', 'lr-min': '1e-4', clip: '1' },
-    warmupFraction: 0.02,
+    fields: { ...COMMON, steps: '5000', batch: '16', lr: '8e-3', cosine: '1', 'lr-min': '1e-4', clip: '1' },
+    warmupFraction: 0.02, corpus: 2000000,
     expect: { bpb: null, seconds: null },
   },
   reference: {
     fields: { ...COMMON, steps: '3000', batch: '16', lr: '3e-4', warmup: '0', cosine: '0', 'lr-min': '0', clip: '0' },
+    corpus: 500000,
     expect: { bpb: null, seconds: null },
   },
 };
@@ -63,16 +64,20 @@ function presetNote(threads) {
 
 // Wires the preset select and the fields; `threads` = { max, isolated } once
 // the training worker says what it has.
-export function initPresets(page) {
+// onCorpus(n): the preset's built-in corpus size (bytes) was chosen.
+export function initPresets(page, onCorpus = () => {}) {
   const ps = { threadsMax: 1, isolated: false };
   const query = new Set([...page.params.keys()]);
   // the query string's fields over the preset it names (else the default's):
   // ?steps=60 keeps quick, with its warmup for 60 steps
   const base = PRESETS[page.params.get('train-preset')] ? page.params.get('train-preset') : 'quick';
   applyPreset(base, query);
+  onCorpus(PRESETS[base].corpus);
   $('train-preset').value = presetOfFields();
   $('train-preset').addEventListener('change', () => {
-    applyPreset($('train-preset').value);
+    const name = $('train-preset').value;
+    applyPreset(name);
+    if (PRESETS[name]) onCorpus(PRESETS[name].corpus);
     note(ps);
   });
   for (const id of PRESET_IDS) {

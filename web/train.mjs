@@ -12,8 +12,12 @@ import { initPresets, defaultThreads, presetOfFields } from './presets.mjs';
 // grows with what a run needs (up to 1 GiB), and a 60K model trains on a
 // corpus this large at the default batch and seq (tests/node/web-demanding).
 export const CORPUS_LIMIT = 16 * 1024 * 1024;
-export const BUILTIN = { name: 'tinystories-500k.txt', url: '/web/data/tinystories-500k.txt',
-  label: 'TinyStories, first 500,000 bytes (built in)' };
+// The built-in corpus: the first bytes of TinyStories' training text, as
+// many as the preset takes (quick 2,000,000, reference 500,000: the same
+// bytes as the page's 500 KB corpus before presets), all from one file.
+export const BUILTIN = { url: '/web/data/tinystories-2m.txt', bytes: 2000000 };
+const builtinName = (n) => (n % 1e6 === 0 ? `tinystories-${n / 1e6}m.txt` : `tinystories-${Math.round(n / 1e3)}k.txt`);
+const builtinLabel = (n) => `TinyStories, first ${fmt(n)} bytes (built in)`;
 
 const FORM_FIELDS = ['train-preset', 'train-threads', 'train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
   'cosine', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2', 'eval-every', 'sample-every'];
@@ -24,11 +28,11 @@ const FORM_FIELDS = ['train-preset', 'train-threads', 'train-config', 'train-qua
 // bytes of your file), the corpus bytes still to save with the run, the
 // chart and the chain of saves.
 export function initTrain(page) {
-  const ts = { active: false, state: 'idle', run: null, info: null, history: null, corpus: null, corpusName: BUILTIN.name,
-    builtin: true, builtinBytes: null, corpusForSave: null, savedCorpus: false, started: 0, stopping: false,
+  const ts = { active: false, state: 'idle', run: null, info: null, history: null, corpus: null,
+    corpusName: builtinName(BUILTIN.bytes), builtinN: BUILTIN.bytes, builtin: true, builtinBytes: null, corpusForSave: null, savedCorpus: false, started: 0, stopping: false,
     focusPause: false, saves: Promise.resolve() };
   ts.chart = initChart(() => ts.run?.steps);
-  ts.presets = initPresets(page);
+  ts.presets = initPresets(page, (n) => useBuiltin(ts, n, false));
   wireTrain(page, ts);
   testExpose('saveNow', () => saveRun(page, ts, {}, 'now'));
   return {
@@ -41,7 +45,7 @@ export function initTrain(page) {
     // a saved run is being continued: the panel is taken, the keyboard goes to Pause
     claim: () => { setTrainStatus(page, ts, 'starting'); ts.focusPause = true; },
     continueRun: (run, corpus, resume) => { launch(page, ts, run, corpus, resume); ts.savedCorpus = true; },
-    builtinCorpus: () => builtinCorpus(ts),
+    builtinCorpus: (n) => builtinCorpus(ts, n),
     showRun: (run) => { settingsToForm(run.settings); showRunCorpus(ts, run); },
     crashed: (message) => { showError(`training worker failed: ${message}`); runFailed(page, ts, message); setTrainStatus(page, ts, 'error'); },
     refresh: () => { $('train-start').disabled = !page.ready.trainer || ts.active; },
@@ -51,11 +55,7 @@ export function initTrain(page) {
 function wireTrain(page, ts) {
   dropZone('sec-train', (f) => pickCorpus(ts, f));
   $('corpus-file').addEventListener('change', (e) => { pickCorpus(ts, e.target.files[0]); e.target.value = ''; });
-  $('corpus-builtin').addEventListener('click', () => {
-    Object.assign(ts, { corpus: null, corpusName: BUILTIN.name, builtin: true });
-    $('corpus-name').textContent = BUILTIN.label;
-    $('corpus-builtin').hidden = true;
-  });
+  $('corpus-builtin').addEventListener('click', () => useBuiltin(ts, ts.builtinN, true));
   $('corpus-limit').textContent = `A text file of up to ${fmt(CORPUS_LIMIT)} bytes (16 MiB). ` +
     'Plain text trains best; bytes are the vocabulary, so any language or encoding works.';
   const ask = (type) => page.trainer.call(type).catch((e) => trainError(page, ts, e));
@@ -152,9 +152,19 @@ async function pickCorpus(ts, file) {
   $('corpus-builtin').hidden = false;
 }
 
-async function builtinCorpus(ts) {
+// The built-in corpus of n bytes for the next run (a preset's size; `pick`:
+// also when your own file is chosen now).
+function useBuiltin(ts, n, pick) {
+  ts.builtinN = Math.min(n, BUILTIN.bytes);
+  if (!ts.builtin && !pick) return;
+  Object.assign(ts, { corpus: null, corpusName: builtinName(ts.builtinN), builtin: true });
+  $('corpus-name').textContent = builtinLabel(ts.builtinN);
+  $('corpus-builtin').hidden = true;
+}
+
+async function builtinCorpus(ts, n = ts.builtinN) {
   if (!ts.builtinBytes) ts.builtinBytes = await fetchBytes(BUILTIN.url);
-  return ts.builtinBytes;
+  return ts.builtinBytes.subarray(0, Math.min(n, ts.builtinBytes.length));
 }
 
 // Training samples start from the start of the run's corpus (its first line,
@@ -210,9 +220,7 @@ function settingsToForm(s) {
 // The corpus label (and the corpus a new run would take) follow the run shown.
 function showRunCorpus(ts, run, corpus = null) {
   if (run.corpusBuiltin) {
-    Object.assign(ts, { corpus: null, corpusName: BUILTIN.name, builtin: true });
-    $('corpus-name').textContent = BUILTIN.label;
-    $('corpus-builtin').hidden = true;
+    useBuiltin(ts, run.corpusBytes || BUILTIN.bytes, true);
   } else {
     if (!corpus) return;           // its bytes are in the saved run: they are loaded when it is continued
     Object.assign(ts, { corpus, corpusName: run.corpusName, builtin: false });
