@@ -458,9 +458,9 @@ static float *fdup(const float *x, size_t n) { float *y = malloc(n * sizeof(floa
 static void test_paths_bitwise(void) {
     static const int shapes[][5] = {   /* B, T, C, K, DH */
         { 1, 1, 1, 1, 1 }, { 2, 5, 3, 2, 2 }, { 3, 20, 17, 5, 5 }, { 2, 63, 64, 5, 16 }, { 1, 70, 33, 7, 16 },
-        { 2, 9, 8, 3, 9 },
+        { 2, 9, 8, 3, 9 }, { 2, 12, 37, 11, 4 }, { 1, 5, 9, 9, 2 },   /* K > 8: taps not in registers */
     };
-    for (int si = 0; si < 6; si++) {
+    for (int si = 0; si < (int)(sizeof(shapes) / sizeof(shapes[0])); si++) {
         const int B = shapes[si][0], T = shapes[si][1], C = shapes[si][2], K = shapes[si][3], DH = shapes[si][4];
         const size_t N = (size_t)B * T, NC = N * C, KC = (size_t)K * C;
         float *u = malloc(NC * sizeof(float)), *d = malloc(NC * sizeof(float)), *w = malloc(KC * sizeof(float));

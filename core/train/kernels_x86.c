@@ -11,7 +11,8 @@
  * algorithms are written once in kernels_x86_tmpl.h (matmul),
  * kernels_x86_layers_tmpl.h (layers) and kernels_x86_atome_tmpl.h (atome
  * pathways) and instantiated here per instruction set with its vector width,
- * register-tile shape and vector exp. */
+ * register-tile shape and vector exp; kernels_wasm.c and
+ * kernels_layers_wasm.c are their third instance (wasm SIMD128). */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #include <math.h>
@@ -77,6 +78,62 @@ static inline __attribute__((always_inline, target("avx512f"))) __m512 kx_exp_av
     return _mm512_scalef_ps(p, n);
 }
 
+/* dotf of atome.c (the atome template's KX_DOT8): lane l (of 8) sums
+ * a[i]*b[i] over i = l mod 8 in order, the tail past the last full 8 goes to
+ * lane 0, and the lanes combine as ((l0+l4)+(l1+l5)) + ((l2+l6)+(l3+l7)).
+ * 256-bit vectors on both sets, multiply then add (no FMA). */
+#define KX_DEF_DOT8(SFX_, TARGET_)                                                                      \
+    static inline __attribute__((always_inline, target(TARGET_))) float kx_dot8_##SFX_(const float *a,   \
+                                                                                       const float *b,   \
+                                                                                       int n) {          \
+        __m256 acc = _mm256_setzero_ps();                                                               \
+        int i = 0;                                                                                      \
+        for (; i + 8 <= n; i += 8)                                                                      \
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));    \
+        if (i < n) {                                                                                    \
+            float l0 = _mm_cvtss_f32(_mm256_castps256_ps128(acc));                                      \
+            for (; i < n; i++) l0 += a[i] * b[i];                                                       \
+            acc = _mm256_blend_ps(acc, _mm256_castps128_ps256(_mm_set_ss(l0)), 1);                      \
+        }                                                                                               \
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));              \
+        s = _mm_hadd_ps(s, s);                                                                          \
+        return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));                                        \
+    }
+/* The same dot product, and y[i] += r * a[i] in the same pass (KX_DOT8_AXPY). */
+#define KX_DEF_DOT8_AXPY(SFX_, TARGET_)                                                                 \
+    static inline __attribute__((always_inline, target(TARGET_))) float kx_dot8_axpy_##SFX_(            \
+        const float *a, const float *b, int n, float *y, float r) {                                     \
+        __m256 acc = _mm256_setzero_ps();                                                               \
+        const __m256 rv = _mm256_set1_ps(r);                                                            \
+        int i = 0;                                                                                      \
+        for (; i + 8 <= n; i += 8) {                                                                    \
+            const __m256 av = _mm256_loadu_ps(a + i);                                                   \
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(av, _mm256_loadu_ps(b + i)));                        \
+            _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(rv, av)));      \
+        }                                                                                               \
+        if (i < n) {                                                                                    \
+            float l0 = _mm_cvtss_f32(_mm256_castps256_ps128(acc));                                      \
+            for (; i < n; i++) { l0 += a[i] * b[i]; y[i] += r * a[i]; }                                 \
+            acc = _mm256_blend_ps(acc, _mm256_castps128_ps256(_mm_set_ss(l0)), 1);                      \
+        }                                                                                               \
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));              \
+        s = _mm_hadd_ps(s, s);                                                                          \
+        return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));                                        \
+    }
+KX_DEF_DOT8(avx2, "avx2,fma")
+KX_DEF_DOT8(avx512, "avx512f")
+KX_DEF_DOT8_AXPY(avx2, "avx2,fma")
+KX_DEF_DOT8_AXPY(avx512, "avx512f")
+#undef KX_DEF_DOT8
+#undef KX_DEF_DOT8_AXPY
+
+/* Hooks of the layer templates shared by both sets: sqrt as one correctly
+ * rounded instruction (same value as sqrtf, without the errno path that
+ * would call libm for a negative argument), and the vzeroupper that ends
+ * every entry point (kernels_x86_tmpl.h). */
+#define KX_SQRT1(x) _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x)))
+#define KX_VZEROUPPER() _mm256_zeroupper()
+
 /* ---------------------------------------------------------------- AVX2+FMA
  * 16 ymm registers: a tile of MR rows x NV vectors needs MR*NV accumulators
  * + NV B vectors + 1 broadcast; 6 x 2 (15 registers) is the classic shape. */
@@ -128,6 +185,8 @@ static __attribute__((target("avx2,fma"))) inline float kx_hsum_avx2(__m256 v) {
 #define KX_NAN_BITS(a) _mm256_movemask_ps(_mm256_cmp_ps((a), (a), _CMP_UNORD_Q))
 #define KX_SELECT(bits, v, f) _mm256_blendv_ps((f), (v), kx_bits_avx2(bits))
 #define KX_EXP(v) kx_exp_avx2(v)
+#define KX_DOT8(a, b, n) kx_dot8_avx2((a), (b), (n))
+#define KX_DOT8_AXPY(a, b, n, y, r) kx_dot8_axpy_avx2((a), (b), (n), (y), (r))
 #define KX_HSUMT(v) kx_hsum_avx2(v)
 #define KX_DIV(a, b) _mm256_div_ps((a), (b))
 #define KX_BM __m256
@@ -170,6 +229,8 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
 #undef KX_NAN_BITS
 #undef KX_EQ_BITS
 #undef KX_EXP
+#undef KX_DOT8
+#undef KX_DOT8_AXPY
 #undef KX_HSUMT
 #undef KX_STOREI
 #undef KX_BLENDI
@@ -256,6 +317,8 @@ static __attribute__((target("avx2,fma"))) inline float kx_hmax_avx2(__m256 v) {
 #define KX_NAN_BITS(a) _mm512_cmp_ps_mask((a), (a), _CMP_UNORD_Q)
 #define KX_SELECT(bits, v, f) _mm512_mask_mov_ps((f), (__mmask16)(bits), (v))
 #define KX_EXP(v) kx_exp_avx512(v)
+#define KX_DOT8(a, b, n) kx_dot8_avx512((a), (b), (n))
+#define KX_DOT8_AXPY(a, b, n, y, r) kx_dot8_axpy_avx512((a), (b), (n), (y), (r))
 /* ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) after l_i += l_{i+8}: the AVX2 tree
  * (kx_hsum_avx2) on the folded halves, written out so it cannot change. */
 #define KX_HSUMT(v) kx_hsumt_avx512(v)

@@ -1,8 +1,8 @@
 /* core/train/kernels_x86_layers_tmpl.h — the generic layers of one SIMD layer
  * kernel set (kernels_layers.h): layernorm, cross-entropy, exp, softmax;
- * instantiated by kernels_x86.c once per instruction set right after
- * kernels_x86_tmpl.h (never included elsewhere). The atome pathways follow in
- * kernels_x86_atome_tmpl.h.
+ * instantiated by kernels_x86.c once per x86 instruction set right after
+ * kernels_x86_tmpl.h, and by kernels_layers_wasm.c for wasm SIMD128 (never
+ * included elsewhere). The atome pathways follow in kernels_x86_atome_tmpl.h.
  *
  * Besides the matmul template's macros (KX_ATTR KX_SUFFIX KX_VL KX_V KX_MASK
  * KX_ZERO KX_LOAD KX_LOADM KX_STORE KX_STOREM KX_ADD KX_TAILMASK KX_HSUM) the
@@ -15,6 +15,16 @@
  *   KX_HSUMT(v)          sum of the lanes by the fixed tree of kernels_x86.c
  *                        (the softmax's; kernels_x86_atome_tmpl.h repeats it
  *                        across vectors)
+ *   KX_SQRT1(x)          correctly rounded sqrt of one float (= sqrtf)
+ *   KX_VZEROUPPER()      what ends an entry point (vzeroupper on x86)
+ * and may define:
+ *   KX_LIBM_SOFTMAX      the set's softmax is atm_softmax_ref (no atm_softmax
+ *                        here; kl_softmax calls the reference)
+ *   KX_LN_ROWS           layernorm forward rows side by side (1..4; default 1)
+ *   KX_LN_KEEP           layernorm backward keeps a row of up to this many
+ *                        floats on the stack between its passes (default 0)
+ *   KX_MAX_CHAINS4       the cross-entropy row max in four chains (only where
+ *                        KX_MAX never replaces a number by a NaN)
  * KX_TAILMASK(n) must accept n in 0..KX_VL.
  *
  * Every row is computed on its own, in a fixed order that depends only on
@@ -28,99 +38,159 @@
 #define KL(name) KL_CAT(name, KX_SUFFIX)
 #define KL_INLINE static inline __attribute__((always_inline)) KX_ATTR
 
-/* sqrt as one correctly rounded instruction (same value as sqrtf, without
- * the errno path that would call libm for a negative argument). */
-KL_INLINE float KL(kl_sqrt)(float x) { return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x))); }
+
+/* Rows per pass of the layernorm forward (KX_LN_ROWS, 1..4): R rows side by
+ * side, each row's operations as for one row alone, so the sums' latency
+ * chains of the rows overlap where the set asks for it. */
+#if defined(KX_LN_ROWS)
+#define KL_LNR KX_LN_ROWS
+#else
+#define KL_LNR 1
+#endif
+
+/* Rows n .. n+R-1. */
+KL_INLINE void KL(kl_ln_fwd_rows)(const int R, float *out, float *mean, float *rstd, const float *inp,
+                                  const float *g, const float *b, int n, int C) {
+    const int full = C / KX_VL * KX_VL, tail = C - full;
+    const KX_MASK m = KX_TAILMASK(tail);
+    const float *x[4];
+    KX_V acc[4], mv[4], sv[4];
+    float mu[4], s[4];
+    int i;
+    for (int r = 0; r < R; r++) { x[r] = inp + (size_t)(n + r) * C; acc[r] = KX_ZERO(); }
+    for (i = 0; i < full; i += KX_VL)
+        for (int r = 0; r < R; r++) acc[r] = KX_ADD(acc[r], KX_LOAD(x[r] + i));
+    if (tail)
+        for (int r = 0; r < R; r++) acc[r] = KX_ADD(acc[r], KX_LOADM(x[r] + i, m));
+    for (int r = 0; r < R; r++) { mu[r] = KX_HSUM(acc[r]) / (float)C; mv[r] = KX_SET1(mu[r]); acc[r] = KX_ZERO(); }
+    for (i = 0; i < full; i += KX_VL)
+        for (int r = 0; r < R; r++) {
+            KX_V d = KX_SUB(KX_LOAD(x[r] + i), mv[r]);
+            acc[r] = KX_ADD(acc[r], KX_MUL(d, d));
+        }
+    if (tail)
+        for (int r = 0; r < R; r++) {
+            KX_V d = KX_MASKZ(m, KX_SUB(KX_LOADM(x[r] + i, m), mv[r]));
+            acc[r] = KX_ADD(acc[r], KX_MUL(d, d));
+        }
+    for (int r = 0; r < R; r++) {
+        const float var = KX_HSUM(acc[r]) / (float)C;
+        s[r] = 1.0f / KX_SQRT1(var + ATM_LN_EPS);
+        sv[r] = KX_SET1(s[r]);
+    }
+    /* ((x - mu) * s) * g + b, rounded after each operation as the reference */
+    for (i = 0; i < full; i += KX_VL) {
+        const KX_V gv = KX_LOAD(g + i), bv = KX_LOAD(b + i);
+        for (int r = 0; r < R; r++)
+            KX_STORE(out + (size_t)(n + r) * C + i,
+                     KX_ADD(KX_MUL(KX_MUL(KX_SUB(KX_LOAD(x[r] + i), mv[r]), sv[r]), gv), bv));
+    }
+    if (tail) {
+        const KX_V gv = KX_LOADM(g + i, m), bv = KX_LOADM(b + i, m);
+        for (int r = 0; r < R; r++)
+            KX_STOREM(out + (size_t)(n + r) * C + i, m,
+                      KX_ADD(KX_MUL(KX_MUL(KX_SUB(KX_LOADM(x[r] + i, m), mv[r]), sv[r]), gv), bv));
+    }
+    for (int r = 0; r < R; r++) {
+        if (mean) mean[n + r] = mu[r];
+        if (rstd) rstd[n + r] = s[r];
+    }
+}
 
 KX_ATTR void KL(atm_layernorm_forward)(float *out, float *mean, float *rstd, const float *inp,
                                        const float *g, const float *b, int N, int C) {
     if (N <= 0) return;
     if (C <= 0) { atm_layernorm_forward_ref(out, mean, rstd, inp, g, b, N, C); return; }
+    int n = 0;
+    for (; n + KL_LNR <= N; n += KL_LNR) KL(kl_ln_fwd_rows)(KL_LNR, out, mean, rstd, inp, g, b, n, C);
+    switch (N - n) {
+    case 1: KL(kl_ln_fwd_rows)(1, out, mean, rstd, inp, g, b, n, C); break;
+#if KL_LNR > 2
+    case 2: KL(kl_ln_fwd_rows)(2, out, mean, rstd, inp, g, b, n, C); break;
+#endif
+#if KL_LNR > 3
+    case 3: KL(kl_ln_fwd_rows)(3, out, mean, rstd, inp, g, b, n, C); break;
+#endif
+    default: break;
+    }
+    KX_VZEROUPPER();
+}
+
+/* Rows of C <= KX_LN_KEEP (0 if undefined) keep the first pass's normalised
+ * inputs xh and g * dout (xb, nb) for the second instead of recomputing
+ * them (the same values): for a set whose loads are cheaper than the
+ * arithmetic. */
+#if defined(KX_LN_KEEP)
+#define KL_LNKEEP KX_LN_KEEP
+#else
+#define KL_LNKEEP 0
+#endif
+
+/* One row: d = dout, x = inp, di = dinp (or NULL) of the row. */
+KL_INLINE void KL(kl_ln_bwd_row)(const int KEEP, float *di, float *dg, float *db, const float *d, const float *x,
+                                 const float *g, KX_V mv, KX_V sv, int C, float *xb, float *nb) {
     const int full = C / KX_VL * KX_VL, tail = C - full;
     const KX_MASK m = KX_TAILMASK(tail);
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float *o = out + (size_t)n * C;
-        int i;
-        KX_V acc = KX_ZERO();
-        for (i = 0; i < full; i += KX_VL) acc = KX_ADD(acc, KX_LOAD(x + i));
-        if (tail) acc = KX_ADD(acc, KX_LOADM(x + i, m));
-        const float mu = KX_HSUM(acc) / (float)C;
-        const KX_V mv = KX_SET1(mu);
-        acc = KX_ZERO();
-        for (i = 0; i < full; i += KX_VL) {
-            KX_V d = KX_SUB(KX_LOAD(x + i), mv);
-            acc = KX_ADD(acc, KX_MUL(d, d));
-        }
-        if (tail) {
-            KX_V d = KX_MASKZ(m, KX_SUB(KX_LOADM(x + i, m), mv));
-            acc = KX_ADD(acc, KX_MUL(d, d));
-        }
-        const float var = KX_HSUM(acc) / (float)C;
-        const float s = 1.0f / KL(kl_sqrt)(var + ATM_LN_EPS);
-        const KX_V sv = KX_SET1(s);
-        /* ((x - mu) * s) * g + b, rounded after each operation as the reference */
-        for (i = 0; i < full; i += KX_VL)
-            KX_STORE(o + i, KX_ADD(KX_MUL(KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv), KX_LOAD(g + i)), KX_LOAD(b + i)));
-        if (tail)
-            KX_STOREM(o + i, m, KX_ADD(KX_MUL(KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv), KX_LOADM(g + i, m)),
-                                      KX_LOADM(b + i, m)));
-        if (mean) mean[n] = mu;
-        if (rstd) rstd[n] = s;
+    KX_V a1 = KX_ZERO(), a2 = KX_ZERO();
+    int i;
+    for (i = 0; i < full; i += KX_VL) {
+        KX_V xh = KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv);
+        KX_V dn = KX_MUL(KX_LOAD(g + i), KX_LOAD(d + i));
+        if (KEEP) { KX_STORE(xb + i, xh); KX_STORE(nb + i, dn); }
+        a1 = KX_ADD(a1, dn);
+        a2 = KX_ADD(a2, KX_MUL(dn, xh));
     }
-    _mm256_zeroupper();
+    if (tail) {
+        KX_V xh = KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv);
+        KX_V dn = KX_MUL(KX_LOADM(g + i, m), KX_LOADM(d + i, m));
+        if (KEEP) { KX_STORE(xb + i, xh); KX_STORE(nb + i, dn); }
+        a1 = KX_ADD(a1, dn);
+        a2 = KX_ADD(a2, KX_MASKZ(m, KX_MUL(dn, xh)));
+    }
+    const KX_V dm = KX_SET1(KX_HSUM(a1) / (float)C), dnm = KX_SET1(KX_HSUM(a2) / (float)C);
+    /* the reference's per-element expressions, operation for operation */
+    for (i = 0; i < full; i += KX_VL) {
+        KX_V dv = KX_LOAD(d + i);
+        KX_V xh = KEEP ? KX_LOAD(xb + i) : KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv);
+        if (db) KX_STORE(db + i, KX_ADD(KX_LOAD(db + i), dv));
+        if (dg) KX_STORE(dg + i, KX_ADD(KX_LOAD(dg + i), KX_MUL(xh, dv)));
+        if (di) {
+            KX_V dn = KEEP ? KX_LOAD(nb + i) : KX_MUL(KX_LOAD(g + i), dv);
+            KX_V r = KX_MUL(KX_SUB(KX_SUB(dn, dm), KX_MUL(xh, dnm)), sv);
+            KX_STORE(di + i, KX_ADD(KX_LOAD(di + i), r));
+        }
+    }
+    if (tail) {
+        KX_V dv = KX_LOADM(d + i, m);
+        KX_V xh = KEEP ? KX_LOAD(xb + i) : KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv);
+        if (db) KX_STOREM(db + i, m, KX_ADD(KX_LOADM(db + i, m), dv));
+        if (dg) KX_STOREM(dg + i, m, KX_ADD(KX_LOADM(dg + i, m), KX_MUL(xh, dv)));
+        if (di) {
+            KX_V dn = KEEP ? KX_LOAD(nb + i) : KX_MUL(KX_LOADM(g + i, m), dv);
+            KX_V r = KX_MUL(KX_SUB(KX_SUB(dn, dm), KX_MUL(xh, dnm)), sv);
+            KX_STOREM(di + i, m, KX_ADD(KX_LOADM(di + i, m), r));
+        }
+    }
 }
 
 KX_ATTR void KL(atm_layernorm_backward)(float *dinp, float *dg, float *db, const float *dout,
                                         const float *inp, const float *g, const float *mean,
                                         const float *rstd, int N, int C) {
     if (N <= 0 || C <= 0) return;
-    const int full = C / KX_VL * KX_VL, tail = C - full;
-    const KX_MASK m = KX_TAILMASK(tail);
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
-        const KX_V mv = KX_SET1(mean[n]), sv = KX_SET1(rstd[n]);
-        KX_V a1 = KX_ZERO(), a2 = KX_ZERO();
-        int i;
-        for (i = 0; i < full; i += KX_VL) {
-            KX_V xh = KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv);
-            KX_V dn = KX_MUL(KX_LOAD(g + i), KX_LOAD(d + i));
-            a1 = KX_ADD(a1, dn);
-            a2 = KX_ADD(a2, KX_MUL(dn, xh));
-        }
-        if (tail) {
-            KX_V xh = KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv);
-            KX_V dn = KX_MUL(KX_LOADM(g + i, m), KX_LOADM(d + i, m));
-            a1 = KX_ADD(a1, dn);
-            a2 = KX_ADD(a2, KX_MASKZ(m, KX_MUL(dn, xh)));
-        }
-        const KX_V dm = KX_SET1(KX_HSUM(a1) / (float)C), dnm = KX_SET1(KX_HSUM(a2) / (float)C);
-        float *di = dinp ? dinp + (size_t)n * C : NULL;
-        /* the reference's per-element expressions, operation for operation */
-        for (i = 0; i < full; i += KX_VL) {
-            KX_V dv = KX_LOAD(d + i);
-            KX_V xh = KX_MUL(KX_SUB(KX_LOAD(x + i), mv), sv);
-            if (db) KX_STORE(db + i, KX_ADD(KX_LOAD(db + i), dv));
-            if (dg) KX_STORE(dg + i, KX_ADD(KX_LOAD(dg + i), KX_MUL(xh, dv)));
-            if (di) {
-                KX_V dn = KX_MUL(KX_LOAD(g + i), dv);
-                KX_V r = KX_MUL(KX_SUB(KX_SUB(dn, dm), KX_MUL(xh, dnm)), sv);
-                KX_STORE(di + i, KX_ADD(KX_LOAD(di + i), r));
-            }
-        }
-        if (tail) {
-            KX_V dv = KX_LOADM(d + i, m);
-            KX_V xh = KX_MUL(KX_SUB(KX_LOADM(x + i, m), mv), sv);
-            if (db) KX_STOREM(db + i, m, KX_ADD(KX_LOADM(db + i, m), dv));
-            if (dg) KX_STOREM(dg + i, m, KX_ADD(KX_LOADM(dg + i, m), KX_MUL(xh, dv)));
-            if (di) {
-                KX_V dn = KX_MUL(KX_LOADM(g + i, m), dv);
-                KX_V r = KX_MUL(KX_SUB(KX_SUB(dn, dm), KX_MUL(xh, dnm)), sv);
-                KX_STOREM(di + i, m, KX_ADD(KX_LOADM(di + i, m), r));
-            }
-        }
+#if KL_LNKEEP > 0
+    if (C <= KL_LNKEEP) {
+        float xb[KL_LNKEEP + KX_VL], nb[KL_LNKEEP + KX_VL];
+        for (int n = 0; n < N; n++)
+            KL(kl_ln_bwd_row)(1, dinp ? dinp + (size_t)n * C : NULL, dg, db, dout + (size_t)n * C,
+                              inp + (size_t)n * C, g, KX_SET1(mean[n]), KX_SET1(rstd[n]), C, xb, nb);
+        KX_VZEROUPPER();
+        return;
     }
-    _mm256_zeroupper();
+#endif
+    for (int n = 0; n < N; n++)
+        KL(kl_ln_bwd_row)(0, dinp ? dinp + (size_t)n * C : NULL, dg, db, dout + (size_t)n * C,
+                          inp + (size_t)n * C, g, KX_SET1(mean[n]), KX_SET1(rstd[n]), C, NULL, NULL);
+    KX_VZEROUPPER();
 }
 
 KX_ATTR void KL(atm_exp)(float *y, const float *x, int n) {
@@ -130,7 +200,7 @@ KX_ATTR void KL(atm_exp)(float *y, const float *x, int n) {
         KX_MASK m = KX_TAILMASK(n - i);
         KX_STOREM(y + i, m, KX_EXP(KX_LOADM(x + i, m)));
     }
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
 
 /* Rows per pass of the cross-entropy forward: the vector part of a pass
@@ -154,7 +224,22 @@ KX_ATTR double KL(atm_xent_forward)(float *probs, const float *logits, const uin
             float *p = probs + (size_t)n * V;
             int i;
             KX_V mx = ninf;
-            for (i = 0; i < full; i += KX_VL) mx = KX_MAX(mx, KX_LOAD(l + i));
+            i = 0;
+#if defined(KX_MAX_CHAINS4)
+            {   /* four independent max chains: the same largest value (only
+                 * the sign of a zero maximum can differ, which no result
+                 * depends on), for a KX_MAX that never lets a NaN in */
+                KX_V m1 = ninf, m2 = ninf, m3 = ninf;
+                for (; i + 4 * KX_VL <= full; i += 4 * KX_VL) {
+                    mx = KX_MAX(mx, KX_LOAD(l + i));
+                    m1 = KX_MAX(m1, KX_LOAD(l + i + KX_VL));
+                    m2 = KX_MAX(m2, KX_LOAD(l + i + 2 * KX_VL));
+                    m3 = KX_MAX(m3, KX_LOAD(l + i + 3 * KX_VL));
+                }
+                mx = KX_MAX(KX_MAX(mx, m1), KX_MAX(m2, m3));
+            }
+#endif
+            for (; i < full; i += KX_VL) mx = KX_MAX(mx, KX_LOAD(l + i));
             if (tail) mx = KX_MAX(mx, KX_LOADM_OR(l + i, m, ninf));
             const float mxs = KX_HMAX(mx);
             if (tgt) zt[r] = l[tgt[n]] - mxs;
@@ -176,7 +261,7 @@ KX_ATTR double KL(atm_xent_forward)(float *probs, const float *logits, const uin
             for (i = 0; i < full; i += KX_VL) KX_STORE(p + i, KX_MUL(KX_LOAD(p + i), inv));
             if (tail) KX_STOREM(p + i, m, KX_MUL(KX_LOADM(p + i, m), inv));
         }
-        _mm256_zeroupper();
+        KX_VZEROUPPER();
         /* -log softmax from the logits, not from the rounded probability */
         if (tgt)
             for (int r = 0; r < nn; r++) sum += (double)(logf(ssum[r]) - zt[r]);
@@ -198,9 +283,14 @@ KX_ATTR void KL(atm_xent_backward)(float *dlogits, const float *probs, const uin
         if (tail) KX_STOREM(d + i, m, KX_ADD(KX_LOADM(d + i, m), KX_MUL(sv, KX_LOADM(p + i, m))));
         d[tgt[n]] -= scale;
     }
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
 
+#if defined(KX_LIBM_SOFTMAX)
+/* The set's softmax is the reference's (libm expf): atm_softmax_ref, also
+ * for the attention and router code of kernels_x86_atome_tmpl.h. */
+KL_INLINE void KL(kl_softmax)(float *x, int n) { atm_softmax_ref(x, n); }
+#else
 /* Softmax of one row in place (max-subtracted); kept inline for the
  * attention and router code of kernels_x86_atome_tmpl.h. */
 KL_INLINE void KL(kl_softmax)(float *x, int n) {
@@ -231,10 +321,13 @@ KL_INLINE void KL(kl_softmax)(float *x, int n) {
 
 KX_ATTR void KL(atm_softmax)(float *x, int n) {
     KL(kl_softmax)(x, n);
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
+#endif
 
 #undef KL_XCH
+#undef KL_LNR
+#undef KL_LNKEEP
 #undef KL_INLINE
 #undef KL
 #undef KL_CAT

@@ -1,9 +1,11 @@
 /* core/train/kernels_x86_tmpl.h — one SIMD matmul kernel set, instantiated
- * by kernels_x86.c once per instruction set (never included elsewhere).
+ * by kernels_x86.c once per x86 instruction set (AVX2, AVX-512) and by
+ * kernels_wasm.c for wasm SIMD128 (macros of kernels_wasm_lanes.h; never
+ * included elsewhere). The name predates the wasm instance.
  *
  * The includer defines:
  *   KX_ATTR            function attribute enabling the instruction set
- *   KX_SUFFIX          name suffix (avx2, avx512)
+ *   KX_SUFFIX          name suffix (avx2, avx512, wasm)
  *   KX_V, KX_MASK      vector type (KX_VL floats) and tail-mask type
  *   KX_ZERO() KX_LOAD(p) KX_LOADM(p,m) KX_STORE(p,v) KX_STOREM(p,m,v)
  *   KX_BCAST(p) KX_FMA(a,b,c) (= a*b + c, fused) KX_ADD(a,b) KX_TAILMASK(n)
@@ -15,6 +17,10 @@
  *   KX_VI KX_IOTA_TIMES(s) KX_GATHERM(p,idx,m) KX_HSUM(v)
  *                      int32 index vector, lane l -> l*s; masked gather of
  *                      p[idx[l]] (0 where masked); sum of the lanes
+ *   KX_VZEROUPPER()    what ends an entry point (vzeroupper on x86)
+ * and may define (else the x86 defaults below):
+ *   KX_NBT KX_BT(cols) KX_LOADB(p,bt,m)   kinds of B tail as constants
+ *   KX_NBLOCK(rows)    columns per block of a product with `rows` rows
  *
  * Everything is one GEMM shape: C[rows][cols] (+)= A[rows][k] . B[k][cols],
  * with A read by scalar broadcast at a[r*ars + k*aks] (any strides, so dout^T
@@ -41,8 +47,23 @@
 #endif
 #define KX_INLINE static inline __attribute__((always_inline)) KX_ATTR
 
-/* Register tile: MR rows x NV vectors. BMASK: the last B vector is loaded
- * with mask m (B has no padding there). addc: C += tile, else C = tile. */
+/* Kinds of B tail (KX_NBT): 0 = the last B vector is whole (or padded); on
+ * x86 1 = it is loaded with mask m; where masks are lane counts (wasm) bt =
+ * 1..VL-1 is the count, a constant in each tile. KX_BT(cols): the kind for
+ * a block of cols columns of unpadded B. KX_LOADB(p, bt, m) loads it. */
+#if !defined(KX_NBT)
+#define KX_NBT 2
+#define KX_BT(cols) ((cols) % KX_VL != 0)
+#define KX_LOADB(p, bt, m) KX_LOADM((p), (m))
+#endif
+/* Columns per block for a product of `rows` rows (default: KX_NB). */
+#if !defined(KX_NBLOCK)
+#define KX_NBLOCK(rows) KX_NB
+#endif
+
+/* Register tile: MR rows x NV vectors. BMASK: the kind of the last B vector
+ * (above). The last C vector holds the columns of mask m. addc: C += tile,
+ * else C = tile. */
 KX_INLINE void KX(tile)(const int MR, const int NV, const int BMASK, int kc,
                         const float *a, ptrdiff_t ars, ptrdiff_t aks,
                         const float *b, ptrdiff_t ldb,
@@ -53,7 +74,7 @@ KX_INLINE void KX(tile)(const int MR, const int NV, const int BMASK, int kc,
     for (int k = 0; k < kc; k++) {
         KX_V bv[4];
         KX_UNROLL for (int v = 0; v < NV; v++)
-            bv[v] = (BMASK && v == NV - 1) ? KX_LOADM(b + v * KX_VL, m) : KX_LOAD(b + v * KX_VL);
+            bv[v] = (BMASK && v == NV - 1) ? KX_LOADB(b + v * KX_VL, BMASK, m) : KX_LOAD(b + v * KX_VL);
         KX_UNROLL for (int r = 0; r < MR; r++) {
             KX_V av = KX_BCAST(a + r * ars);
             KX_UNROLL for (int v = 0; v < NV; v++) acc[r][v] = KX_FMA(av, bv[v], acc[r][v]);
@@ -75,32 +96,45 @@ KX_INLINE void KX(tile)(const int MR, const int NV, const int BMASK, int kc,
     }
 }
 
-/* All `rows` rows of one column block of NV_ vectors (last one masked by m):
- * full MR_-row tiles, then one smaller tile for the remainder. */
+/* All `rows` rows of one column block of NV_ vectors (B tail kind BT_, the
+ * last vector masked by m): full MR_-row tiles, then one smaller tile for
+ * the remainder (cases of MR_ rows or more cannot happen and compile to
+ * nothing). */
 #define KX_TAIL_CASE(R_, NV_, MR_) \
-    case R_: KX(tile)(R_ < MR_ ? R_ : 1, NV_, 1, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
-#define KX_DEF_ROWS(NV_, MR_)                                                                    \
-    static KX_ATTR void KX(rows##NV_)(int rows, int bmask, int kc, const float *a, ptrdiff_t ars, \
-                                      ptrdiff_t aks, const float *b, ptrdiff_t ldb, float *c,     \
-                                      ptrdiff_t ldc, KX_MASK m, int addc) {                       \
-        int r0 = 0;                                                                              \
-        if (bmask)                                                                               \
-            for (; r0 + MR_ <= rows; r0 += MR_)                                                  \
-                KX(tile)(MR_, NV_, 1, kc, a + r0 * ars, ars, aks, b, ldb, c + r0 * ldc, ldc, m, addc); \
-        else                                                                                     \
-            for (; r0 + MR_ <= rows; r0 += MR_)                                                  \
-                KX(tile)(MR_, NV_, 0, kc, a + r0 * ars, ars, aks, b, ldb, c + r0 * ldc, ldc, m, addc); \
-        a += r0 * ars;                                                                           \
-        c += r0 * ldc;                                                                           \
-        switch (rows - r0) {                                                                     \
-            KX_TAIL_CASE(1, NV_, MR_) KX_TAIL_CASE(2, NV_, MR_) KX_TAIL_CASE(3, NV_, MR_) KX_TAIL_CASE(4, NV_, MR_)  \
-            KX_TAIL_CASE(5, NV_, MR_) KX_TAIL_CASE(6, NV_, MR_) KX_TAIL_CASE(7, NV_, MR_) KX_TAIL_CASE(8, NV_, MR_)  \
-            KX_TAIL_CASE(9, NV_, MR_) KX_TAIL_CASE(10, NV_, MR_) KX_TAIL_CASE(11, NV_, MR_)                     \
-            KX_TAIL_CASE(12, NV_, MR_) KX_TAIL_CASE(13, NV_, MR_) KX_TAIL_CASE(14, NV_, MR_)                    \
-            KX_TAIL_CASE(15, NV_, MR_)                                                                \
-            default: break;                                                                      \
-        }                                                                                        \
+    case R_: if (R_ < MR_) KX(tile)(R_ < MR_ ? R_ : 1, NV_, BT_, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
+KX_INLINE void KX(rows_bt)(const int NV_, const int MR_, const int BT_, int rows, int kc, const float *a,
+                           ptrdiff_t ars, ptrdiff_t aks, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                           KX_MASK m, int addc) {
+    int r0 = 0;
+    for (; r0 + MR_ <= rows; r0 += MR_)
+        KX(tile)(MR_, NV_, BT_, kc, a + r0 * ars, ars, aks, b, ldb, c + r0 * ldc, ldc, m, addc);
+    a += r0 * ars;
+    c += r0 * ldc;
+    switch (rows - r0) {
+        KX_TAIL_CASE(1, NV_, MR_) KX_TAIL_CASE(2, NV_, MR_) KX_TAIL_CASE(3, NV_, MR_) KX_TAIL_CASE(4, NV_, MR_)
+        KX_TAIL_CASE(5, NV_, MR_) KX_TAIL_CASE(6, NV_, MR_) KX_TAIL_CASE(7, NV_, MR_) KX_TAIL_CASE(8, NV_, MR_)
+        KX_TAIL_CASE(9, NV_, MR_) KX_TAIL_CASE(10, NV_, MR_) KX_TAIL_CASE(11, NV_, MR_)
+        KX_TAIL_CASE(12, NV_, MR_) KX_TAIL_CASE(13, NV_, MR_) KX_TAIL_CASE(14, NV_, MR_)
+        KX_TAIL_CASE(15, NV_, MR_)
+        default: break;
     }
+}
+/* One function per (NV, B tail kind), not inlined: V8 compiles one function
+ * holding every tile markedly worse (matmul steps ~1.5x slower measured). */
+#define KX_DEF_ROWS_BT(NV_, MR_, BT_)                                                                 \
+    static KX_ATTR __attribute__((noinline)) void KX(rows##NV_##_##BT_)(                              \
+        int rows, int kc, const float *a, ptrdiff_t ars, ptrdiff_t aks, const float *b, ptrdiff_t ldb, \
+        float *c, ptrdiff_t ldc, KX_MASK m, int addc) {                                               \
+        KX(rows_bt)(NV_, MR_, BT_, rows, kc, a, ars, aks, b, ldb, c, ldc, m, addc);                   \
+    }
+#if KX_NBT > 2
+#define KX_DEF_ROWS(NV_, MR_) \
+    KX_DEF_ROWS_BT(NV_, MR_, 0) KX_DEF_ROWS_BT(NV_, MR_, 1) KX_DEF_ROWS_BT(NV_, MR_, 2) KX_DEF_ROWS_BT(NV_, MR_, 3)
+#define KX_ROWS_ENTRY(NV_) { KX(rows##NV_##_0), KX(rows##NV_##_1), KX(rows##NV_##_2), KX(rows##NV_##_3) }
+#else
+#define KX_DEF_ROWS(NV_, MR_) KX_DEF_ROWS_BT(NV_, MR_, 0) KX_DEF_ROWS_BT(NV_, MR_, 1)
+#define KX_ROWS_ENTRY(NV_) { KX(rows##NV_##_0), KX(rows##NV_##_1) }
+#endif
 
 KX_DEF_ROWS(1, KX_MR1)
 #if KX_NVMAX >= 2
@@ -113,25 +147,29 @@ KX_DEF_ROWS(3, KX_MR3)
 KX_DEF_ROWS(4, KX_MR4)
 #endif
 
+typedef void (*KX(rows_fn))(int, int, const float *, ptrdiff_t, ptrdiff_t, const float *, ptrdiff_t, float *,
+                            ptrdiff_t, KX_MASK, int);
+/* [nv - 1][B tail kind] */
+static const KX(rows_fn) KX(rows_tab)[KX_NVMAX][KX_NBT] = {
+    KX_ROWS_ENTRY(1),
+#if KX_NVMAX >= 2
+    KX_ROWS_ENTRY(2),
+#endif
+#if KX_NVMAX >= 3
+    KX_ROWS_ENTRY(3),
+#endif
+#if KX_NVMAX >= 4
+    KX_ROWS_ENTRY(4),
+#endif
+};
+
 /* C[rows][col0 .. col0+cols) with cols <= KX_NVMAX * KX_VL. */
-static KX_ATTR void KX(block)(int cols, int rows, int bmask, int kc, const float *a,
+static KX_ATTR void KX(block)(int cols, int rows, int bt, int kc, const float *a,
                               ptrdiff_t ars, ptrdiff_t aks, const float *b, ptrdiff_t ldb,
                               float *c, ptrdiff_t ldc, int addc) {
     int nv = (cols + KX_VL - 1) / KX_VL;
     KX_MASK m = KX_TAILMASK(cols - (nv - 1) * KX_VL);
-    switch (nv) {
-    case 1: KX(rows1)(rows, bmask, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
-#if KX_NVMAX >= 2
-    case 2: KX(rows2)(rows, bmask, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
-#endif
-#if KX_NVMAX >= 3
-    case 3: KX(rows3)(rows, bmask, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
-#endif
-#if KX_NVMAX >= 4
-    case 4: KX(rows4)(rows, bmask, kc, a, ars, aks, b, ldb, c, ldc, m, addc); break;
-#endif
-    default: break;
-    }
+    KX(rows_tab)[nv - 1][bt](rows, kc, a, ars, aks, b, ldb, c, ldc, m, addc);
 }
 
 #define KX_NB (KX_NVMAX * KX_VL)
@@ -193,7 +231,7 @@ KX_ATTR void KX(atm_matmul_forward)(float *out, const float *inp, const float *w
     }
     if (N <= KX_SMALLN) {
         KX(dots)(out, inp, w, N, IC, OC);
-        _mm256_zeroupper();
+        KX_VZEROUPPER();
         return;
     }
     /* panel[k][j] = w[oc0 + j][k0 + k]: KX_KC x KX_NB floats, zero past OC. */
@@ -214,16 +252,16 @@ KX_ATTR void KX(atm_matmul_forward)(float *out, const float *inp, const float *w
             KX(block)(nc, N, 0, kc, inp + k0, IC, 1, panel, KX_NB, out + oc0, OC, k0 > 0);
         }
     }
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
 
 KX_ATTR void KX(atm_matmul_backward)(float *dinp, float *dw, const float *dout, const float *inp,
                              const float *w, int N, int IC, int OC) {
     if (N <= 0 || IC <= 0 || OC <= 0) return;
     if (dinp)
-        for (int ic0 = 0; ic0 < IC; ic0 += KX_NB) {
-            int nc = IC - ic0 < KX_NB ? IC - ic0 : KX_NB;
-            KX(block)(nc, N, nc % KX_VL != 0, OC, dout, OC, 1, w + ic0, IC, dinp + ic0, IC, 1);
+        for (int ic0 = 0, nb = KX_NBLOCK(N); ic0 < IC; ic0 += nb) {
+            int nc = IC - ic0 < nb ? IC - ic0 : nb;
+            KX(block)(nc, N, KX_BT(nc), OC, dout, OC, 1, w + ic0, IC, dinp + ic0, IC, 1);
         }
     /* dw sums over N in slabs of KX_NSLAB rows so the slab of inp and dout
      * the tiles stream through stays in L2 (1008 x 256 floats is 1 MiB). */
@@ -231,15 +269,21 @@ KX_ATTR void KX(atm_matmul_backward)(float *dinp, float *dw, const float *dout, 
         for (int n0 = 0; n0 < N; n0 += KX_NSLAB) {
             int nn = N - n0 < KX_NSLAB ? N - n0 : KX_NSLAB;
             const float *d = dout + (size_t)n0 * OC, *x = inp + (size_t)n0 * IC;
-            for (int ic0 = 0; ic0 < IC; ic0 += KX_NB) {
-                int nc = IC - ic0 < KX_NB ? IC - ic0 : KX_NB;
-                KX(block)(nc, OC, nc % KX_VL != 0, nn, d, 1, OC, x + ic0, IC, dw + ic0, IC, 1);
+            for (int ic0 = 0, nb = KX_NBLOCK(OC); ic0 < IC; ic0 += nb) {
+                int nc = IC - ic0 < nb ? IC - ic0 : nb;
+                KX(block)(nc, OC, KX_BT(nc), nn, d, 1, OC, x + ic0, IC, dw + ic0, IC, 1);
             }
         }
-    _mm256_zeroupper();
+    KX_VZEROUPPER();
 }
 
+#undef KX_NBT
+#undef KX_BT
+#undef KX_LOADB
+#undef KX_NBLOCK
 #undef KX_TAIL_CASE
+#undef KX_DEF_ROWS_BT
+#undef KX_ROWS_ENTRY
 #undef KX_DEF_ROWS
 #undef KX_NB
 #undef KX_INLINE
