@@ -21,13 +21,13 @@
 
 /* Ordered from the reference to the fastest. */
 static const atm_kernel_set SETS[] = {
-    { "ref", atm_matmul_forward_ref, atm_matmul_backward_ref },
+    { "ref", atm_matmul_forward_ref, atm_matmul_backward_ref, atm_matmul_backward_dw_ref },
 #ifdef ATM_KERNELS_X86
-    { "avx2", atm_matmul_forward_avx2, atm_matmul_backward_avx2 },
-    { "avx512", atm_matmul_forward_avx512, atm_matmul_backward_avx512 },
+    { "avx2", atm_matmul_forward_avx2, atm_matmul_backward_avx2, atm_matmul_backward_dw_avx2 },
+    { "avx512", atm_matmul_forward_avx512, atm_matmul_backward_avx512, atm_matmul_backward_dw_avx512 },
 #endif
 #if defined(__wasm_simd128__)
-    { "wasm-simd", atm_matmul_forward_wasm, atm_matmul_backward_wasm },
+    { "wasm-simd", atm_matmul_forward_wasm, atm_matmul_backward_wasm, atm_matmul_backward_dw_wasm },
 #endif
 };
 #define N_SETS ((int)(sizeof(SETS) / sizeof(SETS[0])))
@@ -168,7 +168,7 @@ int atm_matmul_replay(const atm_matmul_call *calls, int n, float *scratch, size_
 /* ---- the thread pool's share (pool.h): outputs only, never the sum order.
  * A forward splits the rows of out, a backward the rows of dinp and the rows
  * (output channels) of dw; every element then sees the one-thread kernel's
- * chain over the same k. Row chunks are multiples of ROWS_ALIGN rows and
+ * chain over the same k (dw through backward_dw on its rows, in place). Row chunks are multiples of ROWS_ALIGN rows and
  * longer than any kernel's small-N path (KX_SMALLN, KW_SMALLN = 4), so each
  * task takes the path the whole call would. */
 #define ROWS_ALIGN 16
@@ -196,9 +196,8 @@ static void mm_forward_task(void *ctx, int t, int nt) {
         j->ks->forward(j->out + (size_t)lo * j->OC, j->inp + (size_t)lo * j->IC, j->w, hi - lo, j->IC, j->OC);
 }
 
-/* dw's rows oc0..oc1 need dout's columns oc0..oc1 as a dense [N][oc1-oc0]
- * block: copied into the task's scratch (N x a few floats, against the
- * N x IC x (oc1-oc0) multiply-adds it feeds). */
+/* dw's rows oc0..oc1 from dout's columns oc0..oc1, read in place (the
+ * set's backward_dw takes dout's row stride). */
 static void mm_backward_task(void *ctx, int t, int nt) {
     const mm_job *j = ctx;
     int lo, hi;
@@ -210,16 +209,7 @@ static void mm_backward_task(void *ctx, int t, int nt) {
     }
     if (j->dw) {
         span(j->OC, t, nt, 1, &lo, &hi);
-        if (hi <= lo) return;
-        const int oc = hi - lo;
-        const float *d = j->dout + lo;
-        if (nt > 1) {
-            float *blk = atm_task_scratch(t, (size_t)j->N * oc * sizeof(float));
-            for (int n = 0; n < j->N; n++)
-                for (int c = 0; c < oc; c++) blk[(size_t)n * oc + c] = j->dout[(size_t)n * j->OC + lo + c];
-            d = blk;
-        }
-        j->ks->backward(NULL, j->dw + (size_t)lo * j->IC, d, j->inp, j->w + (size_t)lo * j->IC, j->N, j->IC, oc);
+        if (hi > lo) j->ks->backward_dw(j->dw + (size_t)lo * j->IC, j->dout + lo, j->OC, j->inp, j->N, j->IC, hi - lo);
     }
 }
 
@@ -253,14 +243,7 @@ void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float 
     g_flops += mm_flops(N, IC, OC) * ((dinp != NULL) + (dw != NULL));
     if (g_recording) record(1, dinp != NULL, dw != NULL, N, IC, OC);
     mm_job j = { current(), NULL, dinp, dw, inp, w, dout, N, IC, OC };
-    int nt = mm_tasks(N, IC, OC, (dinp != NULL) + (dw != NULL));
-    /* Scratch for the dout blocks, taken here (serially) so a task never
-     * fails; without it the call runs on one thread, with the same bits. */
-    for (int t = 0; dw && t < nt; t++) {
-        int lo, hi;
-        span(OC, t, nt, 1, &lo, &hi);
-        if (hi > lo && !atm_task_scratch(t, (size_t)N * (hi - lo) * sizeof(float))) nt = 1;
-    }
+    const int nt = mm_tasks(N, IC, OC, (dinp != NULL) + (dw != NULL));
     if (nt <= 1) j.ks->backward(dinp, dw, dout, inp, w, N, IC, OC);
     else atm_parallel(mm_backward_task, &j, nt);
 }

@@ -63,11 +63,13 @@ const atm_layer_kernel_set *atm_layer_kernels(void) {
  * same kernel code on the same inputs in the same order as in the one-thread
  * call (each kernel computes rows, sequences and channels independently:
  * kernels_layers.h), so the bits do not depend on the thread count:
- *   rows       layernorm, cross-entropy, mixing: rows of N
+ *   rows       layernorm forward, cross-entropy, mixing: rows of N
+ *   outputs    layernorm backward: dg and db on one task, rows of dinp on
+ *              the others
  *   sequences  conv and SSM forward, attention: whole sequences of B
- *   channels   conv and SSM backward (their weight gradients sum over all
- *              sequences and steps of a channel): channels, each task
- *              working on a dense copy of its channel columns.
+ * Serial: conv and SSM backward (their weight gradients sum over all
+ * sequences and steps of a channel; a channel split would need copies of
+ * the channel columns, which cost more than these kernels).
  * The loss is summed serially from per-row values, in row order, as the
  * kernel sums it. Scratch is taken before the call, so a task never fails;
  * without it a call runs on one thread (same bits). */
@@ -90,16 +92,6 @@ static int reserve(int nt, size_t bytes) {
 static int tasks_for(double flops, int items) {
     int nt = atm_par_tasks(flops);
     return nt < items ? nt : items;
-}
-
-/* Columns c0..c0+cs of a [rows][C] array to / from a dense [rows][cs] one. */
-static void cols_get(float *dst, const float *src, int rows, int C, int c0, int cs) {
-    for (int r = 0; r < rows; r++)
-        memcpy(dst + (size_t)r * cs, src + (size_t)r * C + c0, sizeof(float) * (size_t)cs);
-}
-static void cols_put(float *dst, const float *src, int rows, int C, int c0, int cs) {
-    for (int r = 0; r < rows; r++)
-        memcpy(dst + (size_t)r * C + c0, src + (size_t)r * cs, sizeof(float) * (size_t)cs);
 }
 
 #define ROWS 8   /* row chunks: a multiple of every set's vector rows */
@@ -136,27 +128,23 @@ void atm_layernorm_forward(float *out, float *mean, float *rstd, const float *in
     else atm_parallel(ln_fwd_task, &j, nt);
 }
 
-/* Rows of dinp through the kernel (no dg, db); columns of dg, db by the
- * kernel's per-element expressions (xh = (x - mean) * rstd; dg += xh * d;
- * db += d, over the rows in order), which every set shares. */
+/* Task 0: dg and db over every row, by the kernel (dinp not asked for);
+ * the other tasks: dinp, rows split among them (dg, db not asked for). The
+ * kernel computes each of the three outputs on its own, per element and in
+ * row order, so the pieces are the one call's bits. With two threads the two
+ * halves are about the same work. */
 static void ln_bwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     const float *dout = j->i0, *inp = j->i1, *mean = j->i3, *rstd = j->i4;
+    if (t == 0) {
+        if (j->o1 || j->o2) j->ks->layernorm_backward(NULL, j->o1, j->o2, dout, inp, j->i2, mean, rstd, j->N, j->C);
+        return;
+    }
     int lo, hi;
-    if (j->o0) {
-        share(j->N, t, nt, ROWS, &lo, &hi);
-        if (hi > lo)
-            j->ks->layernorm_backward(j->o0 + (size_t)lo * j->C, NULL, NULL, dout + (size_t)lo * j->C,
-                                      inp + (size_t)lo * j->C, j->i2, mean + lo, rstd + lo, hi - lo, j->C);
-    }
-    share(j->C, t, nt, 1, &lo, &hi);
-    float *dg = j->o1, *db = j->o2;
-    for (int n = 0; n < j->N && hi > lo; n++) {
-        const float *x = inp + (size_t)n * j->C, *d = dout + (size_t)n * j->C;
-        const float m = mean[n], s = rstd[n];
-        if (db) for (int i = lo; i < hi; i++) db[i] += d[i];
-        if (dg) for (int i = lo; i < hi; i++) { float xh = (x[i] - m) * s; dg[i] += xh * d[i]; }
-    }
+    share(j->N, t - 1, nt - 1, ROWS, &lo, &hi);
+    if (hi > lo)
+        j->ks->layernorm_backward(j->o0 + (size_t)lo * j->C, NULL, NULL, dout + (size_t)lo * j->C,
+                                  inp + (size_t)lo * j->C, j->i2, mean + lo, rstd + lo, hi - lo, j->C);
 }
 
 void atm_layernorm_backward(float *dinp, float *dg, float *db, const float *dout,
@@ -164,7 +152,7 @@ void atm_layernorm_backward(float *dinp, float *dg, float *db, const float *dout
                             const float *rstd, int N, int C) {
     lk_job j = { .ks = atm_layer_kernels(), .o0 = dinp, .o1 = dg, .o2 = db, .i0 = dout, .i1 = inp, .i2 = g,
                  .i3 = mean, .i4 = rstd, .N = N, .C = C };
-    const int nt = tasks_for(12.0 * N * C, N / ROWS < C ? N / ROWS : C);
+    const int nt = dinp && (dg || db) ? tasks_for(12.0 * N * C, 1 + N / ROWS) : 1;
     if (nt <= 1) j.ks->layernorm_backward(dinp, dg, db, dout, inp, g, mean, rstd, N, C);
     else atm_parallel(ln_bwd_task, &j, nt);
 }
@@ -244,41 +232,13 @@ void atm_atome_conv_forward(float *out, const float *u, const float *w, float *s
     else atm_parallel(conv_fwd_task, &j, nt);
 }
 
-/* Task scratch of a channel-split backward: `arrays` dense [B*T][cs]
- * copies, then the kernel's own scratch of `own` floats per channel. */
-static float *chan_scratch(int t, int arrays, size_t rows, int cs, size_t own) {
-    return atm_task_scratch(t, sizeof(float) * ((size_t)arrays * rows * cs + own * cs));
-}
-
-static void conv_bwd_task(void *ctx, int t, int nt) {
-    const lk_job *j = ctx;
-    int c0, c1;
-    share(j->C, t, nt, 1, &c0, &c1);
-    const int cs = c1 - c0;
-    if (cs <= 0) return;
-    const size_t rows = (size_t)j->B * j->T, n = rows * cs;
-    float *sc = chan_scratch(t, 3, rows, cs, 2 * (size_t)j->K);
-    float *du = sc, *dout = sc + n, *u = sc + 2 * n, *own = sc + 3 * n;
-    if (j->o0) cols_get(du, j->o0, (int)rows, j->C, c0, cs);
-    cols_get(dout, j->i0, (int)rows, j->C, c0, cs);
-    cols_get(u, j->i1, (int)rows, j->C, c0, cs);
-    j->ks->conv_backward(j->o0 ? du : NULL, j->o1 ? j->o1 + (size_t)c0 * j->K : NULL, dout, u,
-                         j->i2 + (size_t)c0 * j->K, own, j->B, j->T, cs, j->K);
-    if (j->o0) cols_put(j->o0, du, (int)rows, j->C, c0, cs);
-}
-
+/* Serial: its weight gradient sums over every sequence and step of a
+ * channel, so a split would be by channels, on copies of the channel
+ * columns ([B*T][C] is channel-minor); the copies cost more than this light
+ * kernel saves (measured: docs/kernels.md). */
 void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
                              const float *w, float *scratch, int B, int T, int C, int K) {
-    lk_job j = { .ks = atm_layer_kernels(), .o0 = du, .o1 = dw, .i0 = dout, .i1 = u, .i2 = w,
-                 .B = B, .T = T, .C = C, .K = K };
-    int nt = tasks_for(4.0 * B * T * C * K, C);
-    for (int t = 0; nt > 1 && t < nt; t++) {
-        int c0, c1;
-        share(C, t, nt, 1, &c0, &c1);
-        if (c1 > c0 && !chan_scratch(t, 3, (size_t)B * T, c1 - c0, 2 * (size_t)K)) nt = 1;
-    }
-    if (nt <= 1) j.ks->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
-    else atm_parallel(conv_bwd_task, &j, nt);
+    atm_layer_kernels()->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
 }
 
 /* ---- SSM ---- */
@@ -303,38 +263,12 @@ void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_
     else atm_parallel(ssm_fwd_task, &j, nt);
 }
 
-static void ssm_bwd_task(void *ctx, int t, int nt) {
-    const lk_job *j = ctx;
-    int c0, c1;
-    share(j->C, t, nt, 1, &c0, &c1);
-    const int cs = c1 - c0;
-    if (cs <= 0) return;
-    const size_t rows = (size_t)j->B * j->T, n = rows * cs;
-    float *sc = chan_scratch(t, 4, rows, cs, 7);
-    float *du = sc, *dout = sc + n, *u = sc + 2 * n, *s = sc + 3 * n, *own = sc + 4 * n;
-    if (j->o0) cols_get(du, j->o0, (int)rows, j->C, c0, cs);
-    cols_get(dout, j->i0, (int)rows, j->C, c0, cs);
-    cols_get(u, j->i1, (int)rows, j->C, c0, cs);
-    cols_get(s, j->i2, (int)rows, j->C, c0, cs);
-    j->ks->ssm_backward(j->o0 ? du : NULL, j->o1 + c0, j->o2 + c0, j->o3 + c0, dout, u, s,
-                        j->i3 + c0, j->i4 + c0, j->i5 + c0, own, j->B, j->T, cs);
-    if (j->o0) cols_put(j->o0, du, (int)rows, j->C, c0, cs);
-}
-
+/* Serial, for the conv backward's reason. */
 void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
                             const float *dout, const float *u, const float *s,
                             const float *a_raw, const float *b, const float *c_out,
                             float *scratch, int B, int T, int C) {
-    lk_job j = { .ks = atm_layer_kernels(), .o0 = du, .o1 = da_raw, .o2 = db, .o3 = dc, .i0 = dout, .i1 = u,
-                 .i2 = s, .i3 = a_raw, .i4 = b, .i5 = c_out, .B = B, .T = T, .C = C };
-    int nt = tasks_for(12.0 * B * T * C, C);
-    for (int t = 0; nt > 1 && t < nt; t++) {
-        int c0, c1;
-        share(C, t, nt, 1, &c0, &c1);
-        if (c1 > c0 && !chan_scratch(t, 4, (size_t)B * T, c1 - c0, 7)) nt = 1;
-    }
-    if (nt <= 1) j.ks->ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
-    else atm_parallel(ssm_bwd_task, &j, nt);
+    atm_layer_kernels()->ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
 }
 
 /* ---- attention: whole sequences ---- */

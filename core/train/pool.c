@@ -33,10 +33,12 @@
 #define POOL_THREADS 0
 #endif
 
-/* Rounds of checking before a wait sleeps: a few microseconds, about the gap
- * between two kernels of a training step, so a busy pool never sleeps and an
- * idle one stops using the core. */
-#define ATM_POOL_SPIN 2000
+/* Rounds of checking before a wait yields, then sleeps: about 200 us (a
+ * pause is ~11 ns on the test machine), longer than the serial stretches
+ * between two parallel kernels of a step (a conv backward is ~35 us), so a
+ * training pool never sleeps mid-step (a futex wake costs tens of us) and an
+ * idle one stops using the core within a fraction of a millisecond. */
+#define ATM_POOL_SPIN 20000
 #define ATM_POOL_YIELDS 20
 
 typedef struct { void *p; size_t cap; } scratch_t;
@@ -48,10 +50,13 @@ unsigned long atm_pool_calls(void) { return g_calls; }
 
 int atm_threads(void);
 #if POOL_THREADS
-static uint32_t g_gen = 0;                /* counter << 5 | tasks of the call */
-static int32_t g_pending = 0;             /* tasks of the call not yet done (workers') */
-static int32_t g_sleepers = 0;            /* workers asleep on g_gen */
-static int32_t g_caller_sleeps = 0;       /* the caller asleep on g_pending */
+/* Each shared word on its own cache line: the workers' count-down must not
+ * bounce the line the caller publishes on. */
+#define LINE __attribute__((aligned(64)))
+static LINE uint32_t g_gen = 0;           /* counter << 5 | tasks of the call */
+static LINE int32_t g_pending = 0;        /* tasks of the call not yet done (workers') */
+static LINE int32_t g_sleepers = 0;       /* workers asleep on g_gen */
+static LINE int32_t g_caller_sleeps = 0;  /* the caller asleep on g_pending */
 static atm_task_fn g_fn;
 static void *g_ctx;
 static int g_workers = 0;                 /* workers running (ids 1..g_workers) */
@@ -81,6 +86,11 @@ static int32_t wait_change(int32_t *addr, int32_t v, int32_t *counter) {
         now = __atomic_load_n(addr, __ATOMIC_ACQUIRE);
         if (now != v) return now;
         cpu_relax();
+#if !defined(__wasm__)
+        /* now and then let a thread that waits for this core run (more
+         * threads than free cores): a yield with nobody waiting is ~1 us */
+        if ((i & 255) == 255) sched_yield();
+#endif
     }
 #if !defined(__wasm__)
     /* Then give the core away a few times: with more threads than free

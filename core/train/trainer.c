@@ -190,6 +190,21 @@ int atm_trainer_quant(const atm_trainer *tr) {
     return tr->opt.quant;
 }
 
+/* Parameter range [lo, hi) of task t of nt over n values (multiples of 16). */
+static void param_share(size_t n, int t, int nt, size_t *lo, size_t *hi) {
+    size_t per = (n + (size_t)nt - 1) / (size_t)nt;
+    per = (per + 15) / 16 * 16;
+    *lo = (size_t)t * per < n ? (size_t)t * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+static size_t g_zero_n;   /* the gradient's length for zero_task */
+static void zero_task(void *ctx, int t, int nt) {
+    size_t lo, hi;
+    param_share(g_zero_n, t, nt, &lo, &hi);
+    if (hi > lo) memset((float *)ctx + lo, 0, (hi - lo) * sizeof(float));
+}
+
 /* AdamW on parameters [lo, hi) of a task's share (pool.h). */
 typedef struct {
     float *w, *m, *v;
@@ -200,9 +215,8 @@ typedef struct {
 
 static void adam_task(void *ctx, int t, int nt) {
     const adam_job *j = ctx;
-    size_t per = (j->n + (size_t)nt - 1) / (size_t)nt;
-    per = (per + 15) / 16 * 16;
-    size_t lo = (size_t)t * per < j->n ? (size_t)t * per : j->n, hi = lo + per < j->n ? lo + per : j->n;
+    size_t lo, hi;
+    param_share(j->n, t, nt, &lo, &hi);
     const float b1 = j->b1, b2 = j->b2, eps = j->eps, ob1 = 1.0f - b1, ob2 = 1.0f - b2;
     float *w = j->w, *m = j->m, *v = j->v;
     const float *g = j->g;
@@ -228,7 +242,8 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
     }
     int quant = tr->stage == 0 ? ATM_QUANT_FP32 : o->quant;
     atm_quantize_layout(&tr->L, quant, tr->w, tr->weff);
-    memset(tr->dw, 0, n * sizeof(float));
+    g_zero_n = n;
+    atm_parallel(zero_task, tr->dw, atm_par_tasks(0.25 * (double)n));   /* a memset, in parts */
     if (tr->teacher) {
         teacher_targets(tr, in);
         tr->fam->set_soft_targets(tr->acts, tr->teacher->q, tr->teacher->weight);
