@@ -96,7 +96,9 @@ export const threadsWasmUrl = new URL('../build/wasm/atome-threads.wasm', import
 // Its memory: the module imports a shared one of at least ATOME_WASM_MEMORY
 // and at most ATOME_WASM_MAX_MEMORY bytes (wasm/CMakeLists.txt defaults).
 const THREADS_MEMORY = { initial: 50331648 / 65536, maximum: 1073741824 / 65536 };
-const THREAD_STACK = 256 * 1024;
+// A worker's stack: as large as the first instance's (ATOME_WASM_STACK; kernels keep
+// row buffers there, and wasm has no guard page to stop an overflow).
+const THREAD_STACK = 1024 * 1024;
 
 // Whether this context can run the threaded module: shared memory, and in
 // a browser a cross-origin isolated one (COOP + COEP headers).

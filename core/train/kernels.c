@@ -196,19 +196,27 @@ static void mm_forward_task(void *ctx, int t, int nt) {
         j->ks->forward(j->out + (size_t)lo * j->OC, j->inp + (size_t)lo * j->IC, j->w, hi - lo, j->IC, j->OC);
 }
 
-/* dw's rows oc0..oc1 from dout's columns oc0..oc1, read in place (the
- * set's backward_dw takes dout's row stride). */
+/* With both gradients asked for, task 0 computes all of dinp and the other
+ * tasks share dw's rows (output channels, read from dout's columns in place:
+ * backward_dw takes dout's row stride); with one, the tasks share it (dinp
+ * by rows, dw by rows). For two threads the halves are about equal work.
+ * Splitting dinp's rows beside the dw split crashed atome-944k in
+ * atome-threads.wasm (memory access out of bounds, about one run in three;
+ * not understood, native runs were exact): this split does not (issue #16). */
 static void mm_backward_task(void *ctx, int t, int nt) {
     const mm_job *j = ctx;
     int lo, hi;
-    if (j->dinp) {
-        span(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
+    const int both = j->dinp && j->dw;
+    if (j->dinp && (!both || t == 0)) {
+        if (both) span(j->N, 0, 1, ROWS_ALIGN, &lo, &hi);
+        else span(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
         if (hi > lo)
             j->ks->backward(j->dinp + (size_t)lo * j->IC, NULL, j->dout + (size_t)lo * j->OC, NULL, j->w,
                             hi - lo, j->IC, j->OC);
     }
-    if (j->dw) {
-        span(j->OC, t, nt, 1, &lo, &hi);
+    if (j->dw && (!both || t > 0)) {
+        if (both) span(j->OC, t - 1, nt - 1, 1, &lo, &hi);
+        else span(j->OC, t, nt, 1, &lo, &hi);
         if (hi > lo) j->ks->backward_dw(j->dw + (size_t)lo * j->IC, j->dout + lo, j->OC, j->inp, j->N, j->IC, hi - lo);
     }
 }
