@@ -6,7 +6,7 @@ import * as store from './store.mjs';
 import { $, fmt, showError, hideError, markField, intField, fieldError, fetchBytes, dropZone } from './ui.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
-import { initPresets, defaultThreads, presetOfFields } from './presets.mjs';
+import { initPresets, PAGE_THREADS, presetOfFields } from './presets.mjs';
 
 // The largest corpus the page accepts: 16 MiB. The training module's memory
 // grows with what a run needs (up to 1 GiB), and a 60K model trains on a
@@ -39,7 +39,7 @@ export function initTrain(page) {
     state: ts,
     get active() { return ts.active; },
     get run() { return ts.run; },
-    init: (scalar) => page.trainer.call('init', { scalar, threads: defaultThreads() })
+    init: (scalar) => page.trainer.call('init', { scalar, threads: PAGE_THREADS })
       .then((m) => trainerReady(page, ts, m), (e) => trainError(page, ts, e)),
     status: (state, extra) => setTrainStatus(page, ts, state, extra),
     // a saved run is being continued: the panel is taken, the keyboard goes to Pause

@@ -1,9 +1,8 @@
 // tests/node/web-threads.test.mjs — the training panel's presets and threads
-// (issue #16): the page opens on the quick preset with the thread count of
-// the machine (capped); Steps keeps the preset and recomputes its warmup,
-// another field makes it custom, reference fills the papers' recipe; a run
-// on 2 threads ends with the bits of the same run on 1 (validation bpb and
-// the downloaded model). tests/node/web-threads-fallback.test.mjs covers a
+// (issue #16): the page opens on the quick preset; Steps keeps the preset and recomputes its warmup,
+// another field makes it custom, reference fills the papers' recipe and its
+// 500 KB corpus; a short quick run trains (on one thread: web/presets.mjs
+// PAGE_THREADS). tests/node/web-threads-fallback.test.mjs covers a
 // page that is not cross-origin isolated.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,12 +14,13 @@ const val = (page, id) => page.inputValue(`#${id}`);
 test('presets: quick by default, Steps keeps it, another field is custom, reference is the papers\' recipe', async () => {
   const { ctx, page } = await open();
   try {
-    await page.waitForFunction(() => /threads here/.test(document.getElementById('train-threads-note').textContent));
+    // the tab trains on one thread for now (web/presets.mjs PAGE_THREADS), and says so
+    await page.waitForFunction(() => /one thread/.test(document.getElementById('train-threads-note').textContent));
     assert.equal(await val(page, 'train-preset'), 'quick');
-    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-    assert.equal(await val(page, 'train-threads'), String(Math.min(4, cores)));
-    assert.equal(await val(page, 'steps'), '5000');
-    assert.equal(await val(page, 'warmup'), '100');
+    assert.equal(await val(page, 'train-threads'), '1');
+    assert.equal(await val(page, 'steps'), '3500');
+    assert.equal(await val(page, 'warmup'), '70');
+    assert.match(await page.textContent('#corpus-name'), /first 2,000,000 bytes/);
     assert.match(await page.textContent('#train-preset-note'), /^Quick/);
     await page.fill('#steps', '1234');
     assert.equal(await val(page, 'train-preset'), 'quick');
@@ -29,28 +29,25 @@ test('presets: quick by default, Steps keeps it, another field is custom, refere
     assert.equal(await val(page, 'train-preset'), 'custom');
     assert.match(await page.textContent('#train-preset-note'), /^Custom/);
     await page.selectOption('#train-preset', 'reference');
+    assert.match(await page.textContent('#corpus-name'), /first 500,000 bytes/);
     for (const [id, v] of Object.entries({ steps: '3000', lr: '3e-4', warmup: '0', cosine: '0', 'lr-min': '0', clip: '0', batch: '16', seq: '64' }))
       assert.equal(await val(page, id), v, `reference: #${id}`);
     assert.match(await page.textContent('#train-preset-note'), /^Reference/);
     await page.selectOption('#train-preset', 'quick');
-    assert.equal(await val(page, 'steps'), '5000');
-    assert.equal(await val(page, 'lr'), '4e-3');
+    assert.equal(await val(page, 'steps'), '3500');
+    assert.equal(await val(page, 'lr'), '8e-3');
     await shot(page, 'train-presets', ['sec-train']);
   } finally { await ctx.close(); }
 });
 
-test('a quick run on 2 threads ends with the bits of the same run on 1 thread', { timeout: 300000 }, async () => {
-  const out = [];
-  for (const threads of ['1', '2']) {
-    const { ctx, page } = await open(`?steps=60&train-threads=${threads}`);
-    try {
-      assert.equal(await val(page, 'train-preset'), 'quick');
-      await page.click('#train-start');
-      const st = await waitTrain(page, 'done');
-      const d = await grab(page, '#download-atome02');
-      out.push({ bpb: st.valBpb, model: d.bytes.toString('hex'), text: await page.textContent('#train-text') });
-    } finally { await ctx.close(); }
-  }
-  assert.equal(out[1].bpb, out[0].bpb, 'validation bpb differs between 1 and 2 threads');
-  assert.ok(out[1].model === out[0].model, 'the downloaded model differs between 1 and 2 threads');
+test('a short quick run trains on the built-in 2 MB corpus and its model downloads', { timeout: 300000 }, async () => {
+  const { ctx, page } = await open('?steps=60');
+  try {
+    assert.equal(await val(page, 'train-preset'), 'quick');
+    await page.click('#train-start');
+    const st = await waitTrain(page, 'done');
+    assert.ok(Number(st.valBpb) > 0 && Number(st.valBpb) < 6, `validation bpb ${st.valBpb}`);
+    const d = await grab(page, '#download-atome02');
+    assert.ok(d.bytes.length > 10000);
+  } finally { await ctx.close(); }
 });
