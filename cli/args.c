@@ -252,3 +252,10 @@ double cli_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+int cli_threads(int seen, int64_t value) {
+    const char *env = getenv("ATOME_THREADS");
+    if (seen) return atm_threads_set((int)value);
+    if (env && *env) return atm_threads();
+    return atm_threads_set(atm_threads_default());
+}

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include "core/train/model.h"
 #include "core/train/trainer.h"
+#include "core/train/pool.h"
 #include "core/train/ckpt.h"
 #include "core/train/export.h"
 #include "core/host/engine_host.h"
@@ -49,6 +50,10 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n);
 /* The entry for name (must exist). */
 cli_opt *cli_find(cli_opt *opts, int n, const char *name);
 int cli_seen(cli_opt *opts, int n, const char *name);
+
+/* --threads: the value given, else ATOME_THREADS, else the number of cores
+ * capped (pool.h). Sets the trainer's pool; returns the count in effect. */
+int cli_threads(int seen, int64_t value);
 
 /* ---- shape overrides shared by train, init and params ---- */
 typedef struct {

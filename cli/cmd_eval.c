@@ -115,7 +115,7 @@ static int eval_packed(const char *model, const char *data, int64_t max_bytes, d
 
 int cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL;
-    int64_t max_bytes = 0, seq = 0, batch = EVAL_BATCH, window = 0;
+    int64_t max_bytes = 0, seq = 0, batch = EVAL_BATCH, window = 0, threads = 1;
     int router = 0;
     double split = 0.9;
     cli_opt opts[] = {
@@ -127,10 +127,12 @@ int cmd_eval(int argc, char **argv) {
         { "batch",     OPT_INT,   &batch, 1, 65536, 0, 0 },
         { "window",    OPT_INT,   &window, 1, ATM_MAX_WINDOW, 0, 0 },
         { "router",    OPT_FLAG,  &router, 0, 0, 0, 0 },
+        { "threads",   OPT_INT,   &threads, 1, ATM_THREADS_MAX, 0, 0 },
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("eval", argc, argv, opts, n);
     if (rc) return rc;
+    cli_threads(cli_seen(opts, n, "threads"), threads);
     if (!model) return cli_err(CLI_USAGE, "eval: --model is required");
     if ((rc = check_model("eval", model))) return rc;
     if (!data) return cli_err(CLI_USAGE, "eval: --data is required");

@@ -28,7 +28,7 @@
 typedef struct {
     const char *config, *quant, *data, *valid, *out, *resume, *log, *teacher, *init;
     double distill_weight;
-    int64_t max_bytes, steps, train_bytes, batch, seq, warmup, log_every, eval_every, ckpt_every, stop_at;
+    int64_t threads, max_bytes, steps, train_bytes, batch, seq, warmup, log_every, eval_every, ckpt_every, stop_at;
     double split, lr, lr2, lr_min, clip, wd, fp_fraction, beta1, beta2, eps;
     uint32_t seed;
     int cosine, quiet;
@@ -320,6 +320,7 @@ static int parse_flags(train_run *r, int argc, char **argv) {
         { "distill-weight", OPT_FLOAT, &a->distill_weight, 0, 1, 1, 0 },
         { "init",        OPT_STR,   &a->init, 0, 0, 0, 0 },
         { "train-bytes", OPT_INT,   &a->train_bytes, 1, 4.0e18, 0, 0 },
+        { "threads",     OPT_INT,   &a->threads, 1, ATM_THREADS_MAX, 0, 0 },
     };
     r->n = (int)(sizeof t / sizeof t[0]);
     memcpy(r->opts, t, sizeof t);
@@ -327,6 +328,7 @@ static int parse_flags(train_run *r, int argc, char **argv) {
     r->n += cli_shape_opts(&r->shape, r->opts + r->n);
     int rc = cli_parse("train", argc, argv, r->opts, r->n);
     if (rc) return rc;
+    cli_threads(SEEN("threads"), a->threads);
     if (SEEN("split") && a->split >= 1.0) return cli_err(CLI_USAGE, "train: --split must be a number in (0, 1) (got %g)", a->split);
     if (SEEN("split") && SEEN("valid")) return cli_err(CLI_USAGE, "train: give --split or --valid, not both");
     if (SEEN("train-bytes") && SEEN("steps")) return cli_err(CLI_USAGE, "train: give --steps or --train-bytes, not both");
@@ -578,7 +580,8 @@ static int finish(train_run *r, double seconds) {
         fputs(",\"distill_weight\":", f); cli_json_float(f, r->meta.distill_weight);
     }
     fputs(",\"family\":", f); cli_json_str(f, atm_family_name(r->cfg.family));
-    fprintf(f, ",\"quant\":\"%s\",\"seed\":%u,\"out\":", cli_quant_name(r->o.quant), (unsigned)r->o.seed);
+    fprintf(f, ",\"quant\":\"%s\",\"seed\":%u,\"threads\":%d,\"out\":", cli_quant_name(r->o.quant), (unsigned)r->o.seed,
+            atm_threads());
     cli_json_str(f, a->out);
     fputs("}\n", f);
     if (fflush(f) || ferror(f)) return cli_err(CLI_RUNTIME, "train: cannot write to stdout");

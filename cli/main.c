@@ -76,6 +76,8 @@ static const char *const USAGE_TRAIN =
     "  --stop-at N         end this invocation after step N (schedules still span\n"
     "                      --steps); continue later with --resume\n"
     "  --quiet             no progress on stderr\n"
+    "  --threads N         trainer threads (ATOME_THREADS, else the cores, at most 4);\n"
+    "                      the same bits on any count; not kept in the checkpoint\n"
     "  --teacher CKPT      distil: also learn the teacher checkpoint's next-byte\n"
     "                      distribution (any family, same vocabulary; atome students)\n"
     "  --distill-weight W  weight of the teacher's soft targets in the loss, (0, 1] (0.5)\n"
@@ -95,6 +97,7 @@ static const char *const USAGE_EVAL =
     "  --seq N             chunk length (default: the model's training seq)\n"
     "  --batch N           chunks per forward pass (16; does not change the result)\n"
     "  --window W          .atome only: attention window (default seq-1: the whole chunk)\n"
+    "  --threads N         checkpoints: float evaluation threads (as train; same result)\n"
     "  --router            atome models: also the mean router weight of each pathway\n"
     "                      per layer (router: [[conv,ssm,attn],...]) and the mean\n"
     "                      router entropy in nats (router_entropy), over the scored bytes\n";

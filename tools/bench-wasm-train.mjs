@@ -3,7 +3,7 @@
 // next to the native build, measured in the same run.
 //
 //   node tools/bench-wasm-train.mjs [--configs atome-60k,...] [--batch 16] [--seq 64]
-//                                   [--steps 30] [--warmup 5] [--rounds 3] [--matmul]
+//                                   [--steps 30] [--warmup 5] [--rounds 3] [--matmul] [--threads 1,2]
 //
 // Contract. For each config, trains on random bytes (the cost of a step does
 // not depend on the text) and times single optimiser steps (quantise,
@@ -29,6 +29,10 @@
 // Output: a table, then one line "JSON: {...}"
 // with every figure and the ratio wasm-simd / native fastest (the issue's
 // target is >= 0.5), plus the ratio to native avx2 where the CPU has it.
+// --threads 1,2 prints, instead, wall-clock step times of atome.wasm (one
+// thread) and atome-threads.wasm (each count > 1) next to native bench_train
+// --threads with the same counts, each with its ratio to one thread of the
+// same build in the same run (the trainer's pool, core/train/pool.h).
 // --matmul prints, instead, GFLOP/s of the wasm kernels on the trainers'
 // shapes and, for scale, of a register-only 4-lane multiply-then-add loop
 // (muladd_loop_gflops). Builds nothing: run the native and wasm builds first.
@@ -45,7 +49,7 @@ const nativeDir = process.env.ATOME_NATIVE_BUILD ?? path.join(repo, 'build/nativ
 
 function die(msg) { process.stderr.write(`bench-wasm-train: ${msg}\n`); process.exit(1); }
 
-const args = { configs: 'atome-60k', batch: 16, seq: 64, steps: 30, warmup: 5, rounds: 3, matmul: false };
+const args = { configs: 'atome-60k', batch: 16, seq: 64, steps: 30, warmup: 5, rounds: 3, matmul: false, threads: '' };
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
   if (a === '--help' || a === '-h') {   // the header comment above
@@ -57,8 +61,10 @@ for (let i = 2; i < process.argv.length; i++) {
   if (a === '--matmul') { args.matmul = true; continue; }
   const k = a.replace(/^--/, '');
   if (!(k in args) || i + 1 >= process.argv.length) die(`unknown flag or missing value: ${a}`);
-  args[k] = k === 'configs' ? process.argv[++i] : Number(process.argv[++i]);
-  if (k !== 'configs' && !(Number.isInteger(args[k]) && args[k] > 0)) die(`--${k} needs a positive integer`);
+  const str = k === 'configs' || k === 'threads';
+  args[k] = str ? process.argv[++i] : Number(process.argv[++i]);
+  if (!str && !(Number.isInteger(args[k]) && args[k] > 0)) die(`--${k} needs a positive integer`);
+  if (k === 'threads' && !/^\d+(,\d+)*$/.test(args[k])) die('--threads needs a list of counts, e.g. 1,2');
 }
 
 function need(file, how) {
@@ -263,4 +269,59 @@ async function train() {
       bytes_per_s: Math.round(1000 * bytesPerStep / r.step_ms) })), summary }));
 }
 
-await (args.matmul ? matmul() : train());
+// Wall-clock median of single steps with `threads` threads (1: atome.wasm).
+async function stepWall(config, threads) {
+  const atome = threads > 1
+    ? await loadAtome(undefined, { threads, threadsSource: readFileSync(need(path.join(wasmDir, 'atome-threads.wasm'), 'cmake --build --preset wasm')) })
+    : await loadAtome(readFileSync(wasmFiles['wasm-simd']));
+  const m = atome.createModel(config, { batch: args.batch, seq: args.seq, steps: 1e9, seed: 1 });
+  m.setData(randomBytes(args.seq * 2048, 7), { split: 0.5 });
+  const wall = [];
+  for (let s = 0; s < args.warmup + args.steps; s++) {
+    const w0 = performance.now();
+    m.trainSteps(1);
+    if (s >= args.warmup) wall.push(performance.now() - w0);
+  }
+  const got = atome.threads;
+  m.free();
+  atome.close();
+  return { step_ms: median(wall), threads: got };
+}
+
+async function threadsBench() {
+  const counts = args.threads.split(',').map(Number);
+  const rows = [];
+  for (const config of args.configs.split(',')) {
+    const exe = need(path.join(nativeDir, 'bench_train'), 'cmake --preset native && cmake --build --preset native');
+    for (let round = 0; round < args.rounds; round++) {
+      const out = execFileSync(exe, ['--configs', config, '--kernels', 'auto', '--batch', String(args.batch), '--seq', String(args.seq),
+        '--steps', String(args.steps), '--warmup', String(args.warmup), '--threads', counts.join(',')], { encoding: 'utf8' });
+      for (const r of JSON.parse(out.split('\n').find((l) => l.startsWith('JSON: ')).slice(6)).results)
+        rows.push({ config, build: 'native', kernels: r.kernels, threads: r.threads, step_ms: r.step_ms_wall, round });
+      for (const t of counts) rows.push({ config, build: 'wasm-simd', kernels: 'wasm-simd', round, ...(await stepWall(config, t)) });
+    }
+  }
+  // each build x config x count keeps its best round
+  const best = new Map();
+  for (const r of rows) {
+    const k = `${r.config}/${r.build}/${r.threads}`;
+    if (!best.has(k) || r.step_ms < best.get(k).step_ms) best.set(k, r);
+  }
+  const res = [...best.values()];
+  for (const r of res) {
+    const one = best.get(`${r.config}/${r.build}/1`);
+    r.vs_1thread = one ? +(one.step_ms / r.step_ms).toFixed(3) : null;
+  }
+  const bps = args.batch * (args.seq - 1);
+  console.log(`bench-wasm-train --threads ${args.threads}: batch ${args.batch} x seq ${args.seq}, wall-clock median of ${args.steps} ` +
+    `steps after ${args.warmup}, best of ${args.rounds} rounds, Node ${process.version}`);
+  console.log(`${'config'.padEnd(12)} ${'build'.padEnd(10)} ${'kernels'.padEnd(10)} ${'threads'.padStart(7)} ${'step_ms'.padStart(9)} ` +
+    `${'bytes/s'.padStart(9)} ${'vs 1t'.padStart(7)}`);
+  for (const r of res)
+    console.log(`${r.config.padEnd(12)} ${r.build.padEnd(10)} ${r.kernels.padEnd(10)} ${String(r.threads).padStart(7)} ` +
+      `${r.step_ms.toFixed(2).padStart(9)} ${String(Math.round(1000 * bps / r.step_ms)).padStart(9)} ${(r.vs_1thread + 'x').padStart(7)}`);
+  console.log('JSON: ' + JSON.stringify({ bench: 'wasm-train-threads', clock: 'wall', node: process.version, batch: args.batch,
+    seq: args.seq, rounds: args.rounds, results: res.map(({ round, ...r }) => ({ ...r, step_ms: +r.step_ms.toFixed(4) })) }));
+}
+
+await (args.threads ? threadsBench() : args.matmul ? matmul() : train());

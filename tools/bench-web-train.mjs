@@ -4,6 +4,15 @@
 // measured in the same invocation (not a test: tools/test does not run it).
 //
 //   node tools/bench-web-train.mjs [--steps 3000] [--rounds 1] [--skip node,native]
+//   node tools/bench-web-train.mjs --preset quick|reference [--threads 1,2] [--rounds 1]
+//
+// --preset: the page's own run of that preset (#train-preset), in Chromium
+// only, once per thread count (#train-threads; the page is cross-origin
+// isolated), same invocation: wall-clock from the click to done, the
+// trainer's time, the page's validation bpb, and the downloaded ATOME02 model
+// scored by the native `atome eval` on tinystories-valid.txt and on unseen
+// TinyStories text (tinystories-train.txt from byte 8,000,000: no preset
+// trains past its first 2,000,000 bytes). Ratios are against one thread.
 //
 // The run is the page's default: atome-60k ternary, batch 16 x seq 64, lr
 // 3e-4 constant, seed 0, the built-in corpus web/data/tinystories-500k.txt
@@ -32,7 +41,7 @@ import { loadAtome } from '../wasm/atome.mjs';
 import { startServer, missingArtifacts } from './serve.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
-const args = { steps: 3000, rounds: 1, skip: '' };
+const args = { steps: 3000, rounds: 1, skip: '', preset: '', threads: '1,2' };
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
   if (a === '--help' || a === '-h') {
@@ -42,7 +51,7 @@ for (let i = 2; i < process.argv.length; i++) {
   }
   const k = a.replace(/^--/, '');
   if (!(k in args) || i + 1 >= process.argv.length) { console.error(`bench-web-train: unknown flag or missing value: ${a}`); process.exit(2); }
-  args[k] = k === 'skip' ? process.argv[++i] : Number(process.argv[++i]);
+  args[k] = ['skip', 'preset', 'threads'].includes(k) ? process.argv[++i] : Number(process.argv[++i]);
 }
 const skip = new Set(args.skip.split(',').filter(Boolean));
 const S = { config: 'atome-60k', batch: 16, seq: 64, lr: 3e-4, seed: 0, every: 500 };
@@ -116,6 +125,79 @@ function nativeRun() {
     const j = JSON.parse(stdout.trim().split('\n').at(-1));
     resolve({ wall_s: wall, trainer_s: j.seconds, val_bpb: j.bpb });
   }));
+}
+
+if (args.preset) { await presetBench(); process.exit(0); }
+
+// The page's run of one preset on `threads` threads; the model it made.
+async function presetRun(threads) {
+  const { chromium } = await import('playwright-core');
+  const server = await startServer({ port: 0 });
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'] });
+  try {
+    const ctx = await browser.newContext({ acceptDownloads: true });
+    const page = await ctx.newPage();
+    await page.goto(`http://127.0.0.1:${server.address().port}/?train-preset=${args.preset}&train-threads=${threads}`);
+    await page.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 30000 });
+    const before = await page.textContent('#train-preset-note');
+    const t0 = Date.now();
+    await page.click('#train-start');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('train-status').dataset.state),
+      null, { timeout: 30 * 60000, polling: 100 });
+    const wall = (Date.now() - t0) / 1000;
+    const r = await page.evaluate(() => ({ state: document.getElementById('train-status').dataset.state,
+      valBpb: Number(document.getElementById('train-status').dataset.valBpb), text: document.getElementById('train-text').textContent,
+      error: document.getElementById('error-text').textContent, threads: document.getElementById('train-threads').value,
+      samples: [...document.querySelectorAll('#samples li')].map((li) => li.textContent).slice(-1) }));
+    if (r.state !== 'done') throw new Error(`the page's run ended in ${r.state}: ${r.error}`);
+    const [d] = await Promise.all([page.waitForEvent('download'), page.click('#download-atome02')]);
+    const tmp = mkdtempSync(path.join(tmpdir(), 'atome-bench-preset-'));
+    const file = path.join(tmp, 'model.atome');
+    await d.saveAs(file);
+    return { threads: Number(r.threads), wall_s: wall, trainer_s: Number(r.text.match(/steps in ([\d.]+) s/)[1]), val_bpb: r.valBpb,
+      note: before, sample: r.samples[0] ?? '', file, tmp };
+  } finally { await browser.close(); server.close(); }
+}
+
+function evalNative(model, data, extra = []) {
+  const bin = path.join(process.env.ATOME_NATIVE_BUILD ?? path.join(repo, 'build/native'), 'atome');
+  return new Promise((resolve, reject) => execFile(bin, ['eval', '--model', model, '--data', data, ...extra], { maxBuffer: 1 << 24 },
+    (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout.trim().split('\n').at(-1)).bpb))));
+}
+
+async function presetBench() {
+  const shared = process.env.ATOME_SHARED_DIR ?? path.join(repo, '../shared');
+  const valid = path.join(shared, 'data/tinystories-valid.txt');
+  const unseenSrc = path.join(shared, 'data/tinystories-train.txt');
+  const unseen = path.join(mkdtempSync(path.join(tmpdir(), 'atome-unseen-')), 'unseen.txt');
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(unseen, readFileSync(unseenSrc).subarray(8000000, 9000000));
+  const counts = args.threads.split(',').map(Number);
+  const best = {};
+  for (let r = 0; r < args.rounds; r++)
+    for (const t of counts) {
+      const x = await presetRun(t);
+      x.valid_bpb = await evalNative(x.file, valid);
+      x.unseen_bpb = await evalNative(x.file, unseen);
+      rmSync(x.tmp, { recursive: true, force: true });
+      delete x.file; delete x.tmp;
+      process.stderr.write(`round ${r + 1}, ${t} thread(s): ${x.wall_s.toFixed(1)} s wall, ${x.trainer_s.toFixed(1)} s trainer, ` +
+        `valid ${x.valid_bpb.toFixed(4)} bpb, unseen ${x.unseen_bpb.toFixed(4)} bpb\n`);
+      if (!best[t] || x.wall_s < best[t].wall_s) best[t] = x;
+    }
+  const one = best[1];
+  console.log(`the page's ${args.preset} preset in headless Chromium, best of ${args.rounds} round(s)`);
+  console.log('| threads | wall s | trainer s | vs 1 thread | page val bpb | valid.txt bpb | unseen bpb |');
+  console.log('|--------:|-------:|----------:|------------:|-------------:|--------------:|-----------:|');
+  for (const x of Object.values(best))
+    console.log(`| ${x.threads} | ${x.wall_s.toFixed(1)} | ${x.trainer_s.toFixed(1)} | ${one ? (one.wall_s / x.wall_s).toFixed(2) + 'x' : '-'} | ` +
+      `${x.val_bpb.toFixed(4)} | ${x.valid_bpb.toFixed(4)} | ${x.unseen_bpb.toFixed(4)} |`);
+  const last = Object.values(best).at(-1);
+  console.log(`sample: ${JSON.stringify(last.sample)}`);
+  console.log(`JSON: ${JSON.stringify({ bench: 'web-train-preset', preset: args.preset, rounds: args.rounds, runs: Object.values(best).map((x) => ({
+    ...x, vs_1thread: one ? +(one.wall_s / x.wall_s).toFixed(3) : null })) })}`);
 }
 
 const ways = [['chromium', chromiumRun], ['node', nodeRun], ['native', nativeRun]].filter(([k]) => !skip.has(k));

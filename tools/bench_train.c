@@ -1,4 +1,4 @@
-/* tools/bench_train.c — training throughput on one thread.
+/* tools/bench_train.c — training throughput, one thread or several.
  *
  * Contract. For each config (default atome-60k and vanilla-60k) and each
  * matmul kernel set (default: "ref" and the automatic choice; --kernels all =
@@ -20,12 +20,15 @@
  *
  * Output: a table on stdout, then one line "JSON: {...}". Exit status 0, or 1
  * on a bad argument or a config that cannot be trained (e.g. a family still
- * unimplemented). Single-threaded by construction (no threads anywhere). */
+ * unimplemented). --threads 1,2 runs each config x kernel set on each
+ * thread count (the trainer's pool, core/train/pool.h) and reports wall
+ * time, with the ratio to one thread of the same run (vs_1thread). */
 #define _POSIX_C_SOURCE 200809L
 #include "core/train/kernels.h"
 #include "core/train/model.h"
 #include "core/rng.h"
 #include "core/train/trainer.h"
+#include "core/train/pool.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,10 @@ static double clock_s(clockid_t id) {
  * the time the thread waits while other processes use the core. */
 static double now_s(void) { return clock_s(CLOCK_THREAD_CPUTIME_ID); }
 static double wall_s(void) { return clock_s(CLOCK_MONOTONIC); }
+/* The clock of the split (forward, backward, matmul): thread CPU time on
+ * one thread, wall time when other threads share the work. */
+static int g_wall = 0;
+static double split_s(void) { return g_wall ? wall_s() : now_s(); }
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -50,6 +57,7 @@ typedef struct {
     char   config[40];
     char   kernels[16];
     char   quant[8];
+    int    threads;
     double step_med, step_min;  /* seconds of thread CPU time */
     double wall_med;            /* seconds of wall time */
     double fwd_med, fwdbwd_med; /* seconds */
@@ -70,15 +78,19 @@ static void usage(void) {
     fprintf(stderr,
             "usage: bench_train [--configs a,b,...] [--kernels ref,auto|all|NAME,...]\n"
             "                   [--batch 16] [--seq 64] [--steps 30] [--warmup 3]\n"
-            "                   [--quant auto|fp32|ternary] [--seed 1]\n"
+            "                   [--quant auto|fp32|ternary] [--seed 1] [--threads 1,2]\n"
             "       bench_train --matmul 1 [--kernels ...] [--batch 16] [--seq 64]\n"
             "  quant auto: ternary for the atome family, fp32 for the baselines.\n"
-            "  --matmul 1: GFLOP/s of the matmul kernels alone on the trainers' shapes.\n");
+            "  --matmul 1: GFLOP/s of the matmul kernels alone on the trainers' shapes.\n"
+            "  --threads: thread counts to run each config x kernel set on (core/train/pool.h);\n"
+            "  with more than one thread anywhere the clock is wall time.\n");
 }
 
 /* The flags of one run (defaults in main). */
 typedef struct {
-    char          cfgbuf[256], kbuf[256];   /* comma lists, split in place */
+    char          cfgbuf[256], kbuf[256], tbuf[64];   /* comma lists, split in place */
+    char          tlist[64];                        /* --threads as given */
+    int           threads[8], nthreads, wall;       /* --threads; wall: the headline clock */
     const char   *quant;
     int           B, seq, steps, warmup, matmul;
     unsigned long seed;
@@ -156,17 +168,17 @@ static double time_steps(const bench_args *a, atm_trainer *tr, run_bufs *b) {
     /* Split of the step: forward alone, and forward + backward, on the
      * trainer's own effective weights and buffers (dw is scratch here). */
     for (int s = 0; s < steps; s++) {
-        double t0 = now_s();
+        double t0 = split_s();
         tr->fam->forward(&tr->L, tr->weff, tr->acts, b->in, b->tgt, B, T);
-        double t1 = now_s();
+        double t1 = split_s();
         b->tf[s] = t1 - t0;
     }
     for (int s = 0; s < steps; s++) {
         memset(tr->dw, 0, sizeof(float) * tr->L.n_params);
-        double t0 = now_s();
+        double t0 = split_s();
         tr->fam->forward(&tr->L, tr->weff, tr->acts, b->in, b->tgt, B, T);
         tr->fam->backward(&tr->L, tr->weff, tr->acts, tr->dw);
-        double t1 = now_s();
+        double t1 = split_s();
         b->tb[s] = t1 - t0;
     }
     return loss;
@@ -189,9 +201,9 @@ static int time_matmul(atm_trainer *tr, run_bufs *b, int steps, result *r) {
     float *scratch = malloc(sizeof(float) * (nf ? nf : 1));
     if (!scratch) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
     for (int s = 0; s < steps; s++) {
-        double t0 = now_s();
+        double t0 = split_s();
         atm_matmul_replay(calls, ncalls, scratch, nf);
-        b->tm[s] = now_s() - t0;
+        b->tm[s] = split_s() - t0;
     }
     free(scratch);
     return 0;
@@ -211,7 +223,7 @@ static int run_one(const bench_args *a, const char *cfgname, const char *kname, 
         snprintf(r->config, sizeof r->config, "%s", cfgname);
         snprintf(r->kernels, sizeof r->kernels, "%s", atm_kernels_name());
         snprintf(r->quant, sizeof r->quant, "%s", quant == ATM_QUANT_TERNARY ? "ternary" : "fp32");
-        stats(b.ts, steps, &r->step_med, &r->step_min);
+        stats(a->wall ? b.tw : b.ts, steps, &r->step_med, &r->step_min);
         stats(b.tf, steps, &r->fwd_med, &dummy);
         stats(b.tb, steps, &r->fwdbwd_med, &dummy);
         stats(b.tw, steps, &r->wall_med, &dummy);
@@ -294,6 +306,7 @@ static int split(char *s, char **items, int max) {
 static int parse_args(bench_args *a, int argc, char **argv) {
     snprintf(a->cfgbuf, sizeof a->cfgbuf, "%s", "atome-60k,vanilla-60k");
     snprintf(a->kbuf, sizeof a->kbuf, "%s", "ref,auto");
+    snprintf(a->tbuf, sizeof a->tbuf, "%s", "1");
     a->quant = "auto";
     a->B = 16; a->seq = 64; a->steps = 30; a->warmup = 3; a->matmul = 0;
     a->seed = 1;
@@ -310,9 +323,20 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         else if (strcmp(f, "--warmup") == 0) a->warmup = atoi(v);
         else if (strcmp(f, "--seed") == 0) a->seed = strtoul(v, NULL, 10);
         else if (strcmp(f, "--matmul") == 0) a->matmul = atoi(v);
+        else if (strcmp(f, "--threads") == 0) snprintf(a->tbuf, sizeof a->tbuf, "%s", v);
         else { usage(); return 1; }
     }
-    if (a->B < 1 || a->seq < 2 || a->steps < 1 || a->warmup < 0 ||
+    char *ts[8];
+    snprintf(a->tlist, sizeof a->tlist, "%s", a->tbuf);
+    a->nthreads = split(a->tbuf, ts, 8);
+    a->wall = 0;
+    for (int i = 0; i < a->nthreads; i++) {
+        a->threads[i] = atoi(ts[i]);
+        if (a->threads[i] < 1 || a->threads[i] > ATM_THREADS_MAX) { usage(); return 1; }
+        a->wall |= a->threads[i] > 1;
+    }
+    g_wall = a->wall;
+    if (a->nthreads < 1 || a->B < 1 || a->seq < 2 || a->steps < 1 || a->warmup < 0 ||
         (strcmp(a->quant, "auto") && strcmp(a->quant, "fp32") && strcmp(a->quant, "ternary"))) {
         usage();
         return 1;
@@ -351,47 +375,60 @@ static int kernel_list(char *kbuf, const char **klist) {
 static int run_table(const bench_args *a, char **cfgs, int ncfg, const char **klist, int nkk, result *res) {
     const int B = a->B, T = a->seq - 1;
     int nres = 0;
-    printf("bench_train: batch %d x seq %d (%d predicted bytes/step), 1 thread, %d timed steps after %d warm-up\n",
-           B, a->seq, B * T, a->steps, a->warmup);
-    printf("%-12s %-8s %-7s %9s %9s %9s %9s %9s %9s %12s %12s %8s\n", "config", "kernels", "quant", "step_ms",
-           "wall_ms", "fwd_ms", "bwd_ms", "rest_ms", "matmul_ms", "bytes/s", "B*seq/s", "vs_ref");
+    printf("bench_train: batch %d x seq %d (%d predicted bytes/step), threads %s, %s clock, %d timed steps after %d warm-up\n",
+           B, a->seq, B * T, a->tlist, a->wall ? "wall" : "thread CPU", a->steps, a->warmup);
+    printf("%-12s %-8s %-7s %3s %9s %9s %9s %9s %9s %9s %12s %12s %8s %8s\n", "config", "kernels", "quant", "thr", "step_ms",
+           "wall_ms", "fwd_ms", "bwd_ms", "rest_ms", "matmul_ms", "bytes/s", "B*seq/s", "vs_ref", "vs_1t");
     for (int c = 0; c < ncfg; c++) {
         double ref_bps = 0.0;
         for (int k = 0; k < nkk; k++) {
-            result *r = &res[nres];
-            if (run_one(a, cfgs[c], klist[k], r) != 0) return -1;
-            nres++;
-            double bps = (double)B * T / r->step_med;
-            if (strcmp(r->kernels, "ref") == 0) ref_bps = bps;
-            char ratio[16] = "-";
-            if (ref_bps > 0) snprintf(ratio, sizeof ratio, "%.2fx", bps / ref_bps);
-            printf("%-12s %-8s %-7s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12.0f %12.0f %8s\n", r->config, r->kernels,
-                   r->quant, 1e3 * r->step_med, 1e3 * r->wall_med, 1e3 * r->fwd_med, 1e3 * (r->fwdbwd_med - r->fwd_med),
-                   1e3 * (r->step_med - r->fwdbwd_med), 1e3 * r->mm_med, bps, (double)a->B * a->seq / r->step_med, ratio);
+            double one_bps = 0.0;
+            for (int t = 0; t < a->nthreads; t++) {
+                result *r = &res[nres];
+                atm_threads_set(a->threads[t]);
+                if (run_one(a, cfgs[c], klist[k], r) != 0) return -1;
+                r->threads = atm_threads();
+                nres++;
+                double bps = (double)B * T / r->step_med;
+                if (strcmp(r->kernels, "ref") == 0 && r->threads == 1) ref_bps = bps;
+                if (r->threads == 1) one_bps = bps;
+                char ratio[16] = "-", tr[16] = "-";
+                if (ref_bps > 0 && r->threads == 1) snprintf(ratio, sizeof ratio, "%.2fx", bps / ref_bps);
+                if (one_bps > 0) snprintf(tr, sizeof tr, "%.2fx", bps / one_bps);
+                printf("%-12s %-8s %-7s %3d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12.0f %12.0f %8s %8s\n", r->config,
+                       r->kernels, r->quant, r->threads, 1e3 * r->step_med, 1e3 * r->wall_med, 1e3 * r->fwd_med,
+                       1e3 * (r->fwdbwd_med - r->fwd_med), 1e3 * (r->step_med - r->fwdbwd_med), 1e3 * r->mm_med, bps,
+                       (double)a->B * a->seq / r->step_med, ratio, tr);
+            }
         }
     }
+    atm_threads_set(1);
     return nres;
 }
 
 static void print_json(const bench_args *a, const result *res, int nres) {
     const int B = a->B, T = a->seq - 1;
-    printf("JSON: {\"bench\":\"train\",\"clock\":\"thread_cpu\",\"threads\":1,\"batch\":%d,\"seq\":%d,\"bytes_per_step\":%d,\"results\":[",
-           B, a->seq, B * T);
+    printf("JSON: {\"bench\":\"train\",\"clock\":\"%s\",\"threads\":[%s],\"batch\":%d,\"seq\":%d,\"bytes_per_step\":%d,\"results\":[",
+           a->wall ? "wall" : "thread_cpu", a->tlist, B, a->seq, B * T);
     for (int i = 0; i < nres; i++) {
         const result *r = &res[i];
-        double ref_bps = 0.0;
-        for (int j = 0; j < nres; j++)
-            if (strcmp(res[j].config, r->config) == 0 && strcmp(res[j].kernels, "ref") == 0)
-                ref_bps = (double)B * T / res[j].step_med;
+        double ref_bps = 0.0, one_bps = 0.0;
+        for (int j = 0; j < nres; j++) {
+            if (strcmp(res[j].config, r->config) || res[j].threads != 1) continue;
+            if (strcmp(res[j].kernels, "ref") == 0) ref_bps = (double)B * T / res[j].step_med;
+            if (strcmp(res[j].kernels, r->kernels) == 0) one_bps = (double)B * T / res[j].step_med;
+        }
         double bps = (double)B * T / r->step_med;
-        printf("%s{\"config\":\"%s\",\"kernels\":\"%s\",\"quant\":\"%s\",\"step_ms\":%.4f,\"step_ms_min\":%.4f,\"step_ms_wall\":%.4f,"
+        printf("%s{\"config\":\"%s\",\"kernels\":\"%s\",\"quant\":\"%s\",\"threads\":%d,\"step_ms\":%.4f,\"step_ms_min\":%.4f,\"step_ms_wall\":%.4f,"
                "\"fwd_ms\":%.4f,\"fwdbwd_ms\":%.4f,\"matmul_gflop\":%.6f,\"matmul_calls\":%d,\"matmul_ms\":%.4f,"
                "\"bytes_per_s\":%.0f,\"input_bytes_per_s\":%.0f,\"vs_ref\":",
-               i ? "," : "", r->config, r->kernels, r->quant, 1e3 * r->step_med, 1e3 * r->step_min,
+               i ? "," : "", r->config, r->kernels, r->quant, r->threads, 1e3 * r->step_med, 1e3 * r->step_min,
                1e3 * r->wall_med, 1e3 * r->fwd_med, 1e3 * r->fwdbwd_med, r->mm_gflop, r->mm_calls, 1e3 * r->mm_med,
                bps, (double)B * a->seq / r->step_med);
-        if (ref_bps > 0) printf("%.3f}", bps / ref_bps);
-        else printf("null}");
+        if (ref_bps > 0 && r->threads == 1) printf("%.3f", bps / ref_bps);
+        else printf("null");
+        if (one_bps > 0) printf(",\"vs_1thread\":%.3f}", bps / one_bps);
+        else printf(",\"vs_1thread\":null}");
     }
     printf("]}\n");
 }

@@ -7,8 +7,8 @@
 //   tools/research report [--results research/results] [--out docs/RESULTS.md]
 //
 // A run is one `atome train` then one `atome eval` on the held-out file, with
-// ATOME_KERNELS pinned (one thread: the trainer is single-threaded unless told
-// otherwise), checkpoints every ~8 MB of training bytes. Its result is
+// ATOME_KERNELS pinned and one thread (ATOME_THREADS=1; the trainer's
+// threads never change bits, but --jobs counts cores), checkpoints every ~8 MB of training bytes. Its result is
 // research/results/<spec>/<run>.json; a finished run is skipped, a
 // half-trained one resumes from research/runs/<spec>/<run>/model.ckpt
 // (resumption is bit-identical, so the result equals an uninterrupted run's).
@@ -126,7 +126,10 @@ function paramsOf(f) {
 // ---- running one cell ----
 function sh(cmd, { onStderr, env } = {}) {
   return new Promise((res) => {
-    const p = spawn('bash', ['-c', cmd], { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: env || process.env });
+    // One thread per run (ATOME_THREADS=1): a sweep's --jobs says how many
+    // cores it takes; the bits would be the same on any count (pool.h).
+    const p = spawn('bash', ['-c', cmd], { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...(env || process.env), ATOME_THREADS: '1' } });
     children.add(p);
     let out = '', err = '';
     p.stdout.on('data', d => { out += d; });

@@ -65,6 +65,7 @@ function isLoopback(host) {
 const NEEDS = [
   ['build/wasm/atome.wasm', 'tools/setup'],
   ['build/wasm/atome-scalar.wasm', 'tools/setup'],
+  ['build/wasm/atome-threads.wasm', 'tools/setup'],
   ['build/mcu/mcu/atome-fw-mps2-an385.elf', 'tools/setup'],
   ['build/mcu/mcu/atome-fw-microbit.elf', 'tools/setup'],
   ['web/index.html', '(part of the source tree)'],
@@ -74,8 +75,8 @@ const NEEDS = [
 // URL prefix -> directory, and which files of it are served.
 const ROUTES = [
   { prefix: '/web/', dir: 'web', ok: () => true },
-  { prefix: '/wasm/', dir: 'wasm', ok: (f) => f === 'atome.mjs' },
-  { prefix: '/build/wasm/', dir: 'build/wasm', ok: (f) => /^atome(-scalar)?\.wasm$/.test(f) },
+  { prefix: '/wasm/', dir: 'wasm', ok: (f) => f === 'atome.mjs' || f === 'atome-thread.mjs' },
+  { prefix: '/build/wasm/', dir: 'build/wasm', ok: (f) => /^atome(-scalar|-threads)?\.wasm$/.test(f) },
   { prefix: '/build/mcu/mcu/', dir: 'build/mcu/mcu', ok: (f) => /^atome-fw-[a-z0-9-]+\.elf$/.test(f) },
   { prefix: '/models/', dir: 'models', ok: (f) => /^[^/]+\.(atome|md)$/.test(f) },
   { prefix: '/vendor/uplot/', dir: 'node_modules/uplot/dist', ok: (f) => f === 'uPlot.esm.js' || f === 'uPlot.min.css' },
@@ -92,10 +93,16 @@ export const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'"
   "worker-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "font-src 'self'", "object-src 'none'",
   "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"].join('; ');
 
+// Cross-origin isolation (COOP + COEP): the page may then use shared memory,
+// which the trainer's threads need (wasm/atome.mjs threadsAvailable). Every
+// resource is same-origin, so require-corp costs nothing. startServer({
+// isolated: false }) leaves COEP out (tests of the one-thread fallback).
+let isolated = true;
 function headers(type, extra = {}) {
   return {
     'Content-Type': type, 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-cache', 'Cross-Origin-Opener-Policy': 'same-origin',
+    ...(isolated ? { 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' } : {}),
     ...extra,
   };
 }
@@ -180,7 +187,8 @@ function handler(req, res) {
   createReadStream(file).on('error', () => res.destroy()).pipe(res);
 }
 
-export function startServer({ port = 0, host = '127.0.0.1', allowRemote = false } = {}) {
+export function startServer({ port = 0, host = '127.0.0.1', allowRemote = false, isolated: iso = true } = {}) {
+  isolated = iso;
   if (allowRemote) hostCheck = () => true;
   else if (!LOCAL_NAMES.has(host)) LOCAL_NAMES.add(host.toLowerCase());
   const server = createServer(handler);

@@ -91,19 +91,114 @@ async function instantiate(source, imports) {
 
 // The default location of the module: the wasm preset's build directory.
 export const defaultWasmUrl = new URL('../build/wasm/atome.wasm', import.meta.url);
+// The shared-memory build (wasm/CMakeLists.txt): used when threads > 1.
+export const threadsWasmUrl = new URL('../build/wasm/atome-threads.wasm', import.meta.url);
+// Its memory: the module imports a shared one of at least ATOME_WASM_MEMORY
+// and at most ATOME_WASM_MAX_MEMORY bytes (wasm/CMakeLists.txt defaults).
+const THREADS_MEMORY = { initial: 50331648 / 65536, maximum: 1073741824 / 65536 };
+// A worker's stack: as large as the first instance's (ATOME_WASM_STACK; kernels keep
+// row buffers there, and wasm has no guard page to stop an overflow).
+const THREAD_STACK = 1024 * 1024;
 
+// Whether this context can run the threaded module: shared memory, and in
+// a browser a cross-origin isolated one (COOP + COEP headers).
+export function threadsAvailable() {
+  if (typeof SharedArrayBuffer === 'undefined' || typeof Atomics === 'undefined') return false;
+  return isNode() || globalThis.crossOriginIsolated === true;
+}
+
+async function moduleOf(source) {
+  if (source instanceof WebAssembly.Module) return source;
+  if (source instanceof URL || typeof source === 'string') {
+    const url = source instanceof URL ? source : new URL(source, globalThis.location?.href);
+    if (url.protocol === 'file:' && isNode()) {
+      const { readFile } = await import('node:fs/promises');
+      return WebAssembly.compile(await readFile(url));
+    }
+    const resp = await fetch(url);
+    if (!resp.ok) throw new Error(`cannot fetch ${url}: HTTP ${resp.status}`);
+    return WebAssembly.compile(await resp.arrayBuffer());
+  }
+  return WebAssembly.compile(source);
+}
+
+// options.threads > 1 (and threadsAvailable()): atome-threads.wasm
+// (options.threadsSource, default threadsWasmUrl) on a shared memory, with
+// threads - 1 worker instances (wasm/atome-thread.mjs) for the trainer's
+// pool; the bits are those of one thread (core/train/pool.h). Otherwise the
+// module at `source` on one thread. atome.threads says which; close() ends
+// the workers. In a browser the threaded module blocks while it waits, so it
+// runs in a Web Worker, never on the page's main thread.
 export async function loadAtome(source = defaultWasmUrl, options = {}) {
-  const state = {
-    memory: null,
-    env: options.env ?? {},
-    onStderr: options.onStderr ?? ((t) => console.error(t.replace(/\n$/, ''))),
-  };
+  const want = Math.max(1, Math.floor(options.threads ?? 1));
+  if (want > 1 && threadsAvailable()) return loadThreaded(options.threadsSource ?? threadsWasmUrl, want, options);
+  const state = stateOf(options);
   // the memory grows on demand (views are always taken from memory.buffer afresh)
   const instance = await instantiate(source, { wasi_snapshot_preview1: wasiImports(state),
     env: { emscripten_notify_memory_growth() {} } });
   state.memory = instance.exports.memory;
   instance.exports._initialize?.();
   return new Atome(instance.exports);
+}
+
+function stateOf(options) {
+  return {
+    memory: null,
+    env: options.env ?? {},
+    onStderr: options.onStderr ?? ((t) => console.error(t.replace(/\n$/, ''))),
+  };
+}
+
+async function loadThreaded(source, n, options) {
+  const module = await moduleOf(source);
+  const memory = new WebAssembly.Memory({ ...THREADS_MEMORY, shared: true });
+  const state = stateOf(options);
+  state.memory = memory;
+  const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasiImports(state),
+    env: { memory, emscripten_notify_memory_growth() {} } });
+  instance.exports._initialize?.();
+  const ex = { ...instance.exports, memory };
+  const workers = [];
+  try {
+    for (let id = 1; id < n; id++) {
+      const stack = ex.atome_alloc(THREAD_STACK);
+      if (!stack) throw new Error('out of wasm memory for a thread stack');
+      workers.push(await startWorker(module, memory, id, (stack + THREAD_STACK) & ~15));
+    }
+  } catch (e) {
+    for (const w of workers) w.terminate();
+    throw new Error(`cannot start the trainer's threads: ${e.message ?? e}`);
+  }
+  ex.atome_threads_started(workers.length);
+  const a = new Atome(ex);
+  a.workers = workers;
+  a.ex.atome_threads(n);
+  return a;
+}
+
+// One worker instance, resolved when it runs (its thread then waits in
+// wasm for work, for the life of the program).
+async function startWorker(module, memory, id, stackTop) {
+  const url = new URL('./atome-thread.mjs', import.meta.url);
+  let w;
+  if (isNode()) {
+    const { Worker } = await import('node:worker_threads');
+    w = new Worker(url);
+    w.unref();
+  } else {
+    w = new Worker(url, { type: 'module' });
+  }
+  await new Promise((resolve, reject) => {
+    const on = (msg) => {
+      const m = msg?.data !== undefined && !isNode() ? msg.data : msg;
+      if (m?.ready === id) resolve();
+      else if (m?.error) reject(new Error(m.error));
+    };
+    if (isNode()) { w.on('message', on); w.on('error', reject); }
+    else { w.onmessage = on; w.onerror = (e) => reject(new Error(e.message ?? 'worker failed')); }
+    w.postMessage({ module, memory, id, stackTop });
+  });
+  return w;
 }
 
 // n bytes in pieces of at most chunk, each from next(ptr, count) into one
@@ -122,7 +217,19 @@ function* pieces(model, n, chunk, next) {
 }
 
 export class Atome {
-  constructor(ex) { this.ex = ex; }
+  constructor(ex) { this.ex = ex; this.workers = []; }
+
+  // The trainer's threads: the count in effect (1 unless loaded with
+  // options.threads on a context that has shared memory). setThreads(n)
+  // changes it within 1..the workers started + 1 and returns the result.
+  get threads() { return this.ex.atome_threads ? this.ex.atome_threads(0) : 1; }
+  setThreads(n) { return this.ex.atome_threads ? this.ex.atome_threads(Math.max(1, n | 0)) : 1; }
+  // Ends the worker instances (the module is unusable for threaded work after).
+  close() {
+    if (this.ex.atome_threads) this.ex.atome_threads(1);
+    for (const w of this.workers) w.terminate();
+    this.workers = [];
+  }
 
   // The generation limits every front end shares (core/sampler.h): the
   // largest n, the n and the seed taken when none is given.
@@ -137,7 +244,7 @@ export class Atome {
     const m = new Uint8Array(this.ex.memory.buffer);
     let e = ptr;
     while (m[e]) e++;
-    return dec.decode(m.subarray(ptr, e));
+    return dec.decode(m.slice(ptr, e));   // a copy: TextDecoder refuses shared memory
   }
 
   // Copies bytes (Uint8Array or string) into a fresh block; NUL-terminated.

@@ -47,6 +47,7 @@
 #include "core/train/model.h"
 #include "core/sampler.h"
 #include "core/train/trainer.h"
+#include "core/train/pool.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -87,6 +88,20 @@ API void *atome_alloc(size_t n) { return malloc(n ? n : 1); }
 /* Top of the malloc heap (its high-water mark: the heap never shrinks). */
 API size_t atome_heap_top(void) { return (size_t)sbrk(0); }
 API void atome_free(void *p) { free(p); }
+
+/* The trainer's threads (core/train/pool.h). In atome-threads.wasm the host
+ * starts n worker instances on the shared memory, each on its own stack
+ * (atome_alloc'd here, by the first instance: libc is single-threaded), then
+ * says so with atome_threads_started(n); atome_threads(n) sets the count
+ * (clamped to the workers there are + 1) and returns it; atome_threads(0)
+ * returns it unchanged. In the other
+ * modules it is always 1. */
+#if defined(__wasm_atomics__)
+API void atome_thread_main(int id) { atm_pool_worker(id); }
+API void atome_threads_started(int n) { atm_pool_workers_started(n); }
+#endif
+API int atome_threads(int n) { return n > 0 ? atm_threads_set(n) : atm_threads(); }
+API double atome_thread_calls(void) { return (double)atm_pool_calls(); }
 API const char *atome_error(session *s) { return s->err; }
 API const char *atome_kernels(void) { return atm_kernels_name(); }
 API int atome_kernels_use(const char *name) { return atm_kernels_select(name); }

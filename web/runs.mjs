@@ -133,7 +133,7 @@ async function continueRun(page, rs, id) {
   try {
     r = await store.getRun(id);
     if (!r || !r.ckpt) throw new Error('that run has no saved checkpoint');
-    corpus = r.corpusBuiltin ? await page.train.builtinCorpus() : r.corpus;
+    corpus = r.corpusBuiltin ? await page.train.builtinCorpus(r.corpusBytes || 500000) : r.corpus;
     if (!corpus) throw new Error('the corpus of that run was not saved; it cannot be continued');
     if (r.state === 'failed') throw new Error('that run failed; it cannot be continued');
   } catch (e) { releaseRun(rs); page.train.status('idle'); throw e; }

@@ -6,7 +6,8 @@
 //
 // Protocol: web/rpc.mjs (requests with ids, events, one reply each); the
 // requests (docs/web.md):
-//   init { scalar }          -> { simd, kernels }                  load the module
+//   init { scalar, threads } -> { simd, kernels, threads, isolated } load the module (atome-threads.wasm
+//                                                                 when threads > 1 and shared memory exists)
 //   start { run }            -> { step, steps, valBpb, atome01, atome02, ckpt, history, stopped, seconds }
 //                               when the run is over; run = { id, settings, corpus, corpusName, samplePrompt,
 //                               resume?, saveEveryMs, failAt }. Its events, while it trains:
@@ -25,7 +26,7 @@
 // weights without changing them, so a run continued from any checkpoint
 // reaches the same bits as one that never stopped. The history (loss
 // curves, samples) is saved with each checkpoint and restored with it.
-import { loadAtome } from '../wasm/atome.mjs';
+import { loadAtome, threadsAvailable } from '../wasm/atome.mjs';
 import { simdSupported, yieldNow } from './worker-util.mjs';
 import { serve, Transfer } from './rpc.mjs';
 
@@ -151,6 +152,7 @@ async function start({ run: r }, ctx) {
     throw Object.assign(new Error('a run is already in progress'), { refused: true });
   emit = ctx.emit;
   try {
+    atome.setThreads(r.settings.threads ?? 1);   // not part of the run: a continued run may use another count
     begin(r);
     await loop();
     return await finish(state === 'stopping');
@@ -256,12 +258,18 @@ async function finish(stopped) {
 }
 
 let initDone = null;
-async function init({ scalar }) {
+async function init({ scalar, threads = 1 }) {
   simd = !scalar && simdSupported();
-  initDone = loadAtome(new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url),
-    { onStderr: () => {} }).then((a) => { atome = a; });
+  // the threaded module is a SIMD build: no threads for the scalar fallback
+  const t = simd && threadsAvailable() ? threads : 1;
+  const url = new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url);
+  const load = (n) => loadAtome(url, { onStderr: () => {}, threads: n,
+    threadsSource: new URL('../build/wasm/atome-threads.wasm', import.meta.url) });
+  let note = null;
+  // a threaded module that does not start leaves one thread, said so
+  initDone = load(t).catch((e) => { if (t <= 1) throw e; note = e.message; return load(1); }).then((a) => { atome = a; });
   await initDone;
-  return { simd, kernels: atome.kernels() };
+  return { simd, kernels: atome.kernels(), threads: atome.threads, isolated: threadsAvailable(), note };
 }
 
 function pause() {

@@ -6,15 +6,20 @@ import * as store from './store.mjs';
 import { $, fmt, showError, hideError, markField, intField, fieldError, fetchBytes, dropZone } from './ui.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
+import { initPresets, PAGE_THREADS, presetOfFields } from './presets.mjs';
 
 // The largest corpus the page accepts: 16 MiB. The training module's memory
 // grows with what a run needs (up to 1 GiB), and a 60K model trains on a
 // corpus this large at the default batch and seq (tests/node/web-demanding).
 export const CORPUS_LIMIT = 16 * 1024 * 1024;
-export const BUILTIN = { name: 'tinystories-500k.txt', url: '/web/data/tinystories-500k.txt',
-  label: 'TinyStories, first 500,000 bytes (built in)' };
+// The built-in corpus: the first bytes of TinyStories' training text, as
+// many as the preset takes (quick 2,000,000, reference 500,000: the same
+// bytes as the page's 500 KB corpus before presets), all from one file.
+export const BUILTIN = { url: '/web/data/tinystories-2m.txt', bytes: 2000000 };
+const builtinName = (n) => (n % 1e6 === 0 ? `tinystories-${n / 1e6}m.txt` : `tinystories-${Math.round(n / 1e3)}k.txt`);
+const builtinLabel = (n) => `TinyStories, first ${fmt(n)} bytes (built in)`;
 
-const FORM_FIELDS = ['train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
+const FORM_FIELDS = ['train-preset', 'train-threads', 'train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
   'cosine', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2', 'eval-every', 'sample-every'];
 
 // The section: state (idle | starting | running | paused | done | error),
@@ -23,22 +28,24 @@ const FORM_FIELDS = ['train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr
 // bytes of your file), the corpus bytes still to save with the run, the
 // chart and the chain of saves.
 export function initTrain(page) {
-  const ts = { active: false, state: 'idle', run: null, info: null, history: null, corpus: null, corpusName: BUILTIN.name,
-    builtin: true, builtinBytes: null, corpusForSave: null, savedCorpus: false, started: 0, stopping: false,
+  const ts = { active: false, state: 'idle', run: null, info: null, history: null, corpus: null,
+    corpusName: builtinName(BUILTIN.bytes), builtinN: BUILTIN.bytes, builtin: true, builtinBytes: null, corpusForSave: null, savedCorpus: false, started: 0, stopping: false,
     focusPause: false, saves: Promise.resolve() };
   ts.chart = initChart(() => ts.run?.steps);
+  ts.presets = initPresets(page, (n) => useBuiltin(ts, n, false));
   wireTrain(page, ts);
   testExpose('saveNow', () => saveRun(page, ts, {}, 'now'));
   return {
     state: ts,
     get active() { return ts.active; },
     get run() { return ts.run; },
-    init: (scalar) => page.trainer.call('init', { scalar }).then((m) => trainerReady(page, m), (e) => trainError(page, ts, e)),
+    init: (scalar) => page.trainer.call('init', { scalar, threads: PAGE_THREADS })
+      .then((m) => trainerReady(page, ts, m), (e) => trainError(page, ts, e)),
     status: (state, extra) => setTrainStatus(page, ts, state, extra),
     // a saved run is being continued: the panel is taken, the keyboard goes to Pause
     claim: () => { setTrainStatus(page, ts, 'starting'); ts.focusPause = true; },
     continueRun: (run, corpus, resume) => { launch(page, ts, run, corpus, resume); ts.savedCorpus = true; },
-    builtinCorpus: () => builtinCorpus(ts),
+    builtinCorpus: (n) => builtinCorpus(ts, n),
     showRun: (run) => { settingsToForm(run.settings); showRunCorpus(ts, run); },
     crashed: (message) => { showError(`training worker failed: ${message}`); runFailed(page, ts, message); setTrainStatus(page, ts, 'error'); },
     refresh: () => { $('train-start').disabled = !page.ready.trainer || ts.active; },
@@ -48,11 +55,7 @@ export function initTrain(page) {
 function wireTrain(page, ts) {
   dropZone('sec-train', (f) => pickCorpus(ts, f));
   $('corpus-file').addEventListener('change', (e) => { pickCorpus(ts, e.target.files[0]); e.target.value = ''; });
-  $('corpus-builtin').addEventListener('click', () => {
-    Object.assign(ts, { corpus: null, corpusName: BUILTIN.name, builtin: true });
-    $('corpus-name').textContent = BUILTIN.label;
-    $('corpus-builtin').hidden = true;
-  });
+  $('corpus-builtin').addEventListener('click', () => useBuiltin(ts, ts.builtinN, true));
   $('corpus-limit').textContent = `A text file of up to ${fmt(CORPUS_LIMIT)} bytes (16 MiB). ` +
     'Plain text trains best; bytes are the vocabulary, so any language or encoding works.';
   const ask = (type) => page.trainer.call(type).catch((e) => trainError(page, ts, e));
@@ -104,6 +107,7 @@ function readSettings() {
     warmup: int('warmup', 0, 1e8, 'Warmup steps'), cosine: $('cosine').value === '1', lrMin: num('lr-min', 'Cosine floor', 0, 10),
     clip: num('clip', 'Clip grad norm', 0), wd: num('wd', 'Weight decay', 0, 10), fpFraction: num('fp-fraction', 'fp32 fraction', 0, 1),
     lr2: $('lr2').value.trim() === '' ? null : num('lr2', 'Stage-2 lr', 0, 10, true),
+    preset: $('train-preset').value, threads: intField('train-threads', 1, 16, 'Threads'),
   };
   s.evalEvery = $('eval-every').value.trim() === '' ? autoEvery(s.steps) : int('eval-every', 0, 1e8, 'Validate every');
   s.sampleEvery = $('sample-every').value.trim() === '' ? autoEvery(s.steps) : int('sample-every', 0, 1e8, 'Sample every');
@@ -148,9 +152,19 @@ async function pickCorpus(ts, file) {
   $('corpus-builtin').hidden = false;
 }
 
-async function builtinCorpus(ts) {
+// The built-in corpus of n bytes for the next run (a preset's size; `pick`:
+// also when your own file is chosen now).
+function useBuiltin(ts, n, pick) {
+  ts.builtinN = Math.min(n, BUILTIN.bytes);
+  if (!ts.builtin && !pick) return;
+  Object.assign(ts, { corpus: null, corpusName: builtinName(ts.builtinN), builtin: true });
+  $('corpus-name').textContent = builtinLabel(ts.builtinN);
+  $('corpus-builtin').hidden = true;
+}
+
+async function builtinCorpus(ts, n = ts.builtinN) {
   if (!ts.builtinBytes) ts.builtinBytes = await fetchBytes(BUILTIN.url);
-  return ts.builtinBytes;
+  return ts.builtinBytes.subarray(0, Math.min(n, ts.builtinBytes.length));
 }
 
 // Training samples start from the start of the run's corpus (its first line,
@@ -200,14 +214,13 @@ function settingsToForm(s) {
     'eval-every': s.evalEvery, 'sample-every': s.sampleEvery };
   for (const [id, v] of Object.entries(put)) $(id).value = s.text?.[id] ?? String(v);
   $('cosine').value = s.cosine ? '1' : '0';
+  $('train-preset').value = presetOfFields();
 }
 
 // The corpus label (and the corpus a new run would take) follow the run shown.
 function showRunCorpus(ts, run, corpus = null) {
   if (run.corpusBuiltin) {
-    Object.assign(ts, { corpus: null, corpusName: BUILTIN.name, builtin: true });
-    $('corpus-name').textContent = BUILTIN.label;
-    $('corpus-builtin').hidden = true;
+    useBuiltin(ts, run.corpusBytes || BUILTIN.bytes, true);
   } else {
     if (!corpus) return;           // its bytes are in the saved run: they are loaded when it is continued
     Object.assign(ts, { corpus, corpusName: run.corpusName, builtin: false });
@@ -235,7 +248,9 @@ function launch(page, ts, run, corpus, resume) {
   $('train-text').textContent = resume ? `Continuing from step ${fmt(run.step)}…` : 'Starting…';
   const failAt = Number(page.params.get('fail-at')) || 0;     // test hook: the first run of the page fails at that step
   if (failAt) page.params.delete('fail-at');
-  const job = page.trainer.request('start', { run: { id: run.id, settings: run.settings, corpus, corpusName: run.corpusName,
+  // the thread count is this page's, not the run's (a continued run may use another)
+  const settings = { ...run.settings, threads: Math.max(1, Math.floor(Number($('train-threads').value)) || 1) };
+  const job = page.trainer.request('start', { run: { id: run.id, settings, corpus, corpusName: run.corpusName,
     samplePrompt: run.samplePrompt ?? null, resume, saveEveryMs: Number(page.params.get('save-ms')) || 3000, failAt } },
   { onEvent: (event, m) => trainEvent(page, ts, event, m) });
   job.done.then((m) => { testEvent('train', 'done', m.step); runDone(page, ts, m); }, (e) => trainError(page, ts, e));
@@ -262,8 +277,9 @@ function saveRun(page, ts, patch, why) {
   return ts.saves;
 }
 
-function trainerReady(page, m) {
+function trainerReady(page, ts, m) {
   testEvent('train', 'ready', m.step);
+  ts.presets.threads(m.threads ?? 1, m.isolated === true, m.note ?? null);
   page.ready.trainer = true;
   if (!m.simd) $('module-status').textContent += ' Training uses the scalar module (no wasm SIMD here): slower.';
   page.refresh();

@@ -10,6 +10,7 @@
  * __wasm_simd128__ (-msimd128). No threads: the choice is a plain static written
  * once (every writer writes the same value). */
 #include "kernels.h"
+#include "pool.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +21,13 @@
 
 /* Ordered from the reference to the fastest. */
 static const atm_kernel_set SETS[] = {
-    { "ref", atm_matmul_forward_ref, atm_matmul_backward_ref },
+    { "ref", atm_matmul_forward_ref, atm_matmul_backward_ref, atm_matmul_backward_dw_ref },
 #ifdef ATM_KERNELS_X86
-    { "avx2", atm_matmul_forward_avx2, atm_matmul_backward_avx2 },
-    { "avx512", atm_matmul_forward_avx512, atm_matmul_backward_avx512 },
+    { "avx2", atm_matmul_forward_avx2, atm_matmul_backward_avx2, atm_matmul_backward_dw_avx2 },
+    { "avx512", atm_matmul_forward_avx512, atm_matmul_backward_avx512, atm_matmul_backward_dw_avx512 },
 #endif
 #if defined(__wasm_simd128__)
-    { "wasm-simd", atm_matmul_forward_wasm, atm_matmul_backward_wasm },
+    { "wasm-simd", atm_matmul_forward_wasm, atm_matmul_backward_wasm, atm_matmul_backward_dw_wasm },
 #endif
 };
 #define N_SETS ((int)(sizeof(SETS) / sizeof(SETS[0])))
@@ -164,15 +165,93 @@ int atm_matmul_replay(const atm_matmul_call *calls, int n, float *scratch, size_
     return 0;
 }
 
+/* ---- the thread pool's share (pool.h): outputs only, never the sum order.
+ * A forward splits the rows of out, a backward the rows of dinp and the rows
+ * (output channels) of dw; every element then sees the one-thread kernel's
+ * chain over the same k (dw through backward_dw on its rows, in place). Row chunks are multiples of ROWS_ALIGN rows and
+ * longer than any kernel's small-N path (KX_SMALLN, KW_SMALLN = 4), so each
+ * task takes the path the whole call would. */
+#define ROWS_ALIGN 16
+#define SMALL_N 4
+
+static void span(int n, int task, int ntasks, int align, int *lo, int *hi) {
+    int per = (n + ntasks - 1) / ntasks;
+    per = (per + align - 1) / align * align;
+    *lo = task * per < n ? task * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+typedef struct {
+    const atm_kernel_set *ks;
+    float *out, *dinp, *dw;
+    const float *inp, *w, *dout;
+    int N, IC, OC;
+} mm_job;
+
+static void mm_forward_task(void *ctx, int t, int nt) {
+    const mm_job *j = ctx;
+    int lo, hi;
+    span(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
+    if (hi > lo)
+        j->ks->forward(j->out + (size_t)lo * j->OC, j->inp + (size_t)lo * j->IC, j->w, hi - lo, j->IC, j->OC);
+}
+
+/* With both gradients asked for, task 0 computes all of dinp and the other
+ * tasks share dw's rows (output channels, read from dout's columns in place:
+ * backward_dw takes dout's row stride); with one, the tasks share it (dinp
+ * by rows, dw by rows). For two threads the halves are about equal work.
+ * Splitting dinp's rows beside the dw split crashed atome-944k in
+ * atome-threads.wasm (memory access out of bounds, about one run in three;
+ * not understood, native runs were exact): this split does not (issue #16). */
+static void mm_backward_task(void *ctx, int t, int nt) {
+    const mm_job *j = ctx;
+    int lo, hi;
+    const int both = j->dinp && j->dw;
+    if (j->dinp && (!both || t == 0)) {
+        if (both) span(j->N, 0, 1, ROWS_ALIGN, &lo, &hi);
+        else span(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
+        if (hi > lo)
+            j->ks->backward(j->dinp + (size_t)lo * j->IC, NULL, j->dout + (size_t)lo * j->OC, NULL, j->w,
+                            hi - lo, j->IC, j->OC);
+    }
+    if (j->dw && (!both || t > 0)) {
+        if (both) span(j->OC, t - 1, nt - 1, 1, &lo, &hi);
+        else span(j->OC, t, nt, 1, &lo, &hi);
+        if (hi > lo) j->ks->backward_dw(j->dw + (size_t)lo * j->IC, j->dout + lo, j->OC, j->inp, j->N, j->IC, hi - lo);
+    }
+}
+
+/* Tasks for an N-row product: enough work per task, and at least two row
+ * chunks of ROWS_ALIGN rows (the dw split alone would be too uneven). */
+static int mm_tasks(int N, int IC, int OC, int products) {
+    if (N < 2 * ROWS_ALIGN) return 1;
+    int n = atm_par_tasks(mm_flops(N, IC, OC) * products);
+    const int chunks = (N + ROWS_ALIGN - 1) / ROWS_ALIGN;
+    if (n > chunks) n = chunks;
+    /* the last chunk too must be longer than the small-N path */
+    for (; n > 1; n--) {
+        int lo, hi;
+        span(N, n - 1, n, ROWS_ALIGN, &lo, &hi);
+        if (hi - lo > SMALL_N) break;
+    }
+    return n;
+}
+
 void atm_matmul_forward(float *out, const float *inp, const float *w, int N, int IC, int OC) {
     g_flops += mm_flops(N, IC, OC);
     if (g_recording) record(0, 0, 0, N, IC, OC);
-    current()->forward(out, inp, w, N, IC, OC);
+    mm_job j = { current(), out, NULL, NULL, inp, w, NULL, N, IC, OC };
+    const int nt = mm_tasks(N, IC, OC, 1);
+    if (nt <= 1) j.ks->forward(out, inp, w, N, IC, OC);
+    else atm_parallel(mm_forward_task, &j, nt);
 }
 
 void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
                          const float *w, int N, int IC, int OC) {
     g_flops += mm_flops(N, IC, OC) * ((dinp != NULL) + (dw != NULL));
     if (g_recording) record(1, dinp != NULL, dw != NULL, N, IC, OC);
-    current()->backward(dinp, dw, dout, inp, w, N, IC, OC);
+    mm_job j = { current(), NULL, dinp, dw, inp, w, dout, N, IC, OC };
+    const int nt = mm_tasks(N, IC, OC, (dinp != NULL) + (dw != NULL));
+    if (nt <= 1) j.ks->backward(dinp, dw, dout, inp, w, N, IC, OC);
+    else atm_parallel(mm_backward_task, &j, nt);
 }

@@ -25,10 +25,16 @@ typedef void (*atm_matmul_fwd_fn)(float *out, const float *inp, const float *w,
 typedef void (*atm_matmul_bwd_fn)(float *dinp, float *dw, const float *dout,
                                   const float *inp, const float *w, int N, int IC, int OC);
 
+/* dw[OC][IC] += dout^T . inp with dout's rows ldd >= OC floats apart: the
+ * dw of a backward for some of its output channels (the thread pool's share,
+ * kernels.c); each element gets the bits the whole backward gives it. */
+typedef void (*atm_matmul_dw_fn)(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC);
+
 typedef struct {
     const char       *name;     /* "ref", "avx2", "avx512", "wasm-simd" */
     atm_matmul_fwd_fn forward;
     atm_matmul_bwd_fn backward;
+    atm_matmul_dw_fn  backward_dw;
 } atm_kernel_set;
 
 /* Number of kernel sets compiled in and supported by this CPU; set i in
@@ -62,14 +68,17 @@ int atm_matmul_replay(const atm_matmul_call *calls, int n, float *scratch, size_
 
 #if defined(__x86_64__) || defined(__i386__)
 void atm_matmul_forward_avx2(float *out, const float *inp, const float *w, int N, int IC, int OC);
+void atm_matmul_backward_dw_avx2(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC);
 void atm_matmul_backward_avx2(float *dinp, float *dw, const float *dout, const float *inp,
                               const float *w, int N, int IC, int OC);
 void atm_matmul_forward_avx512(float *out, const float *inp, const float *w, int N, int IC, int OC);
+void atm_matmul_backward_dw_avx512(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC);
 void atm_matmul_backward_avx512(float *dinp, float *dw, const float *dout, const float *inp,
                                 const float *w, int N, int IC, int OC);
 #endif
 #if defined(__wasm_simd128__)
 void atm_matmul_forward_wasm(float *out, const float *inp, const float *w, int N, int IC, int OC);
+void atm_matmul_backward_dw_wasm(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC);
 void atm_matmul_backward_wasm(float *dinp, float *dw, const float *dout, const float *inp,
                               const float *w, int N, int IC, int OC);
 #endif

@@ -255,6 +255,8 @@ KX_ATTR void KX(atm_matmul_forward)(float *out, const float *inp, const float *w
     KX_VZEROUPPER();
 }
 
+KX_INLINE void KX(mm_dw)(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC);
+
 KX_ATTR void KX(atm_matmul_backward)(float *dinp, float *dw, const float *dout, const float *inp,
                              const float *w, int N, int IC, int OC) {
     if (N <= 0 || IC <= 0 || OC <= 0) return;
@@ -263,17 +265,29 @@ KX_ATTR void KX(atm_matmul_backward)(float *dinp, float *dw, const float *dout, 
             int nc = IC - ic0 < nb ? IC - ic0 : nb;
             KX(block)(nc, N, KX_BT(nc), OC, dout, OC, 1, w + ic0, IC, dinp + ic0, IC, 1);
         }
-    /* dw sums over N in slabs of KX_NSLAB rows so the slab of inp and dout
-     * the tiles stream through stays in L2 (1008 x 256 floats is 1 MiB). */
-    if (dw)
-        for (int n0 = 0; n0 < N; n0 += KX_NSLAB) {
-            int nn = N - n0 < KX_NSLAB ? N - n0 : KX_NSLAB;
-            const float *d = dout + (size_t)n0 * OC, *x = inp + (size_t)n0 * IC;
-            for (int ic0 = 0, nb = KX_NBLOCK(OC); ic0 < IC; ic0 += nb) {
-                int nc = IC - ic0 < nb ? IC - ic0 : nb;
-                KX(block)(nc, OC, KX_BT(nc), nn, d, 1, OC, x + ic0, IC, dw + ic0, IC, 1);
-            }
+    if (dw) KX(mm_dw)(dw, dout, OC, inp, N, IC, OC);
+    KX_VZEROUPPER();
+}
+
+/* dw[OC][IC] += dout^T . inp with dout's rows ldd floats apart (the
+ * thread pool's share of a backward: rows oc0.. of dw from columns oc0.. of
+ * dout, kernels.c). dw sums over N in slabs of KX_NSLAB rows so the slab of
+ * inp and dout the tiles stream through stays in L2 (1008 x 256 floats is
+ * 1 MiB); an element's chain depends on N only. */
+KX_INLINE void KX(mm_dw)(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC) {
+    for (int n0 = 0; n0 < N; n0 += KX_NSLAB) {
+        int nn = N - n0 < KX_NSLAB ? N - n0 : KX_NSLAB;
+        const float *d = dout + (size_t)n0 * ldd, *x = inp + (size_t)n0 * IC;
+        for (int ic0 = 0, nb = KX_NBLOCK(OC); ic0 < IC; ic0 += nb) {
+            int nc = IC - ic0 < nb ? IC - ic0 : nb;
+            KX(block)(nc, OC, KX_BT(nc), nn, d, 1, ldd, x + ic0, IC, dw + ic0, IC, 1);
         }
+    }
+}
+
+KX_ATTR void KX(atm_matmul_backward_dw)(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC) {
+    if (N <= 0 || IC <= 0 || OC <= 0) return;
+    KX(mm_dw)(dw, dout, ldd, inp, N, IC, OC);
     KX_VZEROUPPER();
 }
 

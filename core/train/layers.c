@@ -33,14 +33,16 @@ void atm_matmul_backward_ref(float *dinp, float *dw, const float *dout, const fl
             }
         }
     }
-    if (dw) {
-        for (int oc = 0; oc < OC; oc++) {
-            float *dwr = dw + (size_t)oc * IC;
-            for (int n = 0; n < N; n++) {
-                float g = dout[(size_t)n * OC + oc];
-                const float *x = inp + (size_t)n * IC;
-                for (int i = 0; i < IC; i++) dwr[i] += g * x[i];
-            }
+    if (dw) atm_matmul_backward_dw_ref(dw, dout, OC, inp, N, IC, OC);
+}
+
+void atm_matmul_backward_dw_ref(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC) {
+    for (int oc = 0; oc < OC; oc++) {
+        float *dwr = dw + (size_t)oc * IC;
+        for (int n = 0; n < N; n++) {
+            float g = dout[(size_t)n * ldd + oc];
+            const float *x = inp + (size_t)n * IC;
+            for (int i = 0; i < IC; i++) dwr[i] += g * x[i];
         }
     }
 }

@@ -21,6 +21,7 @@ void atm_matmul_forward(float *out, const float *inp, const float *w, int N, int
 void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
                          const float *w, int N, int IC, int OC);
 void atm_matmul_forward_ref(float *out, const float *inp, const float *w, int N, int IC, int OC);
+void atm_matmul_backward_dw_ref(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC);
 void atm_matmul_backward_ref(float *dinp, float *dw, const float *dout, const float *inp,
                              const float *w, int N, int IC, int OC);
 /* Name of the kernel set the dispatcher uses ("ref", "avx2", "avx512", "wasm-simd"). */

@@ -1,6 +1,7 @@
 /* core/train/quant.c — ternary quantiser (absmean, BitNet b1.58 style) and
  * parameter initialisation. See model.h for the contract. */
 #include "model.h"
+#include "pool.h"
 #include <math.h>
 #include <string.h>
 
@@ -26,14 +27,45 @@ float atm_ternary_quantize(const float *w, size_t n, float *wq) {
     return a;
 }
 
-void atm_quantize_layout(const atm_layout *L, int quant, const float *w, float *weff) {
-    if (weff != w) memcpy(weff, w, sizeof(float) * L->n_params);
-    if (quant != ATM_QUANT_TERNARY) return;
-    for (int i = 0; i < L->n_tensors; i++) {
-        const atm_tensor *t = &L->t[i];
-        if (t->kind != ATM_TK_QUANT) continue;
-        atm_ternary_quantize(w + t->off, (size_t)t->rows * (size_t)t->cols, weff + t->off);
+/* The effective weights over a task's range of the flat vector: the copy
+ * and, inside each quantised tensor, the trits times the tensor's scale
+ * (element by element: any split gives the same bits). The scales are
+ * per-tensor sums, taken serially first. */
+typedef struct {
+    const atm_layout *L;
+    const float *w;
+    float *weff;
+    const float *alpha;      /* per tensor; 0 = not quantised */
+} quant_job;
+
+static void quant_task(void *ctx, int t, int nt) {
+    const quant_job *j = ctx;
+    const size_t n = j->L->n_params;
+    size_t per = (n + (size_t)nt - 1) / (size_t)nt;
+    per = (per + 15) / 16 * 16;
+    const size_t lo = (size_t)t * per < n ? (size_t)t * per : n, hi = lo + per < n ? lo + per : n;
+    if (hi <= lo) return;
+    if (j->weff != j->w) memcpy(j->weff + lo, j->w + lo, sizeof(float) * (hi - lo));
+    for (int i = 0; j->alpha && i < j->L->n_tensors; i++) {
+        const atm_tensor *tt = &j->L->t[i];
+        const float a = j->alpha[i];
+        if (a == 0.0f) continue;
+        size_t b = tt->off, e = tt->off + (size_t)tt->rows * (size_t)tt->cols;
+        if (b < lo) b = lo;
+        if (e > hi) e = hi;
+        for (size_t k = b; k < e; k++) j->weff[k] = (float)atm_ternary_trit(j->w[k], a) * a;
     }
+}
+
+void atm_quantize_layout(const atm_layout *L, int quant, const float *w, float *weff) {
+    float alpha[ATM_MAX_TENSORS];
+    const int tern = quant == ATM_QUANT_TERNARY;
+    for (int i = 0; tern && i < L->n_tensors; i++) {
+        const atm_tensor *t = &L->t[i];
+        alpha[i] = t->kind == ATM_TK_QUANT ? atm_ternary_alpha(w + t->off, (size_t)t->rows * (size_t)t->cols) : 0.0f;
+    }
+    quant_job j = { L, w, weff, tern ? alpha : NULL };
+    atm_parallel(quant_task, &j, atm_par_tasks(2.0 * (double)L->n_params));
 }
 
 static float uniform01(atm_rng *r) {            /* (0,1]: never 0, safe for log */

@@ -2,6 +2,7 @@
  * fp32-then-ternary two-stage schedule. See trainer.h for the contract; all
  * memory is allocated in atm_trainer_new, a step allocates nothing. */
 #include "trainer.h"
+#include "pool.h"
 #include "../host/fail.h"
 #include <math.h>
 #include <stdio.h>
@@ -189,6 +190,47 @@ int atm_trainer_quant(const atm_trainer *tr) {
     return tr->opt.quant;
 }
 
+/* Parameter range [lo, hi) of task t of nt over n values (multiples of 16). */
+static void param_share(size_t n, int t, int nt, size_t *lo, size_t *hi) {
+    size_t per = (n + (size_t)nt - 1) / (size_t)nt;
+    per = (per + 15) / 16 * 16;
+    *lo = (size_t)t * per < n ? (size_t)t * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+static size_t g_zero_n;   /* the gradient's length for zero_task */
+static void zero_task(void *ctx, int t, int nt) {
+    size_t lo, hi;
+    param_share(g_zero_n, t, nt, &lo, &hi);
+    if (hi > lo) memset((float *)ctx + lo, 0, (hi - lo) * sizeof(float));
+}
+
+/* AdamW on parameters [lo, hi) of a task's share (pool.h). */
+typedef struct {
+    float *w, *m, *v;
+    const float *g;
+    size_t n;
+    float b1, b2, eps, decay, step_size, bc2_sqrt;
+} adam_job;
+
+static void adam_task(void *ctx, int t, int nt) {
+    const adam_job *j = ctx;
+    size_t lo, hi;
+    param_share(j->n, t, nt, &lo, &hi);
+    const float b1 = j->b1, b2 = j->b2, eps = j->eps, ob1 = 1.0f - b1, ob2 = 1.0f - b2;
+    float *w = j->w, *m = j->m, *v = j->v;
+    const float *g = j->g;
+    for (size_t i = lo; i < hi; i++) {
+        float gi = g[i];
+        float mi = b1 * m[i] + ob1 * gi;
+        float vi = b2 * v[i] + ob2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / j->bc2_sqrt + eps;
+        w[i] = w[i] * j->decay - j->step_size * (mi / denom);
+    }
+}
+
 double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) {
     const atm_train_opts *o = &tr->opt;
     size_t n = tr->L.n_params;
@@ -200,7 +242,8 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
     }
     int quant = tr->stage == 0 ? ATM_QUANT_FP32 : o->quant;
     atm_quantize_layout(&tr->L, quant, tr->w, tr->weff);
-    memset(tr->dw, 0, n * sizeof(float));
+    g_zero_n = n;
+    atm_parallel(zero_task, tr->dw, atm_par_tasks(0.25 * (double)n));   /* a memset, in parts */
     if (tr->teacher) {
         teacher_targets(tr, in);
         tr->fam->set_soft_targets(tr->acts, tr->teacher->q, tr->teacher->weight);
@@ -223,21 +266,10 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
      * floats; the per-element update is float32 like torch's. */
     double bc1 = 1.0 - pow((double)o->beta1, (double)tr->adam_t);
     double bc2 = 1.0 - pow((double)o->beta2, (double)tr->adam_t);
-    float decay = (float)(1.0 - (double)lr * (double)o->wd);
-    float step_size = (float)((double)lr / bc1);
-    float bc2_sqrt = (float)sqrt(bc2);
-    float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
-    float ob1 = 1.0f - b1, ob2 = 1.0f - b2;
-    float *w = tr->w, *m = tr->m, *v = tr->v;
-    for (size_t i = 0; i < n; i++) {
-        float gi = g[i];
-        float mi = b1 * m[i] + ob1 * gi;
-        float vi = b2 * v[i] + ob2 * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        float denom = sqrtf(vi) / bc2_sqrt + eps;
-        w[i] = w[i] * decay - step_size * (mi / denom);
-    }
+    adam_job j = { tr->w, tr->m, tr->v, g, n, o->beta1, o->beta2, o->eps,
+                   (float)(1.0 - (double)lr * (double)o->wd), (float)((double)lr / bc1), (float)sqrt(bc2) };
+    /* element by element: any split over the parameters gives the same bits */
+    atm_parallel(adam_task, &j, atm_par_tasks(12.0 * (double)n));
     tr->step++;
     tr->last_loss = loss;
     tr->last_lr = lr;

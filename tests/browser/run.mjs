@@ -40,3 +40,25 @@ export async function train({ config, dataUrl, steps, options }) {
     return { losses, step: m.step };
   } finally { m.free(); }
 }
+
+// The trainer's threads in this context: the same run on atome.wasm (one
+// thread) and on atome-threads.wasm with spec.threads threads; returns the
+// hex of both exported models, the losses and the held-out loss of each, and
+// whether the context is cross-origin isolated (no shared memory without).
+export async function trainThreads({ config, dataUrl, steps, options, threads }) {
+  const data = await fetchBytes(dataUrl);
+  const runs = [];
+  for (const t of [1, threads]) {
+    const atome = await loadAtome(new URL('build/wasm/atome.wasm', root),
+      { threads: t, threadsSource: new URL('build/wasm/atome-threads.wasm', root) });
+    const m = atome.createModel(config, { ...options, steps });
+    try {
+      m.setData(data);
+      const losses = [];
+      while (m.step < steps) losses.push(m.trainSteps(2).loss);
+      runs.push({ threads: atome.threads, losses, eval: m.evaluate({ maxChunks: 32 }).natsPerByte,
+        model: hex(m.exportAtome({ encoding: 1 })) });
+    } finally { m.free(); atome.close(); }
+  }
+  return { isolated: self.crossOriginIsolated === true, runs };
+}

@@ -4,7 +4,8 @@
 // The tests build nothing. They expect
 //   cmake --preset native && cmake --build --preset native   -> build/native/atome
 //   cmake --preset wasm && cmake --build --preset wasm       -> build/wasm/atome.wasm,
-//                                                              build/wasm/atome-scalar.wasm
+//                                                              build/wasm/atome-scalar.wasm,
+//                                                              build/wasm/atome-threads.wasm
 // ATOME_WASM_BUILD / ATOME_NATIVE_BUILD point at other build directories.
 // A missing artifact fails the test with the command that makes it; nothing
 // is ever skipped.
@@ -25,8 +26,9 @@ function need(file, how) {
   return file;
 }
 
+const WASM_FILES = { simd: 'atome.wasm', scalar: 'atome-scalar.wasm', threads: 'atome-threads.wasm' };
 export const wasmFile = (variant = 'simd') =>
-  need(path.join(wasmDir, variant === 'simd' ? 'atome.wasm' : 'atome-scalar.wasm'),
+  need(path.join(wasmDir, WASM_FILES[variant] ?? 'atome-scalar.wasm'),
     'cmake --preset wasm && cmake --build --preset wasm');
 export const nativeCli = () => need(path.join(nativeDir, 'atome'), 'cmake --preset native && cmake --build --preset native');
 

@@ -6,6 +6,9 @@
 // generates from models/atome-60k.atome with the integer engine, and the
 // Worker also trains a small float model for a few steps. Both byte streams
 // must equal `build/native/atome generate` with the same flags, byte for byte.
+// The Worker also trains atome-60k on one thread and on 2 threads
+// (atome-threads.wasm on shared memory; the server is cross-origin isolated):
+// same losses, held-out loss and exported model.
 // A missing Chromium or playwright-core (tools/setup installs both) fails the
 // test; nothing is skipped.
 import test from 'node:test';
@@ -19,7 +22,7 @@ import { repo, wasmFile, native, firstDiff, generateArgs } from './artifacts.mjs
 // Module scripts are MIME-checked, and instantiateStreaming needs
 // application/wasm; an unknown type must not be octet-stream for the page
 // itself (Chromium would download it instead of rendering it).
-const TYPES = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': 'text/javascript',
+const TYPES = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': 'text/javascript', '.txt': 'text/plain',
   '.html': 'text/html; charset=utf-8', '.atome': 'application/octet-stream', '.md': 'text/plain; charset=utf-8' };
 
 function serve(root) {
@@ -31,7 +34,10 @@ function serve(root) {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
       return;
     }
-    res.writeHead(200, { 'Content-Type': type, 'Cache-Control': 'no-store' });
+    // cross-origin isolated (COOP + COEP), as tools/serve: shared memory for
+    // the trainer's threads
+    res.writeHead(200, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Embedder-Policy': 'require-corp' });
     createReadStream(file).pipe(res);
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
@@ -50,8 +56,12 @@ const CASES = [
 ];
 // atome-tiny on the repository's README: small enough for a handful of steps
 // to take milliseconds, with a learning rate high enough to move the loss.
-const TRAIN = { config: 'atome-tiny', dataUrl: 'README.md', steps: 8,
+const TRAIN = { config: 'atome-tiny', dataUrl: 'web/data/tinystories-500k.txt', steps: 8,
   options: { seed: 1, lr: 3e-3, batch: 4, seq: 32, warmup: 0 } };
+
+// atome-60k at batch 8 x seq 64: large enough that the kernels split.
+const THREADS = { config: 'atome-60k', dataUrl: 'web/data/tinystories-500k.txt', steps: 6, threads: 2,
+  options: { seed: 3, lr: 3e-3, batch: 8, seq: 64 } };
 
 const cliArgs = (c) => generateArgs(path.join(repo, 'models/atome-60k.atome'), c);
 
@@ -82,7 +92,7 @@ test('page and module Worker: atome.wasm via wasm/atome.mjs generates the native
     const logs = [];
     page.on('console', (m) => logs.push(`console.${m.type()}: ${m.text()}`));
     page.on('pageerror', (e) => logs.push(`pageerror: ${e.message}`));
-    const spec = encodeURIComponent(JSON.stringify({ cases: CASES, train: TRAIN }));
+    const spec = encodeURIComponent(JSON.stringify({ cases: CASES, train: TRAIN, threads: THREADS }));
     const url = `http://127.0.0.1:${server.address().port}/tests/browser/index.html?spec=${spec}`;
     await page.goto(url);
     await page.waitForFunction(() => window.__result, null, { timeout: 15000 }).catch((e) => {
@@ -109,6 +119,14 @@ test('page and module Worker: atome.wasm via wasm/atome.mjs generates the native
     // lr 3e-3 take it clearly below the start (not to a converged value).
     assert.ok(losses[0] > 4.5 && losses[0] < 7, `first loss ${losses[0]} is not near ln 256`);
     assert.ok(losses.at(-1) < losses[0] - 0.05, `loss did not fall: ${losses.map((l) => l.toFixed(4)).join(' ')}`);
+
+    // the trainer's threads in a Worker: 2 threads give one thread's bits
+    const th = r.worker.threads;
+    assert.equal(th.isolated, true, 'the test page is not cross-origin isolated');
+    assert.deepEqual(th.runs.map((x) => x.threads), [1, THREADS.threads]);
+    assert.deepEqual(th.runs[1].losses, th.runs[0].losses, 'threaded step losses differ');
+    assert.equal(th.runs[1].eval, th.runs[0].eval, 'threaded held-out loss differs');
+    assert.ok(th.runs[1].model === th.runs[0].model, 'threaded export differs');
   } finally {
     await ctx.close();
   }

@@ -22,7 +22,7 @@ export const hex = (b) => Buffer.from(b).toString('hex');
 let server, origin, browser, tmp;
 export const requests = [];      // every URL any page or worker of the suite asked for
 
-export function useBrowser({ headers = null } = {}) {
+export function useBrowser({ headers = null, isolated = true } = {}) {
 before(async () => {
   assert.ok(CHROMIUM, 'Chromium not found (/usr/lib/chromium/chromium, /usr/bin/chromium): run tools/setup');
   const missing = missingArtifacts();
@@ -31,7 +31,7 @@ before(async () => {
   try { ({ chromium } = await import('playwright-core')); } catch (e) {
     assert.fail(`playwright-core cannot be imported (${e.message}): run tools/setup (npm ci)`);
   }
-  server = await startServer({ port: 0, host: '127.0.0.1' });
+  server = await startServer({ port: 0, host: '127.0.0.1', isolated });
   origin = `http://127.0.0.1:${server.address().port}`;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',

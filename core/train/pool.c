@@ -1,0 +1,248 @@
+/* core/train/pool.c — the trainer's thread pool (pool.h).
+ *
+ * One algorithm on a "wait while a word equals a value" primitive: Linux
+ * futexes natively, memory.atomic.wait32 / notify in a shared-memory wasm
+ * build. The caller publishes a call by bumping `g_gen`, whose low 5 bits
+ * carry the task count (so a worker reads the generation and its share in
+ * one load: a worker outside the call never reads fn or ctx, which the
+ * caller may already be rewriting); the workers of the call count `g_pending`
+ * down, the last one wakes the caller. Waits spin ATM_POOL_SPIN rounds before
+ * they sleep; a wake is a system call only when someone sleeps. */
+#if !defined(__wasm__)
+#define _GNU_SOURCE 1
+#endif
+#include "pool.h"
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#if defined(__wasm__)
+#if defined(__wasm_atomics__)
+#define POOL_THREADS 1
+#else
+#define POOL_THREADS 0
+#endif
+#elif defined(__linux__)
+#define POOL_THREADS 1
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#define POOL_THREADS 0
+#endif
+
+/* Rounds of checking before a wait yields, then sleeps: about 200 us (a
+ * pause is ~11 ns on the test machine), longer than the serial stretches
+ * between two parallel kernels of a step (a conv backward is ~35 us), so a
+ * training pool never sleeps mid-step (a futex wake costs tens of us) and an
+ * idle one stops using the core within a fraction of a millisecond. */
+#define ATM_POOL_SPIN 20000
+#define ATM_POOL_YIELDS 20
+
+typedef struct { void *p; size_t cap; } scratch_t;
+static scratch_t g_scratch[ATM_THREADS_MAX];
+static int g_threads = 0;                 /* 0: not yet read from the environment */
+static unsigned long g_calls = 0;
+
+unsigned long atm_pool_calls(void) { return g_calls; }
+
+int atm_threads(void);
+#if POOL_THREADS
+/* Each shared word on its own cache line: the workers' count-down must not
+ * bounce the line the caller publishes on. */
+#define LINE __attribute__((aligned(64)))
+static LINE uint32_t g_gen = 0;           /* counter << 5 | tasks of the call */
+static LINE int32_t g_pending = 0;        /* tasks of the call not yet done (workers') */
+static LINE int32_t g_sleepers = 0;       /* workers asleep on g_gen */
+static LINE int32_t g_caller_sleeps = 0;  /* the caller asleep on g_pending */
+static atm_task_fn g_fn;
+static void *g_ctx;
+static int g_workers = 0;                 /* workers running (ids 1..g_workers) */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+#if defined(__wasm__)
+static void sleep_while(int32_t *addr, int32_t v) {
+    __builtin_wasm_memory_atomic_wait32(addr, v, -1);
+}
+static void wake_all(int32_t *addr) { __builtin_wasm_memory_atomic_notify(addr, (unsigned)-1); }
+#else
+static void sleep_while(int32_t *addr, int32_t v) {
+    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+static void wake_all(int32_t *addr) { syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
+#endif
+
+/* Returns once *addr != v; *counter counts the sleepers for the waker. */
+static int32_t wait_change(int32_t *addr, int32_t v, int32_t *counter) {
+    int32_t now;
+    for (int i = 0; i < ATM_POOL_SPIN; i++) {
+        now = __atomic_load_n(addr, __ATOMIC_ACQUIRE);
+        if (now != v) return now;
+        cpu_relax();
+#if !defined(__wasm__)
+        /* now and then let a thread that waits for this core run (more
+         * threads than free cores): a yield with nobody waiting is ~1 us */
+        if ((i & 255) == 255) sched_yield();
+#endif
+    }
+#if !defined(__wasm__)
+    /* Then give the core away a few times: with more threads than free
+     * cores the thread that holds the work runs instead of a spinner. */
+    for (int i = 0; i < ATM_POOL_YIELDS; i++) {
+        sched_yield();
+        now = __atomic_load_n(addr, __ATOMIC_ACQUIRE);
+        if (now != v) return now;
+    }
+#endif
+    for (;;) {
+        __atomic_add_fetch(counter, 1, __ATOMIC_SEQ_CST);
+        now = __atomic_load_n(addr, __ATOMIC_SEQ_CST);
+        if (now == v) sleep_while(addr, v);
+        __atomic_sub_fetch(counter, 1, __ATOMIC_SEQ_CST);
+        now = __atomic_load_n(addr, __ATOMIC_ACQUIRE);
+        if (now != v) return now;
+    }
+}
+
+/* A worker starts from the generation current when it was created (no call
+ * is in flight then), so a call published before it first runs is not
+ * missed. */
+static uint32_t g_start_gen[ATM_THREADS_MAX];
+
+static void worker_loop(int id) {
+    uint32_t seen = g_start_gen[id];
+    for (;;) {
+        uint32_t g = (uint32_t)wait_change((int32_t *)&g_gen, (int32_t)seen, &g_sleepers);
+        seen = g;
+        const int n = (int)(g & 31u);
+        if (id >= n) continue;
+        g_fn(g_ctx, id, n);
+        if (__atomic_sub_fetch(&g_pending, 1, __ATOMIC_SEQ_CST) == 0 &&
+            __atomic_load_n(&g_caller_sleeps, __ATOMIC_SEQ_CST))
+            wake_all(&g_pending);
+    }
+}
+
+#if !defined(__wasm__)
+static void *worker_main(void *arg) {
+    worker_loop((int)(intptr_t)arg);
+    return NULL;
+}
+
+/* Native: workers are started on first need and live for the program. */
+static int ensure_workers(int n) {
+    while (g_workers < n - 1) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        g_start_gen[g_workers + 1] = __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE);
+        int rc = pthread_create(&t, &a, worker_main, (void *)(intptr_t)(g_workers + 1));
+        pthread_attr_destroy(&a);
+        if (rc != 0) break;
+        g_workers++;
+    }
+    return n < g_workers + 1 ? n : g_workers + 1;
+}
+#else
+void atm_pool_worker(int id) {
+    if (id < 1 || id >= ATM_THREADS_MAX) return;
+    g_start_gen[id] = __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE);
+    worker_loop(id);
+}
+void atm_pool_workers_started(int n) { g_workers = n < ATM_THREADS_MAX - 1 ? n : ATM_THREADS_MAX - 1; }
+static int ensure_workers(int n) { return n < g_workers + 1 ? n : g_workers + 1; }
+#endif
+
+void atm_parallel(atm_task_fn fn, void *ctx, int n) {
+    const int t = atm_threads();
+    if (n > t) n = t;
+    if (n <= 1) { fn(ctx, 0, 1); return; }
+    g_calls++;
+    g_fn = fn;
+    g_ctx = ctx;
+    __atomic_store_n(&g_pending, n - 1, __ATOMIC_RELAXED);
+    uint32_t g = ((__atomic_load_n(&g_gen, __ATOMIC_RELAXED) >> 5) + 1u) << 5 | (uint32_t)n;
+    __atomic_store_n(&g_gen, g, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&g_sleepers, __ATOMIC_SEQ_CST)) wake_all((int32_t *)&g_gen);
+    fn(ctx, 0, n);
+    int32_t left = __atomic_load_n(&g_pending, __ATOMIC_ACQUIRE);
+    while (left != 0) left = wait_change(&g_pending, left, &g_caller_sleeps);
+}
+#else
+static int ensure_workers(int n) { (void)n; return 1; }
+void atm_parallel(atm_task_fn fn, void *ctx, int n) { (void)n; fn(ctx, 0, 1); }
+#if defined(__wasm__)
+void atm_pool_worker(int id) { (void)id; for (;;) {} }
+void atm_pool_workers_started(int n) { (void)n; }
+#endif
+#endif
+
+static int cores(void) {
+#if POOL_THREADS && !defined(__wasm__)
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c < 1 ? 1 : c > ATM_THREADS_MAX ? ATM_THREADS_MAX : (int)c;
+#else
+    return POOL_THREADS ? ATM_THREADS_MAX : 1;
+#endif
+}
+
+int atm_threads_default(void) {
+    int c = cores();
+    return c < ATM_THREADS_DEFAULT_CAP ? c : ATM_THREADS_DEFAULT_CAP;
+}
+
+int atm_threads_set(int n) {
+    if (n < 1) n = 1;
+    if (n > ATM_THREADS_MAX) n = ATM_THREADS_MAX;
+    g_threads = n > 1 ? ensure_workers(n) : 1;
+    return g_threads;
+}
+
+static void init_from_env(void) {
+    const char *e = getenv("ATOME_THREADS");
+    int n = 1;
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (*end == '\0' && v >= 1) n = v > ATM_THREADS_MAX ? ATM_THREADS_MAX : (int)v;
+    }
+    atm_threads_set(n);
+}
+
+int atm_threads(void) {
+    if (g_threads == 0) init_from_env();
+    return g_threads;
+}
+
+static double g_min_flops = ATM_PAR_MIN_FLOPS;
+
+void atm_par_min_flops(double flops) { g_min_flops = flops < 0 ? ATM_PAR_MIN_FLOPS : flops; }
+
+int atm_par_tasks(double flops) {
+    const int t = atm_threads();
+    if (t <= 1) return 1;
+    if (g_min_flops <= 0) return t;
+    double q = flops / g_min_flops;
+    int n = q >= t ? t : (int)q;
+    return n < 1 ? 1 : n;
+}
+
+void *atm_task_scratch(int task, size_t bytes) {
+    if (task < 0 || task >= ATM_THREADS_MAX) return NULL;
+    scratch_t *s = &g_scratch[task];
+    if (s->cap < bytes) {
+        void *p = realloc(s->p, bytes);
+        if (!p) return NULL;
+        s->p = p;
+        s->cap = bytes;
+    }
+    return s->p;
+}

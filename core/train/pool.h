@@ -1,0 +1,71 @@
+/* core/train/pool.h — the trainer's thread pool.
+ *
+ * Contract. Work is split only over outputs: a parallel kernel gives each
+ * task a disjoint range of output rows, output elements of a weight gradient
+ * or channels, on the kernels' tile boundaries, and every output element is
+ * computed by one task with the operations, in the order, of the one-thread
+ * call. Reductions to a scalar (the loss, the gradient norm, eval sums) stay
+ * serial. So the bits of a training run do not depend on the thread count
+ * (tests/test_pool.c, tests/node/wasm-threads.test.mjs).
+ *
+ * atm_parallel(fn, ctx, n) runs fn(ctx, i, n) for i = 0..n-1, task 0 on the
+ * calling thread and the others on the pool's workers, and returns when all
+ * are done. Waiting (workers for work, the caller for the last task) spins
+ * for a few microseconds, then sleeps, so more threads than free cores costs
+ * little. One caller at a time (the training thread); not reentrant: a task
+ * never calls atm_parallel.
+ *
+ * Natively the workers are pthreads. In wasm (shared memory builds) they are
+ * Web Workers running the same module on the same memory: each calls
+ * atm_pool_worker(id), which never returns, and the waits are
+ * memory.atomic.wait32 / notify. A build without threads runs everything on
+ * the caller (atm_threads_set returns 1). */
+#ifndef ATOME_TRAIN_POOL_H
+#define ATOME_TRAIN_POOL_H
+#include <stddef.h>
+
+#define ATM_THREADS_MAX 16
+
+typedef void (*atm_task_fn)(void *ctx, int task, int ntasks);
+
+/* Threads in use (1 = today's serial path), and the default: the number of
+ * cores, capped at ATM_THREADS_DEFAULT_CAP (where more stopped helping,
+ * docs/kernels.md). ATOME_THREADS=N in the environment sets the count a
+ * program starts with (the research harness pins 1). */
+#define ATM_THREADS_DEFAULT_CAP 4
+int atm_threads(void);
+int atm_threads_default(void);
+/* Sets the thread count, clamped to 1..ATM_THREADS_MAX (and to the workers
+ * a wasm host has started); returns the count in effect. */
+int atm_threads_set(int n);
+
+/* Runs the n tasks (n <= atm_threads(); n <= 1 runs fn(ctx, 0, 1) inline). */
+void atm_parallel(atm_task_fn fn, void *ctx, int n);
+
+/* Calls that ran on more than one thread since the program started (tests
+ * check that the threaded paths were taken). */
+unsigned long atm_pool_calls(void);
+
+/* A scratch buffer owned by task `task` of the current parallel call, at
+ * least `bytes` long, kept between calls (grown with realloc; NULL if out of
+ * memory). Only that task uses it. */
+void *atm_task_scratch(int task, size_t bytes);
+
+/* How many tasks a piece of work of `flops` operations deserves: 1 below
+ * ATM_PAR_MIN_FLOPS per task (dispatching costs more than it saves), at most
+ * atm_threads(). Never changes bits, only who computes them. */
+#define ATM_PAR_MIN_FLOPS 60000.0
+int atm_par_tasks(double flops);
+/* Tests: the work per task below which a call stays on one thread (0 splits
+ * every call that has more than one piece; a negative value restores
+ * ATM_PAR_MIN_FLOPS). */
+void atm_par_min_flops(double flops);
+
+#if defined(__wasm__)
+/* wasm: a worker instance's entry (never returns). Worker ids are 1..15; the
+ * host starts them, then calls atm_pool_workers_started(n). */
+void atm_pool_worker(int id);
+void atm_pool_workers_started(int n);
+#endif
+
+#endif

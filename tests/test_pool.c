@@ -1,0 +1,182 @@
+/* tests/test_pool.c — the trainer's thread pool (core/train/pool.c) and the
+ * kernels that share their work with it (kernels.c, kernels_layers.c): every
+ * task runs once per call, calls after calls (no lost wake-up, no deadlock);
+ * every dispatched kernel of every available kernel set gives the same bytes
+ * on 2, 3 and 4 threads as on one, at odd sizes and with every call split
+ * (atm_par_min_flops(0)); and a few training steps of each family give the
+ * same weights and AdamW moments on 3 threads as on one. */
+#include "check.h"
+#include "core/train/atome_layers.h"
+#include "core/train/kernels.h"
+#include "core/train/pool.h"
+#include "core/train/trainer.h"
+#include <stdint.h>
+#include <string.h>
+
+/* ---- the pool itself ---- */
+static int g_hits[ATM_THREADS_MAX];
+static void count_task(void *ctx, int t, int n) {
+    (void)ctx;
+    if (t >= 0 && t < n && t < ATM_THREADS_MAX) __atomic_add_fetch(&g_hits[t], 1, __ATOMIC_RELAXED);
+}
+
+static void test_pool(void) {
+    CHECK(atm_threads_set(0) == 1);
+    CHECK(atm_threads_set(1000) == ATM_THREADS_MAX);
+    CHECK(atm_threads_default() >= 1 && atm_threads_default() <= ATM_THREADS_DEFAULT_CAP);
+    for (int th = 1; th <= 4; th++) {
+        CHECK(atm_threads_set(th) == th);
+        for (int n = 1; n <= th; n++) {
+            memset(g_hits, 0, sizeof g_hits);
+            const int calls = 3000;
+            for (int i = 0; i < calls; i++) atm_parallel(count_task, NULL, n);
+            int ok = 1;
+            for (int t = 0; t < ATM_THREADS_MAX; t++) ok &= g_hits[t] == (t < n ? calls : 0);
+            CHECKF(ok, "threads %d, %d tasks: a task ran a wrong number of times", th, n);
+        }
+    }
+    /* more tasks than threads: clamped, each of the threads' tasks once */
+    atm_threads_set(2);
+    memset(g_hits, 0, sizeof g_hits);
+    atm_parallel(count_task, NULL, 5);
+    CHECK(g_hits[0] == 1 && g_hits[1] == 1 && g_hits[2] == 0);
+    atm_threads_set(1);
+}
+
+/* ---- kernels: same bytes on any thread count ---- */
+static uint32_t g_seed = 12345;
+static float frand(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return (float)((int)(g_seed >> 8) - (1 << 23)) / (float)(1 << 23);
+}
+static void fill(float *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = frand(); }
+
+enum { B = 5, T = 23, C = 37, K = 4, DH = 9, TK = 5, V = 61, P = 3, N = B * T, IC = 29, OC = 43 };
+
+typedef struct {
+    float mm_out[N * OC], mm_dinp[N * IC], mm_dw[OC * IC];
+    float ln_out[N * C], ln_mean[N], ln_rstd[N], ln_dinp[N * C], ln_dg[C], ln_db[C];
+    float probs[N * V], dlogits[N * V];
+    double loss;
+    float cv_out[N * C], cv_du[N * C], cv_dw[C * K];
+    float ss_s[N * C], ss_out[N * C], ss_du[N * C], ss_da[C], ss_db[C], ss_dc[C];
+    float at_out[N * C], at_p[N * TK], at_dq[N * DH], at_dk[N * DH], at_dv[N * C];
+    int32_t at_idx[N * TK];
+    float mx_out[N * C], mx_r[N * P], mx_drl[N * P], mx_dp[P][N * C];
+} outs;
+
+static float in_x[N * IC], in_w[OC * IC], in_dout[N * OC];
+static float in_h[N * C], in_g[C], in_b[C], in_dh[N * C], in_logit[N * V];
+static uint8_t in_tgt[N];
+static float in_cw[C * K], in_a[C], in_sb[C], in_sc[C];
+static float in_q[N * DH], in_k[N * DH], in_v[N * C], in_r[N * P], in_paths[P][N * C];
+static float scratch[(DH + 1) * T + 8 * C * K + 64];
+
+static void run_all(outs *o) {
+    memset(o, 0, sizeof *o);
+    atm_matmul_forward(o->mm_out, in_x, in_w, N, IC, OC);
+    for (size_t i = 0; i < N * IC; i++) o->mm_dinp[i] = 0.5f;
+    for (size_t i = 0; i < OC * IC; i++) o->mm_dw[i] = 0.25f;
+    atm_matmul_backward(o->mm_dinp, o->mm_dw, in_dout, in_x, in_w, N, IC, OC);
+    atm_layernorm_forward(o->ln_out, o->ln_mean, o->ln_rstd, in_h, in_g, in_b, N, C);
+    atm_layernorm_backward(o->ln_dinp, o->ln_dg, o->ln_db, in_dh, in_h, in_g, o->ln_mean, o->ln_rstd, N, C);
+    memcpy(o->probs, in_logit, sizeof in_logit);
+    o->loss = atm_xent_forward(o->probs, o->probs, in_tgt, N, V);   /* in place, as the trainers call it */
+    atm_xent_backward(o->dlogits, o->probs, in_tgt, N, V, 1.0f / N);
+    atm_atome_conv_forward(o->cv_out, in_h, in_cw, scratch, B, T, C, K);
+    atm_atome_conv_backward(o->cv_du, o->cv_dw, in_dh, in_h, in_cw, scratch, B, T, C, K);
+    atm_atome_ssm_forward(o->ss_s, o->ss_out, in_h, in_a, in_sb, in_sc, scratch, B, T, C);
+    atm_atome_ssm_backward(o->ss_du, o->ss_da, o->ss_db, o->ss_dc, in_dh, in_h, o->ss_s, in_a, in_sb, in_sc,
+                           scratch, B, T, C);
+    atm_atome_attn_forward(o->at_out, o->at_idx, o->at_p, in_q, in_k, in_v, scratch, B, T, DH, C, TK);
+    atm_atome_attn_backward(o->at_dq, o->at_dk, o->at_dv, in_dh, o->at_idx, o->at_p, in_q, in_k, in_v,
+                            B, T, DH, C, TK);
+    memcpy(o->mx_r, in_r, sizeof in_r);
+    const float *paths[P] = { in_paths[0], in_paths[1], in_paths[2] };
+    float *dpaths[P] = { o->mx_dp[0], NULL, o->mx_dp[2] };
+    atm_atome_mix_forward(o->mx_out, o->mx_r, in_h, paths, N, C, P);
+    atm_atome_mix_backward(o->mx_drl, dpaths, in_dh, o->mx_r, paths, N, C, P);
+}
+
+static void test_kernels(void) {
+    fill(in_x, N * IC); fill(in_w, OC * IC); fill(in_dout, N * OC);
+    fill(in_h, N * C); fill(in_g, C); fill(in_b, C); fill(in_dh, N * C); fill(in_logit, N * V);
+    for (int i = 0; i < N; i++) in_tgt[i] = (uint8_t)((i * 7 + 3) % V);
+    fill(in_cw, C * K); fill(in_a, C); fill(in_sb, C); fill(in_sc, C);
+    fill(in_q, N * DH); fill(in_k, N * DH); fill(in_v, N * C); fill(in_r, N * P);
+    for (int p = 0; p < P; p++) fill(in_paths[p], N * C);
+    static outs one, many;
+    atm_par_min_flops(0);
+    for (int s = 0; s < atm_kernels_count(); s++) {
+        const char *name = atm_kernels_set(s)->name;
+        CHECK(atm_kernels_select(name) == 0);
+        atm_threads_set(1);
+        const unsigned long calls0 = atm_pool_calls();
+        run_all(&one);
+        CHECK(atm_pool_calls() == calls0);
+        for (int th = 2; th <= 4; th++) {
+            atm_threads_set(th);
+            run_all(&many);
+            CHECKF(memcmp(&one, &many, sizeof one) == 0, "kernels %s: %d threads differ from one", name, th);
+#define SAME(f) CHECKF(memcmp(one.f, many.f, sizeof one.f) == 0, "%s, %d threads: " #f, name, th)
+            SAME(mm_out); SAME(mm_dinp); SAME(mm_dw); SAME(ln_out); SAME(ln_dinp); SAME(ln_dg); SAME(ln_db);
+            SAME(probs); SAME(dlogits); SAME(cv_out); SAME(cv_du); SAME(cv_dw); SAME(ss_s); SAME(ss_out);
+            SAME(ss_du); SAME(ss_da); SAME(ss_db); SAME(ss_dc); SAME(at_out); SAME(at_p); SAME(at_idx);
+            SAME(at_dq); SAME(at_dk); SAME(at_dv); SAME(mx_out); SAME(mx_r); SAME(mx_drl); SAME(mx_dp);
+#undef SAME
+            CHECKF(memcmp(&one.loss, &many.loss, sizeof one.loss) == 0, "%s, %d threads: loss", name, th);
+        }
+    }
+    atm_par_min_flops(-1);
+    atm_threads_set(1);
+    atm_kernels_select("auto");
+}
+
+/* ---- training steps ---- */
+static void train_steps(const char *config, int quant, int threads, atm_trainer **out) {
+    atm_config c;
+    if (atm_config_by_name(config, &c)) { CHECKF(0, "no config %s", config); *out = NULL; return; }
+    atm_train_opts o;
+    atm_train_opts_default(&o);
+    o.batch = 6; o.seq = 48; o.steps = 4; o.seed = 5; o.quant = quant;
+    atm_threads_set(threads);
+    atm_trainer *tr = atm_trainer_new(&c, &o);
+    CHECK(tr != NULL);
+    uint8_t in[6 * 48], tg[6 * 48];
+    for (int s = 0; tr && s < 4; s++) {
+        for (int i = 0; i < 6 * 48; i++) { in[i] = (uint8_t)(32 + (i * 31 + s * 7) % 90); tg[i] = (uint8_t)(32 + (i * 17 + s) % 90); }
+        atm_trainer_step(tr, in, tg);
+    }
+    *out = tr;
+}
+
+static void test_training(void) {
+    const struct { const char *config; int quant; } runs[] = {
+        { "atome-60k", ATM_QUANT_TERNARY }, { "atome-60k", ATM_QUANT_FP32 },
+        { "vanilla-60k", ATM_QUANT_FP32 }, { "gssm-60k", ATM_QUANT_TERNARY },
+    };
+    atm_par_min_flops(0);
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        atm_trainer *a, *b;
+        train_steps(runs[r].config, runs[r].quant, 1, &a);
+        const unsigned long calls = atm_pool_calls();
+        train_steps(runs[r].config, runs[r].quant, 3, &b);
+        CHECKF(atm_pool_calls() > calls + 4, "%s: the threaded paths were not taken", runs[r].config);
+        if (a && b) {
+            size_t n = a->L.n_params * sizeof(float);
+            CHECKF(memcmp(a->w, b->w, n) == 0 && memcmp(a->m, b->m, n) == 0 && memcmp(a->v, b->v, n) == 0,
+                   "%s quant %d: 3 threads train other weights than one", runs[r].config, runs[r].quant);
+        }
+        atm_trainer_free(a);
+        atm_trainer_free(b);
+    }
+    atm_par_min_flops(-1);
+    atm_threads_set(1);
+}
+
+int main(void) {
+    test_pool();
+    test_kernels();
+    test_training();
+    return CHECK_DONE();
+}

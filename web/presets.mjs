@@ -1,0 +1,125 @@
+// web/presets.mjs — the training panel's presets (#train-preset) and its
+// thread count (#train-threads).
+//
+// A preset fills the settings fields. `quick` (the default) is the recipe the
+// sweep research/q1-quick-preset.json chose: the lowest held-out bpb a
+// minute of tab time allows (docs/web.md has the table and the command);
+// its warmup is a fraction of Steps, recomputed when Steps is edited, so any
+// step count keeps the preset. `reference` is the papers' 60K recipe,
+// unchanged (the same bytes as before presets existed). Editing any other
+// field shows `custom`. The expected figures are measurements on this
+// project's 2-core test machine (tools/bench-web-train.mjs --preset NAME),
+// shown before a run as what to expect, not as a promise.
+import { $, fmt } from './ui.mjs';
+
+const COMMON = { 'train-config': 'atome-60k', 'train-quant': 'ternary', seq: '64', 'train-seed': '0', wd: '0.01',
+  'fp-fraction': '0', lr2: '', 'eval-every': '', 'sample-every': '' };
+export const PRESETS = {
+  quick: {
+    fields: { ...COMMON, steps: '3500', batch: '16', lr: '8e-3', cosine: '1', 'lr-min': '1e-4', clip: '1' },
+    warmupFraction: 0.02, corpus: 2000000,
+    expect: { bpb: null, seconds: null },
+  },
+  reference: {
+    fields: { ...COMMON, steps: '3000', batch: '16', lr: '3e-4', warmup: '0', cosine: '0', 'lr-min': '0', clip: '0' },
+    corpus: 500000,
+    expect: { bpb: null, seconds: null },
+  },
+};
+const PRESET_IDS = [...new Set(Object.values(PRESETS).flatMap((p) => [...Object.keys(p.fields), 'warmup']))];
+
+const warmupOf = (p, steps) => String(Math.round(p.warmupFraction * steps));
+
+// Fills the fields of preset `name` (fields in `keep` stay as they are).
+export function applyPreset(name, keep = new Set()) {
+  const p = PRESETS[name];
+  if (!p) return;
+  for (const [id, v] of Object.entries(p.fields)) if (!keep.has(id)) $(id).value = v;
+  if (p.warmupFraction !== undefined && !keep.has('warmup')) $('warmup').value = warmupOf(p, Number($('steps').value) || 0);
+  $('train-preset').value = name;
+}
+
+// The preset the fields show, or 'custom'.
+export function presetOfFields() {
+  for (const [name, p] of Object.entries(PRESETS)) {
+    const same = Object.entries(p.fields).every(([id, v]) => $(id).value.trim() === v ||
+      (id === 'steps' && p.warmupFraction !== undefined && /^\d+$/.test($(id).value.trim())));
+    const w = p.warmupFraction !== undefined ? warmupOf(p, Number($('steps').value) || 0) : p.fields.warmup;
+    if (same && $('warmup').value.trim() === w) return name;
+  }
+  return 'custom';
+}
+
+// What the chosen preset gives, said before the run starts.
+function presetNote(threads) {
+  const name = $('train-preset').value, p = PRESETS[name];
+  if (!p) return 'Custom settings: the time and the result depend on them.';
+  const e = p.expect;
+  const what = name === 'quick' ? 'Quick: the best model about a minute of training here gives'
+    : "Reference: the papers' 60K recipe, unchanged";
+  if (e.bpb == null) return `${what}.`;
+  return `${what}: about ${e.bpb.toFixed(2)} bpb on held-out TinyStories in about ${Math.round(e.seconds)} s ` +
+    `(measured on a 2-core laptop-class machine with ${threads > 1 ? '2 threads' : '1 thread'}).`;
+}
+
+// Wires the preset select and the fields; `threads` = { max, isolated } once
+// the training worker says what it has.
+// onCorpus(n): the preset's built-in corpus size (bytes) was chosen.
+export function initPresets(page, onCorpus = () => {}) {
+  const ps = { threadsMax: 1, isolated: false };
+  const query = new Set([...page.params.keys()]);
+  // the query string's fields over the preset it names (else the default's):
+  // ?steps=60 keeps quick, with its warmup for 60 steps
+  const base = PRESETS[page.params.get('train-preset')] ? page.params.get('train-preset') : 'quick';
+  applyPreset(base, query);
+  onCorpus(PRESETS[base].corpus);
+  $('train-preset').value = presetOfFields();
+  $('train-preset').addEventListener('change', () => {
+    const name = $('train-preset').value;
+    applyPreset(name);
+    if (PRESETS[name]) onCorpus(PRESETS[name].corpus);
+    note(ps);
+  });
+  for (const id of PRESET_IDS) {
+    $(id).addEventListener(id === 'train-config' || id === 'train-quant' || id === 'cosine' ? 'change' : 'input', () => {
+      const cur = $('train-preset').value, p = PRESETS[cur];
+      if (id === 'steps' && p?.warmupFraction !== undefined && /^\d+$/.test($('steps').value.trim()))
+        $('warmup').value = warmupOf(p, Number($('steps').value));
+      $('train-preset').value = presetOfFields();
+      note(ps);
+    });
+  }
+  note(ps);
+  return {
+    // the training worker's answer to init: how many threads it can run
+    threads(max, isolated, why = null) {
+      Object.assign(ps, { threadsMax: Math.max(1, max), isolated, why });
+      const want = Math.min(defaultThreads(), ps.threadsMax);
+      if (!query.has('train-threads')) $('train-threads').value = String(want);
+      note(ps);
+    },
+    get max() { return ps.threadsMax; },
+    refresh: () => note(ps),
+  };
+}
+
+// navigator.hardwareConcurrency, capped at 4 (where more stopped helping;
+// docs/web.md).
+export const defaultThreads = () => Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1));
+// The threads the page's training worker starts: 1 for now. In a stress test
+// atome-threads.wasm stalled (atome-60k, 3,000 steps on 2 threads in Node)
+// and crashed atome-944k (memory access out of bounds); until that is found
+// the tab trains on one thread, with the same bits (issue #16). The JS API
+// keeps options.threads for those who want to try it.
+export const PAGE_THREADS = 1;
+
+function note(ps) {
+  const t = Math.min(Number($('train-threads').value) || 1, ps.threadsMax);
+  $('train-preset-note').textContent = presetNote(t);
+  $('train-threads-note').textContent = ps.why ? `Training runs on one thread: the threaded module did not start (${ps.why}).`
+    : !ps.isolated ? 'This page is not cross-origin isolated, so training runs on one thread.'
+      : ps.threadsMax > 1 ? `Up to ${fmt(ps.threadsMax)} threads here (${fmt(navigator.hardwareConcurrency || 1)} cores).`
+        : `Training runs on one thread of the ${fmt(navigator.hardwareConcurrency || 1)} cores here: the threaded trainer is not yet reliable in the tab.`;
+  $('train-threads').disabled = ps.threadsMax <= 1;
+  $('train-threads').max = String(ps.threadsMax);
+}
