@@ -469,6 +469,6 @@ test('nothing outside the origin was requested', () => {
   const outside = requests.filter((u) => !u.startsWith(`${B.origin()}/`) && !u.startsWith('blob:') && !u.startsWith('data:'));
   assert.deepEqual(outside, []);
   for (const f of ['/build/wasm/atome.wasm', '/build/wasm/atome-scalar.wasm', '/web/gen-worker.mjs', '/web/train-worker.mjs',
-    '/models/atome-60k.atome', '/web/data/tinystories-500k.txt', '/build/mcu/mcu/atome-fw-microbit.elf'])
+    '/models/atome-60k.atome', '/web/data/tinystories-2m.txt', '/build/mcu/mcu/atome-fw-microbit.elf'])
     assert.ok(requests.includes(`${B.origin()}${f}`), `${f} was never requested (are worker requests recorded?)`);
 });
