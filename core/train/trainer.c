@@ -198,11 +198,12 @@ static void param_share(size_t n, int t, int nt, size_t *lo, size_t *hi) {
     *hi = *lo + per < n ? *lo + per : n;
 }
 
-static size_t g_zero_n;   /* the gradient's length for zero_task */
+typedef struct { float *x; size_t n; } zero_job;
 static void zero_task(void *ctx, int t, int nt) {
+    const zero_job *j = ctx;
     size_t lo, hi;
-    param_share(g_zero_n, t, nt, &lo, &hi);
-    if (hi > lo) memset((float *)ctx + lo, 0, (hi - lo) * sizeof(float));
+    param_share(j->n, t, nt, &lo, &hi);
+    if (hi > lo) memset(j->x + lo, 0, (hi - lo) * sizeof(float));
 }
 
 /* AdamW on parameters [lo, hi) of a task's share (pool.h). */
@@ -242,8 +243,8 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
     }
     int quant = tr->stage == 0 ? ATM_QUANT_FP32 : o->quant;
     atm_quantize_layout(&tr->L, quant, tr->w, tr->weff);
-    g_zero_n = n;
-    atm_parallel(zero_task, tr->dw, atm_par_tasks(0.25 * (double)n));   /* a memset, in parts */
+    zero_job zj = { tr->dw, n };
+    atm_parallel(zero_task, &zj, atm_par_tasks(0.25 * (double)n));   /* a memset, in parts */
     if (tr->teacher) {
         teacher_targets(tr, in);
         tr->fam->set_soft_targets(tr->acts, tr->teacher->q, tr->teacher->weight);
