@@ -417,21 +417,75 @@ static void matvec(const tview *T, int enc, uint32_t rows, uint32_t cols,
         return;
 #endif
     }
-    int8_t buf[BUF];
-    if (cols == CH) {
-        for (uint32_t r = 0; r < rows; r++) out[r] = dot_full(decode(T->data, enc, r * CH, CH, buf), x);
+    /* the portable path (Cortex-M0 and the portable kernel): each row's
+     * trits straight from the payload bytes (atm_ek_rowdot), no decode
+     * buffer; ATOME02 row starts advance by cols = 5 q + rm trits without a
+     * division per row */
+    if (enc == ATM_ENC_ATOME01) {
+        for (uint32_t r = 0; r < rows; r++)
+            out[r] = atm_ek_rowdot(T->data + ((r * cols) >> 2), (int)((r * cols) & 3u), (int)cols, x, enc);
         return;
     }
+    const uint32_t q = cols / 5u, rm = cols - 5u * q;
+    const uint8_t *b = T->data;
+    uint32_t skip = 0;
     for (uint32_t r = 0; r < rows; r++) {
-        uint32_t first = r * cols;
-        int32_t acc = 0;
-        for (uint32_t c = 0; c < cols; c += CH) {
-            int n = cols - c < CH ? (int)(cols - c) : CH;
-            const int8_t *t = decode(T->data, enc, first + c, n, buf);
-            acc += n == CH ? dot_full(t, x + c) : dot_n(t, x + c, n);
-        }
-        out[r] = acc;
+        out[r] = atm_ek_rowdot(b, (int)skip, (int)cols, x, enc);
+        b += q; skip += rm;
+        if (skip >= 5u) { skip -= 5u; b++; }
     }
+}
+
+/* engine_kernels.h: sum over n trits of a payload starting at trit skip of
+ * byte b[0], times x[0 .. n). */
+static int32_t rowdot_t2(const uint8_t *b, int skip, int n, const int16_t *x) {
+    int32_t acc = 0;
+    const int16_t *end = x + n;
+    if (skip) {
+        const int8_t *t = T2[*b++] + skip;
+        for (int k = skip; k < 4 && x < end; k++) acc += *t++ * *x++;
+    }
+    for (; end - x >= 4; x += 4) {
+        const int8_t *t = T2[*b++];
+        acc += t[0] * x[0] + t[1] * x[1] + t[2] * x[2] + t[3] * x[3];
+    }
+    if (x < end) {
+        const int8_t *t = T2[*b];
+        while (x < end) acc += *t++ * *x++;
+    }
+    return acc;
+}
+static int32_t rowdot_t5(const uint8_t *b, int skip, int n, const int16_t *x) {
+    int32_t acc = 0;
+    const int16_t *end = x + n;
+    if (skip) {
+        const int8_t *t = T5[*b++] + skip;
+        for (int k = skip; k < 5 && x < end; k++) acc += *t++ * *x++;
+    }
+    for (; end - x >= 5; x += 5) {
+        const int8_t *t = T5[*b++];
+        acc += t[0] * x[0] + t[1] * x[1] + t[2] * x[2] + t[3] * x[3] + t[4] * x[4];
+    }
+    if (x < end) {
+        const int8_t *t = T5[*b];
+        while (x < end) acc += *t++ * *x++;
+    }
+    return acc;
+}
+int32_t atm_ek_rowdot(const uint8_t *b, int skip, int n, const int16_t *x, int enc) {
+    return enc == ATM_ENC_ATOME01 ? rowdot_t2(b, skip, n, x) : rowdot_t5(b, skip, n, x);
+}
+
+/* Its plain-C twin: the trits through decode() in chunks of CH, dotted. */
+int32_t atm_ek_rowdot_ref(const uint8_t *b, int skip, int n, const int16_t *x, int enc) {
+    int8_t buf[BUF];
+    int32_t acc = 0;
+    for (int c = 0; c < n; c += CH) {
+        const int m = n - c < CH ? n - c : CH;
+        const int8_t *t = decode(b, enc, (uint32_t)skip + (uint32_t)c, m, buf);
+        acc += m == CH ? dot_full(t, x + c) : dot_n(t, x + c, m);
+    }
+    return acc;
 }
 
 /* ---- small helpers ---- */
