@@ -990,12 +990,12 @@ void atm_ek_mix_ref(const int32_t *w, const int32_t *idx, const int8_t *base, in
 void atm_ek_addsc_ref(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
     const int64_t half = (int64_t)1 << (s - 1);
     for (int c = 0; c < n; c++)
-        x[c] = atm_clamp32((int64_t)x[c] + atm_asr64((int64_t)v[c] * mul + half, s), X_LIM);
+        x[c] = atm_clamp32((int64_t)x[c] + atm_asr64(atm_smull(v[c], mul) + half, s), X_LIM);
 }
 
 void atm_ek_scale_ref(int32_t *v, int n, int32_t mul, int s) {
     const int64_t half = (int64_t)1 << (s - 1);
-    for (int c = 0; c < n; c++) v[c] = atm_clamp32(atm_asr64((int64_t)v[c] * mul + half, s), X_LIM);
+    for (int c = 0; c < n; c++) v[c] = atm_clamp32(atm_asr64(atm_smull(v[c], mul) + half, s), X_LIM);
 }
 
 uint8_t atm_ek_quant32_ref(const int32_t *src, int n, int8_t *dst) {
@@ -1053,7 +1053,7 @@ void atm_ek_ln_out_ref(int16_t *u, const uint8_t *g, const uint8_t *b, int d, in
     for (int i = 0; i < d; i++) {
         const int32_t gr = r15 * atm_rd_i16le(g + 2 * i);            /* |gr| <= 2^30 */
         const int32_t bt = atm_asr32(atm_rd_i16le(b + 2 * i) * mb + hb, s_b);   /* |b| 2^16 < 2^31 */
-        u[i] = atm_sat16(atm_asr64((int64_t)u[i] * gr + hg, sg) + bt);
+        u[i] = atm_sat16(atm_asr64(atm_smull(u[i], gr) + hg, sg) + bt);
     }
 }
 
@@ -1062,7 +1062,7 @@ void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16
     const int s_b = sb >= 1 ? sb : 0;
     for (int c = 0; c < d; c++) {
         /* a s: Q15 times Q(FS), rounded back to Q(FS) (|a s| < 2^45) */
-        const int64_t v = atm_asr64((int64_t)atm_rd_i16le(a + 2 * c) * s[c] + (1 << 14), 15)
+        const int64_t v = atm_asr64(atm_smull(atm_rd_i16le(a + 2 * c), s[c]) + (1 << 14), 15)
                         + atm_asr64((int64_t)(atm_rd_i16le(bc + 2 * c) * u[c]) * mb + hb, s_b);
         s[c] = atm_clamp32(v, X_LIM);
     }
