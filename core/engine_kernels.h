@@ -30,6 +30,14 @@
 /* out[r] = sum_c trit(b, r * cols + c) * x[c], rows x cols, cols % 4 == 0. */
 void atm_ek_matvec_ref(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *x, int32_t *out);
 
+/* sum_{i < n} trit_i * x[i] where trit_i is trit skip + i of the payload
+ * bytes b (enc ATM_ENC_ATOME01: 0 <= skip < 4; ATOME02: 0 <= skip < 5):
+ * the portable engine's row product, straight from the bytes (reads only
+ * the bytes holding those trits). atm_ek_rowdot_ref is its twin through the
+ * decode buffer; n * 32767 < 2^31. */
+int32_t atm_ek_rowdot(const uint8_t *b, int skip, int n, const int16_t *x, int enc);
+int32_t atm_ek_rowdot_ref(const uint8_t *b, int skip, int n, const int16_t *x, int enc);
+
 /* ATOME02 -> ATOME01: out[0 .. 5 ng) = the ATOME01 bytes of the trits
  * [20 g0, 20 (g0 + ng)) of an ATOME02 payload p[nbytes] (4 ATOME02 bytes
  * per 5 ATOME01 bytes); payload bytes past nbytes read as 0 and invalid

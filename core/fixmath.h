@@ -28,6 +28,25 @@ typedef char atm_arithmetic_shift_check[(-1 >> 1) == -1 && ((int64_t)-5 >> 1) ==
 static inline int32_t atm_asr32(int32_t v, int s) { return v >> s; }
 static inline int64_t atm_asr64(int64_t v, int s) { return v >> s; }
 
+/* (int64_t)a * b exactly, from four 16 x 16-bit products (a = 2^16 ah + al
+ * with ah signed, al unsigned 16-bit; every partial product and sum fits its
+ * type): the Cortex-M0 has no 32 x 32 -> 64 multiply and libgcc's 64 x 64
+ * __aeabi_lmul costs several times this. atm_smull uses it on the M0 and
+ * the plain product elsewhere; tests/test_fixmath.c compares the two. */
+static inline int64_t atm_smull_halves(int32_t a, int32_t b) {
+    const int32_t ah = a >> 16, bh = b >> 16;
+    const int32_t al = (int32_t)((uint32_t)a & 0xFFFFu), bl = (int32_t)((uint32_t)b & 0xFFFFu);
+    const int64_t mid = (int64_t)(ah * bl) + (int64_t)(al * bh);     /* |each| < 2^31 */
+    return (int64_t)(ah * bh) * 65536 * 65536 + mid * 65536 + (int64_t)((uint32_t)al * (uint32_t)bl);
+}
+static inline int64_t atm_smull(int32_t a, int32_t b) {
+#if defined(__ARM_ARCH_6M__)
+    return atm_smull_halves(a, b);
+#else
+    return (int64_t)a * b;
+#endif
+}
+
 /* Saturation bound of atm_rnd64 for left shifts: 2^62 leaves one bit of
  * headroom so callers may add two results without overflow. */
 #define ATM_RND_LIM ((int64_t)1 << 62)

@@ -506,6 +506,46 @@ static void test_engine_sets(void) {
         }
 }
 
+/* The portable row product straight from the payload bytes against its
+ * twin through the decode buffer and a naive per-trit sum, both encodings,
+ * every start trit within a byte, odd lengths and lengths over one chunk. */
+static int naive_trit5(const uint8_t *b, uint32_t i) {
+    const unsigned v = b[i / 5u];
+    if (v >= 243) return 0;
+    unsigned d = v;
+    for (uint32_t k = 0; k < i % 5u; k++) d /= 3u;
+    return (int)(d % 3u) - 1;
+}
+static void test_rowdot(void) {
+    static const int ns[] = { 1, 2, 3, 4, 5, 6, 7, 9, 15, 63, 64, 65, 127, 128, 129, 255, 1021, 1024 };
+    static uint8_t b[1100];
+    static int16_t x[1030];
+    int bad = 0, bad_def = 0, cases = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        const int p = rep % 4;
+        for (unsigned i = 0; i < sizeof b; i++) b[i] = (uint8_t)rnd(256);   /* ATOME02: any byte, 243.. included */
+        for (int i = 0; i < 1030; i++) x[i] = (int16_t)pick(p, (uint32_t)i, 32767);
+        for (unsigned k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            const int n = ns[k];
+            for (int enc = 0; enc < 2; enc++) {
+                const int e = enc ? ATM_ENC_ATOME02 : ATM_ENC_ATOME01;
+                if (!enc) fill_trits(b, sizeof b, p);
+                for (int skip = 0; skip < (enc ? 5 : 4); skip++) {
+                    const int32_t f = atm_ek_rowdot(b, skip, n, x, e), r = atm_ek_rowdot_ref(b, skip, n, x, e);
+                    int32_t d = 0;
+                    for (int i = 0; i < n; i++)
+                        d += (enc ? naive_trit5(b, (uint32_t)(skip + i)) : naive_trit(b, (uint32_t)(skip + i))) * x[i];
+                    bad += f != r;
+                    bad_def += r != d;
+                    cases++;
+                }
+            }
+        }
+    }
+    CHECKF(bad_def == 0, "rowdot twin differs from the naive sum in %d of %d cases", bad_def, cases);
+    CHECKF(bad == 0, "rowdot differs from its twin in %d of %d cases", bad, cases);
+}
+
 int main(void) {
     atm_rng_seed(&rng, 12345);
     test_matvec();
@@ -513,6 +553,7 @@ int main(void) {
     test_elementwise();
     test_softmax();
     test_recode();
+    test_rowdot();
     test_conv();
     test_engine_sets();
     return CHECK_DONE();

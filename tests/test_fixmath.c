@@ -114,6 +114,25 @@ static void test_softmax(atm_rng *r) {
     }
 }
 
+/* atm_smull_halves (the Cortex-M0's 32 x 32 -> 64 product) equals the
+ * plain 64-bit product: the extremes of int32 against each other and
+ * random pairs of every magnitude. */
+static void test_smull(atm_rng *r) {
+    static const int32_t ex[] = { 0, 1, -1, 2, -2, 32767, -32768, 32768, -32769, 65535, 65536, -65536,
+                                  -65537, 0x7FFF0000, (int32_t)0x80000001u, INT32_MAX, -INT32_MAX, INT32_MIN };
+    const int ne = (int)(sizeof ex / sizeof ex[0]);
+    int bad = 0, cases = 0;
+    for (int i = 0; i < ne; i++)
+        for (int j = 0; j < ne; j++, cases++) bad += atm_smull_halves(ex[i], ex[j]) != (int64_t)ex[i] * ex[j];
+    for (int k = 0; k < 1000000; k++, cases++) {
+        const int32_t a = (int32_t)(atm_rng_u32(r) >> (atm_rng_u32(r) % 32u)) * ((k & 1) ? -1 : 1);
+        const int32_t b = (int32_t)(atm_rng_u32(r) >> (atm_rng_u32(r) % 32u)) * ((k & 2) ? -1 : 1);
+        bad += atm_smull_halves(a, b) != (int64_t)a * b;
+        bad += atm_smull(a, b) != (int64_t)a * b;
+    }
+    CHECKF(bad == 0, "atm_smull_halves differs from the 64-bit product in %d of %d cases", bad, cases);
+}
+
 int main(void) {
     atm_rng r;
     atm_rng_seed(&r, 1234);
@@ -121,5 +140,6 @@ int main(void) {
     test_exp();
     test_rsqrt(&r);
     test_softmax(&r);
+    test_smull(&r);
     return CHECK_DONE();
 }

@@ -88,10 +88,10 @@ const counts = [];
 for (const b of BOARDS) {
   for (const e of ENCODINGS) {
     log(`bench-mcu ${b.board} ${e} window ${b.window}`);
-    const argv = ['--model', models[e].file, '--board', b.board, '--window', String(b.window), '--clock-mhz', String(b.clock)];
+    const argv = ['--model', models[e].file, '--board', b.board, '--window', String(b.window), '--clock-mhz', String(b.clock), '--profile', '1'];
     const j = JSON.parse(sh(path.join(repo, 'tools/bench-mcu'), argv,
       { env: { ...process.env, ATOME_NATIVE_BUILD: nativeDir, ATOME_MCU_BUILD: mcuDir } }));
-    counts.push({ ...b, enc: e, j, cmd: `tools/bench-mcu --model atome-60k-${e}.atome --board ${b.board} --window ${b.window} --clock-mhz ${b.clock}` });
+    counts.push({ ...b, enc: e, j, cmd: `tools/bench-mcu --model atome-60k-${e}.atome --board ${b.board} --window ${b.window} --clock-mhz ${b.clock} --profile 1` });
   }
 }
 
@@ -332,6 +332,31 @@ p('```');
 p();
 p('Clocks: 25 MHz is the AN385 FPGA image\'s Cortex-M3 clock, 16 MHz the nRF51822\'s (BBC micro:bit v1).');
 p();
+p('## Where the instructions go: per-function profiles (atome-60k)');
+p();
+p('`tools/bench-mcu --profile 1` attributes every emulated instruction to the function of the template\'s');
+p('symbol table (`arm-none-eabi-nm -S`) that holds its address; per byte = the same (count(256) − count(0)) / 256');
+p('per function; functions below 0.5 % are folded into `(rest)`. "Before" is the engine before issue 17\'s');
+p('kernels (commit 24c605e), stored in `docs/profiles/before-*.txt` by the command listed in docs/profiles/README.md;');
+p('"now" is this run (the commands above).');
+p();
+const beforeFile = (c) => path.join(repo, 'docs/profiles', `before-${c.board === 'microbit' ? 'mb' : 'm3'}-${c.enc.slice(-2)}.txt`);
+for (const c of counts) {
+  const bf = beforeFile(c);
+  const before = existsSync(bf) ? readFileSync(bf, 'utf8').trim().split('\n') : [];
+  p(`### ${c.board}, ${c.enc.toUpperCase()}, window ${c.window}`);
+  p();
+  if (before.length) {
+    p(`Before: \`${before[0].replace(/^bench-mcu profile: /, '')}\``);
+    p();
+    table(['function', 'insns / byte', 'share'], before.slice(1).map((l) => { const f = l.trim().split(/\s+/); return [`\`${f[2]}\``, Number(f[0]), f[1]]; }));
+    p();
+  }
+  p(`Now: \`${c.cmd}\` — ${fmt(c.j.insns_per_byte)} insns / byte`);
+  p();
+  table(['function', 'insns / byte', 'share'], c.j.profile.map((r) => [`\`${r.fn}\``, r.insns_per_byte, `${(100 * r.share).toFixed(1)}%`]));
+  p();
+}
 if (train) {
   p('## Training throughput: wasm in Node next to native');
   p();
