@@ -15,7 +15,7 @@
 // trains past its first 2,000,000 bytes). Ratios are against one thread.
 //
 // The run is the page's default: atome-60k ternary, batch 16 x seq 64, lr
-// 3e-4 constant, seed 0, the built-in corpus web/data/tinystories-500k.txt
+// 3e-4 constant, seed 0, the first 500,000 bytes of the built-in corpus web/data/tinystories-2m.txt
 // (90% train / 10% validation chunks), a validation pass at step 0, every
 // 500 steps and at the end, a sample every 500 steps, checkpoints to
 // IndexedDB every 3 s. Three ways:
@@ -32,7 +32,7 @@
 // trained bytes/s = steps * batch * (seq - 1) / seconds. The rounds take
 // turns (chromium, node, native) and each way reports its best round.
 // Output: a table, then one line "JSON: {...}".
-import { existsSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -55,7 +55,7 @@ for (let i = 2; i < process.argv.length; i++) {
 }
 const skip = new Set(args.skip.split(',').filter(Boolean));
 const S = { config: 'atome-60k', batch: 16, seq: 64, lr: 3e-4, seed: 0, every: 500 };
-const corpusFile = path.join(repo, 'web/data/tinystories-500k.txt');
+const corpus = () => new Uint8Array(readFileSync(path.join(repo, 'web/data/tinystories-2m.txt'))).subarray(0, 500000);
 const predicted = args.steps * S.batch * (S.seq - 1);
 
 async function chromiumRun() {
@@ -88,7 +88,7 @@ async function nodeRun() {
   const atome = await loadAtome(readFileSync(path.join(repo, 'build/wasm/atome.wasm')));
   const t0 = performance.now();
   const m = atome.createModel(S.config, { seed: S.seed, steps: args.steps, batch: S.batch, seq: S.seq, lr: S.lr });
-  m.setData(new Uint8Array(readFileSync(corpusFile)), { split: 0.9, trainName: 'tinystories-500k.txt' });
+  m.setData(corpus(), { split: 0.9, trainName: 'tinystories-500k.txt' });
   let trainer = 0;
   m.evaluate({ batch: 16 });
   while (m.step < m.steps) {
@@ -114,6 +114,8 @@ function nativeRun() {
   const tmp = mkdtempSync(path.join(tmpdir(), 'atome-bench-web-'));
   const bin = path.join(process.env.ATOME_NATIVE_BUILD ?? path.join(repo, 'build/native'), 'atome');
   if (!existsSync(bin)) throw new Error(`missing ${bin}: run tools/setup`);
+  const corpusFile = path.join(tmp, 'tinystories-500k.txt');
+  writeFileSync(corpusFile, corpus());
   const a = ['train', '--config', S.config, '--quant', 'ternary', '--data', corpusFile, '--split', '0.9', '--steps', String(args.steps),
     '--batch', String(S.batch), '--seq', String(S.seq), '--lr', String(S.lr), '--seed', String(S.seed), '--eval-every', String(S.every),
     '--out', path.join(tmp, 'n.ckpt'), '--quiet'];

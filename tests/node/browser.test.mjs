@@ -56,11 +56,11 @@ const CASES = [
 ];
 // atome-tiny on the repository's README: small enough for a handful of steps
 // to take milliseconds, with a learning rate high enough to move the loss.
-const TRAIN = { config: 'atome-tiny', dataUrl: 'web/data/tinystories-500k.txt', steps: 8,
+const TRAIN = { config: 'atome-tiny', dataUrl: 'web/data/tinystories-2m.txt', dataBytes: 500000, steps: 8,
   options: { seed: 1, lr: 3e-3, batch: 4, seq: 32, warmup: 0 } };
 
 // atome-60k at batch 8 x seq 64: large enough that the kernels split.
-const THREADS = { config: 'atome-60k', dataUrl: 'web/data/tinystories-500k.txt', steps: 6, threads: 2,
+const THREADS = { config: 'atome-60k', dataUrl: 'web/data/tinystories-2m.txt', dataBytes: 500000, steps: 6, threads: 2,
   options: { seed: 3, lr: 3e-3, batch: 8, seq: 64 } };
 
 const cliArgs = (c) => generateArgs(path.join(repo, 'models/atome-60k.atome'), c);
