@@ -106,15 +106,11 @@ export function initPresets(page, onCorpus = () => {}) {
 // navigator.hardwareConcurrency, capped at 4 (where more stopped helping;
 // docs/web.md).
 export const defaultThreads = () => Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1));
-// The threads the page's training worker starts: 1 for now. The stall and
-// the out-of-bounds crash of atome-threads.wasm under stress are fixed
-// (core/train/pool.c: workers' start generation, a caller that spins), and
-// two threads give the same bits; but on a busy 2-core machine the page's
-// reference preset took 147.0 s on 2 threads against 86.6 s on one
-// (node tools/bench-web-train.mjs --preset reference --threads 1,2, with
-// another job on one core). Until two threads are measured faster on a quiet
-// machine and never slower on a busy one, the tab trains on one thread
-// (issue #16). The JS API keeps options.threads.
+// The threads the page's training worker starts: 1 for now. Two threads give
+// one thread's bits, but with another job on one of two cores they were
+// slower than one (node tools/bench-web-train.mjs --preset reference
+// --threads 1,2; issue #16): the wasm caller spins while it waits
+// (core/train/pool.c). The JS API keeps options.threads.
 export const PAGE_THREADS = 1;
 
 function note(ps) {

@@ -69,3 +69,26 @@ test('a run stopped on 3 threads and resumed on 2 equals an uninterrupted one-th
   assert.ok(state(b.saveCheckpoint()) === base.ckpt, 'resumed threaded run differs');
   b.free();
 });
+
+// Fresh pools trained at once: a worker that enters its loop late must not
+// miss the first calls (the caller would wait for ever), and the caller's
+// wait must leave its stack intact. Before core/train/pool.c's fixes 4 of 10
+// such runs of atome-944k on 2 threads trapped (memory access out of bounds).
+test('eight fresh 2-thread pools train atome-944k at once, with the bits of one thread', { timeout: 120000 }, () => {
+  const steps = 6, opts = { seed: 7, steps, batch: 8, seq: 64 };
+  const lossesOf = (a) => {
+    const m = a.createModel('atome-944k', opts);
+    m.setData(TEXT, { split: 0.9 });
+    const losses = [];
+    while (m.step < steps) losses.push(m.trainSteps(3).loss);
+    m.free();
+    return losses;
+  };
+  const base = lossesOf(one);
+  return (async () => {
+    for (let i = 0; i < 8; i++) {
+      const a = await loadAtome(undefined, { threads: 2, threadsSource: readFileSync(wasmFile('threads')) });
+      try { assert.deepEqual(lossesOf(a), base, `fresh pool ${i}: step losses`); } finally { a.close(); }
+    }
+  })();
+});
