@@ -119,7 +119,7 @@ function note(ps) {
   $('train-threads-note').textContent = ps.why ? `Training runs on one thread: the threaded module did not start (${ps.why}).`
     : !ps.isolated ? 'This page is not cross-origin isolated, so training runs on one thread.'
       : ps.threadsMax > 1 ? `Up to ${fmt(ps.threadsMax)} threads here (${fmt(navigator.hardwareConcurrency || 1)} cores).`
-        : `Training runs on one thread of the ${fmt(navigator.hardwareConcurrency || 1)} cores here: the threaded trainer is not yet reliable in the tab.`;
+        : `Training runs on one thread of the ${fmt(navigator.hardwareConcurrency || 1)} cores here: two are not yet faster in the tab.`;
   $('train-threads').disabled = ps.threadsMax <= 1;
   $('train-threads').max = String(ps.threadsMax);
 }
