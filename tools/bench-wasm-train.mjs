@@ -195,15 +195,15 @@ async function matmul() {
     results: rows.map((r) => ({ ...r, forward: +r.forward.toFixed(2), dinp: +r.dinp.toFixed(2), dw: +r.dw.toFixed(2) })) }));
 }
 
-async function train() {
-  const bytesPerStep = args.batch * (args.seq - 1);
-  const results = [];
-  // The fastest native set measured for a config (the issue's reference figure).
-  const fastest = (config) => results.filter((x) => x.build === 'native' && x.config === config)
-    .reduce((a, b) => (b.step_ms < a.step_ms ? b : a));
-  const best = new Map();   // build/config/kernels -> the round with the lowest median
-  // The step and the matmul replay each keep their best round (lowest
-  // median): a busy spell during one replay must not inflate the split.
+// The fastest native set measured for a config (the issue's reference figure).
+const fastestNative = (results, config) => results.filter((x) => x.build === 'native' && x.config === config)
+  .reduce((a, b) => (b.step_ms < a.step_ms ? b : a));
+
+// Each build/config/kernels keeps its best round (lowest median step); the
+// matmul replay keeps its own best, so a busy spell during one replay does
+// not inflate the split. Returns the rows and the best mul+add loop rate.
+async function trainRounds() {
+  const best = new Map();
   const keep = (r) => {
     const k = `${r.build}/${r.config}/${r.kernels}`;
     const old = best.get(k);
@@ -219,25 +219,30 @@ async function train() {
       for (const kind of ['wasm-simd', 'wasm-ref']) keep({ build: kind, ...(await benchWasm(kind, config)) });
     }
   }
-  results.push(...best.values());
+  return { results: [...best.values()], muladd };
+}
+
+function printTrainTable(results, bytesPerStep) {
   console.log(`bench-wasm-train: batch ${args.batch} x seq ${args.seq} (${bytesPerStep} trained bytes/step), 1 thread, ` +
     `median of ${args.steps} steps after ${args.warmup} warm-up, best of ${args.rounds} rounds, Node ${process.version}`);
   console.log(`${'config'.padEnd(12)} ${'build'.padEnd(10)} ${'kernels'.padEnd(10)} ${'step_ms'.padStart(9)} ${'wall_ms'.padStart(9)} ` +
     `${'matmul_ms'.padStart(9)} ${'other_ms'.padStart(9)} ${'bytes/s'.padStart(9)} ${'vs native'.padStart(10)}`);
   for (const r of results) {
     const bps = Math.round(1000 * bytesPerStep / r.step_ms);
-    const fastNative = fastest(r.config);
-    const ratio = (fastNative.step_ms / r.step_ms).toFixed(2);
+    const ratio = (fastestNative(results, r.config).step_ms / r.step_ms).toFixed(2);
     console.log(`${r.config.padEnd(12)} ${r.build.padEnd(10)} ${r.kernels.padEnd(10)} ${r.step_ms.toFixed(2).padStart(9)} ` +
       `${(r.step_ms_wall ?? 0).toFixed(2).padStart(9)} ${r.matmul_ms.toFixed(2).padStart(9)} ` +
       `${(r.step_ms - r.matmul_ms).toFixed(2).padStart(9)} ${String(bps).padStart(9)} ${(ratio + 'x').padStart(10)}`);
   }
-  // What the target asks of the wasm step, next to where its time goes: the
-  // wasm matmuls alone (their replay) against twice the native step, and
-  // the time that leaves for the rest of the step.
+}
+
+// What the target asks of the wasm step, next to where its time goes: the
+// wasm matmuls alone (their replay) against twice the native step, and the
+// time that leaves for the rest of the step. Prints a line per config.
+function trainSummary(results, muladd) {
   const summary = {};
   for (const config of args.configs.split(',')) {
-    const n = fastest(config), a2 = results.find((x) => x.build === 'native' && x.config === config && x.kernels === 'avx2');
+    const n = fastestNative(results, config), a2 = results.find((x) => x.build === 'native' && x.config === config && x.kernels === 'avx2');
     const w = results.find((x) => x.build === 'wasm-simd' && x.config === config);
     const allowed = n.step_ms / 0.5;
     summary[config] = { native_kernels: n.kernels, wasm_simd_vs_native: +(n.step_ms / w.step_ms).toFixed(3), target: 0.5,
@@ -260,6 +265,14 @@ async function train() {
       `mul+add loop runs at ${x.wasm_muladd_loop_gflops.toFixed(1)} GFLOP/s: matmuls at that rate would take ` +
       `${x.wasm_matmul_ms_at_loop_rate.toFixed(2)} ms, ratio with free non-matmul work ${x.ratio_if_wasm_other_were_free_at_loop_rate.toFixed(2)}.`);
   }
+  return summary;
+}
+
+async function train() {
+  const bytesPerStep = args.batch * (args.seq - 1);
+  const { results, muladd } = await trainRounds();
+  printTrainTable(results, bytesPerStep);
+  const summary = trainSummary(results, muladd);
   console.log('JSON: ' + JSON.stringify({ bench: 'wasm-train', clock: 'cpu', node: process.version, batch: args.batch,
     seq: args.seq, bytes_per_step: bytesPerStep, rounds: args.rounds, results: results.map((r) => ({
       build: r.build, config: r.config, kernels: r.kernels, quant: r.quant, step_ms: +r.step_ms.toFixed(4),

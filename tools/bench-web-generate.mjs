@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { loadAtome } from '../wasm/atome.mjs';
 import { startServer } from './serve.mjs';
+import { launchChromium } from './chromium.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = { n: 3000, rounds: 3 };
@@ -29,11 +30,8 @@ for (let i = 2; i < process.argv.length; i += 2) {
 const SET = { temperature: '0.8', topK: '40', topP: '0.95', seed: 1 };
 const models = readdirSync(path.join(repo, 'models')).filter((f) => f.endsWith('.atome')).sort();
 
-const { chromium } = await import('playwright-core');
 const server = await startServer({ port: 0 });
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'] });
+const browser = await launchChromium();
 const page = await browser.newPage();
 await page.goto(`http://127.0.0.1:${server.address().port}/?n=${args.n}`);
 await page.waitForFunction(() => !document.getElementById('generate').disabled, null, { timeout: 30000 });

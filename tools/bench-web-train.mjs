@@ -39,6 +39,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { loadAtome } from '../wasm/atome.mjs';
 import { startServer, missingArtifacts } from './serve.mjs';
+import { launchChromium } from './chromium.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const args = { steps: 3000, rounds: 1, skip: '', preset: '', threads: '1,2' };
@@ -58,29 +59,34 @@ const S = { config: 'atome-60k', batch: 16, seq: 64, lr: 3e-4, seed: 0, every: 5
 const corpus = () => new Uint8Array(readFileSync(path.join(repo, 'web/data/tinystories-2m.txt'))).subarray(0, 500000);
 const predicted = args.steps * S.batch * (S.seq - 1);
 
+// Opens the page at `query`, presses Start training and waits for the run to
+// end; its wall time, the status and the training panel's text (throws if the
+// run ended in an error).
+async function trainOnPage(page, port, query) {
+  await page.goto(`http://127.0.0.1:${port}/${query}`);
+  await page.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 30000 });
+  const note = await page.textContent('#train-preset-note');
+  const t0 = Date.now();
+  await page.click('#train-start');
+  await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('train-status').dataset.state),
+    null, { timeout: 30 * 60000, polling: 100 });
+  const wall = (Date.now() - t0) / 1000;
+  const r = await page.evaluate(() => ({ state: document.getElementById('train-status').dataset.state,
+    valBpb: Number(document.getElementById('train-status').dataset.valBpb), text: document.getElementById('train-text').textContent,
+    error: document.getElementById('error-text').textContent, threads: document.getElementById('train-threads').value,
+    samples: [...document.querySelectorAll('#samples li')].map((li) => li.textContent).slice(-1) }));
+  if (r.state !== 'done') throw new Error(`the page's run ended in ${r.state}: ${r.error}`);
+  return { ...r, wall_s: wall, trainer_s: Number(r.text.match(/steps in ([\d.]+) s/)[1]), note };
+}
+
 async function chromiumRun() {
   const missing = missingArtifacts();
   if (missing.length) throw new Error(`missing ${missing.map(([f]) => f).join(', ')}: run tools/setup`);
-  const { chromium } = await import('playwright-core');
   const server = await startServer({ port: 0 });
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'] });
+  const browser = await launchChromium();
   try {
-    const page = await browser.newPage();
-    await page.goto(`http://127.0.0.1:${server.address().port}/?steps=${args.steps}`);
-    await page.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 30000 });
-    const t0 = Date.now();
-    await page.click('#train-start');
-    await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('train-status').dataset.state),
-      null, { timeout: 30 * 60000, polling: 100 });
-    const wall = (Date.now() - t0) / 1000;
-    const r = await page.evaluate(() => ({ state: document.getElementById('train-status').dataset.state,
-      valBpb: Number(document.getElementById('train-status').dataset.valBpb), text: document.getElementById('train-text').textContent,
-      error: document.getElementById('error-text').textContent }));
-    if (r.state !== 'done') throw new Error(`the page's run ended in ${r.state}: ${r.error}`);
-    const trainer = Number(r.text.match(/steps in ([\d.]+) s/)[1]);
-    return { wall_s: wall, trainer_s: trainer, val_bpb: r.valBpb };
+    const r = await trainOnPage(await browser.newPage(), server.address().port, `?steps=${args.steps}`);
+    return { wall_s: r.wall_s, trainer_s: r.trainer_s, val_bpb: r.valBpb };
   } finally { await browser.close(); server.close(); }
 }
 
@@ -133,33 +139,18 @@ if (args.preset) { await presetBench(); process.exit(0); }
 
 // The page's run of one preset on `threads` threads; the model it made.
 async function presetRun(threads) {
-  const { chromium } = await import('playwright-core');
   const server = await startServer({ port: 0 });
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'] });
+  const browser = await launchChromium();
   try {
     const ctx = await browser.newContext({ acceptDownloads: true });
     const page = await ctx.newPage();
-    await page.goto(`http://127.0.0.1:${server.address().port}/?train-preset=${args.preset}&train-threads=${threads}`);
-    await page.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 30000 });
-    const before = await page.textContent('#train-preset-note');
-    const t0 = Date.now();
-    await page.click('#train-start');
-    await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('train-status').dataset.state),
-      null, { timeout: 30 * 60000, polling: 100 });
-    const wall = (Date.now() - t0) / 1000;
-    const r = await page.evaluate(() => ({ state: document.getElementById('train-status').dataset.state,
-      valBpb: Number(document.getElementById('train-status').dataset.valBpb), text: document.getElementById('train-text').textContent,
-      error: document.getElementById('error-text').textContent, threads: document.getElementById('train-threads').value,
-      samples: [...document.querySelectorAll('#samples li')].map((li) => li.textContent).slice(-1) }));
-    if (r.state !== 'done') throw new Error(`the page's run ended in ${r.state}: ${r.error}`);
+    const r = await trainOnPage(page, server.address().port, `?train-preset=${args.preset}&train-threads=${threads}`);
     const [d] = await Promise.all([page.waitForEvent('download'), page.click('#download-atome02')]);
     const tmp = mkdtempSync(path.join(tmpdir(), 'atome-bench-preset-'));
     const file = path.join(tmp, 'model.atome');
     await d.saveAs(file);
-    return { threads: Number(r.threads), wall_s: wall, trainer_s: Number(r.text.match(/steps in ([\d.]+) s/)[1]), val_bpb: r.valBpb,
-      note: before, sample: r.samples[0] ?? '', file, tmp };
+    return { threads: Number(r.threads), wall_s: r.wall_s, trainer_s: r.trainer_s, val_bpb: r.valBpb,
+      note: r.note, sample: r.samples[0] ?? '', file, tmp };
   } finally { await browser.close(); server.close(); }
 }
 

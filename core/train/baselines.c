@@ -1,10 +1,12 @@
 /* core/train/baselines.c — the sub-blocks the two baseline families share
- * (vanilla.c, gssm.c): the pre-LN FFN sub-block and the head (final
- * LayerNorm, unembedding, cross-entropy). Contracts in baselines.h; the
+ * (vanilla.c, gssm.c): their activation slabs and forward preamble, the
+ * pre-LN FFN sub-block and the head (final LayerNorm, unembedding,
+ * cross-entropy). Contracts in baselines.h; the
  * operations run in the order each family ran them before they shared this
  * code, so their bits are unchanged. */
 #include "baselines.h"
 #include "layers.h"
+#include <stdlib.h>
 #include <string.h>
 
 void atm_ffn_sub_forward(float *out, float *ln, float *mean, float *rstd, float *fch, float *fchg, float *tmp,
@@ -50,4 +52,55 @@ void atm_head_backward(float *dresid, float *dg, float *db, float *dunembed, flo
     atm_matmul_backward(dln, dunembed, dlogits, lnf, unembed, N, C, V);
     memset(dresid, 0, sizeof(float) * (size_t)N * C);
     atm_layernorm_backward(dresid, dg, db, dln, h, g, mean, rstd, N, C);
+}
+
+/* ---- the shared activations ---- */
+
+static float *take(float **p, uint64_t n) { float *r = *p; *p += n; return r; }
+
+float *atm_preln_acts_init(atm_preln_acts *k, int L, int B, int T, int C, int F, int V, uint64_t extra) {
+    memset(k, 0, sizeof *k);
+    if (B < 1 || T < 1) return NULL;
+    const uint64_t N = (uint64_t)B * (uint64_t)T, Ly = (uint64_t)L;
+    /* in 64 bits: the sizes can pass what a 32-bit size_t (wasm) holds */
+    const uint64_t total = (Ly + 1) * N * C + 3 * Ly * N * C + 4 * Ly * N + 2 * Ly * N * F   /* per layer */
+                         + N * C + 2 * N + 2 * N * V                                      /* head */
+                         + 3 * N * C + 2 * N * F + N * V                                  /* gradients */
+                         + extra;
+    if (total > SIZE_MAX / sizeof(float) / 2 || 2 * N > SIZE_MAX / 2) return NULL;
+    k->mem = malloc((size_t)total * sizeof(float));
+    k->in = malloc((size_t)(2 * N));
+    if (!k->mem || !k->in) { atm_preln_acts_free(k); return NULL; }
+    k->tgt = k->in + N;
+    k->B = B; k->T = T;
+    float *p = k->mem;
+    k->resid = take(&p, (Ly + 1) * N * C);
+    k->resid_mid = take(&p, Ly * N * C);
+    k->ln1 = take(&p, Ly * N * C); k->ln2 = take(&p, Ly * N * C);
+    k->ln1_mean = take(&p, Ly * N); k->ln1_rstd = take(&p, Ly * N);
+    k->ln2_mean = take(&p, Ly * N); k->ln2_rstd = take(&p, Ly * N);
+    k->fch = take(&p, Ly * N * F); k->fchg = take(&p, Ly * N * F);
+    k->lnf = take(&p, N * C); k->lnf_mean = take(&p, N); k->lnf_rstd = take(&p, N);
+    k->logits = take(&p, N * V); k->probs = take(&p, N * V);
+    k->tmp = take(&p, N * C); k->dresid = take(&p, N * C); k->dln = take(&p, N * C);
+    k->dfch = take(&p, N * F); k->dfchg = take(&p, N * F);
+    k->dlogits = take(&p, N * V);
+    return p;
+}
+
+void atm_preln_acts_free(atm_preln_acts *k) {
+    free(k->mem); free(k->in);
+    k->mem = NULL; k->in = k->tgt = NULL;
+}
+
+int atm_preln_begin(atm_preln_acts *k, const uint8_t *in, const uint8_t *tgt, int B, int T, int V) {
+    k->has_tgt = 0;
+    if (B < 1 || T < 1 || B > k->B || T > k->T) return 0;
+    const int N = B * T;
+    for (int n = 0; n < N; n++)
+        if (in[n] >= V || (tgt && tgt[n] >= V)) return 0;
+    k->cur_B = B; k->cur_T = T;
+    memcpy(k->in, in, (size_t)N);
+    if (tgt) memcpy(k->tgt, tgt, (size_t)N);
+    return 1;
 }

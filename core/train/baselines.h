@@ -10,6 +10,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What the two baseline families' activations share: a stack of pre-LN
+ * blocks (LN1, the family's mixer, a residual, the FFN sub-block) under the
+ * LN_f + unembedding head. One allocation holds these slabs and then the
+ * family's own (atm_preln_acts_init returns where those start). */
+typedef struct {
+    int B, T;              /* capacity */
+    int cur_B, cur_T, has_tgt;
+    uint8_t *in, *tgt;     /* [B*T] */
+    float *resid;          /* [L+1][B*T][C]: resid[0] = embeddings, resid[l+1] = block l output */
+    float *resid_mid;      /* [L][B*T][C]: after the mixer's residual */
+    float *ln1, *ln2;      /* [L][B*T][C] */
+    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;   /* [L][B*T] */
+    float *fch, *fchg;     /* [L][B*T][F]: W1 output, gelu of it */
+    float *lnf, *lnf_mean, *lnf_rstd;   /* [B*T][C], [B*T], [B*T] */
+    float *logits, *probs; /* [B*T][V] */
+    float *tmp;            /* [B*T][C]: projection output before the residual add */
+    float *dresid, *dln;   /* [B*T][C] */
+    float *dfch, *dfchg;   /* [B*T][F] */
+    float *dlogits;        /* [B*T][V] */
+    float *mem;
+} atm_preln_acts;
+
+/* Allocates the shared slabs for L layers of B x T rows (width C, FFN F,
+ * vocabulary V) and `extra` more floats for the family; returns the start of
+ * those extra floats, or NULL (nothing left allocated) if out of memory or
+ * the sizes overflow. */
+float *atm_preln_acts_init(atm_preln_acts *k, int L, int B, int T, int C, int F, int V, uint64_t extra);
+void atm_preln_acts_free(atm_preln_acts *k);
+/* Starts a forward pass of B x T rows: checks them against the capacity and
+ * the bytes against V, keeps in/tgt for the backward. 1 if it may go on. */
+int atm_preln_begin(atm_preln_acts *k, const uint8_t *in, const uint8_t *tgt, int B, int T, int V);
+
+/* Carves n floats off *p (a family's own slabs after the shared ones). */
+static inline float *atm_take(float **p, uint64_t n) { float *r = *p; *p += n; return r; }
+
 /* Multi-head causal self-attention core (vanilla), without the projections.
  * qkv[N][3C]: each row is [q | k | v], each third head-major (head h owns
  * columns h*dh .. h*dh+dh-1 of it, dh = C/H). For every sequence, head and

@@ -115,6 +115,12 @@ int atm_layout_add(atm_layout *L, const char *name, int rows, int cols, int kind
     return L->n_tensors++;
 }
 
+int atm_layout_add_block(atm_layout *L, int l, const char *suffix, int rows, int cols, int kind, int init, float init_a) {
+    char nm[ATM_TENSOR_NAME];
+    snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix);
+    return atm_layout_add(L, nm, rows, cols, kind, init, init_a) >= 0;
+}
+
 int atm_layout_find(const atm_layout *L, const char *name) {
     for (int i = 0; i < L->n_tensors; i++) if (strcmp(L->t[i].name, name) == 0) return i;
     return -1;

@@ -114,13 +114,6 @@ enum { G_TOK = 0, G_BLOCK0 = 1 };   /* then L*GB_N, then ln_f.g, ln_f.b, unembed
 /* a_raw = ln 9 gives a = sigmoid(a_raw) = 9/10. */
 #define GSSM_A_RAW_INIT 2.19722457733621938279f
 
-static int add_blk(atm_layout *L, int l, const char *suffix, int rows, int cols, int kind,
-                   int init, float a) {
-    char nm[ATM_TENSOR_NAME];
-    snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix);
-    return atm_layout_add(L, nm, rows, cols, kind, init, a) >= 0;
-}
-
 static int gssm_layout(const atm_config *c, atm_layout *L) {
     const int V = c->vocab, C = c->d_model, D = c->d_inner, F = c->d_ff;
     if (V < 1 || C < 1 || D < 1 || F < 1 || c->n_layers < 1) return -1;
@@ -128,18 +121,18 @@ static int gssm_layout(const atm_config *c, atm_layout *L) {
                 sF = 1.0f / sqrtf((float)F);   /* std of N(0, 1/in) */
     int ok = atm_layout_add(L, "tok_emb", V, C, ATM_TK_QUANT, ATM_INIT_NORMAL, sC) >= 0;
     for (int l = 0; l < c->n_layers && ok; l++) {
-        ok = add_blk(L, l, "ln1.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
-          && add_blk(L, l, "ln1.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
-          && add_blk(L, l, "ssm.w_in", D, C, ATM_TK_QUANT, ATM_INIT_NORMAL, sC)
-          && add_blk(L, l, "ssm.w_g", D, C, ATM_TK_QUANT, ATM_INIT_NORMAL, sC)
-          && add_blk(L, l, "ssm.a_raw", 1, D, ATM_TK_FP32, ATM_INIT_CONST, GSSM_A_RAW_INIT)
-          && add_blk(L, l, "ssm.b", 1, D, ATM_TK_FP32, ATM_INIT_NORMAL, sD)
-          && add_blk(L, l, "ssm.c", 1, D, ATM_TK_FP32, ATM_INIT_NORMAL, sD)
-          && add_blk(L, l, "ssm.w_out", C, D, ATM_TK_QUANT, ATM_INIT_NORMAL, sD)
-          && add_blk(L, l, "ln2.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
-          && add_blk(L, l, "ln2.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
-          && add_blk(L, l, "ffn.w1", F, C, ATM_TK_QUANT, ATM_INIT_NORMAL, sC)
-          && add_blk(L, l, "ffn.w2", C, F, ATM_TK_QUANT, ATM_INIT_NORMAL, sF);
+        ok = atm_layout_add_block(L, l, "ln1.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
+          && atm_layout_add_block(L, l, "ln1.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
+          && atm_layout_add_block(L, l, "ssm.w_in", D, C, ATM_TK_QUANT, ATM_INIT_NORMAL, sC)
+          && atm_layout_add_block(L, l, "ssm.w_g", D, C, ATM_TK_QUANT, ATM_INIT_NORMAL, sC)
+          && atm_layout_add_block(L, l, "ssm.a_raw", 1, D, ATM_TK_FP32, ATM_INIT_CONST, GSSM_A_RAW_INIT)
+          && atm_layout_add_block(L, l, "ssm.b", 1, D, ATM_TK_FP32, ATM_INIT_NORMAL, sD)
+          && atm_layout_add_block(L, l, "ssm.c", 1, D, ATM_TK_FP32, ATM_INIT_NORMAL, sD)
+          && atm_layout_add_block(L, l, "ssm.w_out", C, D, ATM_TK_QUANT, ATM_INIT_NORMAL, sD)
+          && atm_layout_add_block(L, l, "ln2.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
+          && atm_layout_add_block(L, l, "ln2.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
+          && atm_layout_add_block(L, l, "ffn.w1", F, C, ATM_TK_QUANT, ATM_INIT_NORMAL, sC)
+          && atm_layout_add_block(L, l, "ffn.w2", C, F, ATM_TK_QUANT, ATM_INIT_NORMAL, sF);
     }
     ok = ok && atm_layout_add(L, "ln_f.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f) >= 0;
     ok = ok && atm_layout_add(L, "ln_f.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f) >= 0;
@@ -153,69 +146,36 @@ static int blk(int l, int k) { return G_BLOCK0 + l * GB_N + k; }
 /* ---- activations ---- */
 
 typedef struct {
+    atm_preln_acts k;      /* the block stack and the head (baselines.h) */
     atm_config c;
-    int B, T;              /* capacity */
-    int cur_B, cur_T, has_tgt;
-    uint8_t *in, *tgt;     /* [B*T] */
-    float *resid;          /* [L+1][B*T][C]: resid[0] = embeddings, resid[l+1] = block l output */
-    float *resid_mid;      /* [L][B*T][C]: after the SSM residual */
-    float *ln1, *ln2;      /* [L][B*T][C] */
-    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;   /* [L][B*T] */
     float *x, *g, *s, *sg, *z;   /* [L][B*T][D]: W_in u, W_g u, states, silu(g), gated output */
-    float *fch, *fchg;     /* [L][B*T][F] */
-    float *lnf, *lnf_mean, *lnf_rstd;   /* [B*T][C], [B*T], [B*T] */
-    float *logits, *probs; /* [B*T][V] */
-    float *tmp;            /* [B*T][C]: projection output before the residual add */
-    float *dresid, *dln;   /* [B*T][C] */
     float *dz, *dx, *dg;   /* [B*T][D] */
-    float *dfch, *dfchg;   /* [B*T][F] */
-    float *dlogits;        /* [B*T][V] */
     float *scan_scratch;   /* atm_gssm_scan_scratch(B, T, D) */
-    float *mem;
 } gacts;
 
-static float *take(float **p, size_t n) { float *r = *p; *p += n; return r; }
 
 static void *gssm_acts_new(const atm_config *c, int B, int T) {
     if (B < 1 || T < 1) return NULL;
-    const uint64_t N = (uint64_t)B * T, C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff,
-                 D = (uint64_t)c->d_inner, V = (uint64_t)c->vocab, Ly = (uint64_t)c->n_layers;
+    const uint64_t N = (uint64_t)B * T, D = (uint64_t)c->d_inner, Ly = (uint64_t)c->n_layers;
     const size_t ss = atm_gssm_scan_scratch(B, T, c->d_inner);
-    /* in 64 bits: the sizes can pass what a 32-bit size_t (wasm) holds */
-    uint64_t total = (Ly + 1) * N * C + 3 * Ly * N * C + 4 * Ly * N + 5 * Ly * N * D
-                 + 2 * Ly * N * F + N * C + 2 * N + 2 * N * V
-                 + 3 * N * C + 3 * N * D + 2 * N * F + N * V + ss;
     gacts *a = calloc(1, sizeof *a);
     if (!a) return NULL;
-    if (total > SIZE_MAX / sizeof(float) / 2 || 2 * N > SIZE_MAX / 2) { free(a); return NULL; }
-    a->mem = malloc((size_t)total * sizeof(float));
-    a->in = malloc((size_t)(2 * N));
-    if (!a->mem || !a->in) { free(a->mem); free(a->in); free(a); return NULL; }
-    a->tgt = a->in + N;
-    a->c = *c; a->B = B; a->T = T;
-    float *p = a->mem;
-    a->resid = take(&p, (Ly + 1) * N * C);
-    a->resid_mid = take(&p, Ly * N * C);
-    a->ln1 = take(&p, Ly * N * C); a->ln2 = take(&p, Ly * N * C);
-    a->ln1_mean = take(&p, Ly * N); a->ln1_rstd = take(&p, Ly * N);
-    a->ln2_mean = take(&p, Ly * N); a->ln2_rstd = take(&p, Ly * N);
-    a->x = take(&p, Ly * N * D); a->g = take(&p, Ly * N * D); a->s = take(&p, Ly * N * D);
-    a->sg = take(&p, Ly * N * D); a->z = take(&p, Ly * N * D);
-    a->fch = take(&p, Ly * N * F); a->fchg = take(&p, Ly * N * F);
-    a->lnf = take(&p, N * C); a->lnf_mean = take(&p, N); a->lnf_rstd = take(&p, N);
-    a->logits = take(&p, N * V); a->probs = take(&p, N * V);
-    a->tmp = take(&p, N * C); a->dresid = take(&p, N * C); a->dln = take(&p, N * C);
-    a->dz = take(&p, N * D); a->dx = take(&p, N * D); a->dg = take(&p, N * D);
-    a->dfch = take(&p, N * F); a->dfchg = take(&p, N * F);
-    a->dlogits = take(&p, N * V);
-    a->scan_scratch = take(&p, ss);
+    float *p = atm_preln_acts_init(&a->k, c->n_layers, B, T, c->d_model, c->d_ff, c->vocab,
+                                   5 * Ly * N * D + 3 * N * D + ss);
+    if (!p) { free(a); return NULL; }
+    a->c = *c;
+    a->x = atm_take(&p, Ly * N * D); a->g = atm_take(&p, Ly * N * D); a->s = atm_take(&p, Ly * N * D);
+    a->sg = atm_take(&p, Ly * N * D); a->z = atm_take(&p, Ly * N * D);
+    a->dz = atm_take(&p, N * D); a->dx = atm_take(&p, N * D); a->dg = atm_take(&p, N * D);
+    a->scan_scratch = atm_take(&p, ss);
     return a;
 }
 
 static void gssm_acts_free(void *acts) {
     gacts *a = acts;
     if (!a) return;
-    free(a->mem); free(a->in); free(a);
+    atm_preln_acts_free(&a->k);
+    free(a);
 }
 
 /* ---- forward / backward ---- */
@@ -225,66 +185,60 @@ static double gssm_forward(const atm_layout *L, const float *w, void *acts,
     gacts *a = acts;
     const atm_config *c = &L->cfg;
     const int C = c->d_model, F = c->d_ff, D = c->d_inner, V = c->vocab, NL = c->n_layers;
-    a->has_tgt = 0;
-    if (B < 1 || T < 1 || B > a->B || T > a->T) return NAN;
+    if (!atm_preln_begin(&a->k, in, tgt, B, T, V)) return NAN;
     const int N = B * T;
-    for (int n = 0; n < N; n++)
-        if (in[n] >= V || (tgt && tgt[n] >= V)) return NAN;
-    const size_t NC = (size_t)a->B * a->T * C, NF = (size_t)a->B * a->T * F;
-    const size_t ND = (size_t)a->B * a->T * D, NR = (size_t)a->B * a->T;
-    a->cur_B = B; a->cur_T = T;
-    memcpy(a->in, in, (size_t)N);
-    if (tgt) memcpy(a->tgt, tgt, (size_t)N);
+    const size_t NC = (size_t)a->k.B * a->k.T * C, NF = (size_t)a->k.B * a->k.T * F;
+    const size_t ND = (size_t)a->k.B * a->k.T * D, NR = (size_t)a->k.B * a->k.T;
 
-    atm_embed_forward(a->resid, in, w + toff(L, G_TOK), NULL, N, T, C);
+    atm_embed_forward(a->k.resid, in, w + toff(L, G_TOK), NULL, N, T, C);
     for (int l = 0; l < NL; l++) {
-        const float *h = a->resid + l * NC;
-        float *mid = a->resid_mid + l * NC, *out = a->resid + (l + 1) * NC;
-        float *ln1 = a->ln1 + l * NC, *ln2 = a->ln2 + l * NC;
+        const float *h = a->k.resid + l * NC;
+        float *mid = a->k.resid_mid + l * NC, *out = a->k.resid + (l + 1) * NC;
+        float *ln1 = a->k.ln1 + l * NC, *ln2 = a->k.ln2 + l * NC;
         float *x = a->x + l * ND, *g = a->g + l * ND, *z = a->z + l * ND;
-        float *fch = a->fch + l * NF, *fchg = a->fchg + l * NF;
-        atm_layernorm_forward(ln1, a->ln1_mean + l * NR, a->ln1_rstd + l * NR, h,
+        float *fch = a->k.fch + l * NF, *fchg = a->k.fchg + l * NF;
+        atm_layernorm_forward(ln1, a->k.ln1_mean + l * NR, a->k.ln1_rstd + l * NR, h,
                               w + toff(L, blk(l, GB_LN1G)), w + toff(L, blk(l, GB_LN1B)), N, C);
         atm_matmul_forward(x, ln1, w + toff(L, blk(l, GB_WIN)), N, C, D);
         atm_matmul_forward(g, ln1, w + toff(L, blk(l, GB_WG)), N, C, D);
         atm_gssm_scan_forward(z, a->s + l * ND, a->sg + l * ND, x, g, w + toff(L, blk(l, GB_AR)),
                               w + toff(L, blk(l, GB_B)), w + toff(L, blk(l, GB_C)), B, T, D);
-        atm_matmul_forward(a->tmp, z, w + toff(L, blk(l, GB_WOUT)), N, D, C);
-        for (size_t i = 0; i < (size_t)N * C; i++) mid[i] = h[i] + a->tmp[i];
-        atm_ffn_sub_forward(out, ln2, a->ln2_mean + l * NR, a->ln2_rstd + l * NR, fch, fchg, a->tmp, mid,
+        atm_matmul_forward(a->k.tmp, z, w + toff(L, blk(l, GB_WOUT)), N, D, C);
+        for (size_t i = 0; i < (size_t)N * C; i++) mid[i] = h[i] + a->k.tmp[i];
+        atm_ffn_sub_forward(out, ln2, a->k.ln2_mean + l * NR, a->k.ln2_rstd + l * NR, fch, fchg, a->k.tmp, mid,
                             w + toff(L, blk(l, GB_LN2G)), w + toff(L, blk(l, GB_LN2B)),
                             w + toff(L, blk(l, GB_W1)), w + toff(L, blk(l, GB_W2)), N, C, F);
     }
     const int tail = G_BLOCK0 + NL * GB_N;
-    double loss = atm_head_forward(a->logits, a->probs, a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + NL * NC,
+    double loss = atm_head_forward(a->k.logits, a->k.probs, a->k.lnf, a->k.lnf_mean, a->k.lnf_rstd, a->k.resid + NL * NC,
                                    w + toff(L, tail), w + toff(L, tail + 1), w + toff(L, tail + 2), tgt, N, C, V);
-    a->has_tgt = tgt != NULL;
+    a->k.has_tgt = tgt != NULL;
     return loss;
 }
 
 static void gssm_backward(const atm_layout *L, const float *w, void *acts, float *dw) {
     gacts *a = acts;
-    if (!a->has_tgt) return;
+    if (!a->k.has_tgt) return;
     const atm_config *c = &L->cfg;
     const int C = c->d_model, F = c->d_ff, D = c->d_inner, V = c->vocab, NL = c->n_layers;
-    const int B = a->cur_B, T = a->cur_T, N = B * T;
-    const size_t NC = (size_t)a->B * a->T * C, NF = (size_t)a->B * a->T * F;
-    const size_t ND = (size_t)a->B * a->T * D, NR = (size_t)a->B * a->T;
+    const int B = a->k.cur_B, T = a->k.cur_T, N = B * T;
+    const size_t NC = (size_t)a->k.B * a->k.T * C, NF = (size_t)a->k.B * a->k.T * F;
+    const size_t ND = (size_t)a->k.B * a->k.T * D, NR = (size_t)a->k.B * a->k.T;
     const size_t nC = (size_t)N * C, nD = (size_t)N * D;
     const int tail = G_BLOCK0 + NL * GB_N;
 
-    atm_head_backward(a->dresid, dw + toff(L, tail), dw + toff(L, tail + 1), dw + toff(L, tail + 2), a->dlogits, a->dln,
-                      a->probs, a->tgt, a->lnf, a->resid + NL * NC, w + toff(L, tail), w + toff(L, tail + 2),
-                      a->lnf_mean, a->lnf_rstd, N, C, V);
+    atm_head_backward(a->k.dresid, dw + toff(L, tail), dw + toff(L, tail + 1), dw + toff(L, tail + 2), a->k.dlogits, a->k.dln,
+                      a->k.probs, a->k.tgt, a->k.lnf, a->k.resid + NL * NC, w + toff(L, tail), w + toff(L, tail + 2),
+                      a->k.lnf_mean, a->k.lnf_rstd, N, C, V);
     for (int l = NL - 1; l >= 0; l--) {
-        /* a->dresid holds dloss/d(block output); the residual passes it through. */
-        atm_ffn_sub_backward(a->dresid, dw + toff(L, blk(l, GB_LN2G)), dw + toff(L, blk(l, GB_LN2B)),
-                             dw + toff(L, blk(l, GB_W1)), dw + toff(L, blk(l, GB_W2)), a->dfch, a->dfchg, a->dln,
-                             a->resid_mid + l * NC, a->ln2 + l * NC, a->ln2_mean + l * NR, a->ln2_rstd + l * NR,
-                             a->fch + l * NF, a->fchg + l * NF, w + toff(L, blk(l, GB_LN2G)),
+        /* a->k.dresid holds dloss/d(block output); the residual passes it through. */
+        atm_ffn_sub_backward(a->k.dresid, dw + toff(L, blk(l, GB_LN2G)), dw + toff(L, blk(l, GB_LN2B)),
+                             dw + toff(L, blk(l, GB_W1)), dw + toff(L, blk(l, GB_W2)), a->k.dfch, a->k.dfchg, a->k.dln,
+                             a->k.resid_mid + l * NC, a->k.ln2 + l * NC, a->k.ln2_mean + l * NR, a->k.ln2_rstd + l * NR,
+                             a->k.fch + l * NF, a->k.fchg + l * NF, w + toff(L, blk(l, GB_LN2G)),
                              w + toff(L, blk(l, GB_W1)), w + toff(L, blk(l, GB_W2)), N, C, F);
         memset(a->dz, 0, sizeof(float) * nD);
-        atm_matmul_backward(a->dz, dw + toff(L, blk(l, GB_WOUT)), a->dresid,
+        atm_matmul_backward(a->dz, dw + toff(L, blk(l, GB_WOUT)), a->k.dresid,
                             a->z + l * ND, w + toff(L, blk(l, GB_WOUT)), N, D, C);
         memset(a->dx, 0, sizeof(float) * nD);
         memset(a->dg, 0, sizeof(float) * nD);
@@ -293,19 +247,19 @@ static void gssm_backward(const atm_layout *L, const float *w, void *acts, float
                                a->s + l * ND, a->sg + l * ND, w + toff(L, blk(l, GB_AR)),
                                w + toff(L, blk(l, GB_B)), w + toff(L, blk(l, GB_C)),
                                a->scan_scratch, B, T, D);
-        memset(a->dln, 0, sizeof(float) * nC);
-        atm_matmul_backward(a->dln, dw + toff(L, blk(l, GB_WIN)), a->dx,
-                            a->ln1 + l * NC, w + toff(L, blk(l, GB_WIN)), N, C, D);
-        atm_matmul_backward(a->dln, dw + toff(L, blk(l, GB_WG)), a->dg,
-                            a->ln1 + l * NC, w + toff(L, blk(l, GB_WG)), N, C, D);
-        atm_layernorm_backward(a->dresid, dw + toff(L, blk(l, GB_LN1G)), dw + toff(L, blk(l, GB_LN1B)),
-                               a->dln, a->resid + l * NC, w + toff(L, blk(l, GB_LN1G)),
-                               a->ln1_mean + l * NR, a->ln1_rstd + l * NR, N, C);
+        memset(a->k.dln, 0, sizeof(float) * nC);
+        atm_matmul_backward(a->k.dln, dw + toff(L, blk(l, GB_WIN)), a->dx,
+                            a->k.ln1 + l * NC, w + toff(L, blk(l, GB_WIN)), N, C, D);
+        atm_matmul_backward(a->k.dln, dw + toff(L, blk(l, GB_WG)), a->dg,
+                            a->k.ln1 + l * NC, w + toff(L, blk(l, GB_WG)), N, C, D);
+        atm_layernorm_backward(a->k.dresid, dw + toff(L, blk(l, GB_LN1G)), dw + toff(L, blk(l, GB_LN1B)),
+                               a->k.dln, a->k.resid + l * NC, w + toff(L, blk(l, GB_LN1G)),
+                               a->k.ln1_mean + l * NR, a->k.ln1_rstd + l * NR, N, C);
     }
-    atm_embed_backward(dw + toff(L, G_TOK), NULL, a->in, a->dresid, N, T, C);
+    atm_embed_backward(dw + toff(L, G_TOK), NULL, a->k.in, a->k.dresid, N, T, C);
 }
 
-static const float *gssm_logits(void *acts) { return ((gacts *)acts)->logits; }
+static const float *gssm_logits(void *acts) { return ((gacts *)acts)->k.logits; }
 
 /* ---- generation: streaming recurrence ---- */
 
@@ -340,11 +294,11 @@ static void *gssm_gen_new(const atm_layout *L, const float *w, int window) {
     if (!g->w || !g->mem) { gssm_gen_free(g); return NULL; }
     memcpy(g->w, w, sizeof(float) * L->n_params);
     float *p = g->mem;
-    g->state = take(&p, (size_t)c->n_layers * D);
-    g->h = take(&p, C); g->ln = take(&p, C); g->tmp = take(&p, C);
-    g->x = take(&p, D); g->g = take(&p, D); g->sg = take(&p, D); g->z = take(&p, D);
-    g->fch = take(&p, F); g->fchg = take(&p, F);
-    g->logits = take(&p, V);
+    g->state = atm_take(&p, (size_t)c->n_layers * D);
+    g->h = atm_take(&p, C); g->ln = atm_take(&p, C); g->tmp = atm_take(&p, C);
+    g->x = atm_take(&p, D); g->g = atm_take(&p, D); g->sg = atm_take(&p, D); g->z = atm_take(&p, D);
+    g->fch = atm_take(&p, F); g->fchg = atm_take(&p, F);
+    g->logits = atm_take(&p, V);
     return g;
 }
 

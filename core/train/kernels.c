@@ -174,13 +174,6 @@ int atm_matmul_replay(const atm_matmul_call *calls, int n, float *scratch, size_
 #define ROWS_ALIGN 16
 #define SMALL_N 4
 
-static void span(int n, int task, int ntasks, int align, int *lo, int *hi) {
-    int per = (n + ntasks - 1) / ntasks;
-    per = (per + align - 1) / align * align;
-    *lo = task * per < n ? task * per : n;
-    *hi = *lo + per < n ? *lo + per : n;
-}
-
 typedef struct {
     const atm_kernel_set *ks;
     float *out, *dinp, *dw;
@@ -191,7 +184,7 @@ typedef struct {
 static void mm_forward_task(void *ctx, int t, int nt) {
     const mm_job *j = ctx;
     int lo, hi;
-    span(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
+    atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
     if (hi > lo)
         j->ks->forward(j->out + (size_t)lo * j->OC, j->inp + (size_t)lo * j->IC, j->w, hi - lo, j->IC, j->OC);
 }
@@ -208,15 +201,15 @@ static void mm_backward_task(void *ctx, int t, int nt) {
     int lo, hi;
     const int both = j->dinp && j->dw;
     if (j->dinp && (!both || t == 0)) {
-        if (both) span(j->N, 0, 1, ROWS_ALIGN, &lo, &hi);
-        else span(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
+        if (both) atm_share_int(j->N, 0, 1, ROWS_ALIGN, &lo, &hi);
+        else atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
         if (hi > lo)
             j->ks->backward(j->dinp + (size_t)lo * j->IC, NULL, j->dout + (size_t)lo * j->OC, NULL, j->w,
                             hi - lo, j->IC, j->OC);
     }
     if (j->dw && (!both || t > 0)) {
-        if (both) span(j->OC, t - 1, nt - 1, 1, &lo, &hi);
-        else span(j->OC, t, nt, 1, &lo, &hi);
+        if (both) atm_share_int(j->OC, t - 1, nt - 1, 1, &lo, &hi);
+        else atm_share_int(j->OC, t, nt, 1, &lo, &hi);
         if (hi > lo) j->ks->backward_dw(j->dw + (size_t)lo * j->IC, j->dout + lo, j->OC, j->inp, j->N, j->IC, hi - lo);
     }
 }
@@ -231,7 +224,7 @@ static int mm_tasks(int N, int IC, int OC, int products) {
     /* the last chunk too must be longer than the small-N path */
     for (; n > 1; n--) {
         int lo, hi;
-        span(N, n - 1, n, ROWS_ALIGN, &lo, &hi);
+        atm_share_int(N, n - 1, n, ROWS_ALIGN, &lo, &hi);
         if (hi - lo > SMALL_N) break;
     }
     return n;

@@ -74,14 +74,6 @@ const atm_layer_kernel_set *atm_layer_kernels(void) {
  * kernel sums it. Scratch is taken before the call, so a task never fails;
  * without it a call runs on one thread (same bits). */
 
-/* Task t's share [lo, hi) of n items in chunks of `align`. */
-static void share(int n, int t, int nt, int align, int *lo, int *hi) {
-    int per = (n + nt - 1) / nt;
-    per = (per + align - 1) / align * align;
-    *lo = t * per < n ? t * per : n;
-    *hi = *lo + per < n ? *lo + per : n;
-}
-
 /* Reserves `bytes` of scratch for each of nt tasks; the task count to use. */
 static int reserve(int nt, size_t bytes) {
     for (int t = 0; t < nt; t++)
@@ -113,7 +105,7 @@ typedef struct {
 static void ln_fwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->N, t, nt, ROWS, &lo, &hi);
+    atm_share_int(j->N, t, nt, ROWS, &lo, &hi);
     if (hi > lo)
         j->ks->layernorm_forward(j->o0 + (size_t)lo * j->C, j->o1 + lo, j->o2 + lo, j->i0 + (size_t)lo * j->C,
                                  j->i1, j->i2, hi - lo, j->C);
@@ -141,7 +133,7 @@ static void ln_bwd_task(void *ctx, int t, int nt) {
         return;
     }
     int lo, hi;
-    share(j->N, t - 1, nt - 1, ROWS, &lo, &hi);
+    atm_share_int(j->N, t - 1, nt - 1, ROWS, &lo, &hi);
     if (hi > lo)
         j->ks->layernorm_backward(j->o0 + (size_t)lo * j->C, NULL, NULL, dout + (size_t)lo * j->C,
                                   inp + (size_t)lo * j->C, j->i2, mean + lo, rstd + lo, hi - lo, j->C);
@@ -164,7 +156,7 @@ static size_t g_rowloss_cap = 0;
 static void xent_fwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->N, t, nt, ROWS, &lo, &hi);
+    atm_share_int(j->N, t, nt, ROWS, &lo, &hi);
     const size_t V = (size_t)j->C;
     if (!j->tgt) {
         if (hi > lo) j->ks->xent_forward(j->o0 + lo * V, j->i0 + lo * V, NULL, hi - lo, j->C);
@@ -192,7 +184,7 @@ double atm_xent_forward(float *probs, const float *logits, const uint8_t *tgt, i
 static void xent_bwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->N, t, nt, ROWS, &lo, &hi);
+    atm_share_int(j->N, t, nt, ROWS, &lo, &hi);
     const size_t V = (size_t)j->C;
     if (hi > lo) j->ks->xent_backward(j->o0 + lo * V, j->i0 + lo * V, j->tgt + lo, hi - lo, j->C, j->scale);
 }
@@ -216,7 +208,7 @@ void atm_softmax(float *x, int n) { atm_layer_kernels()->softmax(x, n); }
 static void conv_fwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->B, t, nt, 1, &lo, &hi);
+    atm_share_int(j->B, t, nt, 1, &lo, &hi);
     const size_t row = (size_t)j->T * j->C;
     if (hi > lo)
         j->ks->conv_forward(j->o0 + lo * row, j->i0 + lo * row, j->i1, atm_task_scratch(t, 0),
@@ -245,7 +237,7 @@ void atm_atome_conv_backward(float *du, float *dw, const float *dout, const floa
 static void ssm_fwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->B, t, nt, 1, &lo, &hi);
+    atm_share_int(j->B, t, nt, 1, &lo, &hi);
     const size_t row = (size_t)j->T * j->C;
     if (hi > lo)
         j->ks->ssm_forward(j->o0 + lo * row, j->o1 + lo * row, j->i0 + lo * row, j->i1, j->i2, j->i3,
@@ -275,7 +267,7 @@ void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
 static void attn_fwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->B, t, nt, 1, &lo, &hi);
+    atm_share_int(j->B, t, nt, 1, &lo, &hi);
     if (hi <= lo) return;
     const size_t r0 = (size_t)lo * j->T;
     j->ks->attn_forward(j->o0 + r0 * j->C, j->idx + r0 * j->TK, j->o1 + r0 * j->TK, j->i0 + r0 * j->DH,
@@ -297,7 +289,7 @@ void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
 static void attn_bwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->B, t, nt, 1, &lo, &hi);
+    atm_share_int(j->B, t, nt, 1, &lo, &hi);
     if (hi <= lo) return;
     const size_t r0 = (size_t)lo * j->T;
     j->ks->attn_backward(j->o0 ? j->o0 + r0 * j->DH : NULL, j->o1 ? j->o1 + r0 * j->DH : NULL,
@@ -321,7 +313,7 @@ void atm_atome_attn_backward(float *dq, float *dk, float *dv, const float *dout,
 static void mix_fwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->N, t, nt, ROWS, &lo, &hi);
+    atm_share_int(j->N, t, nt, ROWS, &lo, &hi);
     if (hi <= lo) return;
     const float *pp[3];
     for (int p = 0; p < j->P && p < 3; p++) pp[p] = j->paths[p] + (size_t)lo * j->C;
@@ -340,7 +332,7 @@ void atm_atome_mix_forward(float *hout, float *r, const float *hin,
 static void mix_bwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     int lo, hi;
-    share(j->N, t, nt, ROWS, &lo, &hi);
+    atm_share_int(j->N, t, nt, ROWS, &lo, &hi);
     if (hi <= lo) return;
     const float *pp[3];
     float *dp[3];

@@ -90,6 +90,9 @@ typedef struct {
 int atm_layout_build(const atm_config *c, atm_layout *L);
 /* Appends a tensor (used by the family layout functions). Returns its index. */
 int atm_layout_add(atm_layout *L, const char *name, int rows, int cols, int kind, int init, float init_a);
+/* Appends "blocks.<l>.<suffix>" (the baselines' per-block tensors); 1 if it
+ * fitted, 0 if the table is full. */
+int atm_layout_add_block(atm_layout *L, int l, const char *suffix, int rows, int cols, int kind, int init, float init_a);
 /* Index of a tensor by name, or -1. */
 int atm_layout_find(const atm_layout *L, const char *name);
 /* Number of parameters of kind ATM_TK_QUANT. */

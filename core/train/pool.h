@@ -61,6 +61,23 @@ int atm_par_tasks(double flops);
  * ATM_PAR_MIN_FLOPS). */
 void atm_par_min_flops(double flops);
 
+/* Task t's share [lo, hi) of n items, of nt tasks, in chunks of `align`
+ * items (the last task takes what is left; tasks past the end get an empty
+ * range). The one rule every parallel kernel splits its outputs by. */
+static inline void atm_share(size_t n, int t, int nt, size_t align, size_t *lo, size_t *hi) {
+    size_t per = (n + (size_t)nt - 1) / (size_t)nt;
+    per = (per + align - 1) / align * align;
+    *lo = (size_t)t * per < n ? (size_t)t * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+/* The same for int counts (rows, channels). */
+static inline void atm_share_int(int n, int t, int nt, int align, int *lo, int *hi) {
+    size_t l, h;
+    atm_share((size_t)n, t, nt, (size_t)align, &l, &h);
+    *lo = (int)l;
+    *hi = (int)h;
+}
+
 #if defined(__wasm__)
 /* wasm: a worker instance's entry (never returns). Worker ids are 1..15; the
  * host starts them, then calls atm_pool_workers_started(n). */

@@ -41,9 +41,8 @@ typedef struct {
 static void quant_task(void *ctx, int t, int nt) {
     const quant_job *j = ctx;
     const size_t n = j->L->n_params;
-    size_t per = (n + (size_t)nt - 1) / (size_t)nt;
-    per = (per + 15) / 16 * 16;
-    const size_t lo = (size_t)t * per < n ? (size_t)t * per : n, hi = lo + per < n ? lo + per : n;
+    size_t lo, hi;
+    atm_share(n, t, nt, 16, &lo, &hi);
     if (hi <= lo) return;
     if (j->weff != j->w) memcpy(j->weff + lo, j->w + lo, sizeof(float) * (hi - lo));
     for (int i = 0; j->alpha && i < j->L->n_tensors; i++) {

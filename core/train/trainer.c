@@ -190,19 +190,11 @@ int atm_trainer_quant(const atm_trainer *tr) {
     return tr->opt.quant;
 }
 
-/* Parameter range [lo, hi) of task t of nt over n values (multiples of 16). */
-static void param_share(size_t n, int t, int nt, size_t *lo, size_t *hi) {
-    size_t per = (n + (size_t)nt - 1) / (size_t)nt;
-    per = (per + 15) / 16 * 16;
-    *lo = (size_t)t * per < n ? (size_t)t * per : n;
-    *hi = *lo + per < n ? *lo + per : n;
-}
-
 typedef struct { float *x; size_t n; } zero_job;
 static void zero_task(void *ctx, int t, int nt) {
     const zero_job *j = ctx;
     size_t lo, hi;
-    param_share(j->n, t, nt, &lo, &hi);
+    atm_share(j->n, t, nt, 16, &lo, &hi);
     if (hi > lo) memset(j->x + lo, 0, (hi - lo) * sizeof(float));
 }
 
@@ -217,7 +209,7 @@ typedef struct {
 static void adam_task(void *ctx, int t, int nt) {
     const adam_job *j = ctx;
     size_t lo, hi;
-    param_share(j->n, t, nt, &lo, &hi);
+    atm_share(j->n, t, nt, 16, &lo, &hi);
     const float b1 = j->b1, b2 = j->b2, eps = j->eps, ob1 = 1.0f - b1, ob2 = 1.0f - b2;
     float *w = j->w, *m = j->m, *v = j->v;
     const float *g = j->g;

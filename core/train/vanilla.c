@@ -133,13 +133,6 @@ void atm_mha_backward(float *dqkv, const float *dout, const float *qkv, const fl
 enum { VB_LN1G, VB_LN1B, VB_WQKV, VB_WO, VB_LN2G, VB_LN2B, VB_W1, VB_W2, VB_N };
 enum { V_TOK = 0, V_POS = 1 };   /* pos_emb only with positions; then L*VB_N, then ln_f.g, ln_f.b, unembed */
 
-static int add_blk(atm_layout *L, int l, const char *suffix, int rows, int cols, int kind,
-                   int init, float a) {
-    char nm[ATM_TENSOR_NAME];
-    snprintf(nm, sizeof nm, "blocks.%d.%s", l, suffix);
-    return atm_layout_add(L, nm, rows, cols, kind, init, a) >= 0;
-}
-
 static int vanilla_layout(const atm_config *c, atm_layout *L) {
     const int V = c->vocab, C = c->d_model, F = c->d_ff;
     if (V < 1 || C < 1 || F < 1 || c->n_layers < 1 || c->max_seq < 1 || c->n_heads < 1 ||
@@ -155,14 +148,14 @@ static int vanilla_layout(const atm_config *c, atm_layout *L) {
                                   c->pos == ATM_POS_TERNARY ? ATM_TK_QUANT : ATM_TK_FP32,
                                   ATM_INIT_NORMAL, 1.0f) >= 0;
     for (int l = 0; l < c->n_layers && ok; l++) {
-        ok = add_blk(L, l, "ln1.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
-          && add_blk(L, l, "ln1.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
-          && add_blk(L, l, "attn.wqkv", 3 * C, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
-          && add_blk(L, l, "attn.wo", C, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
-          && add_blk(L, l, "ln2.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
-          && add_blk(L, l, "ln2.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
-          && add_blk(L, l, "ffn.w1", F, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
-          && add_blk(L, l, "ffn.w2", C, F, ATM_TK_QUANT, ATM_INIT_UNIFORM, bF);
+        ok = atm_layout_add_block(L, l, "ln1.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
+          && atm_layout_add_block(L, l, "ln1.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
+          && atm_layout_add_block(L, l, "attn.wqkv", 3 * C, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
+          && atm_layout_add_block(L, l, "attn.wo", C, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
+          && atm_layout_add_block(L, l, "ln2.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f)
+          && atm_layout_add_block(L, l, "ln2.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f)
+          && atm_layout_add_block(L, l, "ffn.w1", F, C, ATM_TK_QUANT, ATM_INIT_UNIFORM, bC)
+          && atm_layout_add_block(L, l, "ffn.w2", C, F, ATM_TK_QUANT, ATM_INIT_UNIFORM, bF);
     }
     ok = ok && atm_layout_add(L, "ln_f.g", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 1.0f) >= 0;
     ok = ok && atm_layout_add(L, "ln_f.b", 1, C, ATM_TK_FP32, ATM_INIT_CONST, 0.0f) >= 0;
@@ -180,81 +173,42 @@ static const float *pos_of(const atm_layout *L, const float *w) {
 /* ---- activations ---- */
 
 typedef struct {
+    atm_preln_acts k;      /* the block stack and the head (baselines.h) */
     atm_config c;
-    int B, T;              /* capacity */
-    int cur_B, cur_T, has_tgt;
-    uint8_t *in, *tgt;     /* [B*T] */
-    float *resid;          /* [L+1][B*T][C]: resid[0] = embeddings, resid[l+1] = block l output */
-    float *resid_mid;      /* [L][B*T][C]: after the attention residual */
-    float *ln1, *ln2;      /* [L][B*T][C] */
-    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;   /* [L][B*T] */
     float *qkv;            /* [L][B*T][3C] */
     float *att;            /* [L][B][H][T][T] */
     float *atty;           /* [L][B*T][C]: attention output before Wo */
-    float *fch, *fchg;     /* [L][B*T][F]: W1 output, gelu of it */
-    float *lnf, *lnf_mean, *lnf_rstd;   /* [B*T][C], [B*T], [B*T] */
-    float *logits, *probs; /* [B*T][V] */
-    float *tmp;            /* [B*T][C]: projection output before the residual add */
-    float *dresid, *dln, *datty;        /* [B*T][C] */
+    float *datty;          /* [B*T][C] */
     float *dqkv;           /* [B*T][3C] */
-    float *dfch, *dfchg;   /* [B*T][F] */
-    float *dlogits;        /* [B*T][V] */
     float *mha_scratch;    /* atm_mha_scratch(T, C, H) */
-    float *mem;
 } vacts;
 
-static float *take(float **p, size_t n) { float *r = *p; *p += n; return r; }
 
 static void *vanilla_acts_new(const atm_config *c, int B, int T) {
     if (B < 1 || T < 1 || T > c->max_seq || c->n_heads < 1) return NULL;
-    const uint64_t N = (uint64_t)B * T, C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff,
-                 V = (uint64_t)c->vocab, Ly = (uint64_t)c->n_layers, H = (uint64_t)c->n_heads;
-    /* in 64 bits: the sizes can pass what a 32-bit size_t (wasm) holds */
-    uint64_t total = (Ly + 1) * N * C            /* resid */
-                 + Ly * N * C * 3              /* resid_mid, ln1, ln2 */
-                 + Ly * N * 4                  /* ln means / rstds */
-                 + Ly * N * 3 * C              /* qkv */
-                 + Ly * (uint64_t)B * H * (uint64_t)T * (uint64_t)T   /* att */
-                 + Ly * N * C                  /* atty */
-                 + Ly * N * F * 2              /* fch, fchg */
-                 + N * C + 2 * N               /* lnf */
-                 + 2 * N * V                   /* logits, probs */
-                 + 4 * N * C + N * 3 * C + 2 * N * F + N * V                 /* scratch */
-                 + atm_mha_scratch(T, c->d_model, c->n_heads);
+    const uint64_t N = (uint64_t)B * T, C = (uint64_t)c->d_model, Ly = (uint64_t)c->n_layers, H = (uint64_t)c->n_heads;
+    const uint64_t NA = (uint64_t)B * H * (uint64_t)T * (uint64_t)T;
+    const size_t ms = atm_mha_scratch(T, c->d_model, c->n_heads);
     vacts *a = calloc(1, sizeof *a);
     if (!a) return NULL;
-    if (total > SIZE_MAX / sizeof(float) / 2 || 2 * N > SIZE_MAX / 2) { free(a); return NULL; }
-    a->mem = malloc((size_t)total * sizeof(float));
-    a->in = malloc((size_t)(2 * N));
-    if (!a->mem || !a->in) { free(a->mem); free(a->in); free(a); return NULL; }
-    a->tgt = a->in + N;
-    a->c = *c; a->B = B; a->T = T;
-    float *p = a->mem;
-    a->resid = take(&p, (Ly + 1) * N * C);
-    a->resid_mid = take(&p, Ly * N * C);
-    a->ln1 = take(&p, Ly * N * C);
-    a->ln2 = take(&p, Ly * N * C);
-    a->ln1_mean = take(&p, Ly * N); a->ln1_rstd = take(&p, Ly * N);
-    a->ln2_mean = take(&p, Ly * N); a->ln2_rstd = take(&p, Ly * N);
-    a->qkv = take(&p, Ly * N * 3 * C);
-    a->att = take(&p, Ly * (size_t)B * H * (size_t)T * (size_t)T);
-    a->atty = take(&p, Ly * N * C);
-    a->fch = take(&p, Ly * N * F); a->fchg = take(&p, Ly * N * F);
-    a->lnf = take(&p, N * C); a->lnf_mean = take(&p, N); a->lnf_rstd = take(&p, N);
-    a->logits = take(&p, N * V); a->probs = take(&p, N * V);
-    a->tmp = take(&p, N * C); a->dresid = take(&p, N * C);
-    a->dln = take(&p, N * C); a->datty = take(&p, N * C);
-    a->dqkv = take(&p, N * 3 * C);
-    a->dfch = take(&p, N * F); a->dfchg = take(&p, N * F);
-    a->dlogits = take(&p, N * V);
-    a->mha_scratch = take(&p, atm_mha_scratch(T, c->d_model, c->n_heads));
+    float *p = atm_preln_acts_init(&a->k, c->n_layers, B, T, c->d_model, c->d_ff, c->vocab,
+                                   Ly * N * 3 * C + Ly * NA + Ly * N * C + N * C + N * 3 * C + ms);
+    if (!p) { free(a); return NULL; }
+    a->c = *c;
+    a->qkv = atm_take(&p, Ly * N * 3 * C);
+    a->att = atm_take(&p, Ly * NA);
+    a->atty = atm_take(&p, Ly * N * C);
+    a->datty = atm_take(&p, N * C);
+    a->dqkv = atm_take(&p, N * 3 * C);
+    a->mha_scratch = atm_take(&p, ms);
     return a;
 }
 
 static void vanilla_acts_free(void *acts) {
     vacts *a = acts;
     if (!a) return;
-    free(a->mem); free(a->in); free(a);
+    atm_preln_acts_free(&a->k);
+    free(a);
 }
 
 /* ---- forward / backward ---- */
@@ -264,82 +218,77 @@ static double vanilla_forward(const atm_layout *L, const float *w, void *acts,
     vacts *a = acts;
     const atm_config *c = &L->cfg;
     const int C = c->d_model, F = c->d_ff, V = c->vocab, H = c->n_heads, NL = c->n_layers;
-    a->has_tgt = 0;
-    if (B < 1 || T < 1 || B > a->B || T > a->T || T > c->max_seq) return NAN;
+    a->k.has_tgt = 0;
+    if (T > c->max_seq || !atm_preln_begin(&a->k, in, tgt, B, T, V)) return NAN;
     const int N = B * T;
-    for (int n = 0; n < N; n++)
-        if (in[n] >= V || (tgt && tgt[n] >= V)) return NAN;
-    const size_t NC = (size_t)a->B * a->T * C;           /* per-layer slab strides (capacity) */
-    const size_t NF = (size_t)a->B * a->T * F;
-    const size_t NR = (size_t)a->B * a->T;
-    const size_t NA = (size_t)a->B * H * a->T * a->T;
-    a->cur_B = B; a->cur_T = T;
-    memcpy(a->in, in, (size_t)N);
-    if (tgt) memcpy(a->tgt, tgt, (size_t)N);
+    const size_t NC = (size_t)a->k.B * a->k.T * C;           /* per-layer slab strides (capacity) */
+    const size_t NF = (size_t)a->k.B * a->k.T * F;
+    const size_t NR = (size_t)a->k.B * a->k.T;
+    const size_t NA = (size_t)a->k.B * H * a->k.T * a->k.T;
 
-    atm_embed_forward(a->resid, in, w + toff(L, V_TOK), pos_of(L, w), N, T, C);
+    atm_embed_forward(a->k.resid, in, w + toff(L, V_TOK), pos_of(L, w), N, T, C);
     for (int l = 0; l < NL; l++) {
-        const float *x = a->resid + l * NC;
-        float *mid = a->resid_mid + l * NC, *out = a->resid + (l + 1) * NC;
-        float *ln1 = a->ln1 + l * NC, *ln2 = a->ln2 + l * NC;
+        const float *x = a->k.resid + l * NC;
+        float *mid = a->k.resid_mid + l * NC, *out = a->k.resid + (l + 1) * NC;
+        float *ln1 = a->k.ln1 + l * NC, *ln2 = a->k.ln2 + l * NC;
         float *qkv = a->qkv + l * 3 * NC, *att = a->att + l * NA, *atty = a->atty + l * NC;
-        float *fch = a->fch + l * NF, *fchg = a->fchg + l * NF;
-        atm_layernorm_forward(ln1, a->ln1_mean + l * NR, a->ln1_rstd + l * NR, x,
+        float *fch = a->k.fch + l * NF, *fchg = a->k.fchg + l * NF;
+        atm_layernorm_forward(ln1, a->k.ln1_mean + l * NR, a->k.ln1_rstd + l * NR, x,
                               w + toff(L, blk(L, l, VB_LN1G)), w + toff(L, blk(L, l, VB_LN1B)), N, C);
         atm_matmul_forward(qkv, ln1, w + toff(L, blk(L, l, VB_WQKV)), N, C, 3 * C);
         atm_mha_forward(atty, att, qkv, a->mha_scratch, B, T, C, H);
-        atm_matmul_forward(a->tmp, atty, w + toff(L, blk(L, l, VB_WO)), N, C, C);
-        for (size_t i = 0; i < (size_t)N * C; i++) mid[i] = x[i] + a->tmp[i];
-        atm_ffn_sub_forward(out, ln2, a->ln2_mean + l * NR, a->ln2_rstd + l * NR, fch, fchg, a->tmp, mid,
+        atm_matmul_forward(a->k.tmp, atty, w + toff(L, blk(L, l, VB_WO)), N, C, C);
+        for (size_t i = 0; i < (size_t)N * C; i++) mid[i] = x[i] + a->k.tmp[i];
+        atm_ffn_sub_forward(out, ln2, a->k.ln2_mean + l * NR, a->k.ln2_rstd + l * NR, fch, fchg, a->k.tmp, mid,
                             w + toff(L, blk(L, l, VB_LN2G)), w + toff(L, blk(L, l, VB_LN2B)),
                             w + toff(L, blk(L, l, VB_W1)), w + toff(L, blk(L, l, VB_W2)), N, C, F);
     }
     const int tail = vb0(L) + NL * VB_N;
-    double loss = atm_head_forward(a->logits, a->probs, a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + NL * NC,
+    double loss = atm_head_forward(a->k.logits, a->k.probs, a->k.lnf, a->k.lnf_mean, a->k.lnf_rstd, a->k.resid + NL * NC,
                                    w + toff(L, tail), w + toff(L, tail + 1), w + toff(L, tail + 2), tgt, N, C, V);
-    a->has_tgt = tgt != NULL;
+    a->k.has_tgt = tgt != NULL;
     return loss;
 }
 
 static void vanilla_backward(const atm_layout *L, const float *w, void *acts, float *dw) {
     vacts *a = acts;
-    if (!a->has_tgt) return;
+    if (!a->k.has_tgt) return;
     const atm_config *c = &L->cfg;
     const int C = c->d_model, F = c->d_ff, V = c->vocab, H = c->n_heads, NL = c->n_layers;
-    const int B = a->cur_B, T = a->cur_T, N = B * T;
-    const size_t NC = (size_t)a->B * a->T * C, NF = (size_t)a->B * a->T * F;
-    const size_t NR = (size_t)a->B * a->T, NA = (size_t)a->B * H * a->T * a->T;
+    const int B = a->k.cur_B, T = a->k.cur_T, N = B * T;
+    const size_t NC = (size_t)a->k.B * a->k.T * C, NF = (size_t)a->k.B * a->k.T * F;
+    const size_t NR = (size_t)a->k.B * a->k.T, NA = (size_t)a->k.B * H * a->k.T * a->k.T;
     const size_t nC = (size_t)N * C;
     const int tail = vb0(L) + NL * VB_N;
 
-    atm_head_backward(a->dresid, dw + toff(L, tail), dw + toff(L, tail + 1), dw + toff(L, tail + 2), a->dlogits, a->dln,
-                      a->probs, a->tgt, a->lnf, a->resid + NL * NC, w + toff(L, tail), w + toff(L, tail + 2),
-                      a->lnf_mean, a->lnf_rstd, N, C, V);
+    atm_head_backward(a->k.dresid, dw + toff(L, tail), dw + toff(L, tail + 1), dw + toff(L, tail + 2), a->k.dlogits, a->k.dln,
+                      a->k.probs, a->k.tgt, a->k.lnf, a->k.resid + NL * NC, w + toff(L, tail), w + toff(L, tail + 2),
+                      a->k.lnf_mean, a->k.lnf_rstd, N, C, V);
     for (int l = NL - 1; l >= 0; l--) {
-        /* a->dresid holds dloss/d(block output); the residual passes it through. */
-        atm_ffn_sub_backward(a->dresid, dw + toff(L, blk(L, l, VB_LN2G)), dw + toff(L, blk(L, l, VB_LN2B)),
-                             dw + toff(L, blk(L, l, VB_W1)), dw + toff(L, blk(L, l, VB_W2)), a->dfch, a->dfchg, a->dln,
-                             a->resid_mid + l * NC, a->ln2 + l * NC, a->ln2_mean + l * NR, a->ln2_rstd + l * NR,
-                             a->fch + l * NF, a->fchg + l * NF, w + toff(L, blk(L, l, VB_LN2G)),
+        /* a->k.dresid holds dloss/d(block output); the residual passes it through. */
+        atm_ffn_sub_backward(a->k.dresid, dw + toff(L, blk(L, l, VB_LN2G)), dw + toff(L, blk(L, l, VB_LN2B)),
+                             dw + toff(L, blk(L, l, VB_W1)), dw + toff(L, blk(L, l, VB_W2)), a->k.dfch, a->k.dfchg, a->k.dln,
+                             a->k.resid_mid + l * NC, a->k.ln2 + l * NC, a->k.ln2_mean + l * NR, a->k.ln2_rstd + l * NR,
+                             a->k.fch + l * NF, a->k.fchg + l * NF, w + toff(L, blk(L, l, VB_LN2G)),
                              w + toff(L, blk(L, l, VB_W1)), w + toff(L, blk(L, l, VB_W2)), N, C, F);
         memset(a->datty, 0, sizeof(float) * nC);
-        atm_matmul_backward(a->datty, dw + toff(L, blk(L, l, VB_WO)), a->dresid,
+        atm_matmul_backward(a->datty, dw + toff(L, blk(L, l, VB_WO)), a->k.dresid,
                             a->atty + l * NC, w + toff(L, blk(L, l, VB_WO)), N, C, C);
         memset(a->dqkv, 0, sizeof(float) * 3 * nC);
         atm_mha_backward(a->dqkv, a->datty, a->qkv + l * 3 * NC, a->att + l * NA, a->mha_scratch,
                          B, T, C, H);
-        memset(a->dln, 0, sizeof(float) * nC);
-        atm_matmul_backward(a->dln, dw + toff(L, blk(L, l, VB_WQKV)), a->dqkv,
-                            a->ln1 + l * NC, w + toff(L, blk(L, l, VB_WQKV)), N, C, 3 * C);
-        atm_layernorm_backward(a->dresid, dw + toff(L, blk(L, l, VB_LN1G)), dw + toff(L, blk(L, l, VB_LN1B)),
-                               a->dln, a->resid + l * NC, w + toff(L, blk(L, l, VB_LN1G)),
-                               a->ln1_mean + l * NR, a->ln1_rstd + l * NR, N, C);
+        memset(a->k.dln, 0, sizeof(float) * nC);
+        atm_matmul_backward(a->k.dln, dw + toff(L, blk(L, l, VB_WQKV)), a->dqkv,
+                            a->k.ln1 + l * NC, w + toff(L, blk(L, l, VB_WQKV)), N, C, 3 * C);
+        atm_layernorm_backward(a->k.dresid, dw + toff(L, blk(L, l, VB_LN1G)), dw + toff(L, blk(L, l, VB_LN1B)),
+                               a->k.dln, a->k.resid + l * NC, w + toff(L, blk(L, l, VB_LN1G)),
+                               a->k.ln1_mean + l * NR, a->k.ln1_rstd + l * NR, N, C);
     }
     atm_embed_backward(dw + toff(L, V_TOK), L->cfg.pos == ATM_POS_NONE ? NULL : dw + toff(L, V_POS),
-                       a->in, a->dresid, N, T, C);
+                       a->k.in, a->k.dresid, N, T, C);
 }
 
-static const float *vanilla_logits(void *acts) { return ((vacts *)acts)->logits; }
+static const float *vanilla_logits(void *acts) { return ((vacts *)acts)->k.logits; }
 
 /* ---- generation: windowed recompute ---- */
 
@@ -380,7 +329,7 @@ static const float *vanilla_gen_step(void *gen, int token) {
     g->hist[g->n++] = (uint8_t)token;
     double r = vanilla_forward(&g->L, g->w, g->acts, g->hist, NULL, 1, g->n);
     if (r != r) return NULL;
-    return ((vacts *)g->acts)->logits + (size_t)(g->n - 1) * g->L.cfg.vocab;
+    return ((vacts *)g->acts)->k.logits + (size_t)(g->n - 1) * g->L.cfg.vocab;
 }
 
 const atm_family atm_family_vanilla = {

@@ -18,6 +18,7 @@ import { existsSync, mkdtempSync, rmSync, statSync, createReadStream } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, wasmFile, native, firstDiff, generateArgs } from './artifacts.mjs';
+import { launchChromium, playwrightChromium } from '../../tools/chromium.mjs';
 
 // Module scripts are MIME-checked, and instantiateStreaming needs
 // application/wasm; an unknown type must not be octet-stream for the page
@@ -43,7 +44,6 @@ function serve(root) {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-const CHROMIUM = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((f) => existsSync(f));
 const hex = (s) => Buffer.from(s).toString('hex');
 
 // Greedy, top-k, top-p with an empty prompt and window 32, and a multi-byte
@@ -66,11 +66,7 @@ const THREADS = { config: 'atome-60k', dataUrl: 'web/data/tinystories-2m.txt', d
 const cliArgs = (c) => generateArgs(path.join(repo, 'models/atome-60k.atome'), c);
 
 test('page and module Worker: atome.wasm via wasm/atome.mjs generates the native CLI bytes; the Worker trains', async (t) => {
-  assert.ok(CHROMIUM, 'Chromium not found at /usr/lib/chromium/chromium or /usr/bin/chromium: run tools/setup (Debian package chromium)');
-  let chromium;
-  try { ({ chromium } = await import('playwright-core')); } catch (e) {
-    assert.fail(`playwright-core cannot be imported (${e.message}): run tools/setup (npm ci)`);
-  }
+  await playwrightChromium();   // throws, saying how to get it, if Chromium or playwright-core is missing
   wasmFile('simd');
   const expected = await Promise.all(CASES.map(async (c) => {
     const r = await native(cliArgs(c));
@@ -82,11 +78,7 @@ test('page and module Worker: atome.wasm via wasm/atome.mjs generates the native
   const server = await serve(repo);
   const profile = mkdtempSync(path.join(tmpdir(), 'atome-chromium-'));
   t.after(() => { server.close(); rmSync(profile, { recursive: true, force: true }); });
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const ctx = await launchChromium({ profile });
   try {
     const page = await ctx.newPage();
     const logs = [];

@@ -7,13 +7,14 @@
 // top of a test file) and returns { origin(), browser(), tmp(), requests }.
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, native, firstDiff, generateArgs } from './artifacts.mjs';
 import { startServer, missingArtifacts } from '../../tools/serve.mjs';
+import { CHROMIUM, launchChromium, playwrightChromium } from '../../tools/chromium.mjs';
 
-export const CHROMIUM = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((f) => existsSync(f));
+export { CHROMIUM };
 export const SHOTS = path.join(repo, 'build/screenshots');
 export const MODEL = path.join(repo, 'models/atome-60k.atome');
 export const RUN_QEMU = path.join(repo, 'tools/run-qemu');
@@ -24,18 +25,12 @@ export const requests = [];      // every URL any page or worker of the suite as
 
 export function useBrowser({ headers = null, isolated = true } = {}) {
 before(async () => {
-  assert.ok(CHROMIUM, 'Chromium not found (/usr/lib/chromium/chromium, /usr/bin/chromium): run tools/setup');
   const missing = missingArtifacts();
   assert.deepEqual(missing, [], `the page needs ${missing.map(([f]) => f).join(', ')}: run tools/setup`);
-  let chromium;
-  try { ({ chromium } = await import('playwright-core')); } catch (e) {
-    assert.fail(`playwright-core cannot be imported (${e.message}): run tools/setup (npm ci)`);
-  }
+  await playwrightChromium();   // throws, saying how to get it, if Chromium or playwright-core is missing
   server = await startServer({ port: 0, host: '127.0.0.1', isolated });
   origin = `http://127.0.0.1:${server.address().port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'] });
+  browser = await launchChromium();
   mkdirSync(SHOTS, { recursive: true });
   tmp = mkdtempSync(path.join(tmpdir(), 'atome-web-'));
 });
