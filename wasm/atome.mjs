@@ -170,10 +170,28 @@ async function loadThreaded(source, n, options) {
     throw new Error(`cannot start the trainer's threads: ${e.message ?? e}`);
   }
   ex.atome_threads_started(workers.length);
+  ex.atome_threads_caller_naps?.(mayBlock() ? 1 : 0);
   const a = new Atome(ex);
   a.workers = workers;
   a.ex.atome_threads(n);
   return a;
+}
+
+// Whether the pool's caller may nap (timed memory.atomic.wait32) instead of
+// spinning while it waits for the workers: only where this thread may block
+// (a Web Worker, not a browser's main thread) and not in Node. Under Node
+// 20's V8 a caller's wait32 (timed or not, main thread or worker_threads)
+// came back with the module's __stack_pointer at 16 in about one stress run
+// in three, and the next call trapped; Chromium 156 ran 40 of 40 clean
+// (tests/node/wasm-threads.test.mjs, docs/kernels.md).
+function mayBlock() {
+  if (typeof process !== 'undefined' && process.versions?.node) return false;
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // One worker instance, resolved when it runs (its thread then waits in

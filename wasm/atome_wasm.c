@@ -99,6 +99,7 @@ API void atome_free(void *p) { free(p); }
 #if defined(__wasm_atomics__)
 API void atome_thread_main(int id) { atm_pool_worker(id); }
 API void atome_threads_started(int n) { atm_pool_workers_started(n); }
+API void atome_threads_caller_naps(int on) { atm_pool_caller_naps(on); }
 #endif
 API int atome_threads(int n) { return n > 0 ? atm_threads_set(n) : atm_threads(); }
 API double atome_thread_calls(void) { return (double)atm_pool_calls(); }

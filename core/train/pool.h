@@ -83,6 +83,11 @@ static inline void atm_share_int(int n, int t, int nt, int align, int *lo, int *
  * host starts them, then calls atm_pool_workers_started(n). */
 void atm_pool_worker(int id);
 void atm_pool_workers_started(int n);
+/* Whether the calling thread may block in memory.atomic.wait32 (a Web
+ * Worker or Node may; a browser's main thread may not). With it, the caller,
+ * waiting for the workers' last task, naps in short timed waits once its
+ * spin is over; without it, it spins. */
+void atm_pool_caller_naps(int on);
 #endif
 
 #endif

@@ -1,9 +1,10 @@
 // tests/node/web-threads.test.mjs — the training panel's presets and threads
 // (issue #16): the page opens on the quick preset; Steps keeps the preset and recomputes its warmup,
 // another field makes it custom, reference fills the papers' recipe and its
-// 500 KB corpus; a short quick run trains (on one thread: web/presets.mjs
-// PAGE_THREADS). tests/node/web-threads-fallback.test.mjs covers a
-// page that is not cross-origin isolated.
+// 500 KB corpus; the thread count starts at the cores less one (capped at 4); a
+// short quick run on two threads makes the model one thread makes, bit for
+// bit. tests/node/web-threads-fallback.test.mjs covers a page that is not
+// cross-origin isolated.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { useBrowser, open, waitTrain, grab, shot } from './web-harness.mjs';
@@ -14,10 +15,12 @@ const val = (page, id) => page.inputValue(`#${id}`);
 test('presets: quick by default, Steps keeps it, another field is custom, reference is the papers\' recipe', async () => {
   const { ctx, page } = await open();
   try {
-    // the tab trains on one thread for now (web/presets.mjs PAGE_THREADS), and says so
-    await page.waitForFunction(() => /one thread/.test(document.getElementById('train-threads-note').textContent));
+    // the tab offers the cores it has, up to 4, and starts at one fewer (web/presets.mjs defaultThreads)
+    await page.waitForFunction(() => /^Up to \d+ threads? here/.test(document.getElementById('train-threads-note').textContent));
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
     assert.equal(await val(page, 'train-preset'), 'quick');
-    assert.equal(await val(page, 'train-threads'), '1');
+    assert.equal(await val(page, 'train-threads'), String(Math.max(1, Math.min(4, cores - 1))));
+    assert.equal(await page.getAttribute('#train-threads', 'max'), String(Math.max(1, Math.min(4, cores))));
     assert.equal(await val(page, 'steps'), '3500');
     assert.equal(await val(page, 'warmup'), '70');
     assert.match(await page.textContent('#corpus-name'), /first 2,000,000 bytes/);
@@ -40,14 +43,20 @@ test('presets: quick by default, Steps keeps it, another field is custom, refere
   } finally { await ctx.close(); }
 });
 
-test('a short quick run trains on the built-in 2 MB corpus and its model downloads', { timeout: 300000 }, async () => {
-  const { ctx, page } = await open('?steps=60');
-  try {
-    assert.equal(await val(page, 'train-preset'), 'quick');
-    await page.click('#train-start');
-    const st = await waitTrain(page, 'done');
-    assert.ok(Number(st.valBpb) > 0 && Number(st.valBpb) < 6, `validation bpb ${st.valBpb}`);
-    const d = await grab(page, '#download-atome02');
-    assert.ok(d.bytes.length > 10000);
-  } finally { await ctx.close(); }
+test('a short quick run trains on the built-in 2 MB corpus; two threads make one thread\'s model, bit for bit', { timeout: 300000 }, async () => {
+  const runs = [];
+  for (const threads of [1, 2]) {
+    const { ctx, page } = await open(`?steps=60&train-threads=${threads}`);
+    try {
+      assert.equal(await val(page, 'train-preset'), 'quick');
+      await page.click('#train-start');
+      const st = await waitTrain(page, 'done');
+      assert.ok(Number(st.valBpb) > 0 && Number(st.valBpb) < 6, `validation bpb ${st.valBpb}`);
+      const d = await grab(page, '#download-atome02');
+      assert.ok(d.bytes.length > 10000);
+      runs.push({ valBpb: st.valBpb, model: Buffer.from(d.bytes).toString('hex') });
+    } finally { await ctx.close(); }
+  }
+  assert.equal(runs[1].valBpb, runs[0].valBpb, 'the same validation bpb on 1 and 2 threads');
+  assert.ok(runs[1].model === runs[0].model, 'the same ATOME02 bytes on 1 and 2 threads');
 });
