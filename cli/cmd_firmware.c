@@ -176,7 +176,8 @@ static void json_settings(FILE *f, const atm_fwset *st) {
 
 /* One `atome firmware` job: the model, the template and what was made. */
 typedef struct {
-    const char *model, *board, *out, *format;
+    const char *model, *board, *out, *format, *encoding;
+    char encoding_why[256];
     uint8_t *blob, *elf;
     size_t blen, elen;
     atm_model m;
@@ -207,6 +208,21 @@ static int load_template(fw_job *j, const char *tmpl) {
 static int patch_model(fw_job *j) {
     char err[512];
     int st = atm_fw_find_slot(j->elf, j->elen, &j->slot, err, sizeof err);
+    if (st == ATM_FW_OK && strcmp(j->encoding, "auto") == 0) {
+        /* the faster encoding for the board when it fits (docs/mcu.md) */
+        const size_t room = j->slot.capacity > ATM_FWSET_BYTES || !j->with_settings
+            ? j->slot.capacity - (j->with_settings ? ATM_FWSET_BYTES : 0) : 0;
+        uint8_t *b = NULL;
+        size_t bl = 0;
+        if (atm_fw_choose_encoding(j->slot.board, j->blob, j->blen, room, &b, &bl, j->encoding_why,
+                                   sizeof j->encoding_why) == ATM_FW_OK) {
+            free(j->blob);
+            j->blob = b;
+            j->blen = bl;
+            if (atm_model_open(&j->m, j->blob, j->blen) != ATM_OK)
+                return cli_err(CLI_RUNTIME, "firmware: the re-encoded model does not open (a bug)");
+        }
+    }
     if (st == ATM_FW_OK && j->with_settings && j->blen + ATM_FWSET_BYTES > j->slot.capacity)
         return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block",
                        j->model, j->blen, j->board, (unsigned)j->slot.capacity, ATM_FWSET_BYTES);
@@ -263,6 +279,15 @@ static void print_firmware(const fw_job *j) {
            j->blen, (unsigned)j->slot.capacity, (unsigned)atm_rd_u32le(j->blob + j->blen - 4), cli_encoding_name(j->m.encoding),
            j->arena, w, atm_engine_arena_bytes(&j->m, w), j->max_window, j->format);
     if (strcmp(j->format, "elf") != 0) printf(",\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu", (unsigned)j->base, j->flash_bytes);
+    const uint64_t ipb = atm_fw_estimate_insns(&j->m, j->board, w);
+    const uint32_t hz = atm_fw_clock_hz(j->board);
+    if (ipb && hz)   /* docs/mcu-cost.md: one instruction per cycle, an upper bound */
+        printf(",\"estimate_insns_per_byte\":%llu,\"estimate_bytes_per_s\":%.1f,\"clock_hz\":%u",
+               (unsigned long long)ipb, (double)hz / (double)ipb, (unsigned)hz);
+    if (j->encoding_why[0]) {
+        printf(",\"encoding_choice\":");
+        cli_json_str(stdout, j->encoding_why);
+    }
     if (j->with_settings) json_settings(stdout, &j->set);
     else printf(",\"standalone\":false");
     printf("}\n");
@@ -273,6 +298,7 @@ int cmd_firmware(int argc, char **argv) {
     memset(&j, 0, sizeof j);
     const char *tmpl = NULL;
     j.format = "elf";
+    j.encoding = "auto";
     settings_args sa;
     memset(&sa, 0, sizeof sa);
     sa.n = ATM_GEN_N_DEFAULT;       /* no --n: the shared default length */
@@ -282,6 +308,7 @@ int cmd_firmware(int argc, char **argv) {
         { "out",      OPT_STR, &j.out, 0, 0, 0, 0 },
         { "template", OPT_STR, &tmpl, 0, 0, 0, 0 },
         { "format",   OPT_STR, &j.format, 0, 0, 0, 0 },
+        { "encoding", OPT_STR, &j.encoding, 0, 0, 0, 0 },
         SETTINGS_OPTS(sa),
     };
     const int nopts = (int)(sizeof opts / sizeof opts[0]);
@@ -295,7 +322,9 @@ int cmd_firmware(int argc, char **argv) {
     if (!known) return cli_err(CLI_USAGE, "firmware: unknown board '%s' (mps2-an385 or microbit)", j.board);
     if (strcmp(j.format, "elf") && strcmp(j.format, "hex") && strcmp(j.format, "bin"))
         return cli_err(CLI_USAGE, "firmware: --format must be elf, hex or bin (got '%s')", j.format);
-    j.with_settings = settings_seen(opts, 5);
+    if (strcmp(j.encoding, "auto") && strcmp(j.encoding, "keep"))
+        return cli_err(CLI_USAGE, "firmware: --encoding must be auto or keep (got '%s')", j.encoding);
+    j.with_settings = settings_seen(opts, 6);
     rc = cli_open_container("firmware", j.model, &j.blob, &j.blen, &j.m);
     if (!rc) rc = load_template(&j, tmpl);
     if (!rc) rc = patch_model(&j);

@@ -9,6 +9,8 @@
 #include "core/sampler.h"
 #include <stdlib.h>
 #include "core/format.h"
+#include "core/container.h"
+#include "core/cost.h"
 #include <stdarg.h>
 #include <string.h>
 
@@ -485,4 +487,57 @@ int atm_fw_example_text(FILE *f, const char *header, const char *name) {
 "    return 0;\n"
 "}\n", header, up, header, up, name, up, name);
     return ferror(f) ? ATM_FW_E_IO : ATM_FW_OK;
+}
+
+/* ---- the encoding a board gets ---- */
+
+int atm_fw_faster_encoding(const char *board) {
+    (void)board;   /* both boards: docs/budgets.md */
+    return ATM_ENC_ATOME01;
+}
+
+static const char *enc_label(int e) { return e == ATM_ENC_ATOME01 ? "ATOME01" : "ATOME02"; }
+
+int atm_fw_choose_encoding(const char *board, const uint8_t *model, size_t mlen, size_t capacity,
+                           uint8_t **out, size_t *outlen, char *why, size_t whylen) {
+    *out = NULL;
+    *outlen = 0;
+    atm_model m;
+    if (atm_model_open(&m, model, mlen) != ATM_OK) return fw_err(ATM_FW_E_ARG, why, whylen, "not a valid model");
+    const int fast = atm_fw_faster_encoding(board);
+    size_t need = 0;
+    uint8_t *conv = NULL;
+    if (m.encoding != fast) {
+        atm_container_convert(model, mlen, fast, NULL, 0, &need);
+        if (need && need <= capacity) {
+            conv = (uint8_t *)malloc(need);
+            size_t got = 0;
+            if (!conv || atm_container_convert(model, mlen, fast, conv, need, &got) != ATM_OK || got != need) {
+                free(conv);
+                return fw_err(ATM_FW_E_IO, why, whylen, "cannot re-encode the model as %s", enc_label(fast));
+            }
+            *out = conv;
+            *outlen = need;
+            snprintf(why, whylen, "%s (re-encoded from %s: faster on this board)", enc_label(fast), enc_label(m.encoding));
+            return ATM_FW_OK;
+        }
+    }
+    if (mlen > capacity)
+        return fw_err(ATM_FW_E_CAPACITY, why, whylen, "the model is %zu bytes, the slot holds %zu", mlen, capacity);
+    *out = (uint8_t *)malloc(mlen ? mlen : 1);
+    if (!*out) return fw_err(ATM_FW_E_IO, why, whylen, "out of memory");
+    memcpy(*out, model, mlen);
+    *outlen = mlen;
+    if (m.encoding == fast) snprintf(why, whylen, "%s (faster on this board)", enc_label(fast));
+    else snprintf(why, whylen, "%s (%s, faster here, is %zu bytes; the slot holds %zu)", enc_label(m.encoding),
+                  enc_label(fast), need, capacity);
+    return ATM_FW_OK;
+}
+
+/* ---- the cost model (docs/mcu-cost.md, core/cost.h) ---- */
+
+uint32_t atm_fw_clock_hz(const char *board) { return atm_cost_clock_hz(board); }
+
+uint64_t atm_fw_estimate_insns(const atm_model *m, const char *board, int window) {
+    return m ? atm_cost_insns_per_byte(&m->cfg, m->encoding, board, window) : 0;
 }

@@ -34,6 +34,7 @@
 #include "core/rng.h"
 #include "core/sampler.h"
 #include "core/fwsettings.h"
+#include "core/cost.h"
 #include "uart.h"
 
 #ifndef MCU_BOARD
@@ -577,6 +578,15 @@ static void sa_story(const sa_run *r, const uint8_t *prompt, uint32_t plen, uint
     if (cycles > 0) {   /* a counter that counts (QEMU's reads 0) */
         const uint64_t hz = uart_cpu_hz();
         u_str(", "); u_dec((v->n / cycles) * hz + (v->n % cycles) * hz / cycles); u_str(" bytes/s");
+    }
+    /* what the real board should do: the cost model's instructions per byte
+     * at one instruction per cycle (core/cost.h), an upper bound */
+    const uint64_t ipb = atm_cost_insns_per_byte(&model.cfg, model.encoding, MCU_BOARD, (int)v->window);
+    const uint64_t mhz = atm_cost_clock_hz(MCU_BOARD) / 1000000u;
+    if (ipb && mhz) {
+        const uint64_t tenths = (mhz * 10000000u + ipb / 2) / ipb;   /* bytes/s x 10, rounded */
+        u_str(", estimate "); u_dec(tenths / 10); u_str("."); u_dec(tenths % 10);
+        u_str(" bytes/s at "); u_dec(mhz); u_str(" MHz");
     }
     u_str(" (stack "); u_dec(mcu_stack_used()); u_str(" of "); u_dec(mcu_stack_size()); u_str(" bytes)\n");
 }

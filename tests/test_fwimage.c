@@ -206,8 +206,68 @@ static void test_header(void) {
     fclose(g);
 }
 
+static uint8_t *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = (uint8_t *)malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+/* The board gets the faster encoding (ATOME01) when it fits, else the
+ * model as it came, else nothing; the trits survive either way. */
+static void test_choose_encoding(void) {
+    size_t len = 0;
+    uint8_t *a2 = read_file(ATOME_SOURCE_DIR "/models/atome-60k.atome", &len);
+    CHECKF(a2 != NULL, "cannot read models/atome-60k.atome");
+    if (!a2) return;
+    atm_model m2, m1;
+    CHECK(atm_model_open(&m2, a2, len) == ATM_OK && m2.encoding == ATM_ENC_ATOME02);
+    size_t n1 = 0;
+    atm_container_convert(a2, len, ATM_ENC_ATOME01, NULL, 0, &n1);
+    CHECK(n1 > len);
+    uint8_t *out = NULL;
+    size_t olen = 0;
+    char why[256];
+    CHECK(atm_fw_choose_encoding("microbit", a2, len, n1, &out, &olen, why, sizeof why) == ATM_FW_OK);
+    CHECK(olen == n1 && atm_model_open(&m1, out, olen) == ATM_OK && m1.encoding == ATM_ENC_ATOME01);
+    CHECKF(strstr(why, "ATOME01 (re-encoded from ATOME02") == why, "%s", why);
+    /* back to ATOME02: the same bytes as shipped */
+    uint8_t *back = malloc(len);
+    size_t blen = 0;
+    CHECK(back && atm_container_convert(out, olen, ATM_ENC_ATOME02, back, len, &blen) == ATM_OK && blen == len &&
+          memcmp(back, a2, len) == 0);
+    free(back);
+    free(out);
+    /* one byte short of ATOME01: kept as ATOME02, and said why */
+    CHECK(atm_fw_choose_encoding("microbit", a2, len, n1 - 1, &out, &olen, why, sizeof why) == ATM_FW_OK);
+    CHECK(olen == len && memcmp(out, a2, len) == 0);
+    CHECKF(strstr(why, "ATOME02 (ATOME01, faster here, is") == why, "%s", why);
+    free(out);
+    /* neither fits */
+    CHECK(atm_fw_choose_encoding("microbit", a2, len, len - 1, &out, &olen, why, sizeof why) == ATM_FW_E_CAPACITY);
+    CHECK(out == NULL);
+    /* already ATOME01: kept */
+    uint8_t *a1 = malloc(n1);
+    CHECK(a1 && atm_container_convert(a2, len, ATM_ENC_ATOME01, a1, n1, &olen) == ATM_OK);
+    CHECK(atm_fw_choose_encoding("mps2-an385", a1, n1, 1u << 20, &out, &olen, why, sizeof why) == ATM_FW_OK);
+    CHECK(olen == n1 && memcmp(out, a1, n1) == 0);
+    CHECKF(strcmp(why, "ATOME01 (faster on this board)") == 0, "%s", why);
+    free(out);
+    /* not a model */
+    CHECK(atm_fw_choose_encoding("microbit", a2, 10, 1u << 20, &out, &olen, why, sizeof why) == ATM_FW_E_ARG);
+    free(a1);
+    free(a2);
+}
+
 int main(void) {
     test_find_and_patch();
+    test_choose_encoding();
     test_malformed();
     test_header();
     return CHECK_DONE();

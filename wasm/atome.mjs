@@ -341,11 +341,14 @@ export class Atome {
   fwOut() { return this.u8(this.ex.atome_fw_out(), this.ex.atome_fw_out_len()).slice(); }
   fwInfo() { return JSON.parse(this.cstr(this.ex.atome_fw_info())); }
 
-  // How `model` fits the board of `template` (a firmware template ELF):
-  // { board, model_bytes, capacity, arena_bytes, window, engine_bytes, max_window, fits_flash, ... }.
-  firmwareFit(template, model) {
+  // How `model` fits the board of `template` (a firmware template ELF), in
+  // the encoding the board gets (encoding_choice says which): { board,
+  // model_bytes, capacity, arena_bytes, window, engine_bytes, max_window,
+  // fits_flash, estimate_insns_per_byte, estimate_bytes_per_s, clock_hz, ... },
+  // the estimate at `window` (0 = the model's default; docs/mcu-cost.md).
+  firmwareFit(template, model, window = 0) {
     return this.withBytes(template, (t) => this.withBytes(model, (m) => {
-      this.fwCall(this.ex.atome_fw_fit(t, template.length, m, model.length));
+      this.fwCall(this.ex.atome_fw_fit(t, template.length, m, model.length, window));
       return this.fwInfo();
     }));
   }

@@ -58,9 +58,23 @@ API const char *atome_fw_info(void) { return g_info; }
 API uint8_t *atome_fw_out(void) { return g_out; }
 API size_t atome_fw_out_len(void) { return g_out_len; }
 
+static void choose_encoding(const uint8_t *tmpl, size_t tlen, const uint8_t **model, size_t *mlen, int settings);
+static void info_add_choice(void);
+
 /* The fit of a model in a template, without patching: info JSON
  * {"board","capacity","model_bytes","arena_bytes","window","engine_bytes",
  *  "max_window","fits_flash"}. 0, or -1. */
+/* ,"estimate_insns_per_byte":N,"estimate_bytes_per_s":R,"clock_hz":H for
+ * model m on board at window w (nothing when there is no fit for it). */
+static void estimate_json(char *dst, size_t cap, const atm_model *m, const char *board, int w) {
+    const uint64_t ipb = atm_fw_estimate_insns(m, board, w);
+    const uint32_t hz = atm_fw_clock_hz(board);
+    dst[0] = 0;
+    if (ipb && hz)
+        snprintf(dst, cap, ",\"estimate_insns_per_byte\":%llu,\"estimate_bytes_per_s\":%.1f,\"clock_hz\":%u",
+                 (unsigned long long)ipb, (double)hz / (double)ipb, (unsigned)hz);
+}
+
 static int fit_json(const uint8_t *tmpl, size_t tlen, const atm_model *m, size_t mlen, atm_fw_slot *slot) {
     char err[400];
     if (atm_fw_find_slot(tmpl, tlen, slot, err, sizeof err) != ATM_FW_OK) FAIL(-1, "template: %s", err);
@@ -77,6 +91,38 @@ static int fit_json(const uint8_t *tmpl, size_t tlen, const atm_model *m, size_t
     return 0;
 }
 
+/* `atome firmware`'s --encoding auto: the model re-encoded with the
+ * board's faster encoding when that fits the slot (less the settings block
+ * when there is one), else as it came; *model and *mlen then point at what
+ * the board gets (owned here until the next call) and g_choice says which. */
+static uint8_t *g_chosen;
+static char g_choice[256];
+static void choose_encoding(const uint8_t *tmpl, size_t tlen, const uint8_t **model, size_t *mlen, int settings) {
+    free(g_chosen);
+    g_chosen = NULL;
+    g_choice[0] = 0;
+    atm_fw_slot slot;
+    if (atm_fw_find_slot(tmpl, tlen, &slot, NULL, 0) != ATM_FW_OK) return;   /* the caller reports it */
+    const size_t extra = settings ? ATM_FWSET_BYTES : 0;
+    const size_t room = slot.capacity > extra ? slot.capacity - extra : 0;
+    uint8_t *b = NULL;
+    size_t bl = 0;
+    if (atm_fw_choose_encoding(slot.board, *model, *mlen, room, &b, &bl, g_choice, sizeof g_choice) != ATM_FW_OK) {
+        g_choice[0] = 0;
+        return;
+    }
+    g_chosen = b;
+    *model = b;
+    *mlen = bl;
+}
+
+/* g_info with "encoding_choice" added (when there is one). */
+static void info_add_choice(void) {
+    size_t n = strlen(g_info);
+    if (!g_choice[0] || n < 2 || g_info[n - 1] != '}') return;
+    snprintf(g_info + n - 1, sizeof g_info - (n - 1), ",\"encoding_choice\":\"%s\"}", g_choice);
+}
+
 /* The model opened and fitted to the template (g_info gets the fit JSON),
  * the template checked to be the named board's: 0, -1 (bad model or
  * template), -2 (another board's template). */
@@ -90,12 +136,21 @@ static int open_for_board(const uint8_t *tmpl, size_t tlen, const char *board, c
 }
 
 /* Describes how model fits the template (info JSON); no output buffer. */
-API int atome_fw_fit(const uint8_t *tmpl, size_t tlen, const uint8_t *model, size_t mlen) {
+API int atome_fw_fit(const uint8_t *tmpl, size_t tlen, const uint8_t *model, size_t mlen, int window) {
     atm_model m;
     g_info[0] = 0;
     if (open_model(model, mlen, "model", &m)) return -1;
+    choose_encoding(tmpl, tlen, &model, &mlen, 1);   /* what a standalone image gets */
+    if (open_model(model, mlen, "model", &m)) return -1;
     atm_fw_slot slot;
-    return fit_json(tmpl, tlen, &m, mlen, &slot);
+    const int rc = fit_json(tmpl, tlen, &m, mlen, &slot);
+    if (rc) return rc;
+    info_add_choice();
+    char est[200];
+    estimate_json(est, sizeof est, &m, slot.board, window);
+    const size_t n = strlen(g_info);
+    if (est[0] && n > 1 && g_info[n - 1] == '}') snprintf(g_info + n - 1, sizeof g_info - (n - 1), "%s}", est);
+    return 0;
 }
 
 /* Engine RAM of model at window w (0 = its default) plus the firmware's
@@ -114,6 +169,7 @@ API double atome_fw_ram(const uint8_t *model, size_t mlen, int window) {
 API int atome_fw_patch(const uint8_t *tmpl, size_t tlen, const char *board, const uint8_t *model, size_t mlen) {
     out_clear();
     g_info[0] = 0;
+    choose_encoding(tmpl, tlen, &model, &mlen, 0);
     atm_model m;
     atm_fw_slot slot;
     const int orc = open_for_board(tmpl, tlen, board, model, mlen, &m, &slot);
@@ -135,6 +191,7 @@ API int atome_fw_patch(const uint8_t *tmpl, size_t tlen, const char *board, cons
         FAIL(-1, "template: %s", err);
     }
     g_out_len = tlen;
+    info_add_choice();
     return (int)tlen;
 }
 
@@ -197,6 +254,7 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
     out_clear();
     g_info[0] = 0;
     if (format < 0 || format > 2) FAIL(-2, "--format must be elf, hex or bin");
+    choose_encoding(tmpl, tlen, &model, &mlen, 1);
     atm_model m;
     atm_fw_slot slot;
     const int orc = open_for_board(tmpl, tlen, board, model, mlen, &m, &slot);
@@ -261,5 +319,6 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
              (unsigned)base, fl, (unsigned long long)st.n, ph, st.temperature[0] ? st.temperature : "0",
              st.top_k[0] ? st.top_k : "0", st.top_p[0] ? st.top_p : "1", (unsigned)st.seed, (int)st.window,
              (st.flags & ATM_FWSET_LOOP) ? "true" : "false", (st.flags & ATM_FWSET_INTERACTIVE) ? "true" : "false", eh, note);
+    info_add_choice();
     return (int)g_out_len;
 }

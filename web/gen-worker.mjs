@@ -135,7 +135,9 @@ const handlers = {
   arena: ({ key, window }) => get(key).model.arenaFor(window),
   fit: ({ key, template, window }) => {
     const { bytes } = get(key);
-    const fit = atome.firmwareFit(template, bytes);
+    let fit = atome.firmwareFit(template, bytes, window || 0);
+    // the speed estimate at the window the board runs at
+    if (fit.max_window > 0 && (window || fit.window) > fit.max_window) fit = atome.firmwareFit(template, bytes, fit.max_window);
     return { ...fit, ram_at_window: atome.firmwareRam(bytes, window || 0) };
   },
   firmware: ({ key, template, board }) => {

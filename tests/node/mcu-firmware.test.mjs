@@ -322,3 +322,63 @@ test('instruction-count plugin: exact, repeatable, grows with the output', async
   assert.ok(c8 > c0);
   assert.equal(c8, c8b);
 });
+
+test('atome firmware picks the faster encoding (ATOME01) that fits, says so, and the board writes the same story', async () => {
+  const prompt = hex(Buffer.from('Once upon a time'));
+  const args = ['--n', '48', '--prompt-hex', prompt, '--temperature', '0.8', '--top-k', '40', '--seed', '3', '--window', '32'];
+  for (const board of BOARDS) {
+    const made = {};
+    for (const enc of ['auto', 'keep']) {
+      const out = join(tmp, `enc-${enc}-${board}.elf`);
+      const r = await run(ATOME, ['firmware', '--model', models.a60k, '--board', board, '--out', out,
+        ...(enc === 'keep' ? ['--encoding', 'keep'] : [])]);
+      assert.equal(r.code, 0, r.stderr);
+      made[enc] = { json: JSON.parse(r.stdout.toString()), elf: out };
+    }
+    assert.equal(made.auto.json.encoding, 'ATOME01', board);
+    assert.match(made.auto.json.encoding_choice, /^ATOME01 \(re-encoded from ATOME02: faster on this board\)$/);
+    assert.equal(made.keep.json.encoding, 'ATOME02');
+    assert.ok(!('encoding_choice' in made.keep.json));
+    assert.ok(made.auto.json.model_bytes > made.keep.json.model_bytes);
+    const [a, k] = await Promise.all([qemu(made.auto.elf, board, args), qemu(made.keep.elf, board, args)]);
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(k.code, 0, k.stderr);
+    assert.equal(a.stdout.length, 48);
+    assert.deepEqual(a.stdout, k.stdout, `${board}: the same story from either encoding`);
+  }
+  const bad = await run(ATOME, ['firmware', '--model', models.a60k, '--board', 'microbit', '--out', join(tmp, 'x.elf'), '--encoding', 'fast']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr.toString(), /--encoding must be auto or keep/);
+});
+
+// The cost model (docs/mcu-cost.md) against the counts themselves, on the
+// shipped models in both encodings: atome firmware's estimate within 10 %
+// of tools/bench-mcu's instructions per byte; the page's (the same C in
+// wasm) equal to the CLI's.
+test('speed estimate: within 10 % of tools/bench-mcu on the shipped models; the page says the same', { timeout: 600000 }, async () => {
+  const { loadAtome } = await import('../../wasm/atome.mjs');
+  const atome = await loadAtome(readFileSync(join(ROOT, 'build/wasm/atome.wasm')));
+  const cases = [['atome-60k', 'microbit', 32], ['atome-60k', 'mps2-an385', 64], ['atome-944k', 'mps2-an385', 64]];
+  for (const [name, board, w] of cases) {
+    for (const enc of ['atome01', 'atome02']) {
+      const file = join(tmp, `${name}-${enc}.atome`);
+      const c = await run(ATOME, ['convert', '--model', join(ROOT, 'models', `${name}.atome`), '--format', enc, '--out', file]);
+      assert.equal(c.code, 0, c.stderr);
+      const b = await run(join(ROOT, 'tools/bench-mcu'), ['--model', file, '--board', board, '--window', String(w)]);
+      assert.equal(b.code, 0, b.stderr);
+      const counted = JSON.parse(b.stdout.toString()).insns_per_byte;
+      const f = await run(ATOME, ['firmware', '--model', file, '--board', board, '--encoding', 'keep', '--window', String(w),
+        '--prompt', 'Once', '--n', '8', '--out', join(tmp, 'est.elf')]);
+      assert.equal(f.code, 0, f.stderr);
+      const j = JSON.parse(f.stdout.toString());
+      const err = (j.estimate_insns_per_byte - counted) / counted;
+      assert.ok(Math.abs(err) <= 0.10, `${name} ${enc} on ${board} at window ${w}: estimate ${j.estimate_insns_per_byte}, counted ${counted}`);
+      assert.equal(j.clock_hz, board === 'microbit' ? 16e6 : 25e6);
+      assert.equal(j.estimate_bytes_per_s, Math.round(10 * j.clock_hz / j.estimate_insns_per_byte) / 10);
+      if (enc === 'atome01') {   // the page gets ATOME01 for either file (the faster encoding fits both boards)
+        const fit = atome.firmwareFit(readFileSync(template(board)), readFileSync(file), w);
+        assert.equal(fit.estimate_insns_per_byte, j.estimate_insns_per_byte, `${name} on ${board}: page and CLI`);
+      }
+    }
+  }
+});

@@ -122,7 +122,10 @@ async function check(board, c, info, got, stories) {
     rest = rest.subarray(want.length);
     const line = rest.toString('latin1').slice(0, rest.indexOf(0x0a) + 1);
     // QEMU's DWT reads 0: no bytes/s there
-    assert.match(line, new RegExp(`^atome: ${c.n} bytes \\(stack \\d+ of \\d+ bytes\\)\\n$`), `${board} ${c.name}: count line '${line}'`);
+    assert.match(line, new RegExp(`^atome: ${c.n} bytes, estimate \\d+\\.\\d bytes/s at (16|25) MHz \\(stack \\d+ of \\d+ bytes\\)\\n$`),
+      `${board} ${c.name}: count line '${line}'`);
+    // the board's estimate is the figure atome firmware reported (core/cost.c on both)
+    assert.equal(line.match(/estimate ([\d.]+) bytes/)[1], info.estimate_bytes_per_s.toFixed(1), `${board} ${c.name}: estimate`);
     const m = line.match(/stack (\d+) of (\d+)/);
     assert.ok(Number(m[1]) < Number(m[2]), 'the stack stays inside its reservation');
     rest = rest.subarray(line.length);
@@ -210,7 +213,7 @@ test('--interactive: after a story the board reads the next prompt from its UART
   const second = Buffer.concat([Buffer.from('> The cat\n'), Buffer.from('The cat'), await story(c, 1, BOARDS['mps2-an385'].window, 'The cat'), Buffer.from('\n')]);
   const tail = r.out.subarray(a + 1);
   assert.ok(tail.subarray(0, second.length).equals(second), `the typed prompt's story: ${JSON.stringify(tail.toString('latin1').slice(0, 200))}`);
-  assert.equal(tail.subarray(second.length).toString('latin1').replace(/^atome: 48 bytes \(stack \d+ of \d+ bytes\)\n/, ''), '> ',
+  assert.equal(tail.subarray(second.length).toString('latin1').replace(/^atome: 48 bytes, estimate [\d.]+ bytes\/s at \d+ MHz \(stack \d+ of \d+ bytes\)\n/, ''), '> ',
     'after the count line the board waits for the next prompt (the LF of the CRLF did not start a story)');
 });
 
