@@ -50,7 +50,9 @@ for m in a60k small; do
     for b in mps2-an385 microbit; do
         "$ATOME" firmware --model $m.atome --board $b --out $m-$b.elf > $m-$b.json 2> $m-$b.err; rc=$?
         ok '[ $rc -eq 0 ] && [ -s $m-$b.elf ]' "firmware $m $b: $(cat $m-$b.err)"
-        ok '[ "$(jv $m-$b.json board)" = $b ] && [ "$(jv $m-$b.json model_bytes)" -eq "$(wc -c < $m.atome)" ]' "firmware $m $b: JSON board and model_bytes"
+        # --encoding auto (the default): the board gets ATOME01, the faster encoding on both boards
+        "$ATOME" convert --model $m.atome --format atome01 --out $m-01.atome > /dev/null
+        ok '[ "$(jv $m-$b.json board)" = $b ] && [ "$(jv $m-$b.json model_bytes)" -eq "$(wc -c < $m-01.atome)" ] && [ "$(jv $m-$b.json encoding)" = ATOME01 ]' "firmware $m $b: JSON board, model_bytes and encoding"
         ok '[ "$(jv $m-$b.json template)" = "$MCU/mcu/atome-fw-$b.elf" ]' "firmware $m $b: the template comes from ATOME_MCU_BUILD"
         # every differing byte lies inside the model slot (offset from the section table)
         ok 'python3 - $m-$b.elf "$MCU/mcu/atome-fw-$b.elf" <<'"'"'EOF'"'"'
@@ -73,7 +75,10 @@ ok '[ "$(jv a60k-mps2-an385.json max_window)" -gt 64 ] && [ ! -s a60k-mps2-an385
 ok '[ "$(jv a60k-microbit.json engine_bytes)" -eq "$("$ATOME" inspect a60k.atome | python3 -c "import json,sys; print(json.load(sys.stdin)[\"arena_bytes\"])")" ]' "engine_bytes = inspect's arena_bytes"
 if [ -x "$(dirname "$ATOME")/elfpatch" ]; then
     "$(dirname "$ATOME")/elfpatch" --template "$MCU/mcu/atome-fw-microbit.elf" --board microbit --model a60k.atome --out ep.elf
-    ok 'cmp -s ep.elf a60k-microbit.elf' "atome firmware = elfpatch, byte for byte"
+    "$ATOME" firmware --model a60k.atome --board microbit --encoding keep --out keep.elf > /dev/null 2>&1
+    ok 'cmp -s ep.elf keep.elf' "atome firmware --encoding keep = elfpatch, byte for byte"
+    "$(dirname "$ATOME")/elfpatch" --template "$MCU/mcu/atome-fw-microbit.elf" --board microbit --model a60k-01.atome --out ep01.elf
+    ok 'cmp -s ep01.elf a60k-microbit.elf' "atome firmware (auto) = elfpatch of the ATOME01 model, byte for byte"
 fi
 
 PROMPT=Once
