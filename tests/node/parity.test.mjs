@@ -123,7 +123,8 @@ async function addModel(name, ckptArgs, exportArgs, rot, extraWindow) {
   const elf = {};
   for (const [k, board] of Object.entries(BOARDS)) {
     elf[k] = path.join(tmp, `${name}-${board}.elf`);
-    const r = await ok(await run(nativeCli(), ['firmware', '--model', file, '--board', board, '--out', elf[k]],
+    // --encoding keep: each encoding runs on the boards as exported (the default would give them ATOME01)
+    const r = await ok(await run(nativeCli(), ['firmware', '--model', file, '--board', board, '--encoding', 'keep', '--out', elf[k]],
       { env: { ATOME_MCU_BUILD: MCU } }), `atome firmware ${name} ${board}`);
     const j = JSON.parse(r.stdout.toString());
     assert.equal(j.template, template(board));
@@ -295,7 +296,7 @@ test('parity, web model: native = wasm = QEMU Cortex-M3, byte for byte', async (
   assert.ok(web, 'no web model in models/ (issue #9 ships one)');
   const file = path.join(dir, web);
   const elf = path.join(tmp, `web-${BOARDS.m3}.elf`);
-  await ok(await run(nativeCli(), ['firmware', '--model', file, '--board', BOARDS.m3, '--out', elf],
+  await ok(await run(nativeCli(), ['firmware', '--model', file, '--board', BOARDS.m3, '--encoding', 'keep', '--out', elf],
     { env: { ATOME_MCU_BUILD: MCU } }), `atome firmware ${web}`);
   const m0 = await run(nativeCli(), ['firmware', '--model', file, '--board', BOARDS.m0, '--out', path.join(tmp, 'web-m0.elf')],
     { env: { ATOME_MCU_BUILD: MCU } });
