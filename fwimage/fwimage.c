@@ -541,3 +541,45 @@ uint32_t atm_fw_clock_hz(const char *board) { return atm_cost_clock_hz(board); }
 uint64_t atm_fw_estimate_insns(const atm_model *m, const char *board, int window) {
     return m ? atm_cost_insns_per_byte(&m->cfg, m->encoding, board, window) : 0;
 }
+
+/* ---- UF2 and the RP2040's boot-loader CRC ---- */
+
+static void put32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+
+int atm_fw_uf2(const uint8_t *bin, size_t n, uint32_t base, uint32_t family, uint8_t **out, size_t *outlen) {
+    *out = NULL;
+    *outlen = 0;
+    if (n == 0 || (base & 255u) != 0 || n > 0xFFFFFFFFu - base) return -1;
+    const size_t blocks = (n + 255) / 256;
+    uint8_t *u = (uint8_t *)calloc(blocks, 512);
+    if (!u) return -1;
+    for (size_t b = 0; b < blocks; b++) {
+        uint8_t *k = u + 512 * b;
+        const size_t off = 256 * b, len = n - off < 256 ? n - off : 256;
+        put32(k + 0, 0x0A324655u);
+        put32(k + 4, 0x9E5D5157u);
+        put32(k + 8, 0x00002000u);
+        put32(k + 12, base + (uint32_t)off);
+        put32(k + 16, 256u);
+        put32(k + 20, (uint32_t)b);
+        put32(k + 24, (uint32_t)blocks);
+        put32(k + 28, family);
+        memcpy(k + 32, bin + off, len);
+        memset(k + 32 + len, 0xFF, 256 - len);   /* the rest of the page: erased flash */
+        put32(k + 508, 0x0AB16F30u);
+    }
+    *out = u;
+    *outlen = blocks * 512;
+    return 0;
+}
+
+uint32_t atm_fw_crc32_mpeg2(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= (uint32_t)p[i] << 24;
+        for (int k = 0; k < 8; k++) c = (c & 0x80000000u) ? (c << 1) ^ 0x04C11DB7u : c << 1;
+    }
+    return c;
+}

@@ -188,4 +188,21 @@ int atm_fw_flash_bytes(const uint8_t *elf, size_t len, uint8_t **out, size_t *ou
  * *out is malloc'd and NUL-terminated; *outlen excludes the NUL. 0 / -1. */
 int atm_fw_ihex(const uint8_t *bin, size_t n, uint32_t base, char **out, size_t *outlen);
 
+/* UF2 (the Raspberry Pi Pico's drag-and-drop format, and other boards'):
+ * bin[n] at address base cut into 256-byte payloads, one 512-byte block
+ * each: magics 0x0A324655 0x9E5D5157, flags 0x00002000 (family id
+ * present), the target address, payload size 256, block number, block
+ * count, `family` (0xe48bff56: the RP2040), the payload zero-padded to 476
+ * bytes, end magic 0x0AB16F30; the last payload is padded with 0xFF (erased
+ * flash). base must be 256-aligned. *out is malloc'd. 0, or -1 (out of
+ * memory, an unaligned base, an empty image). */
+#define ATM_FW_UF2_FAMILY_RP2040 0xe48bff56u
+int atm_fw_uf2(const uint8_t *bin, size_t n, uint32_t base, uint32_t family, uint8_t **out, size_t *outlen);
+
+/* The RP2040 bootrom's check of a second-stage boot loader: CRC-32 with
+ * polynomial 0x04c11db7, MSB first, initial value 0xffffffff, no final xor
+ * (CRC-32/MPEG-2; "123456789" gives 0x0376e6e7), over the first 252 bytes;
+ * the boot loader's last word holds it (little-endian). */
+uint32_t atm_fw_crc32_mpeg2(const uint8_t *p, size_t n);
+
 #endif

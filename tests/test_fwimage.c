@@ -265,8 +265,39 @@ static void test_choose_encoding(void) {
     free(a2);
 }
 
+static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* UF2: every field of every block, the payloads back in order, the last
+ * one padded with 0xFF; the refusals. The boot loader's CRC: the
+ * CRC-32/MPEG-2 check value. */
+static void test_uf2(void) {
+    enum { N = 256 * 3 + 17 };
+    static uint8_t bin[N];
+    for (int i = 0; i < N; i++) bin[i] = (uint8_t)(i * 7 + 3);
+    uint8_t *u = NULL;
+    size_t ul = 0;
+    CHECK(atm_fw_uf2(bin, N, 0x10000000u, ATM_FW_UF2_FAMILY_RP2040, &u, &ul) == 0);
+    CHECK(ul == 4 * 512);
+    for (uint32_t b = 0; u && b < 4; b++) {
+        const uint8_t *k = u + 512 * b;
+        CHECK(get32(k) == 0x0A324655u && get32(k + 4) == 0x9E5D5157u && get32(k + 508) == 0x0AB16F30u);
+        CHECK(get32(k + 8) == 0x2000u && get32(k + 16) == 256u && get32(k + 28) == 0xe48bff56u);
+        CHECK(get32(k + 12) == 0x10000000u + 256u * b && get32(k + 20) == b && get32(k + 24) == 4u);
+        const size_t len = b < 3 ? 256 : 17;
+        CHECK(memcmp(k + 32, bin + 256 * b, len) == 0);
+        for (size_t i = len; i < 256; i++) CHECK(k[32 + i] == 0xFF);
+        for (size_t i = 288; i < 508; i++) CHECK(k[i] == 0);
+    }
+    free(u);
+    CHECK(atm_fw_uf2(bin, N, 0x10000080u, ATM_FW_UF2_FAMILY_RP2040, &u, &ul) == -1 && u == NULL);
+    CHECK(atm_fw_uf2(bin, 0, 0x10000000u, ATM_FW_UF2_FAMILY_RP2040, &u, &ul) == -1);
+    CHECK(atm_fw_crc32_mpeg2((const uint8_t *)"123456789", 9) == 0x0376E6E7u);
+    CHECK(atm_fw_crc32_mpeg2(NULL, 0) == 0xFFFFFFFFu);
+}
+
 int main(void) {
     test_find_and_patch();
+    test_uf2();
     test_choose_encoding();
     test_malformed();
     test_header();
