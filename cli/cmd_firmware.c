@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "core/engine.h"
 #include "core/format.h"
+#include "core/cost.h"
 #include "core/fwsettings.h"
 #include "core/sampler.h"
 #include "fwimage/fwimage.h"
@@ -210,8 +211,8 @@ static int patch_model(fw_job *j) {
     int st = atm_fw_find_slot(j->elf, j->elen, &j->slot, err, sizeof err);
     if (st == ATM_FW_OK && strcmp(j->encoding, "auto") == 0) {
         /* the faster encoding for the board when it fits (docs/mcu.md) */
-        const size_t room = j->slot.capacity > ATM_FWSET_BYTES || !j->with_settings
-            ? j->slot.capacity - (j->with_settings ? ATM_FWSET_BYTES : 0) : 0;
+        const size_t extra = j->with_settings ? ATM_FWSET_BYTES : 0;
+        const size_t room = j->slot.capacity > extra ? j->slot.capacity - extra : 0;
         uint8_t *b = NULL;
         size_t bl = 0;
         if (atm_fw_choose_encoding(j->slot.board, j->blob, j->blen, room, &b, &bl, j->encoding_why,
@@ -279,8 +280,8 @@ static void print_firmware(const fw_job *j) {
            j->blen, (unsigned)j->slot.capacity, (unsigned)atm_rd_u32le(j->blob + j->blen - 4), cli_encoding_name(j->m.encoding),
            j->arena, w, atm_engine_arena_bytes(&j->m, w), j->max_window, j->format);
     if (strcmp(j->format, "elf") != 0) printf(",\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu", (unsigned)j->base, j->flash_bytes);
-    const uint64_t ipb = atm_fw_estimate_insns(&j->m, j->board, w);
-    const uint32_t hz = atm_fw_clock_hz(j->board);
+    const uint64_t ipb = atm_cost_insns_per_byte(&j->m.cfg, j->m.encoding, j->board, w);
+    const uint32_t hz = atm_cost_clock_hz(j->board);
     if (ipb && hz)   /* docs/mcu-cost.md: one instruction per cycle, an upper bound */
         printf(",\"estimate_insns_per_byte\":%llu,\"estimate_bytes_per_s\":%.1f,\"clock_hz\":%u",
                (unsigned long long)ipb, (double)hz / (double)ipb, (unsigned)hz);

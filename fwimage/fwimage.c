@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include "core/format.h"
 #include "core/container.h"
-#include "core/cost.h"
 #include <stdarg.h>
 #include <string.h>
 
@@ -532,14 +531,6 @@ int atm_fw_choose_encoding(const char *board, const uint8_t *model, size_t mlen,
     else snprintf(why, whylen, "%s (%s, faster here, is %zu bytes; the slot holds %zu)", enc_label(m.encoding),
                   enc_label(fast), need, capacity);
     return ATM_FW_OK;
-}
-
-/* ---- the cost model (docs/mcu-cost.md, core/cost.h) ---- */
-
-uint32_t atm_fw_clock_hz(const char *board) { return atm_cost_clock_hz(board); }
-
-uint64_t atm_fw_estimate_insns(const atm_model *m, const char *board, int window) {
-    return m ? atm_cost_insns_per_byte(&m->cfg, m->encoding, board, window) : 0;
 }
 
 /* ---- UF2 and the RP2040's boot-loader CRC ---- */

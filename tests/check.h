@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
+#include <stdint.h>
 
 static int check_fails = 0, check_count = 0;
 #define CHECK(cond) do { check_count++; if (!(cond)) { check_fails++; \
@@ -22,5 +23,19 @@ static inline const char *check_shared_dir(void) {
     if (!e || !*e) e = ATOME_SHARED_DIR;
 #endif
     return e;
+}
+/* The whole of a file, malloc'd (NULL if it cannot be read); *len its size. */
+static inline uint8_t *check_read_file(const char *path, size_t *len) {
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = n >= 0 ? (uint8_t *)malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+    fclose(f);
+    if (b) *len = (size_t)n;
+    return b;
 }
 #endif

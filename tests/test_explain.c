@@ -17,19 +17,6 @@
 #include <stdint.h>
 #include <string.h>
 
-static uint8_t *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = (uint8_t *)malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
 static void test_log2(void) {
     double worst = 0;
     for (uint32_t x = 1; x < 300000; x += (x < 70000 ? 1 : 97)) {
@@ -153,7 +140,7 @@ static void trace_case(const atm_model *m, const uint8_t *text, size_t n, int wi
 
 static void test_trace_shipped(void) {
     size_t len;
-    uint8_t *blob = read_all(ATOME_SOURCE_DIR "/models/atome-60k.atome", &len);
+    uint8_t *blob = check_read_file(ATOME_SOURCE_DIR "/models/atome-60k.atome", &len);
     CHECKF(blob != NULL, "cannot read models/atome-60k.atome");
     if (!blob) return;
     atm_model m;
@@ -210,7 +197,7 @@ static void test_trace_layer0(void) {
     const float *B = weff + L.t[atm_layout_find(&L, "blocks.0.ln.b")].off;
     const float *R = weff + L.t[atm_layout_find(&L, "blocks.0.router")].off;
     size_t len;
-    uint8_t *blob = read_all(ATOME_SOURCE_DIR "/models/atome-60k.atome", &len);
+    uint8_t *blob = check_read_file(ATOME_SOURCE_DIR "/models/atome-60k.atome", &len);
     atm_model m;
     CHECK(blob && atm_model_open(&m, blob, len) == ATM_OK);
     size_t ab = atm_engine_arena_bytes(&m, 0);

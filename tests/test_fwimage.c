@@ -206,24 +206,11 @@ static void test_header(void) {
     fclose(g);
 }
 
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = (uint8_t *)malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
 /* The board gets the faster encoding (ATOME01) when it fits, else the
  * model as it came, else nothing; the trits survive either way. */
 static void test_choose_encoding(void) {
     size_t len = 0;
-    uint8_t *a2 = read_file(ATOME_SOURCE_DIR "/models/atome-60k.atome", &len);
+    uint8_t *a2 = check_read_file(ATOME_SOURCE_DIR "/models/atome-60k.atome", &len);
     CHECKF(a2 != NULL, "cannot read models/atome-60k.atome");
     if (!a2) return;
     atm_model m2, m1;

@@ -72,18 +72,6 @@ static void test_requant(atm_rng *r) {
     free(w);
 }
 
-static uint8_t *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return b;
-}
-
 /* every trit, scale and vector of w (re-quantised by quant.c) equals the blob's */
 static int matches_blob(const atm_layout *L, const float *w, const uint8_t *blob, const atm_legacy_plan *p) {
     int ok = 1;
@@ -124,7 +112,7 @@ static void test_blob(atm_rng *r) {
     char path[1024], err[256];
     snprintf(path, sizeof path, "%s/interop/atome_944k.bin", check_shared_dir());
     size_t n = 0;
-    uint8_t *blob = read_file(path, &n);
+    uint8_t *blob = check_read_file(path, &n);
     CHECKF(blob != NULL, "cannot read %s", path);
     if (!blob) return;
     CHECK(n == 276655);

@@ -12,6 +12,7 @@
  * reason in atome_fw_error() worded as the CLI's message after its
  * "firmware: " / "header: " prefix. */
 #define _POSIX_C_SOURCE 200809L   /* open_memstream */
+#include "core/cost.h"
 #include <emscripten/emscripten.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +68,8 @@ static void info_add_choice(void);
 /* ,"estimate_insns_per_byte":N,"estimate_bytes_per_s":R,"clock_hz":H for
  * model m on board at window w (nothing when there is no fit for it). */
 static void estimate_json(char *dst, size_t cap, const atm_model *m, const char *board, int w) {
-    const uint64_t ipb = atm_fw_estimate_insns(m, board, w);
-    const uint32_t hz = atm_fw_clock_hz(board);
+    const uint64_t ipb = atm_cost_insns_per_byte(&m->cfg, m->encoding, board, w);
+    const uint32_t hz = atm_cost_clock_hz(board);
     dst[0] = 0;
     if (ipb && hz)
         snprintf(dst, cap, ",\"estimate_insns_per_byte\":%llu,\"estimate_bytes_per_s\":%.1f,\"clock_hz\":%u",

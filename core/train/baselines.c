@@ -56,8 +56,6 @@ void atm_head_backward(float *dresid, float *dg, float *db, float *dunembed, flo
 
 /* ---- the shared activations ---- */
 
-static float *take(float **p, uint64_t n) { float *r = *p; *p += n; return r; }
-
 float *atm_preln_acts_init(atm_preln_acts *k, int L, int B, int T, int C, int F, int V, uint64_t extra) {
     memset(k, 0, sizeof *k);
     if (B < 1 || T < 1) return NULL;
@@ -74,17 +72,17 @@ float *atm_preln_acts_init(atm_preln_acts *k, int L, int B, int T, int C, int F,
     k->tgt = k->in + N;
     k->B = B; k->T = T;
     float *p = k->mem;
-    k->resid = take(&p, (Ly + 1) * N * C);
-    k->resid_mid = take(&p, Ly * N * C);
-    k->ln1 = take(&p, Ly * N * C); k->ln2 = take(&p, Ly * N * C);
-    k->ln1_mean = take(&p, Ly * N); k->ln1_rstd = take(&p, Ly * N);
-    k->ln2_mean = take(&p, Ly * N); k->ln2_rstd = take(&p, Ly * N);
-    k->fch = take(&p, Ly * N * F); k->fchg = take(&p, Ly * N * F);
-    k->lnf = take(&p, N * C); k->lnf_mean = take(&p, N); k->lnf_rstd = take(&p, N);
-    k->logits = take(&p, N * V); k->probs = take(&p, N * V);
-    k->tmp = take(&p, N * C); k->dresid = take(&p, N * C); k->dln = take(&p, N * C);
-    k->dfch = take(&p, N * F); k->dfchg = take(&p, N * F);
-    k->dlogits = take(&p, N * V);
+    k->resid = atm_take(&p, (Ly + 1) * N * C);
+    k->resid_mid = atm_take(&p, Ly * N * C);
+    k->ln1 = atm_take(&p, Ly * N * C); k->ln2 = atm_take(&p, Ly * N * C);
+    k->ln1_mean = atm_take(&p, Ly * N); k->ln1_rstd = atm_take(&p, Ly * N);
+    k->ln2_mean = atm_take(&p, Ly * N); k->ln2_rstd = atm_take(&p, Ly * N);
+    k->fch = atm_take(&p, Ly * N * F); k->fchg = atm_take(&p, Ly * N * F);
+    k->lnf = atm_take(&p, N * C); k->lnf_mean = atm_take(&p, N); k->lnf_rstd = atm_take(&p, N);
+    k->logits = atm_take(&p, N * V); k->probs = atm_take(&p, N * V);
+    k->tmp = atm_take(&p, N * C); k->dresid = atm_take(&p, N * C); k->dln = atm_take(&p, N * C);
+    k->dfch = atm_take(&p, N * F); k->dfchg = atm_take(&p, N * F);
+    k->dlogits = atm_take(&p, N * V);
     return p;
 }
 
