@@ -229,6 +229,7 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     // the standalone board files carry Generate's settings: equal to atome firmware's, known answer shown
     await fillSettings(page, { prompt: 'Once upon a time', n: 300, temperature: '0.8', topK: 40, topP: '0.95', seed: 3 });
     await page.dispatchEvent('#seed', 'change');
+    const est = {};   // atome firmware's speed estimate per board, at the window it runs
     for (const [id, board, format] of [['#download-hex-microbit', 'microbit', 'hex'], ['#download-bin-mps2-an385', 'mps2-an385', 'bin']]) {
       const got = await grab(page, id);
       assert.equal(got.name, `${key.replace(/\.atome$/, '')}-${board}.${format}`);
@@ -238,6 +239,7 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
       assert.equal(fr.code, 0, fr.stderr);
       assert.ok(got.bytes.equals(readFileSync(out)), `${board}: page ${format} = atome firmware --format ${format}`);
       const expect = JSON.parse(fr.stdout.toString()).expect_hex;
+      est[board] = JSON.parse(fr.stdout.toString()).estimate_bytes_per_s;
       await page.waitForFunction(([b, e]) => document.querySelector(`.board-card[data-board="${b}"] .known`)?.dataset.hex === e, [board, expect]);
     }
     const fit = await page.evaluate(() => [...document.querySelectorAll('#fit-table .board-card')].map((r) => r.textContent));
@@ -245,6 +247,11 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     assert.match(fit[0], /Fits at window 64/);
     assert.match(fit[1], /Fits at window 32 or less \(not at 64\)/);
     assert.match(fit[1], /Largest window that fits32/);
+    // the board's faster encoding and the speed estimate, as atome firmware says them
+    for (const [i, board, mhz] of [[0, 'mps2-an385', 25], [1, 'microbit', 16]]) {
+      assert.match(fit[i], /EncodingATOME01 \(re-encoded from ATOME02: faster on this board\)/);
+      assert.ok(fit[i].includes(`Speed (estimate)about ${Math.round(est[board])} bytes/s at ${mhz} MHz`), `${board}: ${fit[i]}`);
+    }
     await shot(page, '05-board', ['sec-board']);
   } finally { await ctx.close(); }
 
@@ -385,6 +392,7 @@ test('bad inputs show #error, keep what was there and the page still generates',
     await page.waitForFunction(() => document.getElementById('model-select').value === 'big-944k.atome');
     await page.waitForFunction(() => document.querySelectorAll('#fit-table .board-card.bad').length === 1);
     assert.match(await page.textContent('.board-card[data-board="microbit"] .verdict'), /Too big: the model does not fit the 32,736-byte model slot/);
+    assert.doesNotMatch(await page.textContent('.board-card[data-board="microbit"]'), /Speed/, 'no speed for a board that cannot run it');
     // its micro:bit buttons are off (the verdict says why); the mps2-an385's stay on
     await page.waitForFunction(() => document.getElementById('download-fw-microbit').disabled && document.getElementById('download-hex-microbit').disabled);
     assert.equal(await page.isDisabled('#download-bin-mps2-an385'), false);
