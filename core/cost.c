@@ -11,6 +11,7 @@ uint32_t atm_cost_clock_hz(const char *board) {
     if (!board) return 0;
     if (same(board, "microbit")) return 16000000u;
     if (same(board, "mps2-an385")) return 25000000u;
+    if (same(board, "pico")) return 125000000u;
     return 0;
 }
 

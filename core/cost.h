@@ -11,10 +11,12 @@
 #include <stdint.h>
 
 /* Instructions per byte of a model of config c in trit encoding `encoding`
- * on `board` (the QEMU machine name: "microbit", "mps2-an385") at attention
+ * on `board` ("microbit", "mps2-an385": QEMU's instruction counts; "pico":
+ * rp2040js's cycle counts, so there the estimate is cycles) at attention
  * window w (0 = the config's default); 0 when there is no fit for them. */
 uint64_t atm_cost_insns_per_byte(const atm_mconfig *c, int encoding, const char *board, int window);
-/* The board's CPU clock in Hz (16 MHz micro:bit v1, 25 MHz MPS2-AN385), 0 if unknown. */
+/* The board's CPU clock in Hz (16 MHz micro:bit v1, 25 MHz MPS2-AN385,
+ * 125 MHz Raspberry Pi Pico), 0 if unknown. */
 uint32_t atm_cost_clock_hz(const char *board);
 
 #endif

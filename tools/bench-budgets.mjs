@@ -24,6 +24,8 @@
 //    high-water from the firmware's own --report (stack painting) on a
 //    greedy run (bench-mcu) and on a sampled run (temperature, top-k, top-p:
 //    the sampler's sort is the deepest path).
+//  - The Raspberry Pi Pico: tools/budgets-pico.mjs (flash, engine RAM by
+//    window, rp2040js's emulated cycles per byte of both shipped models).
 //  - Training: tools/bench-wasm-train.mjs (its JSON line), wasm SIMD and
 //    scalar in Node next to every native kernel set, one thread.
 //  - Every figure in the document is printed next to the command that
@@ -33,6 +35,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { picoSection } from './budgets-pico.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const nativeDir = process.env.ATOME_NATIVE_BUILD ?? path.join(repo, 'build/native');
@@ -368,6 +371,8 @@ for (const c of counts) {
   table(['function', 'insns / byte', 'share'], c.j.profile.map((r) => [`\`${r.fn}\``, r.insns_per_byte, `${(100 * r.share).toFixed(1)}%`]));
   p();
 }
+log('the Raspberry Pi Pico in rp2040js (tools/budgets-pico.mjs)');
+picoSection(ATOME, repo, p, table);
 if (train) {
   p('## Training throughput: wasm in Node next to native');
   p();
