@@ -2,11 +2,12 @@
 // ATOME01 / ATOME02 / C header, and for each board of BOARDS its fit card
 // (model slot, RAM at Generate's window, the largest window that fits), the
 // known answer, how to flash and run it, and its firmware downloads
-// (semihosting .elf, standalone .hex / .bin with Generate's settings).
+// (semihosting .elf, standalone .hex / .bin / .uf2 with Generate's settings).
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
 
-export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385' }, { id: 'microbit', name: 'micro:bit v1' }];
+export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385' }, { id: 'microbit', name: 'micro:bit v1' },
+  { id: 'pico', name: 'Raspberry Pi Pico' }];
 
 // The section: the firmware templates fetched (board id -> promise of the
 // ELF bytes), each board's verdict for the open model (ok | warn | bad) and
@@ -142,8 +143,10 @@ function pageSettings(page) {
 
 function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.elf`; }
 
-// How to flash the board and read it, then the QEMU command with Generate's settings.
+// How to flash the board and read it, then the QEMU command with Generate's
+// settings (the Pico: its steps; QEMU has no RP2040).
 function boardNote(page, b, key, w) {
+  if (b.id === 'pico') return picoSteps(page.models.current.replace(/\.atome$/, ''));
   const p = document.createElement('p');
   const cmd = qemuCommand(page, b, key, w);
   const base = page.models.current.replace(/\.atome$/, '');
@@ -163,6 +166,23 @@ function boardNote(page, b, key, w) {
     : `Run it under QEMU with the prompt and settings of Generate, at the board's window ${w} (Generate runs at ${gw}, ` +
       'so its bytes differ from these; the known answer above is the board\'s):';
   return [p, label, commandRow(b, cmd)];
+}
+
+// The Pico's flashing steps, BOOTSEL to serial monitor, and what its .elf is for.
+function picoSteps(base) {
+  const lead = Object.assign(document.createElement('p'), { textContent: 'Flash it with nothing but its USB cable:' });
+  const ol = document.createElement('ol');
+  ol.className = 'steps';
+  for (const s of [
+    'Hold the BOOTSEL button down while you plug the Pico into the computer by USB, then let go: a drive called RPI-RP2 appears.',
+    `Drag ${base}-pico.uf2 onto the RPI-RP2 drive. The Pico writes it to its flash, the drive goes away and the Pico restarts into the story.`,
+    'Open its USB serial port, at any baud rate: picocom --imap lfcrlf /dev/ttyACM0 on Linux, the Arduino IDE\'s Serial Monitor, ' +
+      'or any serial terminal. The status line, the story and a byte count come out.',
+    'The same bytes come out of UART0 at 115200 8N1 (GP0, pin 1, is TX; GP1, pin 2, RX) for a debug probe or a USB-serial adapter.',
+  ]) ol.append(Object.assign(document.createElement('li'), { textContent: s }));
+  const elf = Object.assign(document.createElement('p'), { textContent: 'The .elf is for a debugger on the Pico\'s SWD pins ' +
+    '(a Raspberry Pi Debug Probe with OpenOCD), with the prompt and settings on the semihosting command line.' });
+  return [lead, ol, elf];
 }
 
 function qemuCommand(page, b, key, w) {
@@ -211,7 +231,8 @@ function wireDownloads(page, bs) {
     const r = await call('header', { key: key(), source: key(), name: '' });
     download(r.text, `${base()}.h`, 'text/x-c');
   }));
-  for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin']])
+  for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin'],
+    ['download-uf2-pico', 'pico', 'uf2']])
     $(id).addEventListener('click', () => guarded(() => downloadStandalone(page, bs, board, format)));
   for (const b of BOARDS) {
     $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
