@@ -451,7 +451,8 @@ static void u_text(const char *label, const char *t, const char *dflt) {
 }
 
 __attribute__((noreturn)) static void halt(void) {
-    for (;;) __asm__ volatile ("wfi");
+    uart_drain();
+    for (;;) uart_idle();
 }
 
 __attribute__((noreturn, noinline)) static void sa_fail(const char *a, const char *b) {
@@ -589,6 +590,7 @@ static void sa_story(const sa_run *r, const uint8_t *prompt, uint32_t plen, uint
         u_str(" bytes/s at "); u_dec(mhz); u_str(" MHz");
     }
     u_str(" (stack "); u_dec(mcu_stack_used()); u_str(" of "); u_dec(mcu_stack_size()); u_str(" bytes)\n");
+    uart_drain();
 }
 
 __attribute__((noreturn)) static void standalone(const atm_fwset_view *v) {
@@ -642,6 +644,11 @@ int mcu_main(void) {
             standalone(&v);
         }
     }
+#if !MCU_SEMIHOSTING
+    /* no debugger to answer semihosting calls on this board */
+    uart_init();
+    sa_fail("this image has no settings block: make it with atome firmware --prompt ... (docs/mcu.md)", 0);
+#endif
     int rc = run();
     /* The paint's lowest word is gone: the stack reached its reservation's
      * end, so the run may have corrupted memory. */

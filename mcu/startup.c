@@ -61,7 +61,7 @@ static uint32_t read_sp(void) {
 void Fault_Handler(void) {
     uint32_t ipsr;
     __asm__ volatile ("mrs %0, ipsr" : "=r"(ipsr));
-    if (mcu_standalone()) mcu_fault_line(ipsr & 0x3Fu);
+    if (mcu_standalone() || !MCU_SEMIHOSTING) mcu_fault_line(ipsr & 0x3Fu);
     sh_exit(MCU_EXIT_FAULT_BASE + (int)(ipsr & 0x3Fu));
 }
 

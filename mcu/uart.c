@@ -4,8 +4,14 @@
  *               P0.25 (the interface chip's USB serial on the micro:bit v1)
  *   mps2-an385  CMSDK APB UART0 at 0x40004000, 115200 8N1 from the 25 MHz
  *               system clock (QEMU: the first -serial)
+ *   pico        RP2040 UART0 (PL011) at 0x40034000 on GP0 (TX) / GP1 (RX),
+ *               115200 8N1 from clk_peri = 125 MHz, and the same bytes on
+ *               the USB serial port (mcu/pico/usb_cdc.c); input from either
  * Also the cycle counter where the board has one (the M3's DWT CYCCNT; QEMU
- * does not model it and reads 0, which callers must treat as "unknown"). */
+ * does not model it and reads 0, which callers must treat as "unknown"; the
+ * Pico's 1 MHz timer, so its "cycles" are microseconds). uart_drain() waits
+ * until queued output has left (the Pico's USB queue; a no-op elsewhere) and
+ * uart_idle() is the body of a board's wait loop (WFI, or servicing USB). */
 #include <stdint.h>
 #include "uart.h"
 
@@ -50,6 +56,8 @@ int uart_getc(void) {
 }
 uint32_t uart_cycles(void) { return 0u; }   /* the Cortex-M0 has no cycle counter */
 uint32_t uart_cpu_hz(void) { return 16000000u; }
+void uart_drain(void) { }
+void uart_idle(void) { __asm__ volatile ("wfi"); }
 
 #elif defined(MCU_UART_CMSDK)
 #define UB 0x40004000u
@@ -73,9 +81,55 @@ int uart_getc(void) {
 }
 uint32_t uart_cycles(void) { return DWT_CYCCNT; }
 uint32_t uart_cpu_hz(void) { return 25000000u; }
+void uart_drain(void) { }
+void uart_idle(void) { __asm__ volatile ("wfi"); }
+
+#elif defined(MCU_UART_PICO)
+#include "pico/pico.h"
+#define UB 0x40034000u
+#define IO_BANK0 0x40014000u
+#define CONNECT_WAIT_US 2000000u   /* a USB host configures us within this, or there is none */
+void uart_init(void) {
+    static int done;
+    if (done) return;   /* the fault path may call it again */
+    done = 1;
+    pico_clocks_init();
+    PICO_REG(IO_BANK0 + 0x04u) = 2u;            /* GPIO0_CTRL: FUNCSEL uart0 TX */
+    PICO_REG(IO_BANK0 + 0x0Cu) = 2u;            /* GPIO1_CTRL: FUNCSEL uart0 RX */
+    /* 8 x 125 MHz / 115200 = 8680: integer part 67, fraction 52/64 */
+    PICO_REG(UB + 0x24u) = 8680u >> 7;          /* UARTIBRD */
+    PICO_REG(UB + 0x28u) = ((8680u & 0x7Fu) + 1u) / 2u;   /* UARTFBRD */
+    PICO_REG(UB + 0x2Cu) = (3u << 5) | (1u << 4);         /* UARTLCR_H: 8 bits, FIFOs (latches the divisor) */
+    PICO_REG(UB + 0x30u) = (1u << 0) | (1u << 8) | (1u << 9);   /* UARTCR: UARTEN, TXE, RXE */
+    usb_cdc_init();
+    /* With a USB host, wait for a serial monitor to open the port, so the
+     * story starts where someone reads it; without one, start at once. */
+    const uint32_t t0 = pico_us();
+    while (!usb_cdc_configured() && (uint32_t)(pico_us() - t0) < CONNECT_WAIT_US) usb_cdc_poll();
+    while (usb_cdc_configured() && !usb_cdc_open()) usb_cdc_poll();
+}
+void uart_putc(uint8_t b) {
+    while (PICO_REG(UB + 0x18u) & (1u << 5)) { }   /* UARTFR: TXFF */
+    PICO_REG(UB + 0x00u) = b;
+    usb_cdc_putc(b);
+}
+int uart_getc(void) {
+    for (;;) {
+        if (!(PICO_REG(UB + 0x18u) & (1u << 4))) return (int)(PICO_REG(UB + 0x00u) & 0xFFu);   /* RXFE clear */
+        const int c = usb_cdc_getc();
+        if (c >= 0) return c;
+    }
+}
+uint32_t uart_cycles(void) { return pico_us(); }
+uint32_t uart_cpu_hz(void) { return 1000000u; }
+void uart_drain(void) {
+    usb_cdc_drain();
+    while (PICO_REG(UB + 0x18u) & (1u << 3)) { }   /* UARTFR: BUSY */
+}
+void uart_idle(void) { usb_cdc_poll(); }
 
 #else
-#error "no UART for this board: define MCU_UART_NRF51 or MCU_UART_CMSDK"
+#error "no UART for this board: define MCU_UART_NRF51, MCU_UART_CMSDK or MCU_UART_PICO"
 #endif
 
 void uart_write(const void *p, uint32_t n) {

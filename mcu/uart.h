@@ -12,5 +12,9 @@ int uart_getc(void);
  * clock it counts. */
 uint32_t uart_cycles(void);
 uint32_t uart_cpu_hz(void);
+/* Waits until queued output has left the board (the Pico's USB queue). */
+void uart_drain(void);
+/* One turn of a wait loop: WFI, or (Pico) servicing the USB port. */
+void uart_idle(void);
 
 #endif
