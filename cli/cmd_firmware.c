@@ -268,7 +268,10 @@ static int write_image(fw_job *j, const settings_args *sa, cli_opt *opts, int no
 
 static void print_firmware(const fw_job *j) {
     const int defw = j->m.cfg.window;
-    if (!j->with_settings && defw > j->max_window)
+    if (!j->with_settings && !atm_fw_semihosting(j->board))
+        fprintf(stderr, "firmware: note: the %s runs standalone images only (no semihosting): this one will print that it has "
+                        "no settings block; add --prompt TEXT (and --n N) for a story\n", j->board);
+    else if (!j->with_settings && defw > j->max_window)
         fprintf(stderr, "firmware: note: the model's default window %d does not fit the %s's RAM; run it with --window %d or less\n",
                 defw, j->board, j->max_window);
     const int w = j->with_settings ? (int)j->set.window : defw;

@@ -369,6 +369,8 @@ uint32_t atm_fw_uf2_family(const char *board) {
     return board && strcmp(board, "pico") == 0 ? ATM_FW_UF2_FAMILY_RP2040 : 0u;
 }
 
+int atm_fw_semihosting(const char *board) { return !(board && strcmp(board, "pico") == 0); }
+
 /* The UF2 of flash[fl] at base for the board of elf's model slot. */
 static int uf2_file(const uint8_t *elf, size_t len, const uint8_t *flash, size_t fl, uint32_t base, uint8_t **out,
                     size_t *outlen, char *err, size_t errlen) {

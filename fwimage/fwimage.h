@@ -165,6 +165,12 @@ enum { ATM_FW_FORMAT_ELF = 0, ATM_FW_FORMAT_HEX = 1, ATM_FW_FORMAT_BIN = 2, ATM_
  * micro:bit's drive takes Intel HEX, the MPS2's a raw binary). */
 uint32_t atm_fw_uf2_family(const char *board);
 
+/* 1 if an image of the board without a settings block reads its settings
+ * over semihosting (QEMU or a debugger answers: mps2-an385, microbit), 0
+ * if the board is standalone only (the pico: such an image prints one line
+ * saying it has no settings block, docs/mcu.md). */
+int atm_fw_semihosting(const char *board);
+
 /* The file for a board from a patched image: the ELF itself, its flash
  * contents as Intel HEX, as raw binary from the flash base, or as UF2
  * (atm_fw_uf2 with the family of the board named in the image's model slot;

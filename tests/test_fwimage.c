@@ -299,7 +299,8 @@ static void make_loadable(uint8_t *img, const char *b, uint32_t paddr) {
     atm_wr_u32le(ph + 20, OFF_SLOT + SLOT - OFF_TEXT);
 }
 
-/* atm_fw_make_file's UF2: the pico's image as atm_fw_uf2 of its raw flash
+/* Which boards take UF2 and semihosting. atm_fw_make_file's UF2: the
+ * pico's image as atm_fw_uf2 of its raw flash
  * bytes (= the bin file) with the RP2040 family; refused for a board that
  * takes no UF2, for a flash base off a 256-byte boundary and for an
  * unknown format, each with its reason. */
@@ -307,6 +308,7 @@ static void test_make_uf2(void) {
     static uint8_t img[IMG + 32];
     CHECK(atm_fw_uf2_family("pico") == ATM_FW_UF2_FAMILY_RP2040);
     CHECK(atm_fw_uf2_family("microbit") == 0 && atm_fw_uf2_family("mps2-an385") == 0 && atm_fw_uf2_family(NULL) == 0);
+    CHECK(atm_fw_semihosting("pico") == 0 && atm_fw_semihosting("microbit") == 1 && atm_fw_semihosting("mps2-an385") == 1);
     make_loadable(img, "pico", 0x10000000u);
     uint8_t *bin = NULL, *u = NULL, *want = NULL;
     size_t bl = 0, ul = 0, wl = 0, fl = 0;
