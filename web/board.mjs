@@ -2,12 +2,13 @@
 // ATOME01 / ATOME02 / C header, and for each board of BOARDS its fit card
 // (model slot, RAM at Generate's window, the largest window that fits), the
 // known answer, how to flash and run it, and its firmware downloads
-// (semihosting .elf, standalone .hex / .bin / .uf2 with Generate's settings).
+// (semihosting .elf, standalone .hex / .bin / .uf2 with Generate's settings;
+// the Pico has no semihosting: its .elf is standalone too).
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
 
-export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385' }, { id: 'microbit', name: 'micro:bit v1' },
-  { id: 'pico', name: 'Raspberry Pi Pico' }];
+export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385', semihosting: true },
+  { id: 'microbit', name: 'micro:bit v1', semihosting: true }, { id: 'pico', name: 'Raspberry Pi Pico', semihosting: false }];
 
 // The section: the firmware templates fetched (board id -> promise of the
 // ELF bytes), each board's verdict for the open model (ok | warn | bad) and
@@ -175,13 +176,17 @@ function picoSteps(base) {
   ol.className = 'steps';
   for (const s of [
     'Hold the BOOTSEL button down while you plug the Pico into the computer by USB, then let go: a drive called RPI-RP2 appears.',
-    `Drag ${base}-pico.uf2 onto the RPI-RP2 drive. The Pico writes it to its flash, the drive goes away and the Pico restarts into the story.`,
-    'Open its USB serial port, at any baud rate: picocom --imap lfcrlf /dev/ttyACM0 on Linux, the Arduino IDE\'s Serial Monitor, ' +
-      'or any serial terminal. The status line, the story and a byte count come out.',
-    'The same bytes come out of UART0 at 115200 8N1 (GP0, pin 1, is TX; GP1, pin 2, RX) for a debug probe or a USB-serial adapter.',
+    `Drag ${base}-pico.uf2 onto the RPI-RP2 drive. The Pico writes it to its flash, the drive goes away and the Pico restarts ` +
+      'as a USB serial port.',
+    'Open that port, at any baud rate: picocom --imap lfcrlf /dev/ttyACM0 on Linux, the Arduino IDE\'s Serial Monitor, or any ' +
+      'serial terminal. The Pico waits for it, then prints the status line, the story and a byte count. Unplug it and plug it ' +
+      'back in (without BOOTSEL) to hear it again.',
+    'The same bytes come out of UART0 at 115200 8N1 (GP0, pin 1, is TX; GP1, pin 2, RX) for a debug probe or a USB-serial ' +
+      'adapter; with no USB host the Pico starts after 2 seconds.',
   ]) ol.append(Object.assign(document.createElement('li'), { textContent: s }));
-  const elf = Object.assign(document.createElement('p'), { textContent: 'The .elf is for a debugger on the Pico\'s SWD pins ' +
-    '(a Raspberry Pi Debug Probe with OpenOCD), with the prompt and settings on the semihosting command line.' });
+  const elf = Object.assign(document.createElement('p'), { textContent: 'The .elf is the same image with its symbols, for a ' +
+    'debugger on the Pico\'s SWD pins (a Raspberry Pi Debug Probe with OpenOCD). The Pico has no semihosting: both files carry ' +
+    'Generate\'s prompt and settings.' });
   return [lead, ol, elf];
 }
 
@@ -232,9 +237,9 @@ function wireDownloads(page, bs) {
     download(r.text, `${base()}.h`, 'text/x-c');
   }));
   for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin'],
-    ['download-uf2-pico', 'pico', 'uf2']])
+    ['download-uf2-pico', 'pico', 'uf2'], ['download-elf-pico', 'pico', 'elf']])
     $(id).addEventListener('click', () => guarded(() => downloadStandalone(page, bs, board, format)));
-  for (const b of BOARDS) {
+  for (const b of BOARDS.filter((x) => x.semihosting)) {
     $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
       const t = await template(bs, b.id);
       let r;
@@ -244,7 +249,7 @@ function wireDownloads(page, bs) {
   }
 }
 
-// A standalone image (.hex / .bin) with Generate's settings baked in.
+// A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings baked in.
 async function downloadStandalone(page, bs, board, format) {
   const b = BOARDS.find((x) => x.id === board);
   const t = await template(bs, board);

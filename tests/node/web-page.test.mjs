@@ -10,9 +10,10 @@
 //    the scalar-module fallback), and "why this byte" equals
 //    `atome generate --router-json`;
 //  - a 200-step training run lowers the validation bpb; its downloads (.atome
-//    ATOME01/02, C header, firmware for every board, the Pico's .uf2) pass `atome inspect`,
-//    generate the page's bytes natively, equal `atome header` / `atome
-//    firmware`, and the firmware runs under QEMU with the native bytes;
+//    ATOME01/02, C header, firmware for every board, the Pico's .uf2 among
+//    them) pass `atome inspect`, generate the page's bytes natively, equal
+//    `atome header` / `atome firmware`, and the firmware of QEMU's boards
+//    runs under QEMU with the native bytes;
 //  - a reload mid-run and a tab closed mid-save both continue to an .atome
 //    byte-identical to the uninterrupted run's;
 //  - bad inputs (empty, binary, too large and too short corpora, corrupt and
@@ -226,18 +227,12 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
       assert.equal(q.code, 0, `${board} under QEMU: ${q.stderr}`);
       assertSameHex(hex(q.stdout), await nativeHex(mfile, fc), `${board} firmware under QEMU`);
     }
-    // the Pico's debugger image (QEMU has no RP2040; tests/node boots its .uf2 in rp2040js)
-    const pfw = await grab(page, '#download-fw-pico');
-    const pout = path.join(B.tmp(), 'native-pico.elf');
-    const pr = await native(['firmware', '--model', mfile, '--board', 'pico', '--out', pout]);
-    assert.equal(pr.code, 0, pr.stderr);
-    assert.ok(pfw.bytes.equals(readFileSync(pout)), 'pico: page firmware = atome firmware');
     // the standalone board files carry Generate's settings: equal to atome firmware's, known answer shown
     await fillSettings(page, { prompt: 'Once upon a time', n: 300, temperature: '0.8', topK: 40, topP: '0.95', seed: 3 });
     await page.dispatchEvent('#seed', 'change');
     const est = {};   // atome firmware's JSON per board (the speed estimate at the window it runs)
     for (const [id, board, format] of [['#download-hex-microbit', 'microbit', 'hex'], ['#download-bin-mps2-an385', 'mps2-an385', 'bin'],
-      ['#download-uf2-pico', 'pico', 'uf2']]) {
+      ['#download-uf2-pico', 'pico', 'uf2'], ['#download-elf-pico', 'pico', 'elf']]) {
       const got = await grab(page, id);
       assert.equal(got.name, `${key.replace(/\.atome$/, '')}-${board}.${format}`);
       const out = path.join(B.tmp(), `native-standalone-${board}.${format}`);
