@@ -147,7 +147,7 @@ function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.el
 // How to flash the board and read it, then the QEMU command with Generate's
 // settings (the Pico: its steps; QEMU has no RP2040).
 function boardNote(page, b, key, w) {
-  if (b.id === 'pico') return picoSteps(page.models.current.replace(/\.atome$/, ''));
+  if (b.id === 'pico') return picoSteps(b, page.models.current.replace(/\.atome$/, ''));
   const p = document.createElement('p');
   const cmd = qemuCommand(page, b, key, w);
   const base = page.models.current.replace(/\.atome$/, '');
@@ -169,8 +169,9 @@ function boardNote(page, b, key, w) {
   return [p, label, commandRow(b, cmd)];
 }
 
-// The Pico's flashing steps, BOOTSEL to serial monitor, and what its .elf is for.
-function picoSteps(base) {
+// The Pico's flashing steps, BOOTSEL to serial monitor, what its .elf is
+// for, and the emulator command (tools/run-pico) for those without one.
+function picoSteps(b, base) {
   const lead = Object.assign(document.createElement('p'), { textContent: 'Flash it with nothing but its USB cable:' });
   const ol = document.createElement('ol');
   ol.className = 'steps';
@@ -187,7 +188,9 @@ function picoSteps(base) {
   const elf = Object.assign(document.createElement('p'), { textContent: 'The .elf is the same image with its symbols, for a ' +
     'debugger on the Pico\'s SWD pins (a Raspberry Pi Debug Probe with OpenOCD). The Pico has no semihosting: both files carry ' +
     'Generate\'s prompt and settings.' });
-  return [lead, ol, elf];
+  const label = Object.assign(document.createElement('p'), { className: 'cmd-label', textContent: 'No Pico at hand? Boot the ' +
+    'file in the rp2040js emulator from the source tree (it prints what the Pico sends over USB):' });
+  return [lead, ol, elf, label, commandRow(b, `tools/run-pico ${base}-pico.uf2 > story.txt`, 'emulator command')];
 }
 
 function qemuCommand(page, b, key, w) {
@@ -204,16 +207,16 @@ function qemuCommand(page, b, key, w) {
 }
 
 // The command, focusable, with its Copy button.
-function commandRow(b, cmd) {
+function commandRow(b, cmd, what = 'QEMU command') {
   const pre = document.createElement('pre');
   pre.textContent = cmd;
   pre.tabIndex = 0;
-  pre.setAttribute('aria-label', `QEMU command for ${b.name}`);
+  pre.setAttribute('aria-label', `${what} for ${b.name}`);
   const copy = document.createElement('button');
   copy.type = 'button';
   copy.className = 'secondary';
   copy.textContent = 'Copy';
-  copy.setAttribute('aria-label', `Copy the QEMU command for ${b.name}`);
+  copy.setAttribute('aria-label', `Copy the ${what} for ${b.name}`);
   copy.addEventListener('click', () => guarded(async () => {
     await navigator.clipboard.writeText(cmd);
     copy.textContent = 'Copied';

@@ -12,8 +12,8 @@
 //  - a 200-step training run lowers the validation bpb; its downloads (.atome
 //    ATOME01/02, C header, firmware for every board, the Pico's .uf2 among
 //    them) pass `atome inspect`, generate the page's bytes natively, equal
-//    `atome header` / `atome firmware`, and the firmware of QEMU's boards
-//    runs under QEMU with the native bytes;
+//    `atome header` / `atome firmware`, and the firmware runs with the
+//    native bytes: under QEMU (QEMU's boards), in rp2040js (the Pico's .uf2);
 //  - a reload mid-run and a tab closed mid-save both continue to an .atome
 //    byte-identical to the uninterrupted run's;
 //  - bad inputs (empty, binary, too large and too short corpora, corrupt and
@@ -263,6 +263,19 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     }
     assert.ok(est['mps2-an385'].estimate_bytes_per_s && est.microbit.estimate_bytes_per_s, 'the QEMU boards have a cost model');
     await shot(page, '05-board', ['sec-board']);
+    // the page's .uf2 boots in rp2040js through its own boot2 (the card's tools/run-pico command) and
+    // prints, over USB, the prompt and the native bytes (a short story: the emulator is slow)
+    const base = key.replace(/\.atome$/, '');
+    assert.ok(fit[2].includes(`tools/run-pico ${base}-pico.uf2`), 'the Pico card names tools/run-pico');
+    const sc = { prompt: 'Once upon a time', n: 40, temperature: '0.8', topK: 40, topP: '0.95', seed: 3 };
+    await fillSettings(page, sc);
+    await page.dispatchEvent('#seed', 'change');
+    const small = await grab(page, '#download-uf2-pico');
+    const rp = await run(path.join(repo, 'tools/run-pico'), [small.file], { timeout: 180000 });
+    assert.equal(rp.code, 0, `tools/run-pico: ${rp.stderr}`);
+    const story = Buffer.concat([Buffer.from(sc.prompt), Buffer.from(await nativeHex(mfile, sc), 'hex')]);
+    assert.ok(rp.stdout.includes(story), `the Pico printed ${JSON.stringify(rp.stdout.toString('latin1'))}`);
+    assert.match(rp.stdout.toString('latin1'), /\natome: 40 bytes/);
   } finally { await ctx.close(); }
 
   // the uninterrupted reference for the resume tests
