@@ -22,8 +22,8 @@
  *    --window <= max_window).
  *  - Outputs are written atomically (atm_write_atomic) after every check
  *    passed; errors are one line "atome: firmware: ..." / "atome: header:
- *    ...", exit 2 for usage (flags, unknown board, a template of another
- *    board), 1 for everything else (unreadable or invalid model, missing or
+ *    ...", exit 2 for usage (flags, unknown board, a format the board does
+ *    not take, a template of another board), 1 for everything else (unreadable or invalid model, missing or
  *    broken template, model larger than the slot or the RAM, write error).
  *  - Success prints one JSON line (docs/cli.md). */
 #include "cli.h"
@@ -41,7 +41,7 @@
 #define ATOME_SOURCE_DIR "."
 #endif
 
-static const char *const BOARDS[] = { "mps2-an385", "microbit" };
+static const char *const BOARDS[] = { "mps2-an385", "microbit", "pico" };
 
 /* Directory of the running binary ("" if unknown), without the trailing '/'. */
 static void exe_dir(char *out, size_t n) {
@@ -254,7 +254,8 @@ static int write_image(fw_job *j, const settings_args *sa, cli_opt *opts, int no
         if (atm_fwset_encode(&j->set, block) != ATM_FWSET_OK || atm_fw_put_settings(j->elf, j->elen, block, err, sizeof err) != ATM_FW_OK)
             return cli_err(CLI_RUNTIME, "firmware: cannot write the settings block: %s", err);
     }
-    const int fmt = strcmp(j->format, "hex") == 0 ? ATM_FW_FORMAT_HEX : strcmp(j->format, "bin") == 0 ? ATM_FW_FORMAT_BIN : ATM_FW_FORMAT_ELF;
+    const int fmt = strcmp(j->format, "hex") == 0 ? ATM_FW_FORMAT_HEX : strcmp(j->format, "bin") == 0 ? ATM_FW_FORMAT_BIN
+                  : strcmp(j->format, "uf2") == 0 ? ATM_FW_FORMAT_UF2 : ATM_FW_FORMAT_ELF;
     uint8_t *data = NULL;
     size_t dlen = 0;
     if (atm_fw_make_file(j->elf, j->elen, fmt, &data, &dlen, &j->base, &j->flash_bytes, err, sizeof err) != ATM_FW_OK)
@@ -267,7 +268,10 @@ static int write_image(fw_job *j, const settings_args *sa, cli_opt *opts, int no
 
 static void print_firmware(const fw_job *j) {
     const int defw = j->m.cfg.window;
-    if (!j->with_settings && defw > j->max_window)
+    if (!j->with_settings && !atm_fw_semihosting(j->board))
+        fprintf(stderr, "firmware: note: the %s runs standalone images only (no semihosting): this one will print that it has "
+                        "no settings block; add --prompt TEXT (and --n N) for a story\n", j->board);
+    else if (!j->with_settings && defw > j->max_window)
         fprintf(stderr, "firmware: note: the model's default window %d does not fit the %s's RAM; run it with --window %d or less\n",
                 defw, j->board, j->max_window);
     const int w = j->with_settings ? (int)j->set.window : defw;
@@ -280,6 +284,8 @@ static void print_firmware(const fw_job *j) {
            j->blen, (unsigned)j->slot.capacity, (unsigned)atm_rd_u32le(j->blob + j->blen - 4), cli_encoding_name(j->m.encoding),
            j->arena, w, atm_engine_arena_bytes(&j->m, w), j->max_window, j->format);
     if (strcmp(j->format, "elf") != 0) printf(",\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu", (unsigned)j->base, j->flash_bytes);
+    if (strcmp(j->format, "uf2") == 0)   /* one 512-byte block per 256 flash bytes */
+        printf(",\"uf2_blocks\":%zu,\"uf2_family\":\"0x%08X\"", (j->flash_bytes + 255) / 256, (unsigned)atm_fw_uf2_family(j->board));
     const uint64_t ipb = atm_cost_insns_per_byte(&j->m.cfg, j->m.encoding, j->board, w);
     const uint32_t hz = atm_cost_clock_hz(j->board);
     if (ipb && hz)   /* docs/mcu-cost.md: one instruction per cycle, an upper bound */
@@ -316,13 +322,16 @@ int cmd_firmware(int argc, char **argv) {
     int rc = cli_parse("firmware", argc, argv, opts, nopts);
     if (rc) return rc;
     if (!j.model) return cli_err(CLI_USAGE, "firmware: --model is required");
-    if (!j.board) return cli_err(CLI_USAGE, "firmware: --board is required (mps2-an385 or microbit)");
+    if (!j.board) return cli_err(CLI_USAGE, "firmware: --board is required (mps2-an385, microbit or pico)");
     if (!j.out || !*j.out) return cli_err(CLI_USAGE, "firmware: --out is required");
     int known = 0;
     for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(j.board, BOARDS[i]) == 0;
-    if (!known) return cli_err(CLI_USAGE, "firmware: unknown board '%s' (mps2-an385 or microbit)", j.board);
-    if (strcmp(j.format, "elf") && strcmp(j.format, "hex") && strcmp(j.format, "bin"))
-        return cli_err(CLI_USAGE, "firmware: --format must be elf, hex or bin (got '%s')", j.format);
+    if (!known) return cli_err(CLI_USAGE, "firmware: unknown board '%s' (mps2-an385, microbit or pico)", j.board);
+    if (strcmp(j.format, "elf") && strcmp(j.format, "hex") && strcmp(j.format, "bin") && strcmp(j.format, "uf2"))
+        return cli_err(CLI_USAGE, "firmware: --format must be elf, hex, bin or uf2 (got '%s')", j.format);
+    if (strcmp(j.format, "uf2") == 0 && !atm_fw_uf2_family(j.board))
+        return cli_err(CLI_USAGE, "firmware: --format uf2 is for the pico (the RP2040 bootrom's drive); the %s takes elf, hex or bin",
+                       j.board);
     if (strcmp(j.encoding, "auto") && strcmp(j.encoding, "keep"))
         return cli_err(CLI_USAGE, "firmware: --encoding must be auto or keep (got '%s')", j.encoding);
     j.with_settings = settings_seen(opts, 6);

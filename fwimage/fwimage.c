@@ -365,10 +365,36 @@ int atm_fw_settings_make(const atm_model *m, int max_window, const char *board, 
     return atm_fw_expect(m, st, err, errlen);
 }
 
+uint32_t atm_fw_uf2_family(const char *board) {
+    return board && strcmp(board, "pico") == 0 ? ATM_FW_UF2_FAMILY_RP2040 : 0u;
+}
+
+int atm_fw_semihosting(const char *board) { return !(board && strcmp(board, "pico") == 0); }
+
+/* The UF2 of flash[fl] at base for the board of elf's model slot. */
+static int uf2_file(const uint8_t *elf, size_t len, const uint8_t *flash, size_t fl, uint32_t base, uint8_t **out,
+                    size_t *outlen, char *err, size_t errlen) {
+    atm_fw_slot slot;
+    int rc = atm_fw_find_slot(elf, len, &slot, err, errlen);
+    if (rc) return rc;
+    const uint32_t family = atm_fw_uf2_family(slot.board);
+    if (!family)
+        return fw_err(ATM_FW_E_BOARD, err, errlen, "the %s takes no UF2 file (UF2 is the pico's format; use elf, hex or bin)",
+                      slot.board);
+    if (base & 255u)
+        return fw_err(ATM_FW_E_ELF, err, errlen, "UF2 needs a flash base on a 256-byte boundary; this image starts at 0x%08X",
+                      (unsigned)base);
+    if (fl > 0xFFFFFFFFu - base) return fw_err(ATM_FW_E_ELF, err, errlen, "the flash contents run past address 0xFFFFFFFF");
+    if (atm_fw_uf2(flash, fl, base, family, out, outlen)) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
+    return ATM_FW_OK;
+}
+
 int atm_fw_make_file(const uint8_t *elf, size_t len, int format, uint8_t **out, size_t *outlen, uint32_t *base,
                      size_t *flash_len, char *err, size_t errlen) {
     *base = 0;
     *flash_len = 0;
+    if (format < ATM_FW_FORMAT_ELF || format > ATM_FW_FORMAT_UF2)
+        return fw_err(ATM_FW_E_ARG, err, errlen, "unknown file format %d", format);
     if (format == ATM_FW_FORMAT_ELF) {
         *out = (uint8_t *)malloc(len ? len : 1);
         if (!*out) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
@@ -382,6 +408,11 @@ int atm_fw_make_file(const uint8_t *elf, size_t len, int format, uint8_t **out, 
     if (rc) return rc;
     *flash_len = fl;
     if (format == ATM_FW_FORMAT_BIN) { *out = flash; *outlen = fl; return ATM_FW_OK; }
+    if (format == ATM_FW_FORMAT_UF2) {
+        rc = uf2_file(elf, len, flash, fl, *base, out, outlen, err, errlen);
+        free(flash);
+        return rc;
+    }
     char *hex = NULL;
     size_t hl = 0;
     rc = atm_fw_ihex(flash, fl, *base, &hex, &hl);
@@ -491,7 +522,7 @@ int atm_fw_example_text(FILE *f, const char *header, const char *name) {
 /* ---- the encoding a board gets ---- */
 
 int atm_fw_faster_encoding(const char *board) {
-    (void)board;   /* both boards: docs/budgets.md */
+    (void)board;   /* every board (mps2-an385, microbit, pico): docs/budgets.md */
     return ATM_ENC_ATOME01;
 }
 

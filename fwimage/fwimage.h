@@ -66,8 +66,8 @@ int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *mod
                  char *err, size_t errlen);
 
 /* The trit encoding the engine runs fastest from on a board: ATOME01 on
- * both boards today (the instruction counts of both encodings are in
- * docs/budgets.md, from tools/bench-mcu). */
+ * every board today (mps2-an385, microbit, pico; the instruction counts of
+ * both encodings are in docs/budgets.md, from tools/bench-mcu). */
 int atm_fw_faster_encoding(const char *board);
 
 /* What a board is given: the model re-encoded with the board's faster
@@ -158,11 +158,25 @@ int atm_fw_example_text(FILE *out, const char *header, const char *name);
 
 /* ---- files a board takes ---- */
 
-enum { ATM_FW_FORMAT_ELF = 0, ATM_FW_FORMAT_HEX = 1, ATM_FW_FORMAT_BIN = 2 };
+enum { ATM_FW_FORMAT_ELF = 0, ATM_FW_FORMAT_HEX = 1, ATM_FW_FORMAT_BIN = 2, ATM_FW_FORMAT_UF2 = 3 };
+
+/* The UF2 family id of the boot loader drive of a board that takes UF2
+ * files: ATM_FW_UF2_FAMILY_RP2040 for "pico"; 0 for every other board (the
+ * micro:bit's drive takes Intel HEX, the MPS2's a raw binary). */
+uint32_t atm_fw_uf2_family(const char *board);
+
+/* 1 if an image of the board without a settings block reads its settings
+ * over semihosting (QEMU or a debugger answers: mps2-an385, microbit), 0
+ * if the board is standalone only (the pico: such an image prints one line
+ * saying it has no settings block, docs/mcu.md). */
+int atm_fw_semihosting(const char *board);
 
 /* The file for a board from a patched image: the ELF itself, its flash
- * contents as Intel HEX, or as raw binary from the flash base. *out is
- * malloc'd; *base and *flash_len describe the flash contents (0 for ELF). */
+ * contents as Intel HEX, as raw binary from the flash base, or as UF2
+ * (atm_fw_uf2 with the family of the board named in the image's model slot;
+ * refused with a reason for a board that takes no UF2 and for a flash base
+ * that is not 256-aligned). *out is malloc'd; *base and *flash_len describe
+ * the flash contents (0 for ELF). */
 int atm_fw_make_file(const uint8_t *elf, size_t len, int format, uint8_t **out, size_t *outlen, uint32_t *base,
                      size_t *flash_len, char *err, size_t errlen);
 

@@ -282,9 +282,63 @@ static void test_uf2(void) {
     CHECK(atm_fw_crc32_mpeg2(NULL, 0) == 0xFFFFFFFFu);
 }
 
+/* make_image's image of board b with one PT_LOAD program header after it:
+ * file bytes OFF_TEXT .. the slot's end, loaded at paddr. img holds IMG + 32. */
+static void make_loadable(uint8_t *img, const char *b, uint32_t paddr) {
+    make_image(img, b);
+    atm_wr_u32le(img + 28, IMG);  /* e_phoff */
+    w16(img + 42, 32);            /* e_phentsize */
+    w16(img + 44, 1);             /* e_phnum */
+    uint8_t *ph = img + IMG;
+    memset(ph, 0, 32);
+    atm_wr_u32le(ph, 1);          /* PT_LOAD */
+    atm_wr_u32le(ph + 4, OFF_TEXT);
+    atm_wr_u32le(ph + 8, paddr);  /* p_vaddr */
+    atm_wr_u32le(ph + 12, paddr); /* p_paddr */
+    atm_wr_u32le(ph + 16, OFF_SLOT + SLOT - OFF_TEXT);
+    atm_wr_u32le(ph + 20, OFF_SLOT + SLOT - OFF_TEXT);
+}
+
+/* Which boards take UF2 and semihosting. atm_fw_make_file's UF2: the
+ * pico's image as atm_fw_uf2 of its raw flash
+ * bytes (= the bin file) with the RP2040 family; refused for a board that
+ * takes no UF2, for a flash base off a 256-byte boundary and for an
+ * unknown format, each with its reason. */
+static void test_make_uf2(void) {
+    static uint8_t img[IMG + 32];
+    CHECK(atm_fw_uf2_family("pico") == ATM_FW_UF2_FAMILY_RP2040);
+    CHECK(atm_fw_uf2_family("microbit") == 0 && atm_fw_uf2_family("mps2-an385") == 0 && atm_fw_uf2_family(NULL) == 0);
+    CHECK(atm_fw_semihosting("pico") == 0 && atm_fw_semihosting("microbit") == 1 && atm_fw_semihosting("mps2-an385") == 1);
+    make_loadable(img, "pico", 0x10000000u);
+    uint8_t *bin = NULL, *u = NULL, *want = NULL;
+    size_t bl = 0, ul = 0, wl = 0, fl = 0;
+    uint32_t base = 1;
+    char err[256] = "";
+    CHECK(atm_fw_make_file(img, sizeof img, ATM_FW_FORMAT_BIN, &bin, &bl, &base, &fl, err, sizeof err) == ATM_FW_OK);
+    CHECK(base == 0x10000000u && bl == OFF_SLOT + SLOT - OFF_TEXT && fl == bl && bin && bin[0] == 0xA0);
+    CHECK(atm_fw_make_file(img, sizeof img, ATM_FW_FORMAT_UF2, &u, &ul, &base, &fl, err, sizeof err) == ATM_FW_OK);
+    CHECK(base == 0x10000000u && fl == bl && ul == 512 * ((bl + 255) / 256));
+    CHECK(bin && atm_fw_uf2(bin, bl, 0x10000000u, ATM_FW_UF2_FAMILY_RP2040, &want, &wl) == 0);
+    CHECK(u && want && ul == wl && memcmp(u, want, ul) == 0);
+    free(bin); free(u); free(want);
+    u = NULL;
+    make_loadable(img, "microbit", 0x10000000u);
+    CHECK(atm_fw_make_file(img, sizeof img, ATM_FW_FORMAT_UF2, &u, &ul, &base, &fl, err, sizeof err) == ATM_FW_E_BOARD);
+    CHECK(u == NULL && strstr(err, "the microbit takes no UF2 file") != NULL);
+    make_loadable(img, "pico", 0x10000080u);
+    CHECK(atm_fw_make_file(img, sizeof img, ATM_FW_FORMAT_UF2, &u, &ul, &base, &fl, err, sizeof err) == ATM_FW_E_ELF);
+    CHECK(u == NULL && strstr(err, "256-byte boundary") != NULL && strstr(err, "0x10000080") != NULL);
+    CHECK(atm_fw_make_file(img, sizeof img, ATM_FW_FORMAT_HEX, &u, &ul, &base, &fl, err, sizeof err) == ATM_FW_OK);
+    free(u);   /* hex and bin take any base */
+    u = NULL;
+    CHECK(atm_fw_make_file(img, sizeof img, 4, &u, &ul, &base, &fl, err, sizeof err) == ATM_FW_E_ARG);
+    CHECK(u == NULL && strstr(err, "unknown file format 4") != NULL);
+}
+
 int main(void) {
     test_find_and_patch();
     test_uf2();
+    test_make_uf2();
     test_choose_encoding();
     test_malformed();
     test_header();

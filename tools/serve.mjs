@@ -68,6 +68,7 @@ const NEEDS = [
   ['build/wasm/atome-threads.wasm', 'tools/setup'],
   ['build/mcu/mcu/atome-fw-mps2-an385.elf', 'tools/setup'],
   ['build/mcu/mcu/atome-fw-microbit.elf', 'tools/setup'],
+  ['build/mcu/mcu/atome-fw-pico.elf', 'tools/setup'],
   ['web/index.html', '(part of the source tree)'],
   ['node_modules/uplot/dist/uPlot.esm.js', 'tools/setup (npm ci)'],
 ];

@@ -371,13 +371,13 @@ export class Atome {
   // whose settings block holds the generation settings; settings = { prompt
   // (string or bytes), n, temperature, topK, topP (decimal text or numbers,
   // null = default), seed (null = 1), window (0 = the CLI's choice), loop,
-  // interactive }; format 'elf' | 'hex' | 'bin'. Returns { bytes, info }
+  // interactive }; format 'elf' | 'hex' | 'bin' | 'uf2' (the pico's). Returns { bytes, info }
   // (info.expect_hex: the first bytes the board will print).
   firmwareStandalone(template, board, model, settings, format = 'elf') {
     const s = settings;
     const pb = typeof s.prompt === 'string' ? enc.encode(s.prompt) : (s.prompt ?? new Uint8Array(0));
-    const fmt = { elf: 0, hex: 1, bin: 2 }[format];
-    if (fmt === undefined) throw new Error(`--format must be elf, hex or bin (got '${format}')`);
+    const fmt = { elf: 0, hex: 1, bin: 2, uf2: 3 }[format];
+    if (fmt === undefined) throw Object.assign(new Error(`--format must be elf, hex, bin or uf2 (got '${format}')`), { usage: true });
     const texts = [s.temperature, s.topK, s.topP, s.seed].map(settingText);
     const ptrs = texts.map((t) => (t === null ? 0 : this.alloc(t)));
     try {

@@ -238,6 +238,15 @@ API int atome_fw_convert(const uint8_t *model, size_t mlen, int encoding) {
     return (int)got;
 }
 
+/* g_info with the CLI's "uf2_blocks" and "uf2_family" of a .uf2 file of
+ * flash_bytes of flash. */
+static void info_add_uf2(size_t flash_bytes, const char *board) {
+    size_t n = strlen(g_info);
+    if (n < 2 || g_info[n - 1] != '}') return;
+    snprintf(g_info + n - 1, sizeof g_info - (n - 1), ",\"uf2_blocks\":%zu,\"uf2_family\":\"0x%08X\"}", (flash_bytes + 255) / 256,
+             (unsigned)atm_fw_uf2_family(board));
+}
+
 /* wasm/atome_wasm.c: the settings texts with the CLI's ranges and messages */
 int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
                            char *err, size_t errlen);
@@ -245,7 +254,8 @@ int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const ch
 /* `atome firmware --model M --board B --prompt-hex P --n N [--temperature T
  * --top-k K --top-p P --seed S --window W --loop --interactive] --format F`:
  * a standalone image (settings block, known answer) as ELF (format 0),
- * Intel HEX (1) or raw binary (2), in the output buffer; info JSON with the
+ * Intel HEX (1), raw binary (2) or UF2 (3: the pico only), in the output
+ * buffer; info JSON with the
  * CLI's keys (settings, expect_hex, format). Texts may be NULL (default);
  * seed is text too (NULL = 1); window 0 = resolve as the CLI does (a note
  * goes into info's "note"). */
@@ -254,7 +264,9 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
                             const char *top_p, const char *seed, int window, int flags, int format) {
     out_clear();
     g_info[0] = 0;
-    if (format < 0 || format > 2) FAIL(-2, "--format must be elf, hex or bin");
+    if (format < ATM_FW_FORMAT_ELF || format > ATM_FW_FORMAT_UF2) FAIL(-2, "--format must be elf, hex, bin or uf2");
+    if (format == ATM_FW_FORMAT_UF2 && board && !atm_fw_uf2_family(board))
+        FAIL(-2, "--format uf2 is for the pico (the RP2040 bootrom's drive); the %s takes elf, hex or bin", board);
     choose_encoding(tmpl, tlen, &model, &mlen, 1);
     atm_model m;
     atm_fw_slot slot;
@@ -310,16 +322,17 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
     ph[2 * st.prompt_len] = 0;
     for (size_t i = 0; i < st.expect_len; i++) { eh[2 * i] = hx[st.expect[i] >> 4]; eh[2 * i + 1] = hx[st.expect[i] & 15]; }
     eh[2 * st.expect_len] = 0;
-    static const char *const fmts[] = { "elf", "hex", "bin" };
+    static const char *const fmts[] = { "elf", "hex", "bin", "uf2" };
     snprintf(g_info, sizeof g_info,
              "{\"board\":\"%s\",\"model_bytes\":%zu,\"capacity\":%u,\"window\":%d,\"max_window\":%d,\"format\":\"%s\","
              "\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu,\"standalone\":true,\"settings\":{\"n\":%llu,\"prompt_hex\":\"%s\","
              "\"temperature\":\"%s\",\"top_k\":\"%s\",\"top_p\":\"%s\",\"seed\":%u,\"window\":%d,\"loop\":%s,\"interactive\":%s},"
              "\"expect_hex\":\"%s\",\"note\":\"%s\"}",
-             slot.board, mlen, (unsigned)slot.capacity, (int)st.window, fit.max_window, fmts[format < 0 || format > 2 ? 0 : format],
+             slot.board, mlen, (unsigned)slot.capacity, (int)st.window, fit.max_window, fmts[format],
              (unsigned)base, fl, (unsigned long long)st.n, ph, st.temperature[0] ? st.temperature : "0",
              st.top_k[0] ? st.top_k : "0", st.top_p[0] ? st.top_p : "1", (unsigned)st.seed, (int)st.window,
              (st.flags & ATM_FWSET_LOOP) ? "true" : "false", (st.flags & ATM_FWSET_INTERACTIVE) ? "true" : "false", eh, note);
     info_add_choice();
+    if (format == ATM_FW_FORMAT_UF2) info_add_uf2(fl, slot.board);
     return (int)g_out_len;
 }

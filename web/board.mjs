@@ -2,11 +2,13 @@
 // ATOME01 / ATOME02 / C header, and for each board of BOARDS its fit card
 // (model slot, RAM at Generate's window, the largest window that fits), the
 // known answer, how to flash and run it, and its firmware downloads
-// (semihosting .elf, standalone .hex / .bin with Generate's settings).
+// (semihosting .elf, standalone .hex / .bin / .uf2 with Generate's settings;
+// the Pico has no semihosting: its .elf is standalone too).
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
 
-export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385' }, { id: 'microbit', name: 'micro:bit v1' }];
+export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385', semihosting: true },
+  { id: 'microbit', name: 'micro:bit v1', semihosting: true }, { id: 'pico', name: 'Raspberry Pi Pico', semihosting: false }];
 
 // The section: the firmware templates fetched (board id -> promise of the
 // ELF bytes), each board's verdict for the open model (ok | warn | bad) and
@@ -142,8 +144,10 @@ function pageSettings(page) {
 
 function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.elf`; }
 
-// How to flash the board and read it, then the QEMU command with Generate's settings.
+// How to flash the board and read it, then the QEMU command with Generate's
+// settings (the Pico: its steps; QEMU has no RP2040).
 function boardNote(page, b, key, w) {
+  if (b.id === 'pico') return picoSteps(b, page.models.current.replace(/\.atome$/, ''));
   const p = document.createElement('p');
   const cmd = qemuCommand(page, b, key, w);
   const base = page.models.current.replace(/\.atome$/, '');
@@ -165,6 +169,30 @@ function boardNote(page, b, key, w) {
   return [p, label, commandRow(b, cmd)];
 }
 
+// The Pico's flashing steps, BOOTSEL to serial monitor, what its .elf is
+// for, and the emulator command (tools/run-pico) for those without one.
+function picoSteps(b, base) {
+  const lead = Object.assign(document.createElement('p'), { textContent: 'Flash it with nothing but its USB cable:' });
+  const ol = document.createElement('ol');
+  ol.className = 'steps';
+  for (const s of [
+    'Hold the BOOTSEL button down while you plug the Pico into the computer by USB, then let go: a drive called RPI-RP2 appears.',
+    `Drag ${base}-pico.uf2 onto the RPI-RP2 drive. The Pico writes it to its flash, the drive goes away and the Pico restarts ` +
+      'as a USB serial port.',
+    'Open that port, at any baud rate: picocom --imap lfcrlf /dev/ttyACM0 on Linux, the Arduino IDE\'s Serial Monitor, or any ' +
+      'serial terminal. The Pico waits for it, then prints the status line, the story and a byte count. Unplug it and plug it ' +
+      'back in (without BOOTSEL) to hear it again.',
+    'The same bytes come out of UART0 at 115200 8N1 (GP0, pin 1, is TX; GP1, pin 2, RX) for a debug probe or a USB-serial ' +
+      'adapter; with no USB host the Pico starts after 2 seconds.',
+  ]) ol.append(Object.assign(document.createElement('li'), { textContent: s }));
+  const elf = Object.assign(document.createElement('p'), { textContent: 'The .elf is the same image with its symbols, for a ' +
+    'debugger on the Pico\'s SWD pins (a Raspberry Pi Debug Probe with OpenOCD). The Pico has no semihosting: both files carry ' +
+    'Generate\'s prompt and settings.' });
+  const label = Object.assign(document.createElement('p'), { className: 'cmd-label', textContent: 'No Pico at hand? Boot the ' +
+    'file in the rp2040js emulator from the source tree (it prints what the Pico sends over USB):' });
+  return [lead, ol, elf, label, commandRow(b, `tools/run-pico ${base}-pico.uf2 > story.txt`, 'emulator command')];
+}
+
 function qemuCommand(page, b, key, w) {
   const promptHex = hexOf(enc.encode($('prompt').value || 'Once upon a time'));
   const args = ['--prompt-hex', promptHex, '--n', /^\d+$/.test($('n').value.trim()) ? $('n').value.trim() : String(page.limits.nDefault)];
@@ -179,16 +207,16 @@ function qemuCommand(page, b, key, w) {
 }
 
 // The command, focusable, with its Copy button.
-function commandRow(b, cmd) {
+function commandRow(b, cmd, what = 'QEMU command') {
   const pre = document.createElement('pre');
   pre.textContent = cmd;
   pre.tabIndex = 0;
-  pre.setAttribute('aria-label', `QEMU command for ${b.name}`);
+  pre.setAttribute('aria-label', `${what} for ${b.name}`);
   const copy = document.createElement('button');
   copy.type = 'button';
   copy.className = 'secondary';
   copy.textContent = 'Copy';
-  copy.setAttribute('aria-label', `Copy the QEMU command for ${b.name}`);
+  copy.setAttribute('aria-label', `Copy the ${what} for ${b.name}`);
   copy.addEventListener('click', () => guarded(async () => {
     await navigator.clipboard.writeText(cmd);
     copy.textContent = 'Copied';
@@ -211,9 +239,10 @@ function wireDownloads(page, bs) {
     const r = await call('header', { key: key(), source: key(), name: '' });
     download(r.text, `${base()}.h`, 'text/x-c');
   }));
-  for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin']])
+  for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin'],
+    ['download-uf2-pico', 'pico', 'uf2'], ['download-elf-pico', 'pico', 'elf']])
     $(id).addEventListener('click', () => guarded(() => downloadStandalone(page, bs, board, format)));
-  for (const b of BOARDS) {
+  for (const b of BOARDS.filter((x) => x.semihosting)) {
     $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
       const t = await template(bs, b.id);
       let r;
@@ -223,7 +252,7 @@ function wireDownloads(page, bs) {
   }
 }
 
-// A standalone image (.hex / .bin) with Generate's settings baked in.
+// A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings baked in.
 async function downloadStandalone(page, bs, board, format) {
   const b = BOARDS.find((x) => x.id === board);
   const t = await template(bs, board);

@@ -145,7 +145,7 @@ const handlers = {
     return r;
   },
   header: ({ key, source, name }) => atome.header(get(key).bytes, { source, name }),
-  // a standalone image with the settings baked in (hex / bin / elf)
+  // a standalone image with the settings baked in (hex / bin / uf2 / elf)
   standalone: ({ key, template, board, settings, format }) => atome.firmwareStandalone(template, board, get(key).bytes, settings, format),
   // the first min(n, 64) bytes those settings generate at that window: the known answer
   expect: ({ key, prompt, n, temperature, topK, topP, seed, window }) =>

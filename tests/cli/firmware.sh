@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # tests/cli/firmware.sh — `atome firmware` and `atome header`: firmware for
-# both boards from exported models (the shipped atome-60k and a random
+# the QEMU boards from exported models (the shipped atome-60k and a random
 # small shape), run under QEMU with the issue's own command line
 # (qemu-system-arm -nographic -semihosting-config ...,arg=--prompt,arg=TEXT),
 # equal to native `atome generate` byte for byte; the image differs from the
 # template only inside the model slot and equals tools/elfpatch's; the header
 # compiles (gcc and arm-none-eabi-gcc, -Werror) and holds exactly the model
-# bytes; every error is one line with its exit status and leaves no file.
+# bytes; the pico's .uf2 parses and holds its .bin, which holds its ELF's
+# flash bytes; every error is one line with its exit status and leaves no file.
 # Needs the mcu preset's templates ($ATOME_MCU_BUILD, default
 # $ATOME_SOURCE_DIR/build/mcu) and qemu-system-arm: missing ones FAIL.
 # Usage: bash tests/cli/firmware.sh /path/to/atome
@@ -25,7 +26,7 @@ jv() { python3 -c 'import json,sys; v=json.loads(open(sys.argv[1]).read())[sys.a
 one_line() { [ "$1" -eq "$2" ] && [ "$(wc -l < "$3")" -eq 1 ] && grep -q '^atome: ' "$3"; }
 # (each command's status is saved in rc first: ok's own bookkeeping resets $?)
 
-for b in mps2-an385 microbit; do
+for b in mps2-an385 microbit pico; do
     [ -f "$MCU/mcu/atome-fw-$b.elf" ] || { echo "FAIL: no firmware template $MCU/mcu/atome-fw-$b.elf (cmake --preset mcu && cmake --build --preset mcu)"; exit 1; }
 done
 command -v qemu-system-arm > /dev/null || { echo "FAIL: qemu-system-arm is not installed (tools/setup installs it)"; exit 1; }
@@ -38,7 +39,7 @@ cd "$W" || exit 1
     && "$ATOME" export --quiet --model small.ckpt --format atome01 --window 24 --out small.atome > /dev/null \
     || { echo "FAIL: init/export of the small model"; exit 1; }
 
-# --- images for both boards; the issue's QEMU command line equals native generate ---
+# --- images for every board; the issue's QEMU command line equals native generate (QEMU's boards) ---
 # run_fw BOARD ELF ARG...: the image under QEMU with the semihosting command
 # line "atome ARG..." (no argument may hold a space or a comma).
 run_fw() {
@@ -47,10 +48,10 @@ run_fw() {
     timeout 60 qemu-system-arm -M "$board" -nographic -semihosting-config "$semi" -kernel "$elf" < /dev/null
 }
 for m in a60k small; do
-    for b in mps2-an385 microbit; do
+    for b in mps2-an385 microbit pico; do
         "$ATOME" firmware --model $m.atome --board $b --out $m-$b.elf > $m-$b.json 2> $m-$b.err; rc=$?
         ok '[ $rc -eq 0 ] && [ -s $m-$b.elf ]' "firmware $m $b: $(cat $m-$b.err)"
-        # --encoding auto (the default): the board gets ATOME01, the faster encoding on both boards
+        # --encoding auto (the default): the board gets ATOME01, the faster encoding on every board
         "$ATOME" convert --model $m.atome --format atome01 --out $m-01.atome > /dev/null
         ok '[ "$(jv $m-$b.json board)" = $b ] && [ "$(jv $m-$b.json model_bytes)" -eq "$(wc -c < $m-01.atome)" ] && [ "$(jv $m-$b.json encoding)" = ATOME01 ]' "firmware $m $b: JSON board, model_bytes and encoding"
         ok '[ "$(jv $m-$b.json template)" = "$MCU/mcu/atome-fw-$b.elf" ]' "firmware $m $b: the template comes from ATOME_MCU_BUILD"
@@ -102,6 +103,67 @@ ok 'cmp -s q.out n.out' "default window: qemu = atome generate"
 run_fw microbit a60k-microbit.elf --prompt $PROMPT --n 4 --window 64 > q.out 2> q.err; rc=$?
 ok '[ $rc -eq 5 ] && [ ! -s q.out ]' "atome-60k at window 64 on the microbit: exit 5, no output"
 
+# --- the pico: elf, bin and uf2 (QEMU has no RP2040: tests/node/ boots its
+# images in rp2040js). The UF2 is what the bootrom's RPI-RP2 drive takes:
+# 512-byte blocks of 256-byte payloads at 0x10000000 on, the RP2040 family;
+# its payloads are the bin file, and the bin file is the ELF's loaded bytes.
+"$ATOME" firmware --model a60k.atome --board pico --out p.elf > p-elf.json 2> p.err; rc=$?
+ok '[ $rc -eq 0 ] && [ "$(jv p-elf.json board)" = pico ] && [ "$(jv p-elf.json encoding)" = ATOME01 ]' "firmware a60k pico: $(cat p.err)"
+ok '[ "$(wc -l < p.err)" -eq 1 ] && grep -q "^firmware: note: the pico runs standalone images only (no semihosting)" p.err' "pico without settings: one note (standalone only): $(cat p.err)"
+ok '[ "$(jv p-elf.json max_window)" -ge 64 ] && [ "$(jv p-elf.json template)" = "$MCU/mcu/atome-fw-pico.elf" ]' "atome-60k on the pico: window 64 fits; the template comes from ATOME_MCU_BUILD"
+SET=(--prompt "Once upon a time" --n 120 --temperature 0.8 --top-k 40 --seed 3)
+for f in elf bin uf2; do
+    "$ATOME" firmware --model a60k.atome --board pico --format $f --out ps.$f "${SET[@]}" > ps-$f.json 2> ps.err; rc=$?
+    ok '[ $rc -eq 0 ] && [ -s ps.$f ] && [ "$(jv ps-$f.json format)" = $f ]' "firmware pico --format $f: $(cat ps.err)"
+done
+ok '[ "$(jv ps-uf2.json flash_base)" = 0x10000000 ] && [ "$(jv ps-uf2.json flash_bytes)" -eq "$(wc -c < ps.bin)" ]' "pico uf2 JSON: flash_base 0x10000000, flash_bytes = the bin file's size"
+ok '[ "$(jv ps-uf2.json uf2_blocks)" -eq $(( ($(wc -c < ps.bin) + 255) / 256 )) ] && [ "$(jv ps-uf2.json uf2_family)" = 0xE48BFF56 ] && [ "$(wc -c < ps.uf2)" -eq $(( 512 * $(jv ps-uf2.json uf2_blocks) )) ]' "pico uf2 JSON: uf2_blocks, uf2_family; 512 bytes a block"
+ok '[ "$(jv ps-uf2.json expect_hex)" = "$(jv ps-bin.json expect_hex)" ] && [ -n "$(jv ps-uf2.json expect_hex)" ]' "pico uf2 and bin: the same known answer"
+ok 'python3 - ps.uf2 ps.bin ps.elf <<'"'"'EOF'"'"'
+import struct, sys
+u, b, e = (open(f, "rb").read() for f in sys.argv[1:4])
+n = len(u) // 512
+assert n and len(u) == 512 * n, len(u)
+pay = b""
+for i in range(n):
+    k = u[512 * i:512 * (i + 1)]
+    m0, m1, flags, addr, size, no, cnt, fam = struct.unpack_from("<8I", k)
+    assert (m0, m1, struct.unpack_from("<I", k, 508)[0]) == (0x0A324655, 0x9E5D5157, 0x0AB16F30), i
+    assert flags == 0x2000 and fam == 0xE48BFF56 and size == 256, (i, hex(flags), hex(fam), size)
+    assert addr == 0x10000000 + 256 * i and no == i and cnt == n, (i, hex(addr), no, cnt)
+    assert k[32 + 256:508] == bytes(476 - 256), i
+    pay += k[32:32 + 256]
+assert pay[:len(b)] == b and pay[len(b):] == b"\xff" * (len(pay) - len(b)), "payloads != the bin file"
+# the bin file is the ELF: every PT_LOAD with file bytes at its load address
+phoff, = struct.unpack_from("<I", e, 28); phent, phnum = struct.unpack_from("<HH", e, 42)
+img = bytearray(b"\xff" * len(b))
+for i in range(phnum):
+    t, off, va, pa, fsz = struct.unpack_from("<5I", e, phoff + i * phent)
+    if t == 1 and fsz:
+        assert 0x10000000 <= pa and pa + fsz <= 0x10000000 + len(b), hex(pa)
+        img[pa - 0x10000000:pa - 0x10000000 + fsz] = e[off:off + fsz]
+assert bytes(img) == b, "the bin file is not the loaded bytes of the ELF"
+# what the bootrom checks: the last word of boot2 is the CRC-32/MPEG-2 of its first 252 bytes
+c = 0xFFFFFFFF
+for x in b[:252]:
+    c ^= x << 24
+    for _ in range(8): c = ((c << 1) ^ 0x04C11DB7 if c & 0x80000000 else c << 1) & 0xFFFFFFFF
+assert struct.unpack_from("<I", b, 252)[0] == c, "boot2 CRC"
+# boot2 vectors into the image at 0x10000100: a stack in SRAM, a Thumb reset handler in flash
+sp, reset = struct.unpack_from("<II", b, 256)
+assert 0x20000000 < sp <= 0x20042000 and reset & 1 and 0x10000100 < reset < 0x10000000 + len(b), (hex(sp), hex(reset))
+EOF' "pico uf2: every block's fields, the payloads = the bin file = the ELF's flash bytes, boot2's CRC and the vector table"
+"$ATOME" firmware --model a60k.atome --board pico --format uf2 --out pk.uf2 > pk.json 2> pk.err; rc=$?
+ok '[ $rc -eq 0 ] && [ "$(jv pk.json standalone)" = False ] && [ "$(jv pk.json uf2_blocks)" -gt 0 ]' "pico uf2 without settings (semihosting image): $(cat pk.err)"
+for b in microbit mps2-an385; do
+    "$ATOME" firmware --model a60k.atome --board $b --format uf2 --out e.uf2 "${SET[@]}" 2> e.err > e.out; rc=$?
+    ok 'one_line $rc 2 e.err && grep -q "format uf2 is for the pico .*the $b takes elf, hex or bin" e.err && [ ! -e e.uf2 ] && [ ! -s e.out ]' "uf2 for the $b is refused: $(cat e.err)"
+done
+"$ATOME" firmware --model a60k.atome --board pico --format ihex --out e.uf2 2> e.err; rc=$?
+ok 'one_line $rc 2 e.err && grep -q "must be elf, hex, bin or uf2 (got .ihex.)" e.err && [ ! -e e.uf2 ]' "unknown format: $(cat e.err)"
+"$ATOME" firmware --model a60k.atome --board microbit --out e.elf --template "$MCU/mcu/atome-fw-pico.elf" 2> e.err; rc=$?
+ok 'one_line $rc 2 e.err && grep -q "built for board .pico., not .microbit." e.err && [ ! -e e.elf ]' "the pico template is the pico's: $(cat e.err)"
+
 # --- errors: one line, exit status, no output file ---
 "$ATOME" init --config atome-60k --seed 1 --d-model 160 --out big.ckpt && "$ATOME" export --quiet --model big.ckpt --format atome01 --out big.atome > /dev/null
 "$ATOME" firmware --model big.atome --board microbit --out e.elf 2> e.err > e.out; rc=$?
@@ -113,7 +175,7 @@ ok '[ $rc -eq 0 ] && [ -s e3.elf ]' "the same model fits the mps2-an385 slot"
 "$ATOME" firmware --model deep.atome --board microbit --out e.elf 2> e.err; rc=$?
 ok 'one_line $rc 1 e.err && grep -q "bytes of RAM at window 1" e.err && [ ! -e e.elf ]' "fits the slot but no window fits the RAM: $(cat e.err)"
 "$ATOME" firmware --model a60k.atome --board stm32 --out e.elf 2> e.err; rc=$?
-ok 'one_line $rc 2 e.err && grep -q "unknown board .stm32." e.err && [ ! -e e.elf ]' "bad board: $(cat e.err)"
+ok 'one_line $rc 2 e.err && grep -q "unknown board .stm32. (mps2-an385, microbit or pico)" e.err && [ ! -e e.elf ]' "bad board: $(cat e.err)"
 "$ATOME" firmware --model a60k.atome --board microbit --out e.elf --template "$MCU/mcu/atome-fw-mps2-an385.elf" 2> e.err; rc=$?
 ok 'one_line $rc 2 e.err && grep -q "built for board .mps2-an385." e.err && [ ! -e e.elf ]' "template of another board: $(cat e.err)"
 "$ATOME" firmware --model a60k.atome --board microbit --out e.elf --template "$W/no-such.elf" 2> e.err; rc=$?

@@ -250,7 +250,8 @@ test('atome firmware refuses what a standalone image cannot hold', async () => {
     [['--prompt', 'x', '--n', '10', '--window', '64'], 1, /--window 64 does not fit the microbit's RAM \(the largest that fits is 32\)/],
     [['--n', '5'], 2, /--prompt or --prompt-hex is required/],
     [['--prompt', 'x', '--n', '5', '--temperature', '1e3'], 2, /--temperature must be a decimal number/],
-    [['--format', 'uf2'], 2, /--format must be elf, hex or bin/],
+    [['--format', 'uf2'], 2, /--format uf2 is for the pico \(the RP2040 bootrom's drive\); the microbit takes elf, hex or bin/],
+    [['--format', 'ihex'], 2, /--format must be elf, hex, bin or uf2 \(got 'ihex'\)/],
   ];
   for (const [args, code, msg] of cases) {
     const out = path.join(tmp, 'refused.hex');

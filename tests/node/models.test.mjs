@@ -6,7 +6,8 @@
 // parameter count; re-scored natively on the fixed first 64 KiB of
 // tinystories-valid.txt it matches the card within 0.5 %, and the wasm
 // engine gives the same bytes as the native one; the board model fits the
-// micro:bit image at window 32 and both fit the mps2-an385 slot.
+// micro:bit image at window 32, both fit the mps2-an385 slot and the
+// Raspberry Pi Pico at window 64.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -84,15 +85,18 @@ test('each model matches its card: size, parameters, and the 64 KiB re-score wit
   }
 });
 
-test('the board model fits the micro:bit at window 32; both fit the mps2-an385', async () => {
+test('the board model fits the micro:bit at window 32; both fit the mps2-an385, and the Pico at window 64', async () => {
+  const least = { microbit: 32, 'mps2-an385': 256, pico: 64 };
   for (const f of shipped()) {
-    for (const board of ['mps2-an385', 'microbit']) {
+    for (const board of ['mps2-an385', 'microbit', 'pico']) {
       if (board === 'microbit' && !f.includes('atome-60k')) continue;
       const out = path.join(repo, 'build', `models-test-${board}.elf`);
-      const r = await native(['firmware', '--model', path.join(MODELS, f), '--board', board, '--out', out]);
+      // the Pico runs standalone images only: a short story's settings
+      const r = await native(['firmware', '--model', path.join(MODELS, f), '--board', board, '--out', out,
+        ...(board === 'pico' ? ['--prompt', 'Once', '--n', '1', '--window', '64'] : [])]);
       assert.equal(r.code, 0, `${f} on ${board}: ${r.stderr}`);
       const j = JSON.parse(r.stdout.toString());
-      assert.ok(j.max_window >= (board === 'microbit' ? 32 : 256), `${f} on ${board}: largest window ${j.max_window}`);
+      assert.ok(j.max_window >= least[board], `${f} on ${board}: largest window ${j.max_window}`);
     }
   }
 });

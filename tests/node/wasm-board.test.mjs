@@ -1,6 +1,7 @@
 // tests/node/wasm-board.test.mjs — the board files made inside atome.wasm
 // (wasm/atome_wasm_fw.c over fwimage/fwimage.c: what the page downloads)
-// against the native CLI, byte for byte: `atome firmware` for both boards,
+// against the native CLI, byte for byte: `atome firmware` for every board,
+// the standalone images in each format (the pico's .uf2 among them),
 // `atome header`, `atome convert`, the fit report (slot, RAM, largest
 // window), the refusals (another board's template, a model too big for the
 // slot, a damaged model), and "why this byte" (generateExplained) against
@@ -14,7 +15,7 @@ import { repo, load, native } from './artifacts.mjs';
 
 const MCU = process.env.ATOME_MCU_BUILD ?? path.join(repo, 'build/mcu');
 const template = (b) => readFileSync(path.join(MCU, 'mcu', `atome-fw-${b}.elf`));
-const BOARDS = ['mps2-an385', 'microbit'];
+const BOARDS = ['mps2-an385', 'microbit', 'pico'];
 let atome, tmp;
 const models = [];   // { name, file, bytes }
 
@@ -68,6 +69,37 @@ test('firmware images, headers and conversions equal the CLI\'s', async () => {
       assert.ok(Buffer.from(atome.convert(m.bytes, enc)).equals(readFileSync(cn)), `${m.name}: convert to ${fmt}`);
     }
   }
+});
+
+test('standalone images equal atome firmware\'s in every format; uf2 is the pico\'s only', async () => {
+  const m = models[0];
+  const s = { prompt: 'Once upon a time', n: 100, temperature: '0.8', topK: '40', topP: '0.95', seed: '3' };
+  const flags = ['--prompt', s.prompt, '--n', '100', '--temperature', '0.8', '--top-k', '40', '--top-p', '0.95', '--seed', '3'];
+  for (const [b, formats] of [['pico', ['uf2', 'bin', 'hex', 'elf']], ['microbit', ['hex']], ['mps2-an385', ['bin']]]) {
+    for (const f of formats) {
+      const out = path.join(tmp, `s-${b}.${f}`);
+      const r = await native(['firmware', '--model', m.file, '--board', b, '--format', f, '--out', out, ...flags]);
+      assert.equal(r.code, 0, r.stderr);
+      const cli = JSON.parse(r.stdout.toString());
+      const { bytes, info } = atome.firmwareStandalone(template(b), b, m.bytes, s, f);
+      assert.ok(Buffer.from(bytes).equals(readFileSync(out)), `${b} .${f}: differs from atome firmware --format ${f}`);
+      const keys = ['board', 'model_bytes', 'capacity', 'window', 'max_window', 'format', 'expect_hex', 'encoding_choice'];
+      if (f !== 'elf') keys.push('flash_base', 'flash_bytes');
+      if (f === 'uf2') keys.push('uf2_blocks', 'uf2_family');
+      for (const k of keys) assert.equal(info[k], cli[k], `${b} .${f}: ${k}`);
+      assert.deepEqual(info.settings, cli.settings, `${b} .${f}: settings`);
+      if (f === 'uf2') assert.equal(bytes.length, 512 * cli.uf2_blocks);
+    }
+  }
+  // uf2 for a board whose drive takes no UF2, and an unknown format: refused as usage errors, in the CLI's words
+  for (const b of ['microbit', 'mps2-an385']) {
+    const r = await native(['firmware', '--model', m.file, '--board', b, '--format', 'uf2', '--out', path.join(tmp, 'no.uf2'), ...flags]);
+    assert.equal(r.code, 2);
+    assert.throws(() => atome.firmwareStandalone(template(b), b, m.bytes, s, 'uf2'),
+      (e) => e.usage && e.message === r.stderr.trim().replace(/^atome: firmware: /, ''));
+  }
+  assert.throws(() => atome.firmwareStandalone(template('pico'), 'pico', m.bytes, s, 'ihex'),
+    (e) => e.usage && /--format must be elf, hex, bin or uf2 \(got 'ihex'\)/.test(e.message));
 });
 
 test('the same refusals as the CLI', async () => {

@@ -10,9 +10,10 @@
 //    the scalar-module fallback), and "why this byte" equals
 //    `atome generate --router-json`;
 //  - a 200-step training run lowers the validation bpb; its downloads (.atome
-//    ATOME01/02, C header, firmware for both boards) pass `atome inspect`,
-//    generate the page's bytes natively, equal `atome header` / `atome
-//    firmware`, and the firmware runs under QEMU with the native bytes;
+//    ATOME01/02, C header, firmware for every board, the Pico's .uf2 among
+//    them) pass `atome inspect`, generate the page's bytes natively, equal
+//    `atome header` / `atome firmware`, and the firmware runs with the
+//    native bytes: under QEMU (QEMU's boards), in rp2040js (the Pico's .uf2);
 //  - a reload mid-run and a tab closed mid-save both continue to an .atome
 //    byte-identical to the uninterrupted run's;
 //  - bad inputs (empty, binary, too large and too short corpora, corrupt and
@@ -229,8 +230,9 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     // the standalone board files carry Generate's settings: equal to atome firmware's, known answer shown
     await fillSettings(page, { prompt: 'Once upon a time', n: 300, temperature: '0.8', topK: 40, topP: '0.95', seed: 3 });
     await page.dispatchEvent('#seed', 'change');
-    const est = {};   // atome firmware's speed estimate per board, at the window it runs
-    for (const [id, board, format] of [['#download-hex-microbit', 'microbit', 'hex'], ['#download-bin-mps2-an385', 'mps2-an385', 'bin']]) {
+    const est = {};   // atome firmware's JSON per board (the speed estimate at the window it runs)
+    for (const [id, board, format] of [['#download-hex-microbit', 'microbit', 'hex'], ['#download-bin-mps2-an385', 'mps2-an385', 'bin'],
+      ['#download-uf2-pico', 'pico', 'uf2'], ['#download-elf-pico', 'pico', 'elf']]) {
       const got = await grab(page, id);
       assert.equal(got.name, `${key.replace(/\.atome$/, '')}-${board}.${format}`);
       const out = path.join(B.tmp(), `native-standalone-${board}.${format}`);
@@ -239,20 +241,41 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
       assert.equal(fr.code, 0, fr.stderr);
       assert.ok(got.bytes.equals(readFileSync(out)), `${board}: page ${format} = atome firmware --format ${format}`);
       const expect = JSON.parse(fr.stdout.toString()).expect_hex;
-      est[board] = JSON.parse(fr.stdout.toString()).estimate_bytes_per_s;
+      est[board] = JSON.parse(fr.stdout.toString());
       await page.waitForFunction(([b, e]) => document.querySelector(`.board-card[data-board="${b}"] .known`)?.dataset.hex === e, [board, expect]);
     }
     const fit = await page.evaluate(() => [...document.querySelectorAll('#fit-table .board-card')].map((r) => r.textContent));
-    assert.equal(fit.length, 2);
+    assert.equal(fit.length, 3);
     assert.match(fit[0], /Fits at window 64/);
     assert.match(fit[1], /Fits at window 32 or less \(not at 64\)/);
     assert.match(fit[1], /Largest window that fits32/);
-    // the board's faster encoding and the speed estimate, as atome firmware says them
-    for (const [i, board, mhz] of [[0, 'mps2-an385', 25], [1, 'microbit', 16]]) {
+    assert.match(fit[2], /Raspberry Pi Pico[\s\S]*Fits at window 64/);
+    assert.ok(fit[2].includes(`Largest window that fits${est.pico.max_window.toLocaleString('en-US')}`), fit[2]);
+    assert.match(fit[2], /BOOTSEL[\s\S]*RPI-RP2[\s\S]*USB serial port[\s\S]*115200 8N1 \(GP0/);
+    // the board's faster encoding and the speed estimate, as atome firmware says them (no row where it has none)
+    for (const [i, board] of [[0, 'mps2-an385'], [1, 'microbit'], [2, 'pico']]) {
       assert.match(fit[i], /EncodingATOME01 \(re-encoded from ATOME02: faster on this board\)/);
-      assert.ok(fit[i].includes(`Speed (estimate)about ${Math.round(est[board])} bytes/s at ${mhz} MHz`), `${board}: ${fit[i]}`);
+      const j = est[board];
+      if (j.estimate_bytes_per_s) {
+        assert.ok(fit[i].includes(`Speed (estimate)about ${Math.round(j.estimate_bytes_per_s).toLocaleString('en-US')} bytes/s at ` +
+          `${Math.round(j.clock_hz / 1e6).toLocaleString('en-US')} MHz`), `${board}: ${fit[i]}`);
+      } else assert.doesNotMatch(fit[i], /Speed/, `${board}: atome firmware gives no estimate`);
     }
+    assert.ok(est['mps2-an385'].estimate_bytes_per_s && est.microbit.estimate_bytes_per_s, 'the QEMU boards have a cost model');
     await shot(page, '05-board', ['sec-board']);
+    // the page's .uf2 boots in rp2040js through its own boot2 (the card's tools/run-pico command) and
+    // prints, over USB, the prompt and the native bytes (a short story: the emulator is slow)
+    const base = key.replace(/\.atome$/, '');
+    assert.ok(fit[2].includes(`tools/run-pico ${base}-pico.uf2`), 'the Pico card names tools/run-pico');
+    const sc = { prompt: 'Once upon a time', n: 40, temperature: '0.8', topK: 40, topP: '0.95', seed: 3 };
+    await fillSettings(page, sc);
+    await page.dispatchEvent('#seed', 'change');
+    const small = await grab(page, '#download-uf2-pico');
+    const rp = await run(path.join(repo, 'tools/run-pico'), [small.file], { timeout: 180000 });
+    assert.equal(rp.code, 0, `tools/run-pico: ${rp.stderr}`);
+    const story = Buffer.concat([Buffer.from(sc.prompt), Buffer.from(await nativeHex(mfile, sc), 'hex')]);
+    assert.ok(rp.stdout.includes(story), `the Pico printed ${JSON.stringify(rp.stdout.toString('latin1'))}`);
+    assert.match(rp.stdout.toString('latin1'), /\natome: 40 bytes/);
   } finally { await ctx.close(); }
 
   // the uninterrupted reference for the resume tests
@@ -396,6 +419,7 @@ test('bad inputs show #error, keep what was there and the page still generates',
     // its micro:bit buttons are off (the verdict says why); the mps2-an385's stay on
     await page.waitForFunction(() => document.getElementById('download-fw-microbit').disabled && document.getElementById('download-hex-microbit').disabled);
     assert.equal(await page.isDisabled('#download-bin-mps2-an385'), false);
+    assert.equal(await page.isDisabled('#download-uf2-pico'), false, 'the Pico holds an atome-944k');
     assert.match(await page.getAttribute('#download-hex-microbit', 'title'), /does not fit this board/);
     // and the worker still refuses it with the CLI's message if asked
     await page.evaluate(() => { document.getElementById('download-fw-microbit').disabled = false; });
@@ -477,6 +501,6 @@ test('nothing outside the origin was requested', () => {
   const outside = requests.filter((u) => !u.startsWith(`${B.origin()}/`) && !u.startsWith('blob:') && !u.startsWith('data:'));
   assert.deepEqual(outside, []);
   for (const f of ['/build/wasm/atome.wasm', '/build/wasm/atome-scalar.wasm', '/web/gen-worker.mjs', '/web/train-worker.mjs',
-    '/models/atome-60k.atome', '/web/data/tinystories-2m.txt', '/build/mcu/mcu/atome-fw-microbit.elf'])
+    '/models/atome-60k.atome', '/web/data/tinystories-2m.txt', '/build/mcu/mcu/atome-fw-microbit.elf', '/build/mcu/mcu/atome-fw-pico.elf'])
     assert.ok(requests.includes(`${B.origin()}${f}`), `${f} was never requested (are worker requests recorded?)`);
 });
