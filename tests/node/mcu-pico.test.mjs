@@ -78,7 +78,7 @@ async function check(c, info, got, stories, prompts = []) {
     `loop ${c.loop ? 'on' : 'off'}${c.interactive ? ' interactive' : ''} expect ${info.expect_hex}`, `${c.name}: status line`);
   let rest = got.subarray(nl + 1);
   for (let k = 0; k < stories; k++) {
-    const p = k === 0 ? c.prompt : prompts[k - 1];
+    const p = k === 0 || !c.interactive ? c.prompt : prompts[k - 1];
     const gen = k === 0 ? first : await story(c, k, w, p);
     const want = Buffer.concat([Buffer.from(p), gen, Buffer.from('\n')]);
     assert.ok(rest.subarray(0, want.length).equals(want), `${c.name}: story ${k} is not atome generate's:\n` +
@@ -149,8 +149,15 @@ test('pico: the UF2 holds the ELF\'s flash bytes, and the boot loader\'s CRC is 
   assert.ok(dv.getUint32(256, true) >= 0x20000000 && dv.getUint32(256, true) <= 0x20042000, 'the initial SP is in SRAM');
 });
 
-test('pico: a damaged model slot prints its one-line error; a bad boot loader CRC is refused', async () => {
+test('pico: a damaged model slot prints its one-line error, so does an image without settings; a bad boot loader CRC is refused', async () => {
   const c = CASES[0];
+  const none = path.join(tmp, 'none.bin');
+  const rn = await native(['firmware', '--model', MODELS.board, '--board', 'pico', '--out', none, '--format', 'bin']);
+  assert.equal(rn.code, 0, rn.stderr);
+  assert.match(rn.stderr.toString(), /standalone images only/);
+  const r0 = runPico(new Uint8Array(readFileSync(none)), { stories: 1, maxCycles: 125e6 * 2 });
+  assert.equal(r0.uart.toString('latin1'), 'atome: this image has no settings block: make it with atome firmware --prompt ... (docs/mcu.md)\n');
+  assert.ok(r0.usb.equals(r0.uart));
   const { file } = await image(c, 'bin');
   const img = Buffer.from(readFileSync(file));
   const slot = img.lastIndexOf(Buffer.from('ATMSLOT1'));
