@@ -82,10 +82,13 @@ async function fitVerdict(page, bs, b, key, w) {
       [`RAM at window ${w}`, `${fmt(f.ram_at_window)} of ${fmt(f.arena_bytes)} bytes`],
       ['Largest window that fits', f.max_window ? fmt(f.max_window) : 'none']];
     if (f.encoding_choice) rows.push(['Encoding', f.encoding_choice]);
+    // the Pico's cost model counts rp2040js's cycles; the others', QEMU's instructions at one per cycle
+    const per = b.id === 'pico'
+      ? 'emulated cycles a byte (cost model fitted to rp2040js, docs/mcu-cost.md; flash wait states not counted)'
+      : 'instructions a byte (cost model, docs/mcu-cost.md) at one per cycle, an upper bound on the board';
     // a speed only for a model the board can run
     if (f.estimate_bytes_per_s && flashOk && f.max_window > 0) rows.push(['Speed (estimate)', `about ${fmt(Math.round(f.estimate_bytes_per_s))} bytes/s at ` +
-      `${fmt(f.clock_hz / 1e6)} MHz: ${fmt(f.estimate_insns_per_byte)} instructions a byte (cost model, docs/mcu-cost.md) ` +
-      'at one per cycle, an upper bound on the board']);
+      `${fmt(f.clock_hz / 1e6)} MHz: ${fmt(f.estimate_insns_per_byte)} ${per}`]);
     return { cls, verdict, rows, runW: flashOk && f.max_window ? Math.min(w, f.max_window) : w };
   } catch (e) {
     return { cls: 'bad', verdict: e.message, rows: [], runW: w };

@@ -262,6 +262,9 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
       } else assert.doesNotMatch(fit[i], /Speed/, `${board}: atome firmware gives no estimate`);
     }
     assert.ok(est['mps2-an385'].estimate_bytes_per_s && est.microbit.estimate_bytes_per_s, 'the QEMU boards have a cost model');
+    assert.ok(est.pico.estimate_bytes_per_s, 'the Pico has a cost model (rp2040js cycles)');
+    assert.match(fit[2], /emulated cycles a byte \(cost model fitted to rp2040js/);
+    assert.match(fit[0], /instructions a byte \(cost model, docs\/mcu-cost\.md\) at one per cycle/);
     await shot(page, '05-board', ['sec-board']);
     // the page's .uf2 boots in rp2040js through its own boot2 (the card's tools/run-pico command) and
     // prints, over USB, the prompt and the native bytes (a short story: the emulator is slow)
