@@ -395,8 +395,36 @@ static int write_example(const char *out, const char *name, char *example, size_
     return rc ? cli_err(CLI_RUNTIME, "header: %s", why) : CLI_OK;
 }
 
+/* header --board: the largest window whose engine fits the board's RAM
+ * (its template's arena, as for `atome firmware`). */
+static int header_board_fit(const char *board, const atm_model *m, int *max_window, long long *arena) {
+    int known = 0;
+    for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(board, BOARDS[i]) == 0;
+    if (!known) return cli_err(CLI_USAGE, "header: unknown board '%s' (mps2-an385, microbit or pico)", board);
+    char path[4096], tried[8192], err[512];
+    if (find_template(board, path, sizeof path, tried, sizeof tried))
+        return cli_err(CLI_RUNTIME, "header: no template image for %s (looked for %s): run 'cmake --preset mcu && "
+                       "cmake --build --preset mcu'", board, tried);
+    uint8_t *elf = NULL;
+    size_t elen = 0;
+    int rc = cli_read_file("header", path, (size_t)64 << 20, &elf, &elen);
+    if (rc) return rc;
+    atm_fw_slot slot;
+    atm_fw_fit fit;
+    int st = atm_fw_find_slot(elf, elen, &slot, err, sizeof err);
+    if (st == ATM_FW_OK) st = atm_fw_fit_model(elf, elen, m, &fit, err, sizeof err);
+    free(elf);
+    if (st != ATM_FW_OK) return cli_err(CLI_RUNTIME, "header: template '%s': %s", path, err);
+    if (fit.max_window == 0)
+        return cli_err(CLI_RUNTIME, "header: the model does not fit the %s's RAM at any window (%lld bytes for the engine)",
+                       board, (long long)fit.arena);
+    *max_window = fit.max_window;
+    *arena = (long long)fit.arena;
+    return CLI_OK;
+}
+
 int cmd_header(int argc, char **argv) {
-    const char *model = NULL, *out = NULL, *name = NULL;
+    const char *model = NULL, *out = NULL, *name = NULL, *board = NULL;
     settings_args sa;
     memset(&sa, 0, sizeof sa);
     sa.n = ATM_GEN_N_DEFAULT;       /* no --n: the shared default length */
@@ -404,6 +432,7 @@ int cmd_header(int argc, char **argv) {
         { "model", OPT_STR, &model, 0, 0, 0, 0 },
         { "out",   OPT_STR, &out, 0, 0, 0, 0 },
         { "name",  OPT_STR, &name, 0, 0, 0, 0 },
+        { "board", OPT_STR, &board, 0, 0, 0, 0 },
         SETTINGS_OPTS(sa),
     };
     const int nopts = (int)(sizeof opts / sizeof opts[0]);
@@ -411,13 +440,19 @@ int cmd_header(int argc, char **argv) {
     if (rc) return rc;
     if (!model) return cli_err(CLI_USAGE, "header: --model is required");
     if (!out || !*out) return cli_err(CLI_USAGE, "header: --out is required");
-    const int with_settings = settings_seen(opts, 3);
+    const int with_settings = settings_seen(opts, 4);
     uint8_t *blob = NULL;
     size_t blen = 0;
     atm_model m;
     if ((rc = cli_open_container("header", model, &blob, &blen, &m))) return rc;
+    int max_window = 0;
+    long long arena = -1;
+    if (board && (rc = header_board_fit(board, &m, &max_window, &arena))) { free(blob); return rc; }
     atm_fwset set;
-    if (with_settings && (rc = settings_build("header", &sa, opts, nopts, &m, 0, "board", &set))) { free(blob); return rc; }
+    if (with_settings && (rc = settings_build("header", &sa, opts, nopts, &m, max_window, board ? board : "board", &set))) {
+        free(blob);
+        return rc;
+    }
     char *text = NULL;
     size_t tlen = 0;
     rc = header_text(model, &m, blob, blen, name, with_settings ? &set : NULL, &text, &tlen);
@@ -435,6 +470,7 @@ int cmd_header(int argc, char **argv) {
     cli_json_str(stdout, out);
     printf(",\"model_bytes\":%zu,\"name\":\"%s\",\"encoding\":\"%s\"", blen, name ? name : "atome_model",
            cli_encoding_name(m.encoding));
+    if (board) printf(",\"board\":\"%s\",\"arena_bytes\":%lld,\"max_window\":%d", board, arena, max_window);
     if (with_settings) {
         fputs(",\"example\":", stdout);
         cli_json_str(stdout, example);

@@ -202,13 +202,16 @@ static const char *const USAGE_FIRMWARE =
     "    enable=on,target=native,arg=atome,arg=--prompt-hex,arg=HEX,arg=--n,arg=64 -kernel FILE.elf\n";
 
 static const char *const USAGE_HEADER =
-    "usage: atome header --model FILE.atome --out model.h [--name atome_model] [settings]\n"
+    "usage: atome header --model FILE.atome --out model.h [--name atome_model] [--board B] [settings]\n"
     "\n"
     "Writes the model as a C header: a static const uint8_t array (flash on a\n"
     "microcontroller), NAME_BYTES and NAME_CRC32, and a comment with its config.\n"
     "With the generation flags of `atome firmware` it also holds the settings\n"
     "block (NAME_settings, NAME_ARENA_BYTES) and writes atome_model.c beside it:\n"
-    "a one-file example firmware main for your own board.\n";
+    "a one-file example firmware main for your own board. --board mps2-an385,\n"
+    "microbit or pico checks the model against that board's RAM (its firmware\n"
+    "template's arena): the settings' window must fit, and without --window the\n"
+    "largest that fits is used when the model's default does not.\n";
 
 static const char *const USAGE_PARAMS =
     "usage: atome params --config NAME [--quant Q] [shape overrides]\n"

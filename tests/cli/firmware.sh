@@ -241,6 +241,18 @@ ok 'one_line $rc 2 e.err' "header: --out missing"
 "$ATOME" header --out e.h 2> e.err; rc=$?
 ok 'one_line $rc 2 e.err && [ ! -e e.h ]' "header: --model missing"
 
+# header --board: the board's RAM (its template's arena) bounds the settings' window, as for firmware
+"$ATOME" firmware --model a60k.atome --board microbit --out hb-fw.elf > hb-fw.json 2> /dev/null
+"$ATOME" header --model a60k.atome --board microbit --out hb.h --prompt Once --n 8 > hb.json 2> hb.err; rc=$?
+ok '[ $rc -eq 0 ] && [ "$(jv hb.json board)" = microbit ] && [ "$(jv hb.json max_window)" = "$(jv hb-fw.json max_window)" ] && [ "$(jv hb.json arena_bytes)" = "$(jv hb-fw.json arena_bytes)" ]' "header --board microbit: the firmware's max_window and arena"
+ok '[ "$(python3 -c "import json; print(json.load(open(\"hb.json\"))[\"settings\"][\"window\"])")" -le "$(jv hb.json max_window)" ]' "header --board: the settings' window fits the board"
+"$ATOME" header --model a60k.atome --board microbit --out hb2.h --prompt Once --n 8 --window 4000 2> e.err; rc=$?
+ok 'one_line $rc 1 e.err && grep -q "does not fit the microbit" e.err && [ ! -e hb2.h ]' "header --board: a window beyond the board's RAM: $(cat e.err)"
+"$ATOME" header --model a60k.atome --board pico --out hb3.h > hb3.json; rc=$?
+ok '[ $rc -eq 0 ] && [ "$(jv hb3.json board)" = pico ] && [ "$(jv hb3.json max_window)" -gt "$(jv hb.json max_window)" ]' "header --board pico"
+"$ATOME" header --model a60k.atome --board nrf52 --out hb4.h 2> e.err; rc=$?
+ok 'one_line $rc 2 e.err && grep -q "unknown board" e.err && [ ! -e hb4.h ]' "header: unknown --board"
+
 # header with generation settings: the settings block in the header and a
 # one-file atome_model.c example that, built with the core, prints the
 # prompt and atome generate's bytes (natively here; it also compiles for the M0)
