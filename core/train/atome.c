@@ -15,6 +15,7 @@
 #include "trainer.h"
 #include "layers.h"
 #include "atome_layers.h"
+#include "pool.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -590,12 +591,12 @@ static void atome_backward(const atm_layout *L, const float *w, void *acts, floa
     const int P = a->P, B = a->B, T = a->T, N = B * T, pw = cfg->pathways;
     const size_t NM = a->NM, SC = NM * (size_t)C, NC = (size_t)N * C;
 
-    memset(a->dlogits, 0, sizeof(float) * (size_t)N * V);
+    atm_zero(a->dlogits, (size_t)N * V);
     atm_xent_backward(a->dlogits, a->probs, a->tgt, N, V, 1.0f / (float)N);
     if (a->soft && a->soft_w != 0.0f) atm_xent_soft_adjust(a->dlogits, a->tgt, a->soft, a->soft_w, N, V, 1.0f / (float)N);
-    memset(a->du, 0, sizeof(float) * NC);
+    atm_zero(a->du, NC);
     atm_matmul_backward(a->du, dw + o.unembed, a->dlogits, a->uf, w + o.unembed, N, C, V);
-    memset(a->dh, 0, sizeof(float) * NC);
+    atm_zero(a->dh, NC);
     atm_layernorm_backward(a->dh, dw + o.lnf_g, dw + o.lnf_b, a->du, a->h + (size_t)cfg->n_layers * SC,
                            w + o.lnf_g, a->lnf_mean, a->lnf_rstd, N, C);
     for (int l = cfg->n_layers - 1; l >= 0; l--) {
@@ -606,11 +607,11 @@ static void atome_backward(const atm_layout *L, const float *w, void *acts, floa
         if (pw & ATM_PATH_CONV) paths[np++] = a->conv + (size_t)l * SC;
         if (pw & ATM_PATH_SSM) paths[np++] = a->ssm_o + (size_t)l * SC;
         if (pw & ATM_PATH_ATTN) paths[np++] = a->att + (size_t)l * SC;
-        for (int i = 0; i < P; i++) memset(a->dpath[i], 0, sizeof(float) * NC);
+        for (int i = 0; i < P; i++) atm_zero(a->dpath[i], NC);
         memset(a->drl, 0, sizeof(float) * (size_t)N * P);
         atm_atome_mix_backward(a->drl, a->dpath, a->dh, r, paths, N, C, P);
 
-        memset(a->du, 0, sizeof(float) * NC);
+        atm_zero(a->du, NC);
         atm_matmul_backward(a->du, dw + bo->router, a->drl, u, w + bo->router, N, C, P);
         np = 0;
         if (pw & ATM_PATH_CONV)
@@ -622,9 +623,9 @@ static void atome_backward(const atm_layout *L, const float *w, void *acts, floa
         if (pw & ATM_PATH_ATTN) {
             const float *q = a->q + (size_t)l * NM * DH, *k = a->k + (size_t)l * NM * DH;
             const float *v = a->v + (size_t)l * SC;
-            memset(a->dq, 0, sizeof(float) * (size_t)N * DH);
-            memset(a->dk, 0, sizeof(float) * (size_t)N * DH);
-            memset(a->dv, 0, sizeof(float) * NC);
+            atm_zero(a->dq, (size_t)N * DH);
+            atm_zero(a->dk, (size_t)N * DH);
+            atm_zero(a->dv, NC);
             atm_atome_attn_backward(a->dq, a->dk, a->dv, a->dpath[np++], a->att_idx + (size_t)l * NM * TK,
                                     a->att_p + (size_t)l * NM * TK, q, k, v, B, T, DH, C, TK);
             atm_matmul_backward(a->du, dw + bo->wq, a->dq, u, w + bo->wq, N, C, DH);

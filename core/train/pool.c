@@ -13,6 +13,7 @@
 #endif
 #include "pool.h"
 #include <limits.h>
+#include <string.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -277,4 +278,18 @@ void *atm_task_scratch(int task, size_t bytes) {
         s->cap = bytes;
     }
     return s->p;
+}
+
+/* ---- atm_zero ---- */
+typedef struct { float *x; size_t n; } zero_job;
+static void zero_task(void *ctx, int t, int nt) {
+    const zero_job *j = ctx;
+    size_t lo, hi;
+    atm_share(j->n, t, nt, 16, &lo, &hi);
+    if (hi > lo) memset(j->x + lo, 0, (hi - lo) * sizeof(float));
+}
+
+void atm_zero(float *x, size_t n) {
+    zero_job j = { x, n };
+    atm_parallel(zero_task, &j, atm_par_tasks(0.25 * (double)n));
 }

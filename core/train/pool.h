@@ -70,6 +70,10 @@ static inline void atm_share(size_t n, int t, int nt, size_t align, size_t *lo, 
     *lo = (size_t)t * per < n ? (size_t)t * per : n;
     *hi = *lo + per < n ? *lo + per : n;
 }
+/* x[0 .. n) = 0, in parts over the pool when it is big enough to pay
+ * (a memset: no bits to keep). */
+void atm_zero(float *x, size_t n);
+
 /* The same for int counts (rows, channels). */
 static inline void atm_share_int(int n, int t, int nt, int align, int *lo, int *hi) {
     size_t l, h;

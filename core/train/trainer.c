@@ -190,14 +190,6 @@ int atm_trainer_quant(const atm_trainer *tr) {
     return tr->opt.quant;
 }
 
-typedef struct { float *x; size_t n; } zero_job;
-static void zero_task(void *ctx, int t, int nt) {
-    const zero_job *j = ctx;
-    size_t lo, hi;
-    atm_share(j->n, t, nt, 16, &lo, &hi);
-    if (hi > lo) memset(j->x + lo, 0, (hi - lo) * sizeof(float));
-}
-
 /* AdamW on parameters [lo, hi) of a task's share (pool.h). */
 typedef struct {
     float *w, *m, *v;
@@ -235,8 +227,7 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
     }
     int quant = tr->stage == 0 ? ATM_QUANT_FP32 : o->quant;
     atm_quantize_layout(&tr->L, quant, tr->w, tr->weff);
-    zero_job zj = { tr->dw, n };
-    atm_parallel(zero_task, &zj, atm_par_tasks(0.25 * (double)n));   /* a memset, in parts */
+    atm_zero(tr->dw, n);
     if (tr->teacher) {
         teacher_targets(tr, in);
         tr->fam->set_soft_targets(tr->acts, tr->teacher->q, tr->teacher->weight);
