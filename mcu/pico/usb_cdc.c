@@ -46,7 +46,8 @@ static volatile uint32_t *buf_ctrl(uint32_t ep, int out) {
 }
 
 static const uint8_t dev_desc[18] = {
-    18, 1, 0x00, 0x02, 0x02, 0x00, 0x00, PKT,   /* USB 2.0, class CDC, EP0 64 bytes */
+    18, 1, 0x00, 0x02, 0x02, 0x02, 0x00, PKT,   /* USB 2.0, class CDC, subclass ACM (Windows' usbser.sys
+                                                   loads for 02/02 only), EP0 64 bytes */
     0x09, 0x12, 0x01, 0x00, 0x00, 0x01,         /* VID 0x1209, PID 0x0001, release 1.00 */
     1, 2, 0, 1                                  /* manufacturer, product, no serial, 1 configuration */
 };
@@ -155,6 +156,7 @@ static void configure(void) {
     PICO_REG(DPRAM + 0x14u) = (1u << 31) | (1u << 29) | (2u << 26) | EP2_OUT_BUF;   /* EP2 OUT: bulk */
     u.pid_in = u.pid_out = 0;
     u.in_busy = u.out_armed = 0;
+    u.stalled = 0;
     u.configured = 1;
 }
 
@@ -183,7 +185,11 @@ static void class_request(uint32_t req, uint32_t value, uint32_t asked) {
     switch (req) {
     case 0x20: u.want_line_coding = 1; arm(buf_ctrl(0, 1), PKT | BUF_DATA1); break;   /* SET_LINE_CODING */
     case 0x21: ep0_send(u.line_coding, 7, asked); break;                           /* GET_LINE_CODING */
-    case 0x22: u.dtr = (int)(value & 1u); ep0_status(); break;                     /* SET_CONTROL_LINE_STATE */
+    case 0x22:                                                                     /* SET_CONTROL_LINE_STATE */
+        if ((value & 1u) && !u.dtr) u.stalled = 0;   /* a monitor opened the port: send again */
+        u.dtr = (int)(value & 1u);
+        ep0_status();
+        break;
     case 0x23: ep0_status(); break;                                                /* SEND_BREAK */
     default: ep0_stall(); break;
     }
@@ -240,19 +246,25 @@ static void on_buffers(uint32_t done) {
     if (done & (1u << 5)) on_ep2_out();
 }
 
+/* Bus reset first (it voids everything), then finished buffers (they
+ * belong to the transfer before any new SETUP), then a new SETUP. */
 void usb_cdc_poll(void) {
     const uint32_t st = U(SIE_STATUS);
-    if (st & SIE_SETUP_REC) { U(SIE_STATUS) = SIE_SETUP_REC; on_setup(); }
-    const uint32_t done = U(BUFF_STATUS);
-    if (done) { U(BUFF_STATUS) = done; on_buffers(done); }
     if (st & SIE_BUS_RESET) {
         U(SIE_STATUS) = SIE_BUS_RESET;
         U(ADDR_ENDP) = 0u;
+        for (uint32_t off = 0x08u; off <= 0x14u; off += 4u) PICO_REG(DPRAM + off) = 0u;          /* EP1, EP2 control */
+        for (uint32_t off = 0x88u; off <= 0x94u; off += 4u) PICO_REG(DPRAM + off) = 0u;          /* their buffers */
+        U(BUFF_STATUS) = U(BUFF_STATUS);
         u.configured = u.dtr = 0;
-        u.in_busy = u.out_armed = u.status_out = 0;
+        u.in_busy = u.out_armed = u.status_out = u.stalled = 0;
         u.pending_addr = 0;
         ring_tail = ring_head;
+    } else {
+        const uint32_t done = U(BUFF_STATUS);
+        if (done) { U(BUFF_STATUS) = done; on_buffers(done); }
     }
+    if (st & SIE_SETUP_REC) { U(SIE_STATUS) = SIE_SETUP_REC; on_setup(); }
     send_next();
 }
 
