@@ -109,3 +109,17 @@ export function ckptWeights(img) {
   if (!w) throw new Error('checkpoint has no WGHT section');
   return new Float32Array(w.slice(8).buffer);
 }
+
+// The settings flags of `atome firmware` for a test case { prompt, n,
+// temperature, topK, topP, seed, window, loop, interactive } (absent: the default).
+export function firmwareFlags(c) {
+  const f = ['--prompt-hex', Buffer.from(c.prompt).toString('hex'), '--n', String(c.n)];
+  if (c.temperature) f.push('--temperature', c.temperature);
+  if (c.topK) f.push('--top-k', String(c.topK));
+  if (c.topP) f.push('--top-p', c.topP);
+  if (c.seed !== undefined) f.push('--seed', String(c.seed));
+  if (c.window) f.push('--window', String(c.window));
+  if (c.loop) f.push('--loop');
+  if (c.interactive) f.push('--interactive');
+  return f;
+}

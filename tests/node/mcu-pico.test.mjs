@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { repo, native } from './artifacts.mjs';
+import { repo, native, firmwareFlags as flags } from './artifacts.mjs';
 import { parseUf2, bootCheck, runPico, crc32Mpeg2 } from '../../tools/pico.mjs';
 
 const MODELS = { board: path.join(repo, 'models/atome-60k.atome'), web: path.join(repo, 'models/atome-944k.atome') };
@@ -23,17 +23,6 @@ const hex = (b) => Buffer.from(b).toString('hex');
 const tmp = mkdtempSync(path.join(tmpdir(), 'atome-pico-'));
 process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
 
-function flags(c) {
-  const f = ['--prompt-hex', hex(Buffer.from(c.prompt)), '--n', String(c.n)];
-  if (c.temperature) f.push('--temperature', c.temperature);
-  if (c.topK) f.push('--top-k', String(c.topK));
-  if (c.topP) f.push('--top-p', c.topP);
-  if (c.seed !== undefined) f.push('--seed', String(c.seed));
-  if (c.window) f.push('--window', String(c.window));
-  if (c.loop) f.push('--loop');
-  if (c.interactive) f.push('--interactive');
-  return f;
-}
 
 async function image(c, format = 'uf2') {
   const file = path.join(tmp, `pico-${Math.random().toString(36).slice(2)}.${format}`);

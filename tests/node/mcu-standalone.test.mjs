@@ -17,7 +17,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { repo, native } from './artifacts.mjs';
+import { repo, native, firmwareFlags as flags } from './artifacts.mjs';
 
 const MODEL = path.join(repo, 'models/atome-60k.atome');
 const MCU = process.env.ATOME_MCU_BUILD ?? path.join(repo, 'build/mcu');
@@ -87,15 +87,6 @@ async function story(c, k, window, prompt = c.prompt) {
   return r.stdout;
 }
 
-function flags(c) {
-  const f = ['--prompt-hex', hex(Buffer.from(c.prompt)), '--n', String(c.n)];
-  if (c.temperature) f.push('--temperature', c.temperature);
-  if (c.topK) f.push('--top-k', String(c.topK));
-  if (c.topP) f.push('--top-p', c.topP);
-  if (c.seed !== undefined) f.push('--seed', String(c.seed));
-  if (c.loop) f.push('--loop');
-  return f;
-}
 
 const CASES = [
   { name: 'greedy', prompt: 'Once upon a time', n: 80 },
