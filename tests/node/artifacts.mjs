@@ -123,3 +123,13 @@ export function firmwareFlags(c) {
   if (c.interactive) f.push('--interactive');
   return f;
 }
+
+// Story k of a standalone image with settings c (firmwareFlags' case): the
+// bytes `atome generate` prints with seed S + k (wrapped as a uint32) at the
+// image's window, from `prompt` (default c.prompt).
+export async function storyBytes(model, c, k, window, prompt = c.prompt) {
+  const r = await native(generateArgs(model, { promptHex: Buffer.from(prompt).toString('hex'), n: c.n,
+    temperature: c.temperature, topK: c.topK, topP: c.topP, seed: ((c.seed ?? 1) + k) % 2 ** 32, window }));
+  if (r.code !== 0) throw new Error(`atome generate: ${r.stderr}`);
+  return r.stdout;
+}

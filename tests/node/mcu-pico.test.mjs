@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { repo, native, firmwareFlags as flags } from './artifacts.mjs';
+import { repo, native, firmwareFlags as flags, storyBytes } from './artifacts.mjs';
 import { parseUf2, bootCheck, runPico, crc32Mpeg2 } from '../../tools/pico.mjs';
 
 const MODELS = { board: path.join(repo, 'models/atome-60k.atome'), web: path.join(repo, 'models/atome-944k.atome') };
@@ -32,16 +32,7 @@ async function image(c, format = 'uf2') {
 }
 
 // `atome generate`'s bytes of story k (seed S + k) at the image's window
-async function story(c, k, window, prompt = c.prompt) {
-  const a = ['generate', '--model', MODELS[c.model], '--prompt-hex', hex(Buffer.from(prompt)), '--n', String(c.n),
-    '--window', String(window), '--seed', String((c.seed ?? 1) + k)];
-  if (c.temperature) a.push('--temperature', c.temperature);
-  if (c.topK) a.push('--top-k', String(c.topK));
-  if (c.topP) a.push('--top-p', c.topP);
-  const r = await native(a);
-  assert.equal(r.code, 0, r.stderr);
-  return r.stdout;
-}
+const story = (c, k, window, prompt = c.prompt) => storyBytes(MODELS[c.model], c, k, window, prompt);
 
 function boot(file, opts) {
   const { base, data } = parseUf2(readFileSync(file));

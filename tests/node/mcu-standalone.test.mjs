@@ -17,7 +17,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { repo, native, firmwareFlags as flags } from './artifacts.mjs';
+import { repo, native, firmwareFlags as flags, storyBytes } from './artifacts.mjs';
 
 const MODEL = path.join(repo, 'models/atome-60k.atome');
 const MCU = process.env.ATOME_MCU_BUILD ?? path.join(repo, 'build/mcu');
@@ -76,16 +76,7 @@ async function image(board, args, format = 'elf') {
 }
 
 // The native bytes of story k: `atome generate` with seed S+k at the image's window.
-async function story(c, k, window, prompt = c.prompt) {
-  const a = ['generate', '--model', MODEL, '--prompt-hex', hex(Buffer.from(prompt)), '--n', String(c.n), '--window', String(window),
-    '--seed', String(((c.seed ?? 1) + k) % 2 ** 32)];   // the seed of story k wraps as a uint32
-  if (c.temperature) a.push('--temperature', c.temperature);
-  if (c.topK) a.push('--top-k', String(c.topK));
-  if (c.topP) a.push('--top-p', c.topP);
-  const r = await native(a);
-  assert.equal(r.code, 0, r.stderr);
-  return r.stdout;
-}
+const story = (c, k, window, prompt = c.prompt) => storyBytes(MODEL, c, k, window, prompt);
 
 
 const CASES = [
