@@ -66,7 +66,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static const struct { const char *name; int id; } KERNELS[] = {
-    { "auto", ATM_KERNEL_AUTO }, { "portable", ATM_KERNEL_PORTABLE }, { "lut", ATM_KERNEL_LUT },
+    { "auto", ATM_KERNEL_AUTO }, { "portable", ATM_KERNEL_PORTABLE }, { "lut", ATM_KERNEL_LUT }, { "planes", ATM_KERNEL_PLANES },
     { "sse2", ATM_KERNEL_SSE2 }, { "avx2", ATM_KERNEL_AVX2 }, { "avx512", ATM_KERNEL_AVX512 },
 };
 #define N_KERNELS ((int)(sizeof KERNELS / sizeof KERNELS[0]))

@@ -179,6 +179,16 @@ static void matvec_t2_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const
 #define ATM_LUT_MAX_D 128
 #endif
 
+/* the bit-plane kernel (below): built everywhere but the portable engine */
+#ifndef ATM_ENGINE_PORTABLE
+#define ATM_PLANES 1
+#endif
+#ifdef ATM_SMALL_RAM
+#define PLANE_COLS 32
+#else
+#define PLANE_COLS 128
+#endif
+
 /* ATOME02 payloads reach the row kernels re-encoded as ATOME01: T10[b] is
  * the 10-bit ATOME01 code of the 5 trits of ATOME02 byte b (0 for the
  * invalid bytes 243..255), so 4 ATOME02 bytes (20 trits) become 5 ATOME01
@@ -263,6 +273,11 @@ struct vin {
 #ifdef ATM_T2_LUT
     int32_t lut[ATM_LUT_MAX_D / 2 * 16];
 #endif
+#ifdef ATM_PLANES
+    int32_t planes;              /* 1: the bit-plane kernel */
+    int32_t pchunk;              /* the column chunk whose tables ptab holds, -1 none */
+    int32_t ptab[PLANE_COLS * 4];
+#endif
 };
 
 #ifdef ATM_T2_SIMD
@@ -313,6 +328,61 @@ static void rk_lut(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in
 }
 #endif
 
+/* Bit-plane kernel ("planes") for ATOME01 rows of a multiple of 4 columns,
+ * every target. An ATOME01 code is bit0 - 2 bit1 (00 = 0, 01 = +1, 11 = -1;
+ * 10, which never occurs, would count -2), so a row byte v times columns
+ * 4g .. 4g+3 is S_g(n0(v)) - 2 S_g(n1(v)): n0 / n1 gather v's even / odd
+ * bits (one bit per trit) into a nibble, and S_g(m) = the sum of x[4g + k]
+ * over the bits k of m, a 16-entry table per group of 4 columns built once
+ * per input vector (cols * 16 bytes). A byte then costs two flash lookups
+ * (PL0, PL1: 4 n0(v) and 4 n1(v), byte offsets into the group's table), two
+ * table loads and two adds; no multiply, which the Cortex-M0 needs most.
+ * Exact integer sums (|a0|, |a1| <= cols * 2^15): the result equals
+ * atm_ek_matvec_ref's. Tables for at most PLANE_COLS columns at a time: the
+ * micro:bit (16 KiB of RAM) keeps 512 bytes on the stack and runs a wider
+ * row as column chunks added up. */
+#define N0(v) (((v) & 1) | ((v) >> 1 & 2) | ((v) >> 2 & 4) | ((v) >> 3 & 8))
+#define PL0E(v) ((uint8_t)(4 * N0(v)))
+#define PL1E(v) ((uint8_t)(4 * N0((v) >> 1)))
+const uint8_t atm_ek_pl[512] = { REP256(PL0E), REP256(PL1E) };   /* PL0, then PL1 */
+#define PL0 atm_ek_pl
+#define PL1 (atm_ek_pl + 256)
+
+void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab) {
+    for (uint32_t g = 0; g < cols / 4; g++, x += 4, tab += 16) {
+        const int32_t a = x[0], b = x[1], c = x[2], d = x[3];
+        tab[0] = 0; tab[1] = a; tab[2] = b; tab[3] = a + b;
+        for (int i = 0; i < 4; i++) tab[4 + i] = tab[i] + c;
+        for (int i = 0; i < 8; i++) tab[8 + i] = tab[i] + d;
+    }
+}
+
+#if defined(__ARM_ARCH_6M__) && defined(ATM_PLANES_M0_ASM)
+/* Cortex-M0 / M0+: core/engine_m0.S, this function's Thumb-1 version (the
+ * boards' builds define ATM_PLANES_M0_ASM and assemble it) */
+#define PLANES_ROWS_ASM 1
+void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                           const int32_t *tab, int32_t *out, int add);
+#endif
+
+void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                        const int32_t *tab, int32_t *out, int add) {
+#ifdef PLANES_ROWS_ASM
+    if (rows > 0 && nbytes > 0 && nbytes % 4u == 0) { atm_ek_planes_rows_m0(b, stride, rows, nbytes, tab, out, add); return; }
+#endif
+    for (uint32_t r = 0; r < rows; r++, b += stride) {
+        const uint8_t *t = (const uint8_t *)tab;
+        int32_t a0 = 0, a1 = 0;
+        for (uint32_t j = 0; j < nbytes; j++, t += 64) {
+            const unsigned v = b[j];
+            a0 += *(const int32_t *)(const void *)(t + PL0[v]);
+            a1 += *(const int32_t *)(const void *)(t + PL1[v]);
+        }
+        const int32_t s = a0 - 2 * a1;
+        out[r] = add ? out[r] + s : s;
+    }
+}
+
 /* The kernel used for a model of width d: the requested one if this build
  * and CPU have it and d fits it, else the best that does (AUTO: AVX-512,
  * AVX2, SSE2, wasm SIMD128, pair-sum table, portable). Row kernels need
@@ -322,6 +392,9 @@ static int kernel_fits(int k, int d) {
     (void)d;
     switch (k) {
     case ATM_KERNEL_PORTABLE: return 1;
+#ifdef ATM_PLANES
+    case ATM_KERNEL_PLANES: return d % 4 == 0;
+#endif
 #ifdef ATM_T2_LUT
     case ATM_KERNEL_LUT: return d % 4 == 0 && d <= ATM_LUT_MAX_D;
 #endif
@@ -339,7 +412,7 @@ static int kernel_fits(int k, int d) {
 }
 static int pick_kernel(int want, int d) {
     static const int order[] = { ATM_KERNEL_AVX512, ATM_KERNEL_AVX2, ATM_KERNEL_SSE2, ATM_KERNEL_WASM,
-                                 ATM_KERNEL_LUT };
+                                 ATM_KERNEL_PLANES, ATM_KERNEL_LUT };
     if (want != ATM_KERNEL_AUTO) return kernel_fits(want, d) ? want : ATM_KERNEL_PORTABLE;
     for (unsigned i = 0; i < sizeof order / sizeof order[0]; i++)
         if (kernel_fits(order[i], d)) return order[i];
@@ -349,6 +422,10 @@ static int pick_kernel(int want, int d) {
 static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
     in->x = x;
     in->rk = 0;
+#ifdef ATM_PLANES
+    in->planes = kernel == ATM_KERNEL_PLANES;
+    in->pchunk = -1;
+#endif
 #ifdef ATM_T5_RECODE
     in->t5 = atm_ek_t5_to_t2_ref;
 #endif
@@ -397,10 +474,35 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
     }
 }
 
+#ifdef ATM_PLANES
+/* The bit-plane kernel over column chunks of at most PLANE_COLS, starting
+ * with the chunk whose tables are built (the sums are exact, so the order
+ * of the chunks changes nothing). */
+static void planes_matvec(const uint8_t *b, uint32_t rows, uint32_t cols, vin *in, int32_t *out) {
+    const uint32_t nb = cols / 4, nch = (cols + PLANE_COLS - 1) / PLANE_COLS;
+    uint32_t k = in->pchunk >= 0 && (uint32_t)in->pchunk < nch ? (uint32_t)in->pchunk : 0;
+    for (uint32_t i = 0; i < nch; i++) {
+        const uint32_t c0 = k * PLANE_COLS, cc = cols - c0 < PLANE_COLS ? cols - c0 : PLANE_COLS;
+        if (in->pchunk != (int32_t)k) {
+            atm_ek_planes_build(in->x + c0, cc, in->ptab);
+            in->pchunk = (int32_t)k;
+        }
+        atm_ek_planes_rows(b + c0 / 4, nb, rows, cc / 4, in->ptab, out, i != 0);
+        if (++k == nch) k = 0;
+    }
+}
+#endif
+
 /* out[r] = sum_c T[r][c] * x[c] for r < rows (T is rows x cols). */
 static void matvec(const tview *T, int enc, uint32_t rows, uint32_t cols,
-                   const vin *in, int32_t *out) {
+                   vin *in, int32_t *out) {
     const int16_t *x = in->x;
+#ifdef ATM_PLANES
+    if (in->planes && enc == ATM_ENC_ATOME01 && cols % 4u == 0) {
+        planes_matvec(T->data, rows, cols, in, out);
+        return;
+    }
+#endif
     if (in->rk && cols % 4u == 0) {
         if (enc == ATM_ENC_ATOME01) { in->rk(T->data, rows, cols, in, out); return; }
 #ifdef ATM_T5_RECODE
@@ -734,6 +836,9 @@ int atm_engine_set_kernel(atm_engine *e, int kernel) {
     if (!e) return -1;
     switch (kernel) {
     case ATM_KERNEL_AUTO: case ATM_KERNEL_PORTABLE: break;
+#ifdef ATM_PLANES
+    case ATM_KERNEL_PLANES: break;
+#endif
 #ifdef ATM_T2_LUT
     case ATM_KERNEL_LUT: break;
 #endif
@@ -829,7 +934,7 @@ static void ssm_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
  * value rows are mixed with the weights realigned to the largest exponent.
  * The scores are computed a run of consecutive slots at a time into `wide`
  * (at most cap of them: the ring wraps at most once, wide holds cap). */
-static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, const vin *in,
+static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, vin *in,
                       uint32_t slot, uint32_t n, uint32_t oldest) {
     const atm_model *m = e->m;
     const int d = m->cfg.d_model, dh = m->cfg.d_head, W = e->window;

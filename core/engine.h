@@ -44,7 +44,7 @@
  * with SIMD, the pair-sum table on Cortex-M3/M4 and wasm without SIMD,
  * portable on Cortex-M0. */
 enum { ATM_KERNEL_AUTO = 0, ATM_KERNEL_PORTABLE = 1, ATM_KERNEL_LUT = 2, ATM_KERNEL_SSE2 = 3,
-       ATM_KERNEL_AVX2 = 4, ATM_KERNEL_AVX512 = 5, ATM_KERNEL_WASM = 6 };
+       ATM_KERNEL_AVX2 = 4, ATM_KERNEL_AVX512 = 5, ATM_KERNEL_WASM = 6, ATM_KERNEL_PLANES = 7 };
 
 typedef struct {
     const atm_model *m;

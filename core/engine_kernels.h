@@ -30,6 +30,16 @@
 /* out[r] = sum_c trit(b, r * cols + c) * x[c], rows x cols, cols % 4 == 0. */
 void atm_ek_matvec_ref(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *x, int32_t *out);
 
+/* The bit-plane row kernel (engine.c): build fills tab[cols * 4] (16
+ * subset sums per group of 4 columns of x, cols % 4 == 0); rows computes
+ * out[r] (= or += with add) = the dot of nbytes ATOME01 bytes at b + r *
+ * stride with the columns the table was built from. Together they equal
+ * atm_ek_matvec_ref. */
+void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab);
+extern const uint8_t atm_ek_pl[512];   /* the byte -> table offset maps (engine.c) */
+void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                        const int32_t *tab, int32_t *out, int add);
+
 /* sum_{i < n} trit_i * x[i] where trit_i is trit skip + i of the payload
  * bytes b (enc ATM_ENC_ATOME01: 0 <= skip < 4; ATOME02: 0 <= skip < 5):
  * the portable engine's row product, straight from the bytes (reads only

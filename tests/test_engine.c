@@ -212,8 +212,8 @@ static void test_random_models(void) {
             CHECK(ab == atm_engine_arena_bytes(&m2, cases[k].window));
             void *a1 = malloc(ab), *a2 = malloc(ab);
             atm_engine e1, e2;
-            const int kernels[3] = { ATM_KERNEL_PORTABLE, ATM_KERNEL_LUT, ATM_KERNEL_SSE2 };
-            for (int kk = 0; kk < 3; kk++) {
+            const int kernels[4] = { ATM_KERNEL_PORTABLE, ATM_KERNEL_LUT, ATM_KERNEL_SSE2, ATM_KERNEL_PLANES };
+            for (int kk = 0; kk < 4; kk++) {
                 CHECK(atm_engine_init(&e1, &m1, cases[k].window, a1, ab) == ATM_OK);
                 CHECK(atm_engine_init(&e2, &m2, cases[k].window, a2, ab) == ATM_OK);
                 if (atm_engine_set_kernel(&e1, kernels[kk]) != 0) continue;   /* not built here */

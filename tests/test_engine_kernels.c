@@ -93,7 +93,8 @@ static void test_matvec(void) {
     int16_t x[1024];
     int32_t ref[33], got[33], naive[33];
     atm_ek_vec *v = malloc(sizeof *v);
-    int bad_ref = 0, bad2 = 0, bad5 = 0, cases = 0;
+    int32_t *tab = malloc(1024 * 4 * sizeof(int32_t));
+    int bad_ref = 0, bad2 = 0, bad5 = 0, badp = 0, cases = 0;
     for (size_t ci = 0; ci < sizeof colss / sizeof colss[0]; ci++)
         for (size_t ri = 0; ri < sizeof rowss / sizeof rowss[0]; ri++)
             for (int p = 0; p < 4; p++) {
@@ -108,6 +109,21 @@ static void test_matvec(void) {
                 }
                 atm_ek_matvec_ref(b, rows, cols, x, ref);
                 bad_ref += memcmp(ref, naive, rows * sizeof(int32_t)) != 0;
+                /* the bit-plane kernel: whole rows, then as two column chunks added up */
+                memset(tab, 0x5A, 1024 * 4 * sizeof(int32_t));
+                atm_ek_planes_build(x, cols, tab);
+                memset(got, 0xA5, sizeof got);
+                atm_ek_planes_rows(b, cols / 4, rows, cols / 4, tab, got, 0);
+                badp += memcmp(ref, got, rows * sizeof(int32_t)) != 0;
+                const uint32_t h = cols / 8 * 4;
+                if (h > 0) {
+                    memset(got, 0xA5, sizeof got);
+                    atm_ek_planes_build(x, h, tab);
+                    atm_ek_planes_rows(b, cols / 4, rows, h / 4, tab, got, 0);
+                    atm_ek_planes_build(x + h, cols - h, tab);
+                    atm_ek_planes_rows(b + h / 4, cols / 4, rows, (cols - h) / 4, tab, got, 1);
+                    badp += memcmp(ref, got, rows * sizeof(int32_t)) != 0;
+                }
                 if (have2) {
                     memset(v, 0x5A, sizeof *v);        /* the prep must write everything the kernel reads */
                     atm_ek_prep_avx2(x, cols, v);
@@ -125,6 +141,8 @@ static void test_matvec(void) {
     CHECKF(bad_ref == 0, "matvec ref differs from the naive sum in %d of %d cases", bad_ref, cases);
     CHECKF(bad2 == 0, "matvec AVX2 differs in %d of %d cases", bad2, cases);
     CHECKF(bad5 == 0, "matvec AVX-512 differs in %d of %d cases", bad5, cases);
+    CHECKF(badp == 0, "matvec bit-plane kernel differs in %d of %d cases", badp, cases);
+    free(tab);
     free(v);
     free(mem);
 }
@@ -471,7 +489,7 @@ static void test_engine_sets(void) {
         { 37, 1, 11, 3, 2, 7, 200, 8 },      /* odd: the decode path */
         { 20, 2, 8, 5, 4, 4, 97, 12 },       /* attention only, small vocabulary */
     };
-    static const int sets[] = { ATM_KERNEL_LUT, ATM_KERNEL_SSE2, ATM_KERNEL_AVX2, ATM_KERNEL_AVX512 };
+    static const int sets[] = { ATM_KERNEL_LUT, ATM_KERNEL_SSE2, ATM_KERNEL_AVX2, ATM_KERNEL_AVX512, ATM_KERNEL_PLANES };
     static uint8_t text[160];
     for (size_t i = 0; i < sizeof text; i++) text[i] = (uint8_t)("Once upon a time, a small robot "[i % 32] + (i / 32));
     for (size_t s = 0; s < sizeof S / sizeof S[0]; s++)
