@@ -1,0 +1,112 @@
+/* tests/mcu/kernels.c — the engine's board kernels against their plain-C
+ * twins, on the board's own CPU under QEMU (atome-kt-<board>.elf, run by
+ * tests/node/mcu-kernels.test.mjs through tools/run-qemu). The host suite
+ * (tests/test_engine_kernels.c) cannot run Thumb-1 or Thumb-2 assembly; this
+ * can. Random inputs, extreme values and odd sizes; one line per kernel on
+ * stdout ("kernel cases bad"), exit 0 when every case agrees, 1 otherwise.
+ * Freestanding like the firmware: no C library, output through semihosting. */
+#include <stdint.h>
+#include "core/engine_kernels.h"
+#include "mcu/mcu.h"
+#include "mcu/semihost.h"
+
+/* what mcu/startup.c expects of an image */
+int mcu_standalone(void) { return 0; }
+void mcu_fault_line(uint32_t exception) { (void)exception; }
+
+/* in .bss, seeded by mcu_main: an image whose .data and .arena share a load
+ * segment has QEMU's loader fill the arena's size over flash */
+static uint32_t rng;
+static volatile uint32_t bss_pad[16];
+static uint32_t rnd32(void) { rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5; return rng; }
+static uint32_t rnd(uint32_t n) { return rnd32() % n; }
+/* value pattern p: 0 random, 1 all +lim, 2 all -lim, 3 alternating */
+static int32_t pick(int p, uint32_t i, int32_t lim) {
+    switch (p) {
+    case 1: return lim;
+    case 2: return -lim;
+    case 3: return (i & 1u) ? lim : -lim;
+    default: return (int32_t)(rnd(2u * (uint32_t)lim + 1u)) - lim;
+    }
+}
+
+/* mcu/libc_min.c */
+void *memset(void *d, int c, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+static size_t slen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
+
+static void out_str(const char *s) { sh_write_out(s, slen(s)); }
+static void out_u(uint32_t v) {
+    char b[12]; int n = 0;
+    do { b[n++] = (char)('0' + v % 10u); v /= 10u; } while (v);
+    while (n) { char c = b[--n]; sh_write_out(&c, 1); }
+}
+static int report(const char *name, uint32_t cases, uint32_t bad) {
+    out_str(name); out_str(" "); out_u(cases); out_str(" "); out_u(bad); out_str("\n");
+    return bad != 0;
+}
+
+#define MAXC 256
+#define MAXR 17
+/* the buffers live in the arena (the rest of RAM, mcu/link/common.ld):
+ * .bss must stay under the boards' arena minimum */
+extern uint8_t __arena_start[];
+#define WBUF (__arena_start)                                       /* MAXR * MAXC / 4 + 8 */
+#define XV   ((int16_t *)(void *)(__arena_start + 1152))           /* MAXC */
+#define TAB  ((int32_t *)(void *)(__arena_start + 1664))           /* MAXC * 4 */
+#define REF  ((int32_t *)(void *)(__arena_start + 5760))           /* MAXR */
+#define GOT  ((int32_t *)(void *)(__arena_start + 5832))           /* MAXR, ends at 5900 */
+
+#if defined(__ARM_ARCH_6M__)
+#define HAVE_M0 1
+void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                           const int32_t *tab, int32_t *out, int add);
+/* the Thumb-1 bit-plane rows (nbytes % 4 == 0) against atm_ek_matvec_ref,
+ * whole rows and as two column chunks (the second added) */
+static int test_planes(void) {
+    static const uint32_t colss[] = { 16, 32, 48, 64, 80, 128, 144, 256 };
+    static const uint32_t rowss[] = { 1, 2, 3, 7, 16, 17 };
+    static const uint8_t codes[3] = { 0, 1, 3 };
+    uint32_t cases = 0, bad = 0;
+    for (unsigned ci = 0; ci < sizeof colss / sizeof colss[0]; ci++)
+        for (unsigned ri = 0; ri < sizeof rowss / sizeof rowss[0]; ri++)
+            for (int p = 0; p < 4; p++) {
+                const uint32_t cols = colss[ci], rows = rowss[ri], nb = cols / 4;
+                uint8_t *b = WBUF + (p & 1);                  /* odd addresses too */
+                for (uint32_t i = 0; i < rows * nb; i++) {
+                    uint8_t v = 0;
+                    for (int k = 0; k < 4; k++) v = (uint8_t)(v | codes[p == 1 ? 1 : (p == 2 ? 2 : rnd(3))] << (2 * k));
+                    b[i] = v;
+                }
+                for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, 32767);
+                atm_ek_matvec_ref(b, rows, cols, XV, REF);
+                atm_ek_planes_build(XV, cols, TAB);
+                memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                atm_ek_planes_rows_m0(b, nb, rows, nb, TAB, GOT, 0);
+                bad += memcmp(REF, GOT, rows * sizeof(int32_t)) != 0;
+                cases++;
+                const uint32_t h = cols / 16 * 8;             /* both halves a multiple of 4 bytes? */
+                if (h % 16u == 0 && (cols - h) % 16u == 0 && h > 0) {
+                    memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                    atm_ek_planes_build(XV, h, TAB);
+                    atm_ek_planes_rows_m0(b, nb, rows, h / 4, TAB, GOT, 0);
+                    atm_ek_planes_build(XV + h, cols - h, TAB);
+                    atm_ek_planes_rows_m0(b + h / 4, nb, rows, (cols - h) / 4, TAB, GOT, 1);
+                    bad += memcmp(REF, GOT, rows * sizeof(int32_t)) != 0;
+                    cases++;
+                }
+            }
+    return report("planes_rows_m0", cases, bad);
+}
+#endif
+
+int mcu_main(void) {
+    int fail = 0;
+    rng = 0x9E3779B9u;
+    bss_pad[0] = rng;
+#if defined(__ARM_ARCH_6M__)
+    fail |= test_planes();
+#endif
+    out_str(fail ? "FAIL\n" : "ok\n");
+    return fail ? 1 : 0;
+}
