@@ -412,7 +412,7 @@ static int kernel_fits(int k, int d) {
 }
 static int pick_kernel(int want, int d) {
     static const int order[] = { ATM_KERNEL_AVX512, ATM_KERNEL_AVX2, ATM_KERNEL_SSE2, ATM_KERNEL_WASM,
-                                 ATM_KERNEL_PLANES, ATM_KERNEL_LUT };
+                                 ATM_KERNEL_LUT, ATM_KERNEL_PLANES };
     if (want != ATM_KERNEL_AUTO) return kernel_fits(want, d) ? want : ATM_KERNEL_PORTABLE;
     for (unsigned i = 0; i < sizeof order / sizeof order[0]; i++)
         if (kernel_fits(order[i], d)) return order[i];
@@ -655,11 +655,23 @@ typedef struct {
     int conv_ch;
 } kset;
 
+#if !defined(__ARM_ARCH_6M__) || defined(ATM_ENGINE_PORTABLE)
 static const kset KS_REF = {
     atm_ek_dots_ref, atm_ek_mix_ref, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
     atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_ref, atm_ek_ssm_ref,
     atm_ek_conv_ref, atm_ek_scores_ref, CH
 };
+#endif
+#if defined(__ARM_ARCH_6M__) && !defined(ATM_ENGINE_PORTABLE)
+/* Cortex-M0 / M0+: no 32 x 32 -> 64 multiply; the 32-bit versions where
+ * they exist (engine_kernels.h), the twins elsewhere */
+#define ATM_KS_M0 1
+static const kset KS_M0 = {
+    atm_ek_dots_ref, atm_ek_mix_ref, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
+    atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_i32, atm_ek_ssm_i32,
+    atm_ek_conv_ref, atm_ek_scores_ref, CH
+};
+#endif
 #ifdef ATM_EK_X86
 #define CONV_CH_X86 1024      /* trits per conv chunk on x86 (a 1 KiB stack buffer) */
 static const kset KS_AVX2 = {
@@ -674,6 +686,7 @@ static const kset KS_AVX512 = {
 };
 #endif
 
+
 static const kset *pick_kset(int kernel) {
 #ifdef ATM_EK_X86
     if (kernel == ATM_KERNEL_AVX2) return &KS_AVX2;
@@ -681,7 +694,11 @@ static const kset *pick_kset(int kernel) {
 #else
     (void)kernel;
 #endif
+#ifdef ATM_KS_M0
+    return &KS_M0;
+#else
     return &KS_REF;
+#endif
 }
 
 /* x[c] = clamp(x[c] + round(v[c] * mul / 2^s)) for c < n */

@@ -92,6 +92,11 @@ void atm_ek_ln_out_ref(int16_t *u, const uint8_t *g, const uint8_t *b, int d, in
  * 2^30), |s| <= 2^30 - 1. */
 void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 
+/* The same integers as atm_ek_ln_out_ref / atm_ek_ssm_ref from 32-bit
+ * products only (engine_ref.c; the Cortex-M0 set), any arguments. */
+void atm_ek_ln_out_i32(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
+void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
+
 /* Conv taps of channels [0, nc): acc[c] = t[c K] u[c] + sum_{j=1}^{taps-1}
  * t[c K + j] * (ring_j[c] << e_j), where ring_j = ring + slot_j * ld is the
  * row of the position j back, slot_j = (next - j) mod kh, e_j = rexp[slot_j]

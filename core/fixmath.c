@@ -18,17 +18,19 @@ static const int32_t EXP2_C[8] = {
 uint32_t atm_exp_q16(int32_t x) {
     if (x >= 0) return 1u << 24;
     /* y = x * log2(e) in Q46 exactly (|y| < 2^62): n = floor(y), the
-     * fraction is kept to Q30 (floor) */
-    int64_t y = (int64_t)x * LOG2E_Q30;
-    int64_t n = atm_asr64(y, 46);                  /* integer part, <= -1 */
+     * fraction is kept to Q30 (floor). Every product below is 32 x 32 bits
+     * (atm_smull: the Cortex-M0 builds it from 16-bit halves instead of a
+     * 64 x 64 libgcc multiply) and every shift a constant. */
+    const int64_t y = atm_smull(x, LOG2E_Q30);
+    const int64_t n = atm_asr64(y, 46);            /* integer part, <= -1 */
     if (n < -26) return 0;
-    int64_t f = (y - n * ((int64_t)1 << 46)) >> 16; /* [0, 2^30): fractional part */
-    /* g = f - 1/2 in Q30: [-2^29, 2^29) */
-    int64_t g = f - ((int64_t)1 << 29);
-    int64_t p = EXP2_C[7];
-    for (int k = 6; k >= 0; k--) p = atm_rnd64(p * g, 30) + EXP2_C[k];
+    /* g = f - 1/2 in Q30, f = y - n 2^46 (in [0, 2^46)) >> 16: [-2^29, 2^29) */
+    const int32_t g = (int32_t)((uint64_t)y >> 16 & 0x3FFFFFFFu) - (1 << 29);
+    /* Horner: |p| < 2^31 at every step (2^g in [2^-1/2, 2^1/2] in Q30) */
+    int32_t p = EXP2_C[7];
+    for (int k = 6; k >= 0; k--) p = (int32_t)atm_asr64(atm_smull(p, g) + ((int64_t)1 << 29), 30) + EXP2_C[k];
     /* 2^f = sqrt(2) * 2^g in Q30, in [2^30, 2^31] */
-    int64_t v = atm_rnd64(p * SQRT2_Q30, 30);
+    const int64_t v = atm_asr64(atm_smull(p, SQRT2_Q30) + ((int64_t)1 << 29), 30);
     /* Q30 -> Q24 and times 2^n */
     return (uint32_t)atm_rnd64(v, 6 - (int)n);
 }

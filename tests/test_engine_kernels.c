@@ -232,9 +232,9 @@ static const int lens[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 12
 static void test_elementwise(void) {
     const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2), run5 = atm_ek_x86_supported(ATM_KERNEL_AVX512);
     int32_t *x0 = malloc(1024 * 4), *x1 = malloc(1024 * 4), *v = malloc(1024 * 4), *s0 = malloc(1024 * 4), *s1 = malloc(1024 * 4);
-    int32_t *x2 = malloc(1024 * 4);
-    int16_t *u2 = malloc(1024 * 2);
-    int bad5 = 0;
+    int32_t *x2 = malloc(1024 * 4), *x3 = malloc(1024 * 4);
+    int16_t *u2 = malloc(1024 * 2), *u3 = malloc(1024 * 2);
+    int bad5 = 0, badi = 0;
     int16_t *u0 = malloc(1024 * 2), *u1 = malloc(1024 * 2);
     int8_t *q0 = malloc(1024), *q1 = malloc(1024);
     uint8_t *g = malloc(2 * 1024 + 1), *b = malloc(2 * 1024 + 1), *kx = malloc(1024);
@@ -305,8 +305,12 @@ static void test_elementwise(void) {
                         g[1 + 2 * i] = (uint8_t)gv; g[2 + 2 * i] = (uint8_t)((uint32_t)gv >> 8);
                         b[1 + 2 * i] = (uint8_t)bv; b[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
                     }
+                    if (p == 2) u0[0] = u1[0] = -32768;                     /* ln_center's extreme */
                     memcpy(u2, u0, (size_t)n * 2);
+                    memcpy(u3, u0, (size_t)n * 2);
                     atm_ek_ln_out_ref(u0, g + 1, b + 1, n, r15, sg, sb);     /* odd addresses */
+                    atm_ek_ln_out_i32(u3, g + 1, b + 1, n, r15, sg, sb);
+                    badi += memcmp(u0, u3, (size_t)n * 2) != 0;
                     if (run5) { atm_ek_ln_out_avx512(u2, g + 1, b + 1, n, r15, sg, sb); bad5 += memcmp(u0, u2, (size_t)n * 2) != 0; }
                     if (run) atm_ek_ln_out_avx2(u1, g + 1, b + 1, n, r15, sg, sb); else memcpy(u1, u0, (size_t)n * 2);
                     bad[6] += memcmp(u0, u1, (size_t)n * 2) != 0;
@@ -321,7 +325,10 @@ static void test_elementwise(void) {
                     b[1 + 2 * i] = (uint8_t)bv; b[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
                 }
                 memcpy(x2, s0, (size_t)n * 4);
+                memcpy(x3, s0, (size_t)n * 4);
                 atm_ek_ssm_ref(s0, g + 1, b + 1, u0, n, sb);
+                atm_ek_ssm_i32(x3, g + 1, b + 1, u0, n, sb);
+                badi += memcmp(s0, x3, (size_t)n * 4) != 0;
                 if (run5) { atm_ek_ssm_avx512(x2, g + 1, b + 1, u0, n, sb); bad5 += memcmp(s0, x2, (size_t)n * 4) != 0; }
                 if (run) atm_ek_ssm_avx2(s1, g + 1, b + 1, u0, n, sb); else memcpy(s1, s0, (size_t)n * 4);
                 bad[7] += memcmp(s0, s1, (size_t)n * 4) != 0;
@@ -343,6 +350,8 @@ static void test_elementwise(void) {
         CHECKF(bad_def[k] == 0, "%s: twin differs from its definition in %d entries", names[k], bad_def[k]);
     }
     CHECKF(bad5 == 0, "AVX-512 elementwise kernels differ from the twins in %d cases", bad5);
+    CHECKF(badi == 0, "32-bit ln_out / ssm (the Cortex-M0 set) differ from the twins in %d cases", badi);
+    free(x3); free(u3);
     printf("elementwise: AVX2 %s, AVX-512 %s\n", run ? "tested" : "not on this CPU", run5 ? "tested" : "not on this CPU");
     free(x0); free(x1); free(x2); free(v); free(s0); free(s1); free(u0); free(u1); free(u2); free(q0); free(q1); free(g); free(b); free(kx);
 }

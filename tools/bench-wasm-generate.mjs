@@ -36,7 +36,7 @@ const wasmFile = path.join(wasmDir, 'atome.wasm');
 if (!existsSync(wasmFile)) die(`missing ${wasmFile}: build it with 'cmake --preset wasm && cmake --build --preset wasm'`);
 if (!existsSync(args.model)) die(`missing ${args.model}`);
 
-const KERNELS = [['portable', 1], ['lut', 2], ['wasm', 6]];
+const KERNELS = [['portable', 1], ['lut', 2], ['planes', 7], ['wasm', 6]];
 const atome = await loadAtome(readFileSync(wasmFile));
 const model = readFileSync(args.model);
 const sets = [];

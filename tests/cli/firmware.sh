@@ -268,7 +268,7 @@ void atome_idle(void) { fflush(stdout); }
 int main(void) { return atome_model_main(); }
 EOF2
 C="$SRC/core"
-if cc -std=c99 -O1 -I"$C" ex/host.c ex/atome_model.c "$C/engine.c" "$C/engine_x86.c" "$C/engine_wasm.c" "$C/container.c" \
+if cc -std=c99 -O1 -I"$C" ex/host.c ex/atome_model.c "$C/engine.c" "$C/engine_ref.c" "$C/engine_m0.c" "$C/engine_x86.c" "$C/engine_wasm.c" "$C/container.c" \
       "$C/fixmath.c" "$C/format.c" "$C/sampler.c" "$C/fwsettings.c" -o ex/run 2> ex/cc.err; then
     ./ex/run > ex/run.out; rc=$?
     "$ATOME" generate --model a60k.atome --prompt "Once upon a time" --n 90 --temperature 0.8 --top-k 40 --seed 9 --window 32 > ex/gen.out
