@@ -92,10 +92,16 @@ void atm_ek_ln_out_ref(int16_t *u, const uint8_t *g, const uint8_t *b, int d, in
  * 2^30), |s| <= 2^30 - 1. */
 void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 
-/* The same integers as atm_ek_ln_out_ref / atm_ek_ssm_ref from 32-bit
- * products only (engine_ref.c; the Cortex-M0 set), any arguments. */
+/* The same integers as atm_ek_ln_out_ref / atm_ek_ssm_ref / atm_ek_addsc_ref
+ * / atm_ek_scale_ref from 32-bit products only (engine_m0.c; the Cortex-M0
+ * set), any arguments. */
 void atm_ek_ln_out_i32(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
 void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
+void atm_ek_addsc_i32(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+void atm_ek_scale_i32(int32_t *v, int n, int32_t mul, int s);
+/* atm_ek_mix_ref / atm_ek_dots_ref a word of int8 values at a time (engine_m0.c) */
+void atm_ek_mix_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
+void atm_ek_dots_m0(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);
 
 /* Conv taps of channels [0, nc): acc[c] = t[c K] u[c] + sum_{j=1}^{taps-1}
  * t[c K + j] * (ring_j[c] << e_j), where ring_j = ring + slot_j * ld is the

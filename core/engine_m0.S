@@ -105,3 +105,173 @@ atm_ek_planes_rows_m0:
     pop {r4, r5, r6, r7, pc}
     .ltorg
     .size atm_ek_planes_rows_m0, . - atm_ek_planes_rows_m0
+
+/* ---- the residual update and the logit scale ----------------------------
+ * void atm_ek_addsc_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+ * void atm_ek_scale_m0(int32_t *v, int n, int32_t mul, int s);
+ * 1 <= s <= 31, n >= 1 (the C wrappers in engine_m0.c check; twins:
+ * atm_ek_addsc_ref / atm_ek_scale_ref). r = round(v mul / 2^s) from the
+ * 64-bit product built in (r3:r2) from four 16 x 16-bit products, plus
+ * 2^(s-1), shifted as two words; a quotient beyond int32 is beyond every
+ * clamp (|x| <= 2^30 - 1), so only its sign counts. Then x + r (or r)
+ * clamped to +-(2^30 - 1). 45 instructions an element.
+ *   r8 ml = mul & 0xFFFF   r9 mh = mul >> 16   r10 2^(s-1)   r11 s
+ *   r12 32 - s             lr end of x (or v) */
+    .macro MULSH              /* v in r4 -> r in r2; r3..r7 clobbered; branches to 8f when |r| >= 2^31 */
+    uxth r5, r4
+    asrs r4, r4, #16
+    mov  r2, r8
+    muls r2, r5               /* lo = vl ml */
+    mov  r3, r9
+    muls r3, r4               /* hi = vh mh */
+    mov  r6, r9
+    muls r6, r5               /* vl mh */
+    mov  r7, r8
+    muls r7, r4               /* vh ml */
+    lsls r4, r6, #16
+    asrs r6, r6, #16
+    adds r2, r2, r4
+    adcs r3, r6
+    lsls r4, r7, #16
+    asrs r7, r7, #16
+    adds r2, r2, r4
+    adcs r3, r7
+    mov  r4, r10
+    movs r5, #0
+    adds r2, r2, r4
+    adcs r3, r5               /* + 2^(s-1) */
+    mov  r4, r11
+    lsrs r2, r4
+    movs r5, r3
+    mov  r6, r12
+    lsls r5, r6
+    orrs r2, r5               /* low word of the shifted product */
+    asrs r3, r4               /* its high word */
+    asrs r5, r2, #31
+    cmp  r5, r3
+    bne  8f
+    .endm
+
+    .macro MS_SETUP mulreg, sreg   /* mul, s -> r8..r12 */
+    uxth r4, \mulreg
+    mov  r8, r4
+    asrs r4, \mulreg, #16
+    mov  r9, r4
+    movs r4, #1
+    subs r5, \sreg, #1
+    lsls r4, r5
+    mov  r10, r4
+    mov  r11, \sreg
+    movs r4, #32
+    subs r4, r4, \sreg
+    mov  r12, r4
+    .endm
+
+    .macro MS_PUSH
+    push {r4, r5, r6, r7, lr}
+    mov r4, r8
+    mov r5, r9
+    mov r6, r10
+    mov r7, r11
+    push {r4, r5, r6, r7}
+    mov r4, r12
+    push {r4}
+    .endm
+
+    .macro MS_POP
+    pop {r4}
+    mov r12, r4
+    pop {r4, r5, r6, r7}
+    mov r8, r4
+    mov r9, r5
+    mov r10, r6
+    mov r11, r7
+    pop {r4, r5, r6, r7, pc}
+    .endm
+
+    .align 2
+    .global atm_ek_addsc_m0
+    .type atm_ek_addsc_m0, %function
+    .thumb_func
+atm_ek_addsc_m0:
+    MS_PUSH
+    /* 10 words pushed: s at [sp, #40] */
+    ldr  r7, [sp, #40]
+    MS_SETUP r3, r7
+    lsls r2, r2, #2
+    adds r2, r0, r2
+    mov  lr, r2               /* end of x */
+1:
+    ldm  r1!, {r4}
+    MULSH
+    ldr  r4, [r0]
+    adds r4, r4, r2
+    bvs  8f                   /* x + r beyond int32: r's sign (r3) decides */
+3:
+    ldr  r5, .Llim
+    cmp  r4, r5
+    bgt  5f
+    cmn  r4, r5
+    blt  6f
+4:
+    str  r4, [r0]
+    adds r0, #4
+    cmp  r0, lr
+    bne  1b
+    MS_POP
+5:  movs r4, r5               /* + limit */
+    b    4b
+6:  rsbs r4, r5, #0           /* - limit */
+    b    4b
+8:  ldr  r5, .Llim            /* |r| >= 2^31, or x + r overflowed: r3 holds r's sign */
+    movs r4, r5
+    cmp  r3, #0
+    bge  4b
+    rsbs r4, r5, #0
+    b    4b
+    .align 2
+.Llim:
+    .word 0x3FFFFFFF
+    .size atm_ek_addsc_m0, . - atm_ek_addsc_m0
+
+    .align 2
+    .global atm_ek_scale_m0
+    .type atm_ek_scale_m0, %function
+    .thumb_func
+atm_ek_scale_m0:
+    MS_PUSH
+    MS_SETUP r2, r3
+    lsls r1, r1, #2
+    adds r1, r0, r1
+    mov  lr, r1               /* end of v */
+    movs r1, r0               /* read and write pointers */
+1:
+    ldm  r1!, {r4}
+    MULSH
+    movs r4, r2
+3:
+    ldr  r5, .Llim2
+    cmp  r4, r5
+    bgt  5f
+    cmn  r4, r5
+    blt  6f
+4:
+    str  r4, [r0]
+    adds r0, #4
+    cmp  r0, lr
+    bne  1b
+    MS_POP
+5:  movs r4, r5
+    b    4b
+6:  rsbs r4, r5, #0
+    b    4b
+8:  ldr  r5, .Llim2
+    movs r4, r5
+    cmp  r3, #0
+    bge  4b
+    rsbs r4, r5, #0
+    b    4b
+    .align 2
+.Llim2:
+    .word 0x3FFFFFFF
+    .size atm_ek_scale_m0, . - atm_ek_scale_m0

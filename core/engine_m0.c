@@ -60,3 +60,96 @@ void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16
         s[c] = v > X_LIM ? X_LIM : (v < -X_LIM ? -X_LIM : v);
     }
 }
+
+/* ---- attention: the mix and the dot products ----
+ * Four int8 values are one aligned word load (little endian: value k in
+ * bits 8k .. 8k + 7); both need 4-aligned rows (base and the row length a
+ * multiple of 4, as the engine's caches are) and call the twins otherwise. */
+static inline int32_t sb0(uint32_t v) { return (int32_t)(int8_t)(uint8_t)v; }
+static inline int32_t sb1(uint32_t v) { return (int32_t)(v << 16) >> 24; }
+static inline int32_t sb2(uint32_t v) { return (int32_t)(v << 8) >> 24; }
+static inline int32_t sb3(uint32_t v) { return (int32_t)v >> 24; }
+static inline uint32_t ld32(const int8_t *p) { return *(const uint32_t *)(const void *)p; }
+
+/* atm_ek_mix_ref: four output columns at a time, the rows' words summed
+ * with their weights in four registers (no stack arrays: the micro:bit's
+ * stack is nearly full where attention runs) */
+void atm_ek_mix_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out) {
+    if ((((uintptr_t)base | (uint32_t)d) & 3u) != 0) { atm_ek_mix_ref(w, idx, base, n, d, out); return; }
+    for (int c = 0; c < d; c += 4) {
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        const int8_t *col = base + c;
+        for (int i = 0; i < n; i++) {
+            const uint32_t v = ld32(col + (size_t)idx[i] * (size_t)d);
+            const int32_t wi = w[i];
+            a0 += wi * sb0(v); a1 += wi * sb1(v); a2 += wi * sb2(v); a3 += wi * sb3(v);
+        }
+        out[c] = a0; out[c + 1] = a1; out[c + 2] = a2; out[c + 3] = a3;
+    }
+}
+
+/* atm_ek_dots_ref, each key row read a word (four values) at a time */
+void atm_ek_dots_m0(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out) {
+    if ((((uintptr_t)k | (uint32_t)dh) & 3u) != 0) { atm_ek_dots_ref(q, k, dh, n, out); return; }
+    for (int j = 0; j < n; j++, k += dh) {
+        int32_t acc = 0;
+        for (int t = 0; t < dh; t += 4) {
+            const uint32_t v = ld32(k + t);
+            acc += q[t] * sb0(v) + q[t + 1] * sb1(v) + q[t + 2] * sb2(v) + q[t + 3] * sb3(v);
+        }
+        out[j] = acc;
+    }
+}
+
+/* ---- the residual update and the logit scale ----
+ * round(v mul / 2^s) for 1 <= s <= 31 from the 64-bit product built as
+ * (hi, lo) words from four 16-bit products, and shifted as two 32-bit words
+ * (libgcc's variable 64-bit shift is a call); a quotient that does not fit
+ * int32 is beyond every clamp (|x| <= 2^30 - 1), so only its sign counts.
+ * Other shifts: the twins. */
+static inline int64_t mulsh(int32_t v, uint32_t ml, int32_t mh, uint32_t half, int s) {
+    const uint32_t vl = (uint32_t)v & 0xFFFFu;
+    const int32_t vh = v >> 16;
+    uint32_t lo = vl * ml;
+    int32_t hi = vh * mh;
+    const int32_t m1 = (int32_t)vl * mh, m2 = vh * (int32_t)ml;     /* |.| < 2^31 */
+    uint32_t t = (uint32_t)m1 << 16;
+    lo += t; hi += (m1 >> 16) + (int32_t)(lo < t);
+    t = (uint32_t)m2 << 16;
+    lo += t; hi += (m2 >> 16) + (int32_t)(lo < t);
+    lo += half; hi += (int32_t)(lo < half);
+    const uint32_t rlo = (lo >> s) | ((uint32_t)hi << (32 - s));
+    const int32_t rhi = hi >> s;
+    if (rhi != ((int32_t)rlo >> 31)) return rhi < 0 ? -((int64_t)1 << 32) : ((int64_t)1 << 32);
+    return (int32_t)rlo;
+}
+
+#if defined(__ARM_ARCH_6M__) && defined(ATM_PLANES_M0_ASM)
+/* engine_m0.S: the same in Thumb-1, 45 instructions an element */
+#define ADDSC_ASM 1
+void atm_ek_addsc_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+void atm_ek_scale_m0(int32_t *v, int n, int32_t mul, int s);
+#endif
+
+void atm_ek_addsc_i32(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
+    if (s < 1 || s > 31) { atm_ek_addsc_ref(x, v, n, mul, s); return; }
+#ifdef ADDSC_ASM
+    if (n > 0) atm_ek_addsc_m0(x, v, n, mul, s);
+    return;
+#endif
+    const uint32_t ml = (uint32_t)mul & 0xFFFFu, half = (uint32_t)1 << (s - 1);
+    const int32_t mh = mul >> 16;
+    for (int c = 0; c < n; c++)
+        x[c] = atm_clamp32((int64_t)x[c] + mulsh(v[c], ml, mh, half, s), X_LIM);
+}
+
+void atm_ek_scale_i32(int32_t *v, int n, int32_t mul, int s) {
+    if (s < 1 || s > 31) { atm_ek_scale_ref(v, n, mul, s); return; }
+#ifdef ADDSC_ASM
+    if (n > 0) atm_ek_scale_m0(v, n, mul, s);
+    return;
+#endif
+    const uint32_t ml = (uint32_t)mul & 0xFFFFu, half = (uint32_t)1 << (s - 1);
+    const int32_t mh = mul >> 16;
+    for (int c = 0; c < n; c++) v[c] = atm_clamp32(mulsh(v[c], ml, mh, half, s), X_LIM);
+}

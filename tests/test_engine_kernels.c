@@ -154,7 +154,7 @@ static void test_dots_mix(void) {
     int16_t q[512];
     int8_t *k = malloc(65 * 512 + 1);
     int32_t ref[65], got[65];
-    int bad_ref = 0, bad = 0, cases = 0;
+    int bad_ref = 0, bad = 0, bad_m0 = 0, cases = 0;
     for (size_t di = 0; di < sizeof dhs / sizeof dhs[0]; di++)
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
             for (int p = 0; p < 4; p++) {
@@ -172,17 +172,21 @@ static void test_dots_mix(void) {
                     atm_ek_dots_avx2(q, kk, dh, n, got);
                     bad += memcmp(ref, got, (size_t)n * sizeof(int32_t)) != 0;
                 }
+                memset(got, 0x5A, sizeof got);
+                atm_ek_dots_m0(q, kk, dh, n, got);                /* aligned rows for even p */
+                bad_m0 += memcmp(ref, got, (size_t)n * sizeof(int32_t)) != 0;
                 cases++;
             }
     CHECKF(bad_ref == 0, "dots ref wrong in %d entries", bad_ref);
     CHECKF(bad == 0, "dots AVX2 differs in %d of %d cases", bad, cases);
+    CHECKF(bad_m0 == 0, "dots of the Cortex-M0 set differs in %d of %d cases", bad_m0, cases);
     free(k);
 
     static const int ds[] = { 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1024 };
     static const int ms[] = { 1, 2, 3, 4, 5, 8, 64 };
     int8_t *rows_mem = malloc(64 * 1024 + 1);
     int32_t w[64], idx[64], *mref = malloc(1024 * sizeof(int32_t)), *mgot = malloc(1024 * sizeof(int32_t));
-    bad_ref = bad = cases = 0;
+    bad_ref = bad = bad_m0 = cases = 0;
     for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++)
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
             for (int p = 0; p < 4; p++) {
@@ -207,10 +211,14 @@ static void test_dots_mix(void) {
                     atm_ek_mix_avx2(w, idx, base, n, d, mgot);
                     bad += memcmp(mref, mgot, (size_t)d * sizeof(int32_t)) != 0;
                 }
+                memset(mgot, 0x5A, 1024 * sizeof(int32_t));
+                atm_ek_mix_m0(w, idx, base, n, d, mgot);
+                bad_m0 += memcmp(mref, mgot, (size_t)d * sizeof(int32_t)) != 0;
                 cases++;
             }
     CHECKF(bad_ref == 0, "mix ref wrong in %d entries", bad_ref);
     CHECKF(bad == 0, "mix AVX2 differs in %d of %d cases", bad, cases);
+    CHECKF(bad_m0 == 0, "mix of the Cortex-M0 set differs in %d of %d cases", bad_m0, cases);
     free(rows_mem); free(mref); free(mgot);
 }
 
@@ -248,7 +256,10 @@ static void test_elementwise(void) {
                 const int32_t mul = p == 1 ? INT32_MAX : (p == 2 ? -INT32_MAX : (int32_t)(atm_rng_u32(&rng) >> (sh % 20)));
                 for (int i = 0; i < n; i++) { x0[i] = x1[i] = pick(p, (uint32_t)i, XL); v[i] = pick(p == 3 ? 0 : p, (uint32_t)i, INT32_MAX); }
                 memcpy(x2, x1, (size_t)n * 4);
+                memcpy(x3, x1, (size_t)n * 4);
+                atm_ek_addsc_i32(x3, v, n, mul, sh);
                 atm_ek_addsc_ref(x0, v, n, mul, sh);
+                badi += memcmp(x0, x3, (size_t)n * 4) != 0;
                 if (run) atm_ek_addsc_avx2(x1, v, n, mul, sh);
                 if (run5) { atm_ek_addsc_avx512(x2, v, n, mul, sh); bad5 += memcmp(x0, x2, (size_t)n * 4) != 0; }
                 for (int i = 0; i < n; i++) {
@@ -258,7 +269,10 @@ static void test_elementwise(void) {
                 bad[0] += run && memcmp(x0, x1, (size_t)n * 4) != 0;
                 memcpy(x0, v, (size_t)n * 4); memcpy(x1, v, (size_t)n * 4);
                 memcpy(x2, v, (size_t)n * 4);
+                memcpy(x3, v, (size_t)n * 4);
                 atm_ek_scale_ref(x0, n, mul, sh);
+                atm_ek_scale_i32(x3, n, mul, sh);
+                badi += memcmp(x0, x3, (size_t)n * 4) != 0;
                 if (run) atm_ek_scale_avx2(x1, n, mul, sh);
                 if (run5) { atm_ek_scale_avx512(x2, n, mul, sh); bad5 += memcmp(x0, x2, (size_t)n * 4) != 0; }
                 for (int i = 0; i < n; i++) bad_def[1] += x0[i] != clampl(rnd_div((int64_t)v[i] * mul, sh), XL);
@@ -350,7 +364,7 @@ static void test_elementwise(void) {
         CHECKF(bad_def[k] == 0, "%s: twin differs from its definition in %d entries", names[k], bad_def[k]);
     }
     CHECKF(bad5 == 0, "AVX-512 elementwise kernels differ from the twins in %d cases", bad5);
-    CHECKF(badi == 0, "32-bit ln_out / ssm (the Cortex-M0 set) differ from the twins in %d cases", badi);
+    CHECKF(badi == 0, "32-bit addsc / scale / ln_out / ssm (the Cortex-M0 set) differ from the twins in %d cases", badi);
     free(x3); free(u3);
     printf("elementwise: AVX2 %s, AVX-512 %s\n", run ? "tested" : "not on this CPU", run5 ? "tested" : "not on this CPU");
     free(x0); free(x1); free(x2); free(v); free(s0); free(s1); free(u0); free(u1); free(u2); free(q0); free(q1); free(g); free(b); free(kx);

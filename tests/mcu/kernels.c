@@ -6,6 +6,7 @@
  * stdout ("kernel cases bad"), exit 0 when every case agrees, 1 otherwise.
  * Freestanding like the firmware: no C library, output through semihosting. */
 #include <stdint.h>
+#include <stddef.h>
 #include "core/engine_kernels.h"
 #include "mcu/mcu.h"
 #include "mcu/semihost.h"
@@ -50,12 +51,101 @@ static int report(const char *name, uint32_t cases, uint32_t bad) {
 #define MAXR 17
 /* the buffers live in the arena (the rest of RAM, mcu/link/common.ld):
  * .bss must stay under the boards' arena minimum */
-extern uint8_t __arena_start[];
+extern uint8_t __arena_start[], __arena_end[];
+#define ARENA_USED 14528u
 #define WBUF (__arena_start)                                       /* MAXR * MAXC / 4 + 8 */
 #define XV   ((int16_t *)(void *)(__arena_start + 1152))           /* MAXC */
 #define TAB  ((int32_t *)(void *)(__arena_start + 1664))           /* MAXC * 4 */
 #define REF  ((int32_t *)(void *)(__arena_start + 5760))           /* MAXR */
 #define GOT  ((int32_t *)(void *)(__arena_start + 5832))           /* MAXR, ends at 5900 */
+
+/* the M0 set's elementwise kernels (Thumb-1 addsc / scale, 32-bit C
+ * ln_out / ssm, word-at-a-time mix / dots) against the twins, as compiled
+ * for this CPU: every shift, extreme multipliers, values and lengths */
+#define X_L ((1 << 30) - 1)
+#define EV   ((int32_t *)(void *)(__arena_start + 6144))          /* 256 words each */
+#define EX0  ((int32_t *)(void *)(__arena_start + 7168))
+#define EX1  ((int32_t *)(void *)(__arena_start + 8192))
+#define EU0  ((int16_t *)(void *)(__arena_start + 9216))
+#define EU1  ((int16_t *)(void *)(__arena_start + 9728))
+#define EG   (__arena_start + 10240)                              /* 513 bytes each */
+#define EB   (__arena_start + 10784)
+#define EK   ((int8_t *)(__arena_start + 11328))                  /* 3200 int8, ends at 14528 (the micro:bit arena: 14,776 B) */
+static int test_elementwise(void) {
+    static const int lens[] = { 1, 2, 3, 7, 16, 17, 64, 65, 256 };
+    uint32_t cases = 0, bad_a = 0, bad_s = 0, bad_l = 0, bad_m = 0;
+    for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int p = 0; p < 4; p++) {
+            const int n = lens[li];
+            for (int sh = 1; sh <= 62; sh += (sh < 34 ? 1 : 9)) {
+                const int32_t mul = p == 1 ? INT32_MAX : (p == 2 ? -INT32_MAX : (int32_t)(rnd32() >> (sh % 20)));
+                for (int i = 0; i < n; i++) { EX0[i] = EX1[i] = pick(p, (uint32_t)i, X_L); EV[i] = pick(p == 3 ? 0 : p, (uint32_t)i, INT32_MAX); }
+                atm_ek_addsc_ref(EX0, EV, n, mul, sh);
+                atm_ek_addsc_i32(EX1, EV, n, mul, sh);
+                bad_a += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                for (int i = 0; i < n; i++) EX0[i] = EX1[i] = EV[i];
+                atm_ek_scale_ref(EX0, n, mul, sh);
+                atm_ek_scale_i32(EX1, n, mul, sh);
+                bad_s += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                cases++;
+            }
+            for (int sg = 1; sg <= 62; sg += 3)
+                for (int sb = -16; sb <= 30; sb += 5) {
+                    const int32_t r15 = (int32_t)(16384 + rnd(16385));
+                    for (int i = 0; i < n; i++) {
+                        EU0[i] = EU1[i] = (int16_t)pick(p, (uint32_t)i, 32767);
+                        const int32_t gv = pick(p == 3 ? 0 : p, (uint32_t)i, 32767), bv = pick(p, (uint32_t)i + 1, 32767);
+                        EG[1 + 2 * i] = (uint8_t)gv; EG[2 + 2 * i] = (uint8_t)((uint32_t)gv >> 8);
+                        EB[1 + 2 * i] = (uint8_t)bv; EB[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
+                    }
+                    if (p == 2) EU0[0] = EU1[0] = -32768;
+                    atm_ek_ln_out_ref(EU0, EG + 1, EB + 1, n, r15, sg, sb);
+                    atm_ek_ln_out_i32(EU1, EG + 1, EB + 1, n, r15, sg, sb);
+                    bad_l += memcmp(EU0, EU1, (size_t)n * 2) != 0;
+                }
+            for (int sb = -32; sb <= 62; sb += 3) {
+                for (int i = 0; i < n; i++) {
+                    EX0[i] = EX1[i] = pick(p, (uint32_t)i, X_L);
+                    EU0[i] = (int16_t)pick(p == 3 ? 0 : p, (uint32_t)i, 32767);
+                    const int32_t av = pick(p, (uint32_t)i, 32767), bv = pick(3, (uint32_t)i, 32767);
+                    EG[1 + 2 * i] = (uint8_t)av; EG[2 + 2 * i] = (uint8_t)((uint32_t)av >> 8);
+                    EB[1 + 2 * i] = (uint8_t)bv; EB[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
+                }
+                atm_ek_ssm_ref(EX0, EG + 1, EB + 1, EU0, n, sb);
+                atm_ek_ssm_i32(EX1, EG + 1, EB + 1, EU0, n, sb);
+                bad_l += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+            }
+            /* mix of n rows of d = 64 (aligned) and dots of dh = 16 (and odd widths: the twins) */
+            if (n <= 64) {
+                static const int ds[] = { 16, 64, 17 };
+                for (unsigned di = 0; di < 3; di++) {
+                    const int d = ds[di];
+                    for (int i = 0; i < 64 * d && i < 3200; i++) EK[i] = (int8_t)pick(p, (uint32_t)i, 127);
+                    const int rows = 3200 / d < 64 ? 3200 / d : 64;
+                    int32_t left = 32768;
+                    for (int i = 0; i < n; i++) {
+                        EX0[128 + i] = (int32_t)rnd((uint32_t)rows);                       /* idx */
+                        EV[i] = i == n - 1 ? left : (int32_t)rnd((uint32_t)left / 2u + 1u);  /* weights */
+                        left -= EV[i];
+                        if (p == 2 || (p == 3 && (i & 1))) EV[i] = -EV[i];
+                    }
+                    atm_ek_mix_ref(EV, EX0 + 128, EK, n, d, EX0);
+                    atm_ek_mix_m0(EV, EX0 + 128, EK, n, d, EX1);
+                    bad_m += memcmp(EX0, EX1, (size_t)d * 4) != 0;
+                    for (int i = 0; i < d; i++) EU0[i] = (int16_t)pick(p, (uint32_t)i, 32767);
+                    const int nk = rows < n ? rows : n;
+                    atm_ek_dots_ref(EU0, EK, d, nk, EX0);
+                    atm_ek_dots_m0(EU0, EK, d, nk, EX1);
+                    bad_m += memcmp(EX0, EX1, (size_t)nk * 4) != 0;
+                }
+            }
+        }
+    int fail = report("addsc_i32", cases, bad_a);
+    fail |= report("scale_i32", cases, bad_s);
+    fail |= report("ln_out_ssm_i32", cases, bad_l);
+    fail |= report("mix_dots_m0", cases, bad_m);
+    return fail;
+}
 
 #if defined(__ARM_ARCH_6M__)
 #define HAVE_M0 1
@@ -103,10 +193,12 @@ static int test_planes(void) {
 int mcu_main(void) {
     int fail = 0;
     rng = 0x9E3779B9u;
+    if ((size_t)(__arena_end - __arena_start) < ARENA_USED) { out_str("arena too small for the test buffers\nFAIL\n"); return 1; }
     bss_pad[0] = rng;
 #if defined(__ARM_ARCH_6M__)
     fail |= test_planes();
 #endif
+    fail |= test_elementwise();
     out_str(fail ? "FAIL\n" : "ok\n");
     return fail ? 1 : 0;
 }
