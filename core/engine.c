@@ -357,9 +357,9 @@ void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab) {
     }
 }
 
-#if defined(__ARM_ARCH_6M__) && defined(ATM_PLANES_M0_ASM)
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
 /* Cortex-M0 / M0+: core/engine_m0.S, this function's Thumb-1 version (the
- * boards' builds define ATM_PLANES_M0_ASM and assemble it) */
+ * boards' builds define ATM_M0_ASM and assemble it) */
 #define PLANES_ROWS_ASM 1
 void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
                            const int32_t *tab, int32_t *out, int add);

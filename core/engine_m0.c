@@ -124,7 +124,7 @@ static inline int64_t mulsh(int32_t v, uint32_t ml, int32_t mh, uint32_t half, i
     return (int32_t)rlo;
 }
 
-#if defined(__ARM_ARCH_6M__) && defined(ATM_PLANES_M0_ASM)
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
 /* engine_m0.S: the same in Thumb-1, 45 instructions an element */
 #define ADDSC_ASM 1
 void atm_ek_addsc_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);

@@ -84,14 +84,14 @@ int64_t atm_ek_ln_center_ref(const int32_t *x, int d, int32_t mean, int k, int16
         for (int i = 0; i < d; i++) {
             const int32_t y = atm_asr32(x[i] - mean, k);
             u[i] = (int16_t)y;
-            vs += (int64_t)y * y;
+            vs += (int64_t)(y * y);                   /* |y| <= 2^15: y^2 fits int32 */
         }
     } else {
         const int32_t m = (int32_t)1 << -k;
         for (int i = 0; i < d; i++) {
             const int32_t y = (x[i] - mean) * m;
             u[i] = (int16_t)y;
-            vs += (int64_t)y * y;
+            vs += (int64_t)(y * y);                   /* |y| <= 2^15: y^2 fits int32 */
         }
     }
     return vs;
@@ -138,10 +138,12 @@ void atm_ek_softmax_q15(const int32_t *z, int n, int32_t *p, uint32_t *e) {
     for (int i = 0; i < n; i++) { e[i] = atm_exp_q16(atm_sat32((int64_t)z[i] - mx)); sum += e[i]; }
     const int ns = atm_bitlen64(sum) - 16;
     const uint32_t r = 0x7FFFFFFFu / (uint32_t)(sum >> ns);
-    for (int i = 0; i < n; i++) p[i] = (int32_t)(((uint64_t)e[i] * r) >> (16 + ns));
+    /* e r >> (16 + ns) from 32-bit products: e <= 2^24 = 2^16 eh + el, r <= 2^16 */
+    for (int i = 0; i < n; i++)
+        p[i] = (int32_t)(((e[i] >> 16) * r + (((e[i] & 0xFFFFu) * r) >> 16)) >> ns);
 }
 
 void atm_ek_scores_ref(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out) {
     for (int j = 0; j < n; j++)
-        out[j] = atm_clamp32(atm_rnd64((int64_t)dots[j] * ms, sbase - kexp[j]), X_LIM);
+        out[j] = atm_clamp32(atm_rnd64(atm_smull(dots[j], (int32_t)ms), sbase - kexp[j]), X_LIM);   /* ms < 2^30 */
 }

@@ -39,8 +39,13 @@ static inline int64_t atm_smull_halves(int32_t a, int32_t b) {
     const int64_t mid = (int64_t)(ah * bl) + (int64_t)(al * bh);     /* |each| < 2^31 */
     return (int64_t)(ah * bh) * 65536 * 65536 + mid * 65536 + (int64_t)((uint32_t)al * (uint32_t)bl);
 }
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+int64_t atm_smull_m0(int32_t a, int32_t b);   /* core/engine_m0.S: the same product in Thumb-1 */
+#endif
 static inline int64_t atm_smull(int32_t a, int32_t b) {
-#if defined(__ARM_ARCH_6M__)
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    return atm_smull_m0(a, b);
+#elif defined(__ARM_ARCH_6M__)
     return atm_smull_halves(a, b);
 #else
     return (int64_t)a * b;

@@ -148,6 +148,19 @@ static int test_elementwise(void) {
 }
 
 #if defined(__ARM_ARCH_6M__)
+/* the Thumb-1 32 x 32 -> 64 product against libgcc's 64 x 64 one */
+int64_t atm_smull_m0(int32_t a, int32_t b);
+static int test_smull(void) {
+    static const int32_t ext[] = { 0, 1, -1, 32767, 32768, -32768, 65535, 65536, -65536, INT32_MAX, INT32_MIN, INT32_MIN + 1 };
+    uint32_t cases = 0, bad = 0;
+    for (unsigned i = 0; i < 12; i++)
+        for (unsigned j = 0; j < 12; j++, cases++) bad += atm_smull_m0(ext[i], ext[j]) != (int64_t)ext[i] * ext[j];
+    for (int k = 0; k < 20000; k++, cases++) {
+        const int32_t a = (int32_t)rnd32() >> (k % 31), b = (int32_t)rnd32() >> (k / 31 % 31);
+        bad += atm_smull_m0(a, b) != (int64_t)a * b;
+    }
+    return report("smull_m0", cases, bad);
+}
 #define HAVE_M0 1
 void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
                            const int32_t *tab, int32_t *out, int add);
@@ -197,6 +210,7 @@ int mcu_main(void) {
     bss_pad[0] = rng;
 #if defined(__ARM_ARCH_6M__)
     fail |= test_planes();
+    fail |= test_smull();
 #endif
     fail |= test_elementwise();
     out_str(fail ? "FAIL\n" : "ok\n");
