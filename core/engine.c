@@ -944,6 +944,28 @@ static void ssm_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
     add_scaled(ks, e->x, s, d, &sx);
 }
 
+/* The k-th highest of a[0, n) (1 <= k <= n), by selection (Hoare
+ * partitions, middle pivot) over a copy in t[n]. */
+static int32_t kth_largest(const int32_t *a, int n, int k, int32_t *t) {
+    for (int i = 0; i < n; i++) t[i] = a[i];
+    int lo = 0, hi = n - 1;
+    const int want = k - 1;
+    while (lo < hi) {
+        const int32_t pv = t[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (t[i] > pv) i++;
+            while (t[j] < pv) j--;
+            if (i <= j) { const int32_t x = t[i]; t[i] = t[j]; t[j] = x; i++; j--; }
+        }
+        /* t[lo..j] >= pv >= t[i..hi], and t(j..i) == pv */
+        if (want <= j) hi = j;
+        else if (want >= i) lo = i;
+        else return pv;
+    }
+    return t[want];
+}
+
 /* attention: k, v of the current position enter cache slot `slot`; scores
  * q . k_j / sqrt(dh) over the n cached positions, oldest first, in Q16; the
  * top_k highest are kept (a later position replaces the last kept one only
@@ -982,30 +1004,69 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
     const int sbase = Q.exp + Kt.exp + rsh + 2 * fu - 48 - qe;
     const int keff = (uint32_t)tk < n ? tk : (int)n;
     const uint32_t cap = wide_cap(&m->cfg);   /* wide's words before the selection */
-    int cnt = 0;
-    uint32_t j = oldest, left = n;
-    while (left > 0) {
-        uint32_t run = (uint32_t)W - j < left ? (uint32_t)W - j : left;
-        if (run > cap) run = cap;
-        ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide);
-        ks->scores(wide, kexp + j, (int)run, ms, sbase, wide);
-        for (uint32_t i = 0; i < run; i++) {
-            const int32_t sc = wide[i];
-            int pos;
-            if (cnt < keff) pos = cnt++;
-            else if (sc > e->sel_s[keff - 1]) pos = keff - 1;
-            else continue;
-            while (pos > 0 && e->sel_s[pos - 1] < sc) {
-                e->sel_s[pos] = e->sel_s[pos - 1];
-                e->sel_i[pos] = e->sel_i[pos - 1];
-                pos--;
-            }
-            e->sel_s[pos] = sc;
-            e->sel_i[pos] = (int32_t)(j + i);
+    /* The keff best positions by (score, older first): a position ranks
+     * above another if its score is higher or, equal, if it is older. Only
+     * the set matters (the softmax and the mix are exact integer sums), not
+     * its order. When the scores of the whole window fit in wide twice
+     * over, they are computed oldest first into wide[0, n) and the set is
+     * the positions scoring above the keff-th highest score T plus the oldest
+     * of those scoring T (a selection over a copy in wide[n, 2n)). Otherwise
+     * run by run: kept unsorted in sel_s / sel_i (sel_i holds the visit
+     * number during the scan), the worst of them tracked, a position
+     * entering only if strictly better than that worst. */
+    int32_t *ss = e->sel_s, *si = e->sel_i;
+    if (2 * n <= cap) {
+        uint32_t j = oldest, left = n, off = 0;
+        while (left > 0) {
+            const uint32_t run = (uint32_t)W - j < left ? (uint32_t)W - j : left;
+            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide + off);
+            ks->scores(wide + off, kexp + j, (int)run, ms, sbase, wide + off);
+            off += run;
+            j += run;
+            if (j == (uint32_t)W) j = 0;
+            left -= run;
         }
-        j += run;
-        if (j == (uint32_t)W) j = 0;
-        left -= run;
+        const int32_t T = kth_largest(wide, (int)n, keff, wide + n);
+        int cnt = 0, ties = keff;
+        for (uint32_t t = 0; t < n; t++) ties -= wide[t] > T;
+        for (uint32_t t = 0; t < n && cnt < keff; t++) {
+            const int32_t sc = wide[t];
+            if (sc > T || (sc == T && ties-- > 0)) {
+                const uint32_t s = oldest + t;                    /* < 2 W */
+                ss[cnt] = sc;
+                si[cnt++] = (int32_t)(s >= (uint32_t)W ? s - (uint32_t)W : s);
+            }
+        }
+    } else {
+        int cnt = 0, worst = 0;
+        uint32_t j = oldest, left = n, t = 0;
+        while (left > 0) {
+            uint32_t run = (uint32_t)W - j < left ? (uint32_t)W - j : left;
+            if (run > cap) run = cap;
+            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide);
+            ks->scores(wide, kexp + j, (int)run, ms, sbase, wide);
+            for (uint32_t i = 0; i < run; i++, t++) {
+                const int32_t sc = wide[i];
+                if (cnt < keff) {
+                    ss[cnt] = sc; si[cnt] = (int32_t)t;
+                    if (++cnt < keff) continue;
+                } else if (sc > ss[worst]) {
+                    ss[worst] = sc; si[worst] = (int32_t)t;
+                } else {
+                    continue;
+                }
+                worst = 0;
+                for (int k = 1; k < keff; k++)
+                    if (ss[k] < ss[worst] || (ss[k] == ss[worst] && si[k] > si[worst])) worst = k;
+            }
+            j += run;
+            if (j == (uint32_t)W) j = 0;
+            left -= run;
+        }
+        for (int k = 0; k < keff; k++) {
+            const uint32_t s = oldest + (uint32_t)si[k];          /* < 2 W */
+            si[k] = (int32_t)(s >= (uint32_t)W ? s - (uint32_t)W : s);
+        }
     }
     atm_ek_softmax_q15(e->sel_s, keff, e->sel_s, (uint32_t *)wide);   /* weights, Q15; wide is free */
     int emax = 0;
