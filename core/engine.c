@@ -348,7 +348,19 @@ const uint8_t atm_ek_pl[512] = { REP256(PL0E), REP256(PL1E) };   /* PL0, then PL
 #define PL0 atm_ek_pl
 #define PL1 (atm_ek_pl + 256)
 
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+/* Cortex-M0 / M0+: core/engine_m0.S, this function's Thumb-1 version (the
+ * boards' builds define ATM_M0_ASM and assemble it) */
+#define PLANES_ROWS_ASM 1
+void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                           const int32_t *tab, int32_t *out, int add);
+void atm_ek_planes_build_m0(const int16_t *x, uint32_t cols, int32_t *tab);
+#endif
+
 void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab) {
+#ifdef PLANES_ROWS_ASM
+    if (cols >= 4 && ((uintptr_t)x & 3u) == 0) { atm_ek_planes_build_m0(x, cols & ~3u, tab); return; }
+#endif
     for (uint32_t g = 0; g < cols / 4; g++, x += 4, tab += 16) {
         const int32_t a = x[0], b = x[1], c = x[2], d = x[3];
         tab[0] = 0; tab[1] = a; tab[2] = b; tab[3] = a + b;
@@ -357,13 +369,6 @@ void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab) {
     }
 }
 
-#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-/* Cortex-M0 / M0+: core/engine_m0.S, this function's Thumb-1 version (the
- * boards' builds define ATM_M0_ASM and assemble it) */
-#define PLANES_ROWS_ASM 1
-void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
-                           const int32_t *tab, int32_t *out, int add);
-#endif
 
 void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
                         const int32_t *tab, int32_t *out, int add) {
