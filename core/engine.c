@@ -674,7 +674,7 @@ static const kset KS_REF = {
 static const kset KS_M0 = {
     atm_ek_dots_m0, atm_ek_mix_m0, atm_ek_addsc_i32, atm_ek_scale_i32, atm_ek_quant32_ref,
     atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_i32, atm_ek_ssm_i32,
-    atm_ek_conv_ref, atm_ek_scores_ref, CH
+    atm_ek_conv_m0, atm_ek_scores_ref, CH
 };
 #endif
 #ifdef ATM_EK_X86

@@ -153,3 +153,42 @@ void atm_ek_scale_i32(int32_t *v, int n, int32_t mul, int s) {
     const int32_t mh = mul >> 16;
     for (int c = 0; c < n; c++) v[c] = atm_clamp32(mulsh(v[c], ml, mh, half, s), X_LIM);
 }
+
+/* ---- the conv pathway's taps ----
+ * atm_ek_conv_ref channel by channel: each channel's K trits and its taps'
+ * ring values summed in a register (the twin walks tap by tap over all
+ * channels, loading and storing acc each time); up to 5 taps, else the twin. */
+void atm_ek_conv_m0(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
+                    const uint8_t *rexp, int next, int kh, int taps, int32_t *acc) {
+    if (taps > 5 || taps < 1) { atm_ek_conv_ref(t, K, nc, u, ring, ld, rexp, next, kh, taps, acc); return; }
+    const int8_t *r1 = ring, *r2 = ring, *r3 = ring, *r4 = ring;
+    int e1 = 0, e2 = 0, e3 = 0, e4 = 0;
+    int slot = next;
+    for (int j = 1; j < taps; j++) {
+        slot = slot == 0 ? kh - 1 : slot - 1;
+        const int8_t *rp = ring + (size_t)slot * (size_t)ld;
+        const int e = rexp[slot];
+        if (j == 1) { r1 = rp; e1 = e; } else if (j == 2) { r2 = rp; e2 = e; }
+        else if (j == 3) { r3 = rp; e3 = e; } else { r4 = rp; e4 = e; }
+    }
+    switch (taps) {
+    case 5:
+        for (int c = 0; c < nc; c++, t += K)
+            acc[c] = t[0] * u[c] + t[1] * (r1[c] * (1 << e1)) + t[2] * (r2[c] * (1 << e2))
+                   + t[3] * (r3[c] * (1 << e3)) + t[4] * (r4[c] * (1 << e4));
+        break;
+    case 4:
+        for (int c = 0; c < nc; c++, t += K)
+            acc[c] = t[0] * u[c] + t[1] * (r1[c] * (1 << e1)) + t[2] * (r2[c] * (1 << e2)) + t[3] * (r3[c] * (1 << e3));
+        break;
+    case 3:
+        for (int c = 0; c < nc; c++, t += K)
+            acc[c] = t[0] * u[c] + t[1] * (r1[c] * (1 << e1)) + t[2] * (r2[c] * (1 << e2));
+        break;
+    case 2:
+        for (int c = 0; c < nc; c++, t += K) acc[c] = t[0] * u[c] + t[1] * (r1[c] * (1 << e1));
+        break;
+    default:
+        for (int c = 0; c < nc; c++, t += K) acc[c] = t[0] * u[c];
+    }
+}

@@ -438,7 +438,7 @@ static void test_conv(void) {
     int16_t *u = malloc(1024 * 2);
     uint8_t rexp[63];
     int32_t *a0 = malloc(1024 * 4), *a1 = malloc(1024 * 4);
-    int bad = 0, bad_def = 0, cases = 0;
+    int bad = 0, bad_def = 0, bad_m0 = 0, cases = 0;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
         for (int li = 0; li < NLENS; li++)
             for (int p = 0; p < 4; p++) {
@@ -464,11 +464,15 @@ static void test_conv(void) {
                         atm_ek_conv_avx2(t, K, nc, u, ring, ld, rexp, next, kh, taps, a1);
                         bad += memcmp(a0, a1, (size_t)nc * 4) != 0;
                     }
+                    memset(a1, 0x5A, (size_t)nc * 4);
+                    atm_ek_conv_m0(t, K, nc, u, ring, ld, rexp, next, kh, taps, a1);
+                    bad_m0 += memcmp(a0, a1, (size_t)nc * 4) != 0;
                     cases++;
                 }
             }
     CHECKF(bad_def == 0, "conv twin differs from its definition in %d entries", bad_def);
     CHECKF(bad == 0, "conv AVX2 differs in %d of %d cases", bad, cases);
+    CHECKF(bad_m0 == 0, "conv of the Cortex-M0 set differs in %d of %d cases", bad_m0, cases);
     free(t); free(ring); free(u); free(a0); free(a1);
 }
 

@@ -140,7 +140,28 @@ static int test_elementwise(void) {
                 }
             }
         }
+    /* conv taps: K 5 and 3, every tap count, 64 and 13 channels */
+    uint32_t bad_c = 0, cases_c = 0;
+    for (int p = 0; p < 4; p++)
+        for (int K = 3; K <= 5; K += 2)
+            for (int nc = 13; nc <= 64; nc += 51) {
+                const int kh = K - 1, ld = nc + 3;
+                int8_t *tt = EK, *ring = EK + 400;
+                uint8_t *rexp = EG;
+                for (int i = 0; i < nc * K + 16; i++) tt[i] = (int8_t)(p == 1 ? 1 : (p == 2 ? -1 : (int)rnd(3) - 1));
+                for (int i = 0; i < nc; i++) EU0[i] = (int16_t)pick(p, (uint32_t)i, 32767);
+                for (int i = 0; i < kh * ld; i++) ring[i] = (int8_t)pick(p, (uint32_t)i, 127);
+                for (int i = 0; i < kh; i++) rexp[i] = (uint8_t)(p == 3 ? 9 : rnd(10));
+                for (int taps = 1; taps <= K; taps++) {
+                    const int next = (int)rnd((uint32_t)kh);
+                    atm_ek_conv_ref(tt, K, nc, EU0, ring, ld, rexp, next, kh, taps, EX0);
+                    atm_ek_conv_m0(tt, K, nc, EU0, ring, ld, rexp, next, kh, taps, EX1);
+                    bad_c += memcmp(EX0, EX1, (size_t)nc * 4) != 0;
+                    cases_c++;
+                }
+            }
     int fail = report("addsc_i32", cases, bad_a);
+    fail |= report("conv_m0", cases_c, bad_c);
     fail |= report("scale_i32", cases, bad_s);
     fail |= report("ln_out_ssm_i32", cases, bad_l);
     fail |= report("mix_dots_m0", cases, bad_m);
