@@ -660,7 +660,7 @@ typedef struct {
     int conv_ch;
 } kset;
 
-#if !defined(__ARM_ARCH_6M__) || defined(ATM_ENGINE_PORTABLE)
+#if !(defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) || defined(ATM_ENGINE_PORTABLE)
 static const kset KS_REF = {
     atm_ek_dots_ref, atm_ek_mix_ref, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
     atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_ref, atm_ek_ssm_ref,
@@ -692,6 +692,18 @@ static const kset KS_AVX512 = {
 #endif
 
 
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && !defined(ATM_ENGINE_PORTABLE)
+/* Cortex-M3 / M4: the word-at-a-time mix and dots and the channel-major
+ * conv taps of the M0 set (engine_m0.c; unaligned word loads are allowed
+ * here, aligned ones the rule), the twins elsewhere */
+#define ATM_KS_M3 1
+static const kset KS_M3 = {
+    atm_ek_dots_m0, atm_ek_mix_m0, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
+    atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_ref, atm_ek_ssm_ref,
+    atm_ek_conv_m0, atm_ek_scores_ref, CH
+};
+#endif
+
 static const kset *pick_kset(int kernel) {
 #ifdef ATM_EK_X86
     if (kernel == ATM_KERNEL_AVX2) return &KS_AVX2;
@@ -701,6 +713,8 @@ static const kset *pick_kset(int kernel) {
 #endif
 #ifdef ATM_KS_M0
     return &KS_M0;
+#elif defined(ATM_KS_M3)
+    return &KS_M3;
 #else
     return &KS_REF;
 #endif
