@@ -299,10 +299,21 @@ static void rk_wasm(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *i
 }
 #endif
 #ifdef ATM_T2_LUT
+#if defined(ATM_M3_ASM) && (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__))
+/* core/engine_m3.S: four rows at a time in Thumb-2 (rows of a multiple of 16 columns) */
+#define LUT_ROWS4_ASM 1
+void atm_ek_lut_rows4_m3(const uint8_t *b, uint32_t nb, uint32_t groups, const int32_t *lut, int32_t *out);
+#endif
 /* two rows at a time: they share the walk through the table */
 static void rk_lut(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
     const uint32_t nb = cols / 4;
     uint32_t r = 0;
+#ifdef LUT_ROWS4_ASM
+    if (nb % 4u == 0 && nb > 0 && rows >= 4) {
+        r = rows & ~3u;
+        atm_ek_lut_rows4_m3(b, nb, rows / 4, in->lut, out);
+    }
+#endif
     for (; r + 2 <= rows; r += 2) {
         const uint8_t *b0 = b + (size_t)r * nb, *b1 = b0 + nb;
         const int32_t *lt = in->lut;
