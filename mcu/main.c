@@ -52,6 +52,25 @@ extern uint8_t __data_start[];
 
 static atm_model model;
 static atm_engine engine;
+static size_t copy_bytes;   /* RAM of the ATOME01 copy of an ATOME02 model (0: none) */
+
+/* An ATOME02 model runs from an ATOME01 copy at `at` when room holds it
+ * (atm_container_convert: the same trits, scales and vectors, so the same
+ * logits): the engine then reads ATOME01 rows directly instead of
+ * re-encoding every row at every step. Boards with the RAM (mps2-an385, the
+ * Pico with atome-60k) take it; the micro:bit has no room. Returns the
+ * copy's bytes rounded to a word, 0 if the model stays as it is. */
+static size_t run_from_atome01_copy(uint8_t *at, size_t room) {
+    if (model.encoding != ATM_ENC_ATOME02) return 0;
+    const size_t n = atm_container_size(&model.cfg, ATM_ENC_ATOME01);
+    if (n == 0 || n > room) return 0;
+    size_t len = 0;
+    if (atm_container_convert(model.blob, model.size, ATM_ENC_ATOME01, at, n, &len) != ATM_OK) return 0;
+    atm_model m1;
+    if (atm_model_open(&m1, at, len) != ATM_OK) return 0;
+    model = m1;
+    return (len + 3u) & ~(size_t)3u;
+}
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -326,6 +345,7 @@ static void report(const char *mode, uint32_t model_len, int32_t window, size_t 
     line_add(&l, ",\"window\":"); line_add_u64(&l, (uint64_t)window);
     line_add(&l, ",\"engine_bytes\":"); line_add_u64(&l, engine_bytes);
     line_add(&l, ",\"tail_bytes\":"); line_add_u64(&l, tail_bytes);
+    line_add(&l, ",\"copy_bytes\":"); line_add_u64(&l, copy_bytes);
     line_add(&l, ",\"arena_bytes\":"); line_add_u64(&l, (uint64_t)(__arena_end - __arena_start));
     line_add(&l, ",\"static_bytes\":"); line_add_u64(&l, (uint64_t)((uintptr_t)__arena_start - (uintptr_t)__data_start));
     line_add(&l, ",\"stack_used\":"); line_add_u64(&l, mcu_stack_used());
@@ -402,6 +422,8 @@ static int run(void) {
     const size_t tail = cl > ORDER_BYTES ? cl : ORDER_BYTES;
     const size_t need = atm_engine_arena_bytes(&model, window);
     if (need == 0 || need + tail > have) return fail_arena(window, need, tail, have);
+    const size_t need4 = (need + 3u) & ~(size_t)3u;
+    copy_bytes = run_from_atome01_copy(a0 + need4, have - tail - need4);
     st = atm_engine_init(&engine, &model, window, a0, need);
     if (st != ATM_OK) return fail(MCU_EXIT_ARENA, "engine: ", atm_status_str((int)st), 0);
     uint8_t *order = a0 + (have - tail);   /* free once the prompt is fed */
@@ -518,10 +540,13 @@ static void sa_setup(sa_run *r) {
     const size_t have = (size_t)((uintptr_t)__arena_end - (uintptr_t)__arena_start);
     const size_t need = atm_engine_arena_bytes(&model, v->window);
     if (need == 0 || need + ORDER_BYTES > have) sa_fail("the model does not fit this board's RAM at the window of the settings", 0);
+    const size_t need4 = (need + 3u) & ~(size_t)3u;
+    if (have - ORDER_BYTES - need >= ATM_FWSET_PROMPT_MAX + 4u)   /* the prompt line keeps its full length */
+        copy_bytes = run_from_atome01_copy(a0 + need4, have - ORDER_BYTES - need4 - ATM_FWSET_PROMPT_MAX);
     if (atm_engine_init(&engine, &model, v->window, a0, need) != ATM_OK) sa_fail("engine: cannot initialise", 0);
     r->order = a0 + (have - ORDER_BYTES);
-    r->line = a0 + need;                                         /* interactive prompts */
-    r->line_cap = (uint32_t)(have - ORDER_BYTES - need);
+    r->line = a0 + need4 + copy_bytes;                           /* interactive prompts */
+    r->line_cap = (uint32_t)(have - ORDER_BYTES - need4 - copy_bytes);
     if (r->line_cap > ATM_FWSET_PROMPT_MAX) r->line_cap = ATM_FWSET_PROMPT_MAX;
     atm_sampler_config(&r->cfg, v->temperature[0] ? v->temperature : 0, v->top_k[0] ? v->top_k : 0,
                        v->top_p[0] ? v->top_p : 0);   /* checked by atm_fwset_decode */

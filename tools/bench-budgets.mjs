@@ -131,7 +131,11 @@ for (const b of BOARDS) {
   const m = text.match(/\natome: 256 bytes[^\n]*\(stack (\d+) of (\d+) bytes\)\n/);
   if (!m) die(`standalone run on ${b.board}: no count line in ${JSON.stringify(text.slice(-200))}`);
   const engine = fw.engine_bytes, sz = sizes(path.join(mcuDir, 'mcu', `atome-fw-${b.board}.elf`));
-  standalone.push({ ...b, stack: Number(m[1]), reserved: Number(m[2]), engine, static: (sz['.data'] ?? 0) + (sz['.bss'] ?? 0),
+  // an ATOME02 model runs from an ATOME01 copy where the arena keeps room for it and the full prompt line
+  // (mcu/main.c, sa_setup: 256 B sampler scratch, 364 B prompt line)
+  const e4 = (engine + 3) & ~3, c4 = (models.atome01.bytes + 3) & ~3;
+  const copy = fw.encoding === 'ATOME02' && (sz['.arena'] ?? 0) - 256 - engine >= 368 && c4 <= (sz['.arena'] ?? 0) - 256 - e4 - 364 ? c4 : 0;
+  standalone.push({ ...b, encoding: fw.encoding, stack: Number(m[1]), reserved: Number(m[2]), engine, copy, static: (sz['.data'] ?? 0) + (sz['.bss'] ?? 0),
     ram: (sz['.stack'] ?? 0) + (sz['.data'] ?? 0) + (sz['.bss'] ?? 0) + (sz['.arena'] ?? 0),
     cmd: `${rel(ATOME)} firmware --model atome-60k-atome02.atome --board ${b.board} --out sa-${b.board}.elf --prompt "${PROMPT}" ` +
       `${SAMPLED_FLAGS.join(' ')} --window ${b.window}\n` +
@@ -213,7 +217,7 @@ const m3 = cnt('mps2-an385', 'atome01'), m3b = cnt('mps2-an385', 'atome02');
 const m0g = cnt('microbit', 'atome01'), m0s = sampled.find((s) => s.board === 'microbit');
 const m0ram = images.find((i) => i.board === 'microbit').sizes;
 const ramTotal = (s) => (s['.stack'] ?? 0) + (s['.data'] ?? 0) + (s['.bss'] ?? 0) + (s['.arena'] ?? 0);
-const peak = (r) => r.stack_used + r.static_bytes + r.engine_bytes + r.tail_bytes;
+const peak = (r) => r.stack_used + r.static_bytes + r.engine_bytes + (r.copy_bytes ?? 0) + r.tail_bytes;
 const m0Stack = Math.max(...counts.filter((c) => c.board === 'microbit').map((c) => c.j.report.stack_used), m0s.report.stack_used);
 const m0Peak = Math.max(...counts.filter((c) => c.board === 'microbit').map((c) => peak(c.j.report)), peak(m0s.report));
 
@@ -298,23 +302,25 @@ p();
 p('From the firmware\'s `--report` (one JSON line on stderr): `stack_used` is the stack-painting high-water');
 p('mark (`Reset_Handler` paints the reservation with 0xA5A5A5A5; the lowest overwritten word counts),');
 p('`engine_bytes` the engine state `atm_engine_arena_bytes(model, window)`, `tail_bytes` the command line /');
-p('sampler scratch at the arena\'s end, `static_bytes` `.data` + `.bss`. Peak = stack used + static + engine + tail.');
+p('sampler scratch at the arena\'s end, `copy_bytes` the ATOME01 copy an ATOME02 model runs from where the arena');
+p('has room for it (mps2-an385, the Pico; docs/mcu.md), `static_bytes` `.data` + `.bss`. Peak = stack used + static +');
+p('engine + copy + tail.');
 p();
 const ramRows = [
   ...counts.map((c) => [c.board, c.window, `greedy, ${c.enc.toUpperCase()}`, c.j.report.stack_used, c.j.report.stack_bytes,
-    c.j.report.static_bytes, c.j.report.engine_bytes, c.j.report.tail_bytes, peak(c.j.report), ramTotal(images.find((i) => i.board === c.board).sizes)]),
+    c.j.report.static_bytes, c.j.report.engine_bytes, c.j.report.copy_bytes ?? 0, c.j.report.tail_bytes, peak(c.j.report), ramTotal(images.find((i) => i.board === c.board).sizes)]),
   ...sampled.map((s) => [s.board, s.window, 'T 0.8, top-k 40, top-p 0.9, ATOME02', s.report.stack_used, s.report.stack_bytes,
-    s.report.static_bytes, s.report.engine_bytes, s.report.tail_bytes, peak(s.report), ramTotal(images.find((i) => i.board === s.board).sizes)]),
+    s.report.static_bytes, s.report.engine_bytes, s.report.copy_bytes ?? 0, s.report.tail_bytes, peak(s.report), ramTotal(images.find((i) => i.board === s.board).sizes)]),
 ];
-table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'tail', 'peak', 'RAM'], ramRows);
+table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'copy', 'tail', 'peak', 'RAM'], ramRows);
 p();
 p('Standalone images (docs/mcu.md, "standalone mode": the settings block in flash, output on the UART, no');
 p('semihosting, no command line in RAM; the tail is the sampler\'s 256 bytes). The count line after the story');
 p('reports the stack-painting high-water mark:');
 p();
-table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'tail', 'peak', 'RAM'],
-  standalone.map((x) => [x.board, x.window, 'standalone, T 0.8, top-k 40, top-p 0.9, ATOME02', x.stack, x.reserved, x.static, x.engine, 256,
-    x.stack + x.static + x.engine + 256, x.ram]));
+table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'copy', 'tail', 'peak', 'RAM'],
+  standalone.map((x) => [x.board, x.window, `standalone, T 0.8, top-k 40, top-p 0.9, ${x.encoding ?? 'ATOME02'}`, x.stack, x.reserved, x.static, x.engine,
+    x.copy, 256, x.stack + x.static + x.engine + x.copy + 256, x.ram]));
 p();
 p('```sh');
 for (const x of standalone) p(x.cmd);
