@@ -57,10 +57,16 @@ static size_t copy_bytes;   /* RAM of the ATOME01 copy of an ATOME02 model (0: n
 /* An ATOME02 model runs from an ATOME01 copy at `at` when room holds it
  * (atm_container_convert: the same trits, scales and vectors, so the same
  * logits): the engine then reads ATOME01 rows directly instead of
- * re-encoding every row at every step. Boards with the RAM (mps2-an385, the
- * Pico with atome-60k) take it; the micro:bit has no room. Returns the
- * copy's bytes rounded to a word, 0 if the model stays as it is. */
+ * re-encoding every row at every step. Only where MCU_COPY_ATOME02 is set:
+ * mps2-an385, whose 4 MiB hold any model's copy, so that the cost model
+ * (core/cost.c) knows which path a board takes; the micro:bit has no room,
+ * and the Pico's 264 KiB hold it for some models only. Returns the copy's
+ * bytes rounded to a word, 0 if the model stays as it is. */
 static size_t run_from_atome01_copy(uint8_t *at, size_t room) {
+#if !MCU_COPY_ATOME02
+    (void)at; (void)room;
+    return 0;
+#else
     if (model.encoding != ATM_ENC_ATOME02) return 0;
     const size_t n = atm_container_size(&model.cfg, ATM_ENC_ATOME01);
     if (n == 0 || n > room) return 0;
@@ -70,6 +76,7 @@ static size_t run_from_atome01_copy(uint8_t *at, size_t room) {
     if (atm_model_open(&m1, at, len) != ATM_OK) return 0;
     model = m1;
     return (len + 3u) & ~(size_t)3u;
+#endif
 }
 
 /* ---- output ------------------------------------------------------------ */

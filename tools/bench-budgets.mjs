@@ -131,10 +131,11 @@ for (const b of BOARDS) {
   const m = text.match(/\natome: 256 bytes[^\n]*\(stack (\d+) of (\d+) bytes\)\n/);
   if (!m) die(`standalone run on ${b.board}: no count line in ${JSON.stringify(text.slice(-200))}`);
   const engine = fw.engine_bytes, sz = sizes(path.join(mcuDir, 'mcu', `atome-fw-${b.board}.elf`));
-  // an ATOME02 model runs from an ATOME01 copy where the arena keeps room for it and the full prompt line
-  // (mcu/main.c, sa_setup: 256 B sampler scratch, 364 B prompt line)
+  // on mps2-an385 an ATOME02 model runs from an ATOME01 copy where the arena keeps room for it and the
+  // full prompt line (mcu/main.c, sa_setup: 256 B sampler scratch, 364 B prompt line)
   const e4 = (engine + 3) & ~3, c4 = (models.atome01.bytes + 3) & ~3;
-  const copy = fw.encoding === 'ATOME02' && (sz['.arena'] ?? 0) - 256 - engine >= 368 && c4 <= (sz['.arena'] ?? 0) - 256 - e4 - 364 ? c4 : 0;
+  const copy = b.board === 'mps2-an385' && fw.encoding === 'ATOME02' && (sz['.arena'] ?? 0) - 256 - engine >= 368 &&
+    c4 <= (sz['.arena'] ?? 0) - 256 - e4 - 364 ? c4 : 0;
   standalone.push({ ...b, encoding: fw.encoding, stack: Number(m[1]), reserved: Number(m[2]), engine, copy, static: (sz['.data'] ?? 0) + (sz['.bss'] ?? 0),
     ram: (sz['.stack'] ?? 0) + (sz['.data'] ?? 0) + (sz['.bss'] ?? 0) + (sz['.arena'] ?? 0),
     cmd: `${rel(ATOME)} firmware --model atome-60k-atome02.atome --board ${b.board} --out sa-${b.board}.elf --prompt "${PROMPT}" ` +
@@ -303,7 +304,7 @@ p('From the firmware\'s `--report` (one JSON line on stderr): `stack_used` is th
 p('mark (`Reset_Handler` paints the reservation with 0xA5A5A5A5; the lowest overwritten word counts),');
 p('`engine_bytes` the engine state `atm_engine_arena_bytes(model, window)`, `tail_bytes` the command line /');
 p('sampler scratch at the arena\'s end, `copy_bytes` the ATOME01 copy an ATOME02 model runs from where the arena');
-p('has room for it (mps2-an385, the Pico; docs/mcu.md), `static_bytes` `.data` + `.bss`. Peak = stack used + static +');
+p('has room for it (mps2-an385 only; docs/mcu.md), `static_bytes` `.data` + `.bss`. Peak = stack used + static +');
 p('engine + copy + tail.');
 p();
 const ramRows = [
