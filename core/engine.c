@@ -996,6 +996,14 @@ static int32_t kth_largest(const int32_t *a, int n, int k, int32_t *t) {
     return t[want];
 }
 
+void atm_ek_topk_set(const int32_t *sc, int n, int k, int32_t *scratch, int32_t *sel_s, int32_t *sel_t) {
+    const int32_t T = kth_largest(sc, n, k, scratch);
+    int cnt = 0, ties = k;
+    for (int t = 0; t < n; t++) ties -= sc[t] > T;
+    for (int t = 0; t < n && cnt < k; t++)
+        if (sc[t] > T || (sc[t] == T && ties-- > 0)) { sel_s[cnt] = sc[t]; sel_t[cnt++] = t; }
+}
+
 /* attention: k, v of the current position enter cache slot `slot`; scores
  * q . k_j / sqrt(dh) over the n cached positions, oldest first, in Q16; the
  * top_k highest are kept (a later position replaces the last kept one only
@@ -1056,16 +1064,10 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
             if (j == (uint32_t)W) j = 0;
             left -= run;
         }
-        const int32_t T = kth_largest(wide, (int)n, keff, wide + n);
-        int cnt = 0, ties = keff;
-        for (uint32_t t = 0; t < n; t++) ties -= wide[t] > T;
-        for (uint32_t t = 0; t < n && cnt < keff; t++) {
-            const int32_t sc = wide[t];
-            if (sc > T || (sc == T && ties-- > 0)) {
-                const uint32_t s = oldest + t;                    /* < 2 W */
-                ss[cnt] = sc;
-                si[cnt++] = (int32_t)(s >= (uint32_t)W ? s - (uint32_t)W : s);
-            }
+        atm_ek_topk_set(wide, (int)n, keff, wide + n, ss, si);
+        for (int k = 0; k < keff; k++) {
+            const uint32_t s = oldest + (uint32_t)si[k];          /* < 2 W */
+            si[k] = (int32_t)(s >= (uint32_t)W ? s - (uint32_t)W : s);
         }
     } else {
         int cnt = 0, worst = 0;

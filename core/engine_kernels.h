@@ -1,11 +1,13 @@
 /* core/engine_kernels.h — internal interface between the integer engine
  * (core/engine.c) and its instruction-set specific kernels
- * (core/engine_x86.c, core/engine_wasm.c). Not a public header: front ends use engine.h.
+ * (core/engine_x86.c, core/engine_wasm.c, core/engine_m0.c, core/engine_m0.S,
+ * core/engine_m3.S; the plain-C twins in core/engine_ref.c). Not a public
+ * header: front ends use engine.h.
  *
  * Contract. Every kernel computes exactly the integers its plain-C twin
  * computes, for every length, odd ones included: the choice of kernel
  * changes speed, never a bit of the logits. The twins are the atm_ek_*_ref
- * functions below (engine.c; the portable engine runs all of them except
+ * functions below (engine_ref.c; the portable engine runs all of them except
  * atm_ek_matvec_ref, whose job its decode path does) and, for
  * atm_ek_softmax_q15, fixmath's atm_softmax_q15. tests/test_engine_kernels.c
  * compares each kernel with its twin on random inputs, extreme values and
@@ -94,7 +96,9 @@ void atm_ek_ssm_ref(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16
 
 /* The same integers as atm_ek_ln_out_ref / atm_ek_ssm_ref / atm_ek_addsc_ref
  * / atm_ek_scale_ref from 32-bit products only (engine_m0.c; the Cortex-M0
- * set), any arguments. */
+ * set) within the twins' ranges above, plus |bc|, |u| <= 32767 for ssm (the
+ * reader rejects -32768 in a vector, LayerNorm saturates at +-32767);
+ * outside their fast ranges (engine_m0.c) they call the twins. */
 void atm_ek_ln_out_i32(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
 void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 void atm_ek_addsc_i32(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
@@ -117,6 +121,12 @@ void atm_ek_conv_ref(const int8_t *t, int K, int nc, const int16_t *u, const int
 /* atm_softmax_q15 (fixmath.h) with each exponential computed once and kept
  * in e[n] (scratch); the same values bit for bit. p may alias z. */
 void atm_ek_softmax_q15(const int32_t *z, int n, int32_t *p, uint32_t *e);
+
+/* Attention's kept set (engine.c): the k best of sc[0, n) (1 <= k <= n)
+ * ranked by score, the lower index first among equal scores — every index
+ * scoring above the k-th highest score and the lowest of those scoring it —
+ * into sel_s / sel_t (scores and indices, ascending index); scratch[n]. */
+void atm_ek_topk_set(const int32_t *sc, int n, int k, int32_t *scratch, int32_t *sel_s, int32_t *sel_t);
 
 /* Attention scores: out[j] = clamp(atm_rnd64(dots[j] * ms, sbase - kexp[j]),
  * +-(2^30 - 1)) for j < n; 0 <= ms < 2^30; out may alias dots. */

@@ -1,7 +1,12 @@
-/* core/engine_m0.S — the bit-plane row kernel in Thumb-1 for the Cortex-M0
- * and M0+ (ARMv6-M; built for the micro:bit and the Pico only). Its plain-C
- * twin is atm_ek_planes_rows in core/engine.c (every other target runs that);
- * tests/mcu/kernels.c checks on QEMU's Cortex-M0 that the two agree.
+/* core/engine_m0.S — Thumb-1 kernels for the Cortex-M0 and M0+ (ARMv6-M;
+ * built for the micro:bit and the Pico only): the bit-plane rows and table
+ * builds, the residual update and logit scale, and a 32 x 32 -> 64-bit
+ * product. Their plain-C twins: atm_ek_planes_rows / atm_ek_planes_build
+ * (core/engine.c), atm_ek_addsc_ref / atm_ek_scale_ref (core/engine_ref.c),
+ * atm_smull_halves (core/fixmath.h); tests/mcu/kernels.c checks on QEMU's
+ * Cortex-M0 that each pair agrees.
+ *
+ * The bit-plane rows:
  *
  * void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows,
  *                            uint32_t nbytes, const int32_t *tab, int32_t *out,

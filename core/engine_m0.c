@@ -40,8 +40,8 @@ void atm_ek_ln_out_i32(int16_t *u, const uint8_t *g, const uint8_t *b, int d, in
     }
 }
 
-#define SSM_T2_LIM ((1 << 30) + (1 << 17))
-/* atm_ek_ssm_ref for -1 <= sb <= 31 */
+/* atm_ek_ssm_ref for -1 <= sb <= 31 (|bc|, |u| <= 32767, as the reader
+ * and LayerNorm guarantee: |bc u| < 2^30) */
 void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
     if (sb < -1 || sb > 31) { atm_ek_ssm_ref(s, a, bc, u, d, sb); return; }
     const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0;
@@ -52,12 +52,10 @@ void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16
         const int32_t B = ac * (int32_t)((uint32_t)sc & 0xFFFFu);    /* + 2^14 < 2^31 */
         const int32_t t1 = 2 * A + atm_asr32(B + (1 << 14), 15);
         const int32_t p = atm_rd_i16le(bc + 2 * c) * u[c];            /* |.| <= 2^30 */
-        int32_t t2 = sb >= 1 ? atm_asr32(p + hb, sb) : (sb == 0 ? p : 2 * p);
-        /* |t1| <= 2^30 + 2^16: a |t2| beyond 2^30 + 2^17 saturates the sum
-         * whatever its exact value, so it may be cut there and the sum fits */
-        t2 = t2 > SSM_T2_LIM ? SSM_T2_LIM : (t2 < -SSM_T2_LIM ? -SSM_T2_LIM : t2);
-        const int32_t v = t1 + t2;
-        s[c] = v > X_LIM ? X_LIM : (v < -X_LIM ? -X_LIM : v);
+        /* |t1| <= 2^30 + 2^16 and |t2| < 2^31: the sum in 64 bits (an
+         * inline add with carry, no libgcc call) */
+        const int64_t t2 = sb >= 1 ? atm_asr32(p + hb, sb) : (sb == 0 ? p : 2 * (int64_t)p);
+        s[c] = atm_clamp32((int64_t)t1 + t2, X_LIM);
     }
 }
 
@@ -69,7 +67,8 @@ static inline int32_t sb0(uint32_t v) { return (int32_t)(int8_t)(uint8_t)v; }
 static inline int32_t sb1(uint32_t v) { return (int32_t)(v << 16) >> 24; }
 static inline int32_t sb2(uint32_t v) { return (int32_t)(v << 8) >> 24; }
 static inline int32_t sb3(uint32_t v) { return (int32_t)v >> 24; }
-static inline uint32_t ld32(const int8_t *p) { return *(const uint32_t *)(const void *)p; }
+typedef uint32_t __attribute__((may_alias)) u32_alias;   /* int8 cache words read as one word */
+static inline uint32_t ld32(const int8_t *p) { return *(const u32_alias *)(const void *)p; }
 
 /* atm_ek_mix_ref: four output columns at a time, the rows' words summed
  * with their weights in four registers (no stack arrays: the micro:bit's

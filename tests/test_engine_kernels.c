@@ -310,8 +310,11 @@ static void test_elementwise(void) {
                 if (!run) memcpy(u1, u0, (size_t)n * 2);
                 bad[5] += va != vb || memcmp(u0, u1, (size_t)n * 2) != 0;
             }
-            for (int sg = 1; sg <= 62; sg += 3)
-                for (int sb = -16; sb <= 30; sb += 5) {
+            static const int sgs[] = { 1, 4, 10, 16, 17, 18, 22, 30, 31, 33, 40, 45, 46, 47, 52, 62 };
+            static const int sbs[] = { -16, -15, -14, -11, -6, -1, 0, 1, 4, 9, 14, 19, 24, 29, 30 };
+            for (size_t gi = 0; gi < sizeof sgs / sizeof sgs[0]; gi++)
+                for (size_t bi = 0; bi < sizeof sbs / sizeof sbs[0]; bi++) {
+                    const int sg = sgs[gi], sb = sbs[bi];
                     const int32_t r15 = (int32_t)(16384 + atm_rng_u32(&rng) % 16385);
                     for (int i = 0; i < n; i++) {
                         u0[i] = u1[i] = (int16_t)pick(p, (uint32_t)i, 32767);
@@ -329,10 +332,13 @@ static void test_elementwise(void) {
                     if (run) atm_ek_ln_out_avx2(u1, g + 1, b + 1, n, r15, sg, sb); else memcpy(u1, u0, (size_t)n * 2);
                     bad[6] += memcmp(u0, u1, (size_t)n * 2) != 0;
                 }
-            /* SSM update */
-            for (int sb = -32; sb <= 62; sb += 5) {
+            /* SSM update: every shift the models use (-2 .. 2 in the shipped ones) and the
+             * fast range's ends, with the state against a large b c u of the other sign */
+            static const int ssbs[] = { -32, -27, -17, -7, -2, -1, 0, 1, 2, 3, 13, 23, 30, 31, 32, 33, 43, 62 };
+            for (size_t si = 0; si < sizeof ssbs / sizeof ssbs[0]; si++) {
+                const int sb = ssbs[si];
                 for (int i = 0; i < n; i++) {
-                    s0[i] = s1[i] = pick(p, (uint32_t)i, XL);
+                    s0[i] = s1[i] = p == 1 ? -XL : pick(p, (uint32_t)i, XL);    /* p 1: s against a, b, u at +max */
                     u0[i] = (int16_t)pick(p == 3 ? 0 : p, (uint32_t)i, 32767);
                     const int32_t av = pick(p, (uint32_t)i, 32767), bv = pick(3, (uint32_t)i, 32767);
                     g[1 + 2 * i] = (uint8_t)av; g[2 + 2 * i] = (uint8_t)((uint32_t)av >> 8);
@@ -414,6 +420,38 @@ static void test_recode(void) {
 }
 
 /* the engine's softmax (exponentials kept) against fixmath's */
+/* Attention's kept set against the sorted insertion the engine used before
+ * (the k best by score, the older first among equal ones): the same set of
+ * indices, with heavy ties, every k, lengths to 256. */
+static void test_topk(void) {
+    int bad = 0, cases = 0;
+    int32_t sc[256], scratch[256], ss[256], st[256], rs[256], ri[256];
+    for (int it = 0; it < 4000; it++) {
+        const int n = 1 + (int)rnd(it < 2000 ? 40 : 256), k = 1 + (int)rnd((uint32_t)n);
+        const uint32_t span = it % 4 == 0 ? 3u : (it % 4 == 1 ? 50u : 0u);
+        for (int i = 0; i < n; i++)
+            sc[i] = span ? (int32_t)rnd(span) - 1 : (int32_t)((int64_t)atm_rng_u32(&rng) - 2147483648LL) / (it % 3 + 1);
+        if (it % 7 == 0) for (int i = 0; i < n; i++) sc[i] = i % 2 ? XL : -XL;   /* the clamp's values */
+        int cnt = 0;
+        for (int j = 0; j < n; j++) {
+            int pos;
+            if (cnt < k) pos = cnt++;
+            else if (sc[j] > rs[k - 1]) pos = k - 1;
+            else continue;
+            while (pos > 0 && rs[pos - 1] < sc[j]) { rs[pos] = rs[pos - 1]; ri[pos] = ri[pos - 1]; pos--; }
+            rs[pos] = sc[j]; ri[pos] = j;
+        }
+        atm_ek_topk_set(sc, n, k, scratch, ss, st);
+        uint8_t in_ref[256] = { 0 };
+        for (int i = 0; i < k; i++) in_ref[ri[i]] = 1;
+        int same = 1;
+        for (int i = 0; i < k; i++) same &= in_ref[st[i]] && ss[i] == sc[st[i]] && (i == 0 || st[i] > st[i - 1]);
+        bad += !same;
+        cases++;
+    }
+    CHECKF(bad == 0, "top-k set differs from the sorted insertion in %d of %d cases", bad, cases);
+}
+
 static void test_softmax(void) {
     int32_t z[64], p0[64], p1[64];
     uint32_t e[64];
@@ -596,6 +634,7 @@ int main(void) {
     test_matvec();
     test_dots_mix();
     test_elementwise();
+    test_topk();
     test_softmax();
     test_recode();
     test_rowdot();
