@@ -52,10 +52,12 @@ void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16
         const int32_t B = ac * (int32_t)((uint32_t)sc & 0xFFFFu);    /* + 2^14 < 2^31 */
         const int32_t t1 = 2 * A + atm_asr32(B + (1 << 14), 15);
         const int32_t p = atm_rd_i16le(bc + 2 * c) * u[c];            /* |.| <= 2^30 */
-        /* |t1| <= 2^30 + 2^16 and |t2| < 2^31: the sum in 64 bits (an
-         * inline add with carry, no libgcc call) */
-        const int64_t t2 = sb >= 1 ? atm_asr32(p + hb, sb) : (sb == 0 ? p : 2 * (int64_t)p);
-        s[c] = atm_clamp32((int64_t)t1 + t2, X_LIM);
+        /* |t1| <= 2^30 + 2^16 and |t2| <= 2 |p| < 2^31: both fit int32, their
+         * sum may not; a wrapped sum (operands of one sign, result of the
+         * other) lies beyond the clamp on the operands' side */
+        const int32_t t2 = sb >= 1 ? atm_asr32(p + hb, sb) : (sb == 0 ? p : (int32_t)((uint32_t)p << 1));
+        const int32_t v = (int32_t)((uint32_t)t1 + (uint32_t)t2);
+        s[c] = ((t1 ^ v) & (t2 ^ v)) < 0 ? (t2 < 0 ? -X_LIM : X_LIM) : (v > X_LIM ? X_LIM : (v < -X_LIM ? -X_LIM : v));
     }
 }
 
