@@ -1004,6 +1004,64 @@ void atm_ek_topk_set(const int32_t *sc, int n, int k, int32_t *scratch, int32_t 
         if (sc[t] > T || (sc[t] == T && ties-- > 0)) { sel_s[cnt] = sc[t]; sel_t[cnt++] = t; }
 }
 
+/* attention's kept set: the keff best of the n cached positions, oldest
+ * first, into sel_s / sel_i (slots), their scores computed a run at a time
+ * into wide (see attn_path) */
+static void select_topk(atm_engine *e, const kset *ks, const int8_t *kc, const uint8_t *kexp, int dh, int64_t ms,
+                        int sbase, uint32_t n, uint32_t oldest, int keff, uint32_t cap) {
+    const uint32_t W = (uint32_t)e->window;
+    int32_t *wide = e->wide;
+    int32_t *ss = e->sel_s, *si = e->sel_i;
+#if defined(__ARM_ARCH_6M__)
+    const int select = 2 * n <= cap;
+#else
+    const int select = 0;
+#endif
+    if (select) {
+        uint32_t j = oldest, left = n, off = 0;
+        while (left > 0) {
+            const uint32_t run = W - j < left ? W - j : left;
+            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide + off);
+            ks->scores(wide + off, kexp + j, (int)run, ms, sbase, wide + off);
+            off += run;
+            j += run;
+            if (j == W) j = 0;
+            left -= run;
+        }
+        atm_ek_topk_set(wide, (int)n, keff, wide + n, ss, si);
+        for (int k = 0; k < keff; k++) {
+            const uint32_t s = oldest + (uint32_t)si[k];          /* < 2 W */
+            si[k] = (int32_t)(s >= W ? s - W : s);
+        }
+    } else {
+        int cnt = 0;
+        uint32_t j = oldest, left = n;
+        while (left > 0) {
+            uint32_t run = W - j < left ? W - j : left;
+            if (run > cap) run = cap;
+            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide);
+            ks->scores(wide, kexp + j, (int)run, ms, sbase, wide);
+            for (uint32_t i = 0; i < run; i++) {
+                const int32_t sc = wide[i];
+                int pos;
+                if (cnt < keff) pos = cnt++;
+                else if (sc > ss[keff - 1]) pos = keff - 1;
+                else continue;
+                while (pos > 0 && ss[pos - 1] < sc) {
+                    ss[pos] = ss[pos - 1];
+                    si[pos] = si[pos - 1];
+                    pos--;
+                }
+                ss[pos] = sc;
+                si[pos] = (int32_t)(j + i);
+            }
+            j += run;
+            if (j == W) j = 0;
+            left -= run;
+        }
+    }
+}
+
 /* attention: k, v of the current position enter cache slot `slot`; scores
  * q . k_j / sqrt(dh) over the n cached positions, oldest first, in Q16; the
  * top_k highest are kept (a later position replaces the last kept one only
@@ -1051,55 +1109,7 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
      * the micro:bit); elsewhere, and otherwise, run by run by sorted insertion
      * (a later position replaces the last kept one only if strictly greater,
      * so ties keep the older), which is faster on the M3 and on x86. */
-    int32_t *ss = e->sel_s, *si = e->sel_i;
-#if defined(__ARM_ARCH_6M__)
-    const int select = 2 * n <= cap;
-#else
-    const int select = 0;
-#endif
-    if (select) {
-        uint32_t j = oldest, left = n, off = 0;
-        while (left > 0) {
-            const uint32_t run = (uint32_t)W - j < left ? (uint32_t)W - j : left;
-            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide + off);
-            ks->scores(wide + off, kexp + j, (int)run, ms, sbase, wide + off);
-            off += run;
-            j += run;
-            if (j == (uint32_t)W) j = 0;
-            left -= run;
-        }
-        atm_ek_topk_set(wide, (int)n, keff, wide + n, ss, si);
-        for (int k = 0; k < keff; k++) {
-            const uint32_t s = oldest + (uint32_t)si[k];          /* < 2 W */
-            si[k] = (int32_t)(s >= (uint32_t)W ? s - (uint32_t)W : s);
-        }
-    } else {
-        int cnt = 0;
-        uint32_t j = oldest, left = n;
-        while (left > 0) {
-            uint32_t run = (uint32_t)W - j < left ? (uint32_t)W - j : left;
-            if (run > cap) run = cap;
-            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide);
-            ks->scores(wide, kexp + j, (int)run, ms, sbase, wide);
-            for (uint32_t i = 0; i < run; i++) {
-                const int32_t sc = wide[i];
-                int pos;
-                if (cnt < keff) pos = cnt++;
-                else if (sc > ss[keff - 1]) pos = keff - 1;
-                else continue;
-                while (pos > 0 && ss[pos - 1] < sc) {
-                    ss[pos] = ss[pos - 1];
-                    si[pos] = si[pos - 1];
-                    pos--;
-                }
-                ss[pos] = sc;
-                si[pos] = (int32_t)(j + i);
-            }
-            j += run;
-            if (j == (uint32_t)W) j = 0;
-            left -= run;
-        }
-    }
+    select_topk(e, ks, kc, kexp, dh, ms, sbase, n, oldest, keff, cap);
     atm_ek_softmax_q15(e->sel_s, keff, e->sel_s, (uint32_t *)wide);   /* weights, Q15; wide is free */
     int emax = 0;
     for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];

@@ -52,7 +52,13 @@ extern uint8_t __data_start[];
 
 static atm_model model;
 static atm_engine engine;
+#if MCU_COPY_ATOME02
 static size_t copy_bytes;   /* RAM of the ATOME01 copy of an ATOME02 model (0: none) */
+#define SET_COPY(v) (copy_bytes = (v))
+#else
+#define copy_bytes ((size_t)0)   /* no copy on this board: its RAM layout stays as it was */
+#define SET_COPY(v) ((void)(v))
+#endif
 
 /* An ATOME02 model runs from an ATOME01 copy at `at` when room holds it
  * (atm_container_convert: the same trits, scales and vectors, so the same
@@ -430,7 +436,7 @@ static int run(void) {
     const size_t need = atm_engine_arena_bytes(&model, window);
     if (need == 0 || need + tail > have) return fail_arena(window, need, tail, have);
     const size_t need4 = (need + 3u) & ~(size_t)3u;
-    copy_bytes = run_from_atome01_copy(a0 + need4, have - tail - need4);
+    SET_COPY(run_from_atome01_copy(a0 + need4, have - tail - need4));
     st = atm_engine_init(&engine, &model, window, a0, need);
     if (st != ATM_OK) return fail(MCU_EXIT_ARENA, "engine: ", atm_status_str((int)st), 0);
     uint8_t *order = a0 + (have - tail);   /* free once the prompt is fed */
@@ -549,7 +555,7 @@ static void sa_setup(sa_run *r) {
     if (need == 0 || need + ORDER_BYTES > have) sa_fail("the model does not fit this board's RAM at the window of the settings", 0);
     const size_t need4 = (need + 3u) & ~(size_t)3u;
     if (have - ORDER_BYTES - need >= ATM_FWSET_PROMPT_MAX + 4u)   /* the prompt line keeps its full length */
-        copy_bytes = run_from_atome01_copy(a0 + need4, have - ORDER_BYTES - need4 - ATM_FWSET_PROMPT_MAX);
+        SET_COPY(run_from_atome01_copy(a0 + need4, have - ORDER_BYTES - need4 - ATM_FWSET_PROMPT_MAX));
     if (atm_engine_init(&engine, &model, v->window, a0, need) != ATM_OK) sa_fail("engine: cannot initialise", 0);
     r->order = a0 + (have - ORDER_BYTES);
     r->line = a0 + need4 + copy_bytes;                           /* interactive prompts */
