@@ -272,6 +272,7 @@ struct vin {
 #endif
 #ifdef ATM_T2_LUT
     int32_t lut[ATM_LUT_MAX_D / 2 * 16];
+    const int32_t *t8;           /* the byte tables (in the engine's table RAM), NULL: the pair table */
 #endif
 #ifdef ATM_PLANES
     int32_t planes;              /* 1: the bit-plane kernel */
@@ -339,6 +340,24 @@ static void rk_lut(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in
 }
 #endif
 
+#ifdef ATM_T2_LUT
+#if defined(ATM_M3_ASM) && (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__))
+#define LUT8_ROWS4_ASM 1
+#endif
+/* the byte tables: four rows at a time in Thumb-2 on the M3, the twin for the rest */
+static void rk_lut8(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *in, int32_t *out) {
+    const uint32_t nb = cols / 4;
+    uint32_t r = 0;
+#ifdef LUT8_ROWS4_ASM
+    if (nb % 4u == 0 && nb > 0 && rows >= 4) {
+        r = rows & ~3u;
+        atm_ek_lut8_rows4_m3(b, nb, rows / 4, in->t8, out);
+    }
+#endif
+    atm_ek_lut8_rows(b + (size_t)r * nb, nb, rows - r, nb, in->t8, out + r);
+}
+#endif
+
 /* Bit-plane kernel ("planes") for ATOME01 rows of a multiple of 4 columns,
  * every target. An ATOME01 code is bit0 - 2 bit1 (00 = 0, 01 = +1, 11 = -1;
  * 10, which never occurs, would count -2), so a row byte v times columns
@@ -399,6 +418,43 @@ void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32
     }
 }
 
+/* The byte-table kernel (engine_kernels.h): per group of 4 columns, the
+ * dots of the 81 valid ATOME01 bytes, 9 pair sums of the low two columns
+ * (codes c0 | c1 << 2) plus 9 of the high two (shifted by 4 bits); a row
+ * byte then costs one table load and one add. */
+#if defined(ATM_M3_ASM) && (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__))
+#define LUT8_BUILD_ASM 1
+#endif
+void atm_ek_lut8_build(const int16_t *x, uint32_t cols, int32_t *t) {
+#ifdef LUT8_BUILD_ASM
+    if (cols >= 4) { atm_ek_lut8_build_m3(x, cols & ~3u, t); return; }
+#endif
+    atm_ek_lut8_build_ref(x, cols, t);
+}
+
+void atm_ek_lut8_build_ref(const int16_t *x, uint32_t cols, int32_t *t) {
+    static const uint8_t off[9] = { 0, 1, 3, 4, 5, 7, 12, 13, 15 };   /* c0 | c1 << 2, codes 0, 1, 3 */
+    for (uint32_t g = 0; g < cols / 4; g++, x += 4, t += 256) {
+        const int32_t a = x[0], b = x[1], c = x[2], d = x[3];
+        const int32_t p[9] = { 0, a, -a, b, a + b, b - a, -b, a - b, -a - b };
+        const int32_t q[9] = { 0, c, -c, d, c + d, d - c, -d, c - d, -c - d };
+        for (int j = 0; j < 9; j++) {
+            int32_t *tj = t + 16 * off[j];
+            for (int i = 0; i < 9; i++) tj[off[i]] = q[j] + p[i];
+        }
+    }
+}
+
+void atm_ek_lut8_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                      const int32_t *t, int32_t *out) {
+    for (uint32_t r = 0; r < rows; r++, b += stride) {
+        const int32_t *tj = t;
+        int32_t acc = 0;
+        for (uint32_t j = 0; j < nbytes; j++, tj += 256) acc += tj[b[j]];
+        out[r] = acc;
+    }
+}
+
 /* The kernel used for a model of width d: the requested one if this build
  * and CPU have it and d fits it, else the best that does (AUTO: AVX-512,
  * AVX2, SSE2, wasm SIMD128, pair-sum table, portable). Row kernels need
@@ -435,7 +491,7 @@ static int pick_kernel(int want, int d) {
     return ATM_KERNEL_PORTABLE;
 }
 
-static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
+static void vin_prep(vin *in, const int16_t *x, int d, int kernel, int32_t *tab) {
     in->x = x;
     in->rk = 0;
 #ifdef ATM_PLANES
@@ -446,6 +502,7 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
     in->t5 = atm_ek_t5_to_t2_ref;
 #endif
     (void)d;
+    (void)tab;
     switch (kernel) {
 #ifdef ATM_T2_SIMD
     case ATM_KERNEL_SSE2:
@@ -471,6 +528,12 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel) {
 #endif
 #ifdef ATM_T2_LUT
     case ATM_KERNEL_LUT:
+        if (tab) {                                    /* the byte tables (atm_engine_set_tables) */
+            atm_ek_lut8_build(x, (uint32_t)d, tab);
+            in->t8 = tab;
+            in->rk = rk_lut8;
+            break;
+        }
         for (int g = 0; g < d / 2; g++) {
             const int32_t a = x[2 * g], b = x[2 * g + 1];
             int32_t *t = in->lut + 16 * g;
@@ -873,9 +936,44 @@ atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window, void *
     e->vexp = b + p.vexp;
     e->ring = (int8_t *)(b + p.ring);
     e->ringexp = b + p.ringexp;
+    e->tab = 0;
     for (size_t i = 0; i < p.total; i++) b[i] = 0;
     atm_engine_reset(e);
     return ATM_OK;
+}
+
+size_t atm_engine_tables_bytes(const atm_model *m) {
+#ifdef ATM_T2_LUT
+    if (m && m->cfg.d_model % 4 == 0) return (size_t)256 * (size_t)m->cfg.d_model;
+#else
+    (void)m;
+#endif
+    return 0;
+}
+
+int atm_engine_set_tables(atm_engine *e, void *buf, size_t len) {
+    if (!e || !e->m) return -1;
+    if (!buf) { e->tab = 0; return 0; }
+    const size_t need = atm_engine_tables_bytes(e->m);
+    if (need == 0 || len < need || ((uintptr_t)buf & 3u) != 0) return -1;
+    e->tab = (int32_t *)buf;
+    return 0;
+}
+
+/* The kernel a step runs, and whether it uses the byte tables: the pair-sum
+ * table or bit-plane kernel become the byte tables when the engine has
+ * table RAM. */
+static int resolve_kernel(const atm_engine *e, int32_t **tab) {
+    const int d = e->m->cfg.d_model;
+    int k = pick_kernel(e->kernel, d);
+    *tab = 0;
+#ifdef ATM_T2_LUT
+    if (e->tab && d % 4 == 0 && (k == ATM_KERNEL_LUT || k == ATM_KERNEL_PLANES)) {
+        *tab = e->tab;
+        k = ATM_KERNEL_LUT;
+    }
+#endif
+    return k;
 }
 
 
@@ -908,7 +1006,8 @@ int atm_engine_set_kernel(atm_engine *e, int kernel) {
 
 int atm_engine_kernel(const atm_engine *e) {
     if (!e || !e->m) return ATM_KERNEL_PORTABLE;
-    return pick_kernel(e->kernel, e->m->cfg.d_model);
+    int32_t *tab;
+    return resolve_kernel(e, &tab);
 }
 
 void atm_engine_reset(atm_engine *e) {
@@ -1134,7 +1233,8 @@ const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
     const int enc = m->encoding;
     if (byte < 0 || byte >= V) byte = 0;
     vin in;
-    const int kern = pick_kernel(e->kernel, d);
+    int32_t *tab;
+    const int kern = resolve_kernel(e, &tab);
     const kset *ks = pick_kset(kern);
 
     /* embedding: x = trit * round(alpha_E * 2^FX) */
@@ -1158,7 +1258,7 @@ const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
         const tview G = tensor(m, ATM_T_LN_G, l), B = tensor(m, ATM_T_LN_B, l);
         const int fu = G.aux;
         layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
-        vin_prep(&in, e->u, d, kern);
+        vin_prep(&in, e->u, d, kern, tab);
         /* router: logits in Q16, weights in Q15 */
         const tview R = tensor(m, ATM_T_ROUTER, l);
         matvec(&R, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);
@@ -1182,7 +1282,7 @@ const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
     /* final LayerNorm and unembedding: logits in Q16 */
     const tview G = tensor(m, ATM_T_LNF_G, 0), B = tensor(m, ATM_T_LNF_B, 0);
     layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
-    vin_prep(&in, e->u, d, kern);
+    vin_prep(&in, e->u, d, kern, tab);
     const tview U = tensor(m, ATM_T_UNEMBED, 0);
     matvec(&U, enc, (uint32_t)V, (uint32_t)d, &in, e->wide);
     const scaler sl = mk_scaler(U.mant, U.exp + G.aux - ATM_LOGIT_FRAC);

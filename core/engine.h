@@ -67,6 +67,7 @@ typedef struct {
     uint32_t kv_next, kv_count;      /* next cache slot; cached positions (<= W) */
     uint32_t ring_next, ring_count;  /* next ring slot; remembered positions (<= K-1) */
     uint32_t pos_lo, pos_hi;         /* bytes fed since init/reset (64-bit counter) */
+    int32_t *tab;      /* optional table RAM of the byte-table kernel (atm_engine_set_tables), NULL none */
 } atm_engine;
 
 /* Arena bytes for a model and window (window 0 = the model's default);
@@ -89,6 +90,20 @@ int atm_engine_set_kernel(atm_engine *e, int kernel);
 int atm_engine_kernel(const atm_engine *e);
 
 
+
+/* Optional RAM for the byte-table row kernel (Cortex-M3 / M4 and the
+ * pair-sum table builds: per LayerNorm output, a table of 256 sums per
+ * group of 4 columns, so a row byte costs one load and one add).
+ * atm_engine_tables_bytes gives the bytes it needs (256 d), 0 where this
+ * build has no such kernel or the model's width does not suit it. With
+ * tables set, a step whose kernel resolves to the pair-sum table or the
+ * bit-plane kernel runs the byte tables instead: the same integers, the
+ * same logits. buf (4-byte aligned, len >= atm_engine_tables_bytes) must
+ * outlive the engine; 0, or -1 (nothing changed) if it does not suit;
+ * atm_engine_set_tables(e, NULL, 0) goes back to none. Not part of the
+ * arena (whose size stays as atm_engine_arena_bytes says). */
+size_t atm_engine_tables_bytes(const atm_model *m);
+int atm_engine_set_tables(atm_engine *e, void *buf, size_t len);
 
 /* Forgets every position (fresh conv ring, SSM state, caches). */
 void atm_engine_reset(atm_engine *e);

@@ -42,6 +42,22 @@ extern const uint8_t atm_ek_pl[512];   /* the byte -> table offset maps (engine.
 void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
                         const int32_t *tab, int32_t *out, int add);
 
+/* The byte-table row kernel (engine.c; the Cortex-M3 default where the
+ * caller gives the engine table RAM, atm_engine_set_tables): build fills
+ * t[cols * 64] with, per group g of 4 columns, t[256 g + v] = the dot of
+ * ATOME01 byte v's four trits with x[4g .. 4g+3], for the 81 bytes whose
+ * codes are 0, 1 or 3 (the other entries are left as they were: code 10
+ * never reaches a kernel); rows computes out[r] = sum_j t[256 j + b[r *
+ * stride + j]] over nbytes bytes. Together they equal atm_ek_matvec_ref.
+ * atm_ek_lut8_rows4_m3 (core/engine_m3.S) does groups of 4 rows of nb bytes
+ * (nb % 4 == 0) in Thumb-2. */
+void atm_ek_lut8_build(const int16_t *x, uint32_t cols, int32_t *t);
+void atm_ek_lut8_build_ref(const int16_t *x, uint32_t cols, int32_t *t);   /* its plain-C twin */
+void atm_ek_lut8_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                      const int32_t *t, int32_t *out);
+void atm_ek_lut8_rows4_m3(const uint8_t *b, uint32_t nb, uint32_t groups, const int32_t *t, int32_t *out);
+void atm_ek_lut8_build_m3(const int16_t *x, uint32_t cols, int32_t *t);
+
 /* sum_{i < n} trit_i * x[i] where trit_i is trit skip + i of the payload
  * bytes b (enc ATM_ENC_ATOME01: 0 <= skip < 4; ATOME02: 0 <= skip < 5):
  * the portable engine's row product, straight from the bytes (reads only

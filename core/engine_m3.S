@@ -1,4 +1,4 @@
-/* core/engine_m3.S — the pair-sum table row kernel in Thumb-2 for the
+/* core/engine_m3.S — the pair-sum and byte-table row kernels in Thumb-2 for the
  * Cortex-M3 / M4 (ARMv7-M; built for mps2-an385 only). Its plain-C twins
  * are rk_lut in core/engine.c (every other target with the table runs
  * that) and atm_ek_matvec_ref; tests/mcu/kernels.c checks on QEMU's
@@ -88,3 +88,149 @@ atm_ek_lut_rows4_m3:
     add  sp, #16
     pop  {r4-r11, pc}
     .size atm_ek_lut_rows4_m3, . - atm_ek_lut_rows4_m3
+
+/* void atm_ek_lut8_rows4_m3(const uint8_t *b, uint32_t nb, uint32_t groups,
+ *                           const int32_t *t, int32_t *out);
+ * The byte-table rows (engine_kernels.h; twin atm_ek_lut8_rows in
+ * core/engine.c): rows of nb bytes (nb a positive multiple of 4), in groups
+ * of four; out[r] = sum_j t[256 j + b[r nb + j]]. Four rows walk the tables
+ * together, a row byte being one post-incremented byte load, one table load
+ * and one add; 3.4 instructions a row byte.
+ *   r0-r2, lr scratch   r3 row 0's end   r4-r7 the sums   r8-r11 the rows
+ *   r12 the table walker (256 words a column group) */
+    .align 2
+    .global atm_ek_lut8_rows4_m3
+    .type atm_ek_lut8_rows4_m3, %function
+    .thumb_func
+atm_ek_lut8_rows4_m3:
+    push {r4-r11, lr}
+    sub  sp, #16
+    /* [sp] nb, [sp, #4] groups, [sp, #8] t; out at [sp, #52] */
+    str  r1, [sp]
+    str  r2, [sp, #4]
+    str  r3, [sp, #8]
+    mov  r8, r0
+1:
+    ldr  r0, [sp]
+    add  r9, r8, r0
+    add  r10, r9, r0
+    add  r11, r10, r0
+    mov  r3, r9
+    ldr  r12, [sp, #8]
+    movs r4, #0
+    movs r5, #0
+    movs r6, #0
+    movs r7, #0
+2:
+    .rept 4
+    ldrb r0, [r8], #1
+    ldrb r1, [r9], #1
+    ldrb r2, [r10], #1
+    ldrb lr, [r11], #1
+    ldr  r0, [r12, r0, lsl #2]
+    ldr  r1, [r12, r1, lsl #2]
+    ldr  r2, [r12, r2, lsl #2]
+    ldr  lr, [r12, lr, lsl #2]
+    add  r4, r0
+    add  r5, r1
+    add  r6, r2
+    add  r7, lr
+    add  r12, r12, #1024
+    .endr
+    cmp  r8, r3
+    bne  2b
+
+    ldr  r0, [sp, #52]
+    stmia r0!, {r4-r7}
+    str  r0, [sp, #52]
+    mov  r8, r11                 /* row 3's end: the next group's row 0 */
+    ldr  r0, [sp, #4]
+    subs r0, r0, #1
+    str  r0, [sp, #4]
+    bne  1b
+    add  sp, #16
+    pop  {r4-r11, pc}
+    .size atm_ek_lut8_rows4_m3, . - atm_ek_lut8_rows4_m3
+
+/* void atm_ek_lut8_build_m3(const int16_t *x, uint32_t cols, int32_t *t);
+ * The byte tables (engine_kernels.h; twin atm_ek_lut8_build in
+ * core/engine.c) for cols a positive multiple of 4: per group of 4 columns
+ * a, b, c, d the 9 sums of a, b with trits (codes 0, 1, 3 of bits 0-3) stay
+ * in registers, and each of the 9 sums of c, d (bits 4-7) is added to them
+ * and stored at fixed offsets: 81 entries in 2 instructions each.
+ *   r0 the tables   r1 x   r2-r9 a, -a, b, a+b, b-a, -b, a-b, -a-b
+ *   r10 c   r11 d   r12 the (c, d) sum   lr scratch; [sp] x's end */
+    .macro LUT8ROW q, offj
+    str  \q, [r0, #(64 * \offj)]
+    add  lr, \q, r2
+    str  lr, [r0, #(64 * \offj + 4)]
+    add  lr, \q, r3
+    str  lr, [r0, #(64 * \offj + 12)]
+    add  lr, \q, r4
+    str  lr, [r0, #(64 * \offj + 16)]
+    add  lr, \q, r5
+    str  lr, [r0, #(64 * \offj + 20)]
+    add  lr, \q, r6
+    str  lr, [r0, #(64 * \offj + 28)]
+    add  lr, \q, r7
+    str  lr, [r0, #(64 * \offj + 48)]
+    add  lr, \q, r8
+    str  lr, [r0, #(64 * \offj + 52)]
+    add  lr, \q, r9
+    str  lr, [r0, #(64 * \offj + 60)]
+    .endm
+
+    .align 2
+    .global atm_ek_lut8_build_m3
+    .type atm_ek_lut8_build_m3, %function
+    .thumb_func
+atm_ek_lut8_build_m3:
+    push {r4-r11, lr}
+    sub  sp, #8
+    add  r1, r0, r1, lsl #1
+    str  r1, [sp]
+    mov  r1, r0
+    mov  r0, r2
+1:
+    ldrsh r2, [r1], #2
+    ldrsh r4, [r1], #2
+    ldrsh r10, [r1], #2
+    ldrsh r11, [r1], #2
+    rsb  r3, r2, #0
+    add  r5, r2, r4
+    sub  r6, r4, r2
+    rsb  r7, r4, #0
+    sub  r8, r2, r4
+    rsb  r9, r5, #0
+    movs r12, #0
+    str  r12, [r0]
+    str  r2, [r0, #4]
+    str  r3, [r0, #12]
+    str  r4, [r0, #16]
+    str  r5, [r0, #20]
+    str  r6, [r0, #28]
+    str  r7, [r0, #48]
+    str  r8, [r0, #52]
+    str  r9, [r0, #60]
+    LUT8ROW r10, 1
+    rsb  r12, r10, #0
+    LUT8ROW r12, 3
+    LUT8ROW r11, 4
+    add  r12, r10, r11
+    LUT8ROW r12, 5
+    sub  r12, r11, r10
+    LUT8ROW r12, 7
+    rsb  r12, r11, #0
+    LUT8ROW r12, 12
+    sub  r12, r10, r11
+    LUT8ROW r12, 13
+    add  r12, r10, r11
+    rsb  r12, r12, #0
+    LUT8ROW r12, 15
+    add  r0, r0, #1024
+    ldr  lr, [sp]
+    cmp  r1, lr
+    bne  1b
+    add  sp, #8
+    pop  {r4-r11, pc}
+    .size atm_ek_lut8_build_m3, . - atm_ek_lut8_build_m3

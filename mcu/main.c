@@ -60,6 +60,30 @@ static size_t copy_bytes;   /* RAM of the ATOME01 copy of an ATOME02 model (0: n
 #define SET_COPY(v) ((void)(v))
 #endif
 
+#if MCU_TABLES
+static size_t table_bytes;  /* RAM of the engine's byte tables (0: none) */
+#define SET_TABLES(v) (table_bytes = (v))
+#else
+#define table_bytes ((size_t)0)  /* no tables on this board: its RAM layout stays as it was */
+#define SET_TABLES(v) ((void)(v))
+#endif
+
+/* The engine's byte tables at `at` when room holds them (atm_engine_set_tables:
+ * a row byte of a ternary product is then one load and one add, the same
+ * logits). Only where MCU_TABLES is set: mps2-an385, whose 4 MiB hold any
+ * model's tables (256 d bytes), so that the cost model knows each board's
+ * path. After atm_engine_init; returns the bytes given, 0 for none. */
+static size_t give_tables(uint8_t *at, size_t room) {
+#if !MCU_TABLES
+    (void)at; (void)room;
+    return 0;
+#else
+    const size_t n = atm_engine_tables_bytes(&model);
+    if (n == 0 || n > room || atm_engine_set_tables(&engine, at, n) != 0) return 0;
+    return n;
+#endif
+}
+
 /* An ATOME02 model runs from an ATOME01 copy at `at` when room holds it
  * (atm_container_convert: the same trits, scales and vectors, so the same
  * logits): the engine then reads ATOME01 rows directly instead of
@@ -359,6 +383,7 @@ static void report(const char *mode, uint32_t model_len, int32_t window, size_t 
     line_add(&l, ",\"engine_bytes\":"); line_add_u64(&l, engine_bytes);
     line_add(&l, ",\"tail_bytes\":"); line_add_u64(&l, tail_bytes);
     line_add(&l, ",\"copy_bytes\":"); line_add_u64(&l, copy_bytes);
+    line_add(&l, ",\"table_bytes\":"); line_add_u64(&l, table_bytes);
     line_add(&l, ",\"arena_bytes\":"); line_add_u64(&l, (uint64_t)(__arena_end - __arena_start));
     line_add(&l, ",\"static_bytes\":"); line_add_u64(&l, (uint64_t)((uintptr_t)__arena_start - (uintptr_t)__data_start));
     line_add(&l, ",\"stack_used\":"); line_add_u64(&l, mcu_stack_used());
@@ -439,6 +464,7 @@ static int run(void) {
     SET_COPY(run_from_atome01_copy(a0 + need4, have - tail - need4));
     st = atm_engine_init(&engine, &model, window, a0, need);
     if (st != ATM_OK) return fail(MCU_EXIT_ARENA, "engine: ", atm_status_str((int)st), 0);
+    SET_TABLES(give_tables(a0 + need4 + copy_bytes, have - tail - need4 - copy_bytes));
     uint8_t *order = a0 + (have - tail);   /* free once the prompt is fed */
 
     atm_rng rng;
@@ -557,9 +583,12 @@ static void sa_setup(sa_run *r) {
     if (have - ORDER_BYTES - need >= ATM_FWSET_PROMPT_MAX + 4u)   /* the prompt line keeps its full length */
         SET_COPY(run_from_atome01_copy(a0 + need4, have - ORDER_BYTES - need4 - ATM_FWSET_PROMPT_MAX));
     if (atm_engine_init(&engine, &model, v->window, a0, need) != ATM_OK) sa_fail("engine: cannot initialise", 0);
+    const size_t used = need4 + copy_bytes;
+    if (have - ORDER_BYTES - used >= ATM_FWSET_PROMPT_MAX + 4u)
+        SET_TABLES(give_tables(a0 + used, have - ORDER_BYTES - used - ATM_FWSET_PROMPT_MAX));
     r->order = a0 + (have - ORDER_BYTES);
-    r->line = a0 + need4 + copy_bytes;                           /* interactive prompts */
-    r->line_cap = (uint32_t)(have - ORDER_BYTES - need4 - copy_bytes);
+    r->line = a0 + used + table_bytes;                           /* interactive prompts */
+    r->line_cap = (uint32_t)(have - ORDER_BYTES - used - table_bytes);
     if (r->line_cap > ATM_FWSET_PROMPT_MAX) r->line_cap = ATM_FWSET_PROMPT_MAX;
     atm_sampler_config(&r->cfg, v->temperature[0] ? v->temperature : 0, v->top_k[0] ? v->top_k : 0,
                        v->top_p[0] ? v->top_p : 0);   /* checked by atm_fwset_decode */

@@ -224,6 +224,36 @@ static void test_random_models(void) {
                 }
                 CHECKF(same, "%s: kernel %d on ATOME01 differs from ATOME02", name, kernels[kk]);
             }
+            /* the byte tables (atm_engine_set_tables), on either encoding, forced or by AUTO's pick */
+            const size_t tb = atm_engine_tables_bytes(&m1);
+            if (tb > 0) {
+                CHECK(tb == (size_t)256 * (size_t)L.cfg.d_model);
+                int32_t *tab = malloc(tb), *tab2 = malloc(tb);
+                const int tk[2] = { ATM_KERNEL_LUT, ATM_KERNEL_PLANES };
+                for (int kk = 0; kk < 2; kk++) {
+                    CHECK(atm_engine_init(&e1, &m1, cases[k].window, a1, ab) == ATM_OK);
+                    CHECK(atm_engine_init(&e2, &m2, cases[k].window, a2, ab) == ATM_OK);
+                    CHECK(atm_engine_set_tables(&e1, tab, tb - 1) == -1);         /* too small: refused */
+                    CHECK(atm_engine_set_tables(&e1, (char *)tab + 1, tb) == -1);  /* misaligned: refused */
+                    CHECK(atm_engine_set_tables(&e1, tab, tb) == 0);
+                    CHECK(atm_engine_set_tables(&e2, tab2, tb) == 0);
+                    CHECK(atm_engine_set_kernel(&e1, tk[kk]) == 0 && atm_engine_set_kernel(&e2, tk[kk]) == 0);
+                    CHECK(atm_engine_kernel(&e1) == ATM_KERNEL_LUT);
+                    atm_engine e3;                                                 /* no tables: the default path */
+                    void *a3 = malloc(ab);
+                    CHECK(atm_engine_init(&e3, &m2, cases[k].window, a3, ab) == ATM_OK);
+                    int same = 1;
+                    for (size_t t = 0; t < 150; t++) {
+                        const int32_t *x1 = atm_engine_step(&e1, text[t]), *x2 = atm_engine_step(&e2, text[t]);
+                        const int32_t *x3 = atm_engine_step(&e3, text[t]);
+                        same &= memcmp(x1, x3, sizeof(int32_t) * (size_t)L.cfg.vocab) == 0;
+                        same &= memcmp(x2, x3, sizeof(int32_t) * (size_t)L.cfg.vocab) == 0;
+                    }
+                    CHECKF(same, "%s: byte tables (kernel %d) differ from the default path", name, tk[kk]);
+                    free(a3);
+                }
+                free(tab); free(tab2);
+            }
             free(a1); free(a2);
         }
         free(b1); free(b2); free(w); free(weff);

@@ -94,7 +94,8 @@ static void test_matvec(void) {
     int32_t ref[33], got[33], naive[33];
     atm_ek_vec *v = malloc(sizeof *v);
     int32_t *tab = malloc(1024 * 4 * sizeof(int32_t));
-    int bad_ref = 0, bad2 = 0, bad5 = 0, badp = 0, cases = 0;
+    int32_t *t8 = malloc(1024 * 64 * sizeof(int32_t));
+    int bad_ref = 0, bad2 = 0, bad5 = 0, badp = 0, bad8 = 0, badt8 = 0, cases = 0;
     for (size_t ci = 0; ci < sizeof colss / sizeof colss[0]; ci++)
         for (size_t ri = 0; ri < sizeof rowss / sizeof rowss[0]; ri++)
             for (int p = 0; p < 4; p++) {
@@ -124,6 +125,23 @@ static void test_matvec(void) {
                     atm_ek_planes_rows(b + h / 4, cols / 4, rows, (cols - h) / 4, tab, got, 1);
                     badp += memcmp(ref, got, rows * sizeof(int32_t)) != 0;
                 }
+                /* the byte tables: the 81 valid entries of each group written, the rest left alone */
+                memset(t8, 0x5A, 1024 * 64 * sizeof(int32_t));
+                atm_ek_lut8_build(x, cols, t8);
+                for (uint32_t g = 0; g < cols / 4; g++)
+                    for (uint32_t v8 = 0; v8 < 256; v8++) {
+                        int valid = 1, s = 0;
+                        for (int k = 0; k < 4; k++) {
+                            const int c = (int)(v8 >> (2 * k)) & 3;
+                            valid &= c != 2;
+                            s += (c == 1 ? 1 : (c == 3 ? -1 : 0)) * x[4 * g + (uint32_t)k];
+                        }
+                        const int32_t want = valid ? s : (int32_t)0x5A5A5A5A;
+                        badt8 += t8[256 * g + v8] != want;
+                    }
+                memset(got, 0xA5, sizeof got);
+                atm_ek_lut8_rows(b, cols / 4, rows, cols / 4, t8, got);
+                bad8 += memcmp(ref, got, rows * sizeof(int32_t)) != 0;
                 if (have2) {
                     memset(v, 0x5A, sizeof *v);        /* the prep must write everything the kernel reads */
                     atm_ek_prep_avx2(x, cols, v);
@@ -142,6 +160,9 @@ static void test_matvec(void) {
     CHECKF(bad2 == 0, "matvec AVX2 differs in %d of %d cases", bad2, cases);
     CHECKF(bad5 == 0, "matvec AVX-512 differs in %d of %d cases", bad5, cases);
     CHECKF(badp == 0, "matvec bit-plane kernel differs in %d of %d cases", badp, cases);
+    CHECKF(bad8 == 0, "matvec byte-table kernel differs in %d of %d cases", bad8, cases);
+    CHECKF(badt8 == 0, "byte tables: %d wrong entries", badt8);
+    free(t8);
     free(tab);
     free(v);
     free(mem);

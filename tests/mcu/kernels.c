@@ -271,6 +271,47 @@ static int test_lut_m3(void) {
 }
 #endif
 
+#if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
+/* the Thumb-2 byte tables against their C twin (the whole table, entries
+ * the build leaves alone included) and the 4-row kernel against
+ * atm_ek_matvec_ref; the tables sit past the other buffers (mps2-an385's
+ * arena is 4 MiB) */
+#define T8 ((int32_t *)(void *)(__arena_start + 16384))              /* MAXC * 64 words */
+#define T8R ((int32_t *)(void *)(__arena_start + 16384 + MAXC * 256))
+static int test_lut8_m3(void) {
+    static const uint32_t colss[] = { 4, 8, 12, 16, 20, 48, 64, 100, 128, 256 };
+    static const uint32_t rowss[] = { 4, 8, 16 };
+    static const uint8_t codes[3] = { 0, 1, 3 };
+    uint32_t cases = 0, bad = 0, bad_t = 0;
+    if ((size_t)(__arena_end - __arena_start) < 16384u + 2u * MAXC * 256u) { out_str("arena too small for lut8\n"); return 1; }
+    for (unsigned ci = 0; ci < sizeof colss / sizeof colss[0]; ci++)
+        for (unsigned ri = 0; ri < sizeof rowss / sizeof rowss[0]; ri++)
+            for (int p = 0; p < 4; p++) {
+                const uint32_t cols = colss[ci], rows = rowss[ri], nb = cols / 4;
+                uint8_t *b = WBUF + (p & 1);
+                for (uint32_t i = 0; i < rows * nb; i++) {
+                    uint8_t v = 0;
+                    for (int k = 0; k < 4; k++) v = (uint8_t)(v | codes[p == 1 ? 1 : (p == 2 ? 2 : rnd(3))] << (2 * k));
+                    b[i] = v;
+                }
+                for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, p == 3 ? 32768 : 32767);
+                memset(T8, 0x5A, cols * 256);
+                memset(T8R, 0x5A, cols * 256);
+                atm_ek_lut8_build_m3(XV, cols, T8);
+                atm_ek_lut8_build_ref(XV, cols, T8R);
+                bad_t += memcmp(T8, T8R, cols * 256) != 0;
+                if (nb % 4 == 0) {
+                    atm_ek_matvec_ref(b, rows, cols, XV, REF);
+                    memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                    atm_ek_lut8_rows4_m3(b, nb, rows / 4, T8, GOT);
+                    bad += memcmp(REF, GOT, rows * sizeof(int32_t)) != 0;
+                }
+                cases++;
+            }
+    return report("lut8_rows4_m3", cases, bad) | report("lut8_build_m3", cases, bad_t);
+}
+#endif
+
 int mcu_main(void) {
     int fail = 0;
     rng = 0x9E3779B9u;
@@ -283,6 +324,7 @@ int mcu_main(void) {
     fail |= test_elementwise();
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
     fail |= test_lut_m3();
+    fail |= test_lut8_m3();
 #endif
     out_str(fail ? "FAIL\n" : "ok\n");
     return fail ? 1 : 0;
