@@ -771,8 +771,17 @@ static const kset KS_AVX512 = {
  * conv taps of the M0 set (engine_m0.c; unaligned word loads are allowed
  * here, aligned ones the rule), the twins elsewhere */
 #define ATM_KS_M3 1
+#ifdef ATM_M3_ASM
+/* engine_m3.S for dh = 8, 16, 32, 64 on word-aligned keys, the word-at-a-time C otherwise */
+static void dots_m3(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out) {
+    if (n <= 0 || ((uintptr_t)k & 3u) != 0 || atm_ek_dots_m3(q, k, dh, n, out) != 0) atm_ek_dots_m0(q, k, dh, n, out);
+}
+#define DOTS_M3 dots_m3
+#else
+#define DOTS_M3 atm_ek_dots_m0
+#endif
 static const kset KS_M3 = {
-    atm_ek_dots_m0, atm_ek_mix_m0, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
+    DOTS_M3, atm_ek_mix_m0, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
     atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_ref, atm_ek_ssm_ref,
     atm_ek_conv_m0, atm_ek_scores_ref, CH
 };

@@ -234,3 +234,112 @@ atm_ek_lut8_build_m3:
     add  sp, #8
     pop  {r4-r11, pc}
     .size atm_ek_lut8_build_m3, . - atm_ek_lut8_build_m3
+
+/* int atm_ek_dots_m3(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);
+ * Attention's dot products (engine_kernels.h; twin atm_ek_dots_ref) for
+ * dh = 8, 16, 32 or 64, k word aligned, n >= 1; returns 0, or 1 without
+ * touching anything for another dh (the caller then runs the C kernel).
+ * Eight query values at a time sit in r4-r11; each key row's 8 int8 values
+ * of that pass are two word loads, four sign extensions and four
+ * multiply-adds each: 2.7 instructions a product at dh = 16.
+ *   r0 the key walker   r1 out   r2 out's end   r3 four keys   r12 one key
+ *   lr the sum   [sp] q's next 8   [sp, #4] k's next 8 columns   [sp, #8] passes left */
+    .macro DOT4 w, qa, qb, qc, qd, first
+    sxtb r12, \w
+    .if \first
+    mul  lr, r12, \qa
+    .else
+    mla  lr, r12, \qa, lr
+    .endif
+    sxtb r12, \w, ror #8
+    mla  lr, r12, \qb, lr
+    sxtb r12, \w, ror #16
+    mla  lr, r12, \qc, lr
+    asr  r12, \w, #24
+    mla  lr, r12, \qd, lr
+    .endm
+
+    /* one pass of 8 columns over the n keys; first: store, else add */
+    .macro DOTPASS dh, first
+1:
+    ldr  r3, [r0]
+    .if \first
+    DOT4 r3, r4, r5, r6, r7, 1
+    .else
+    ldr  lr, [r1]
+    DOT4 r3, r4, r5, r6, r7, 0
+    .endif
+    ldr  r3, [r0, #4]
+    DOT4 r3, r8, r9, r10, r11, 0
+    add  r0, r0, #\dh
+    str  lr, [r1], #4
+    cmp  r1, r2
+    bne  1b
+    .endm
+
+    .macro DOTS dh
+    push {r4-r11, lr}
+    sub  sp, #16
+    str  r0, [sp]
+    str  r1, [sp, #4]
+    movs r12, #(\dh / 8)
+    str  r12, [sp, #8]
+    ldr  r1, [sp, #52]               /* out */
+    add  r2, r1, r3, lsl #2
+    str  r1, [sp, #12]
+    movs r3, #1                      /* the first pass stores */
+2:
+    ldr  r12, [sp]
+    ldrsh r4, [r12], #2
+    ldrsh r5, [r12], #2
+    ldrsh r6, [r12], #2
+    ldrsh r7, [r12], #2
+    ldrsh r8, [r12], #2
+    ldrsh r9, [r12], #2
+    ldrsh r10, [r12], #2
+    ldrsh r11, [r12], #2
+    str  r12, [sp]
+    ldr  r0, [sp, #4]
+    add  r12, r0, #8
+    str  r12, [sp, #4]
+    ldr  r1, [sp, #12]
+    cbz  r3, 3f
+    DOTPASS \dh, 1
+    b    4f
+3:
+    DOTPASS \dh, 0
+4:
+    movs r3, #0
+    ldr  r12, [sp, #8]
+    subs r12, r12, #1
+    str  r12, [sp, #8]
+    bne  2b
+    add  sp, #16
+    movs r0, #0
+    pop  {r4-r11, pc}
+    .endm
+
+    .align 2
+    .global atm_ek_dots_m3
+    .type atm_ek_dots_m3, %function
+    .thumb_func
+atm_ek_dots_m3:
+    cmp  r2, #16
+    beq  .Ldots16
+    cmp  r2, #64
+    beq  .Ldots64
+    cmp  r2, #32
+    beq  .Ldots32
+    cmp  r2, #8
+    beq  .Ldots8
+    movs r0, #1
+    bx   lr
+.Ldots16:
+    DOTS 16
+.Ldots64:
+    DOTS 64
+.Ldots32:
+    DOTS 32
+.Ldots8:
+    DOTS 8
+    .size atm_ek_dots_m3, . - atm_ek_dots_m3

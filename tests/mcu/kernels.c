@@ -312,6 +312,30 @@ static int test_lut8_m3(void) {
 }
 #endif
 
+#if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
+/* the Thumb-2 dot products against atm_ek_dots_ref: every dh it takes, one
+ * it refuses (nothing written), 1 to 50 keys, extreme values */
+static int test_dots_m3(void) {
+    static const int dhs[] = { 8, 16, 32, 64, 12 };
+    static const int ns[] = { 1, 2, 3, 7, 17, 50 };
+    uint32_t cases = 0, bad = 0;
+    for (unsigned di = 0; di < sizeof dhs / sizeof dhs[0]; di++)
+        for (unsigned ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (int p = 0; p < 4; p++) {
+                const int dh = dhs[di], n = ns[ni];
+                for (int i = 0; i < dh * n; i++) EK[i] = (int8_t)pick(p, (uint32_t)i, p == 2 ? 128 : 127);
+                for (int i = 0; i < dh; i++) EU0[i] = (int16_t)pick(p, (uint32_t)i, p == 3 ? 32768 : 32767);
+                atm_ek_dots_ref(EU0, EK, dh, n, EX0);
+                memset(EX1, 0x5A, (size_t)(n + 1) * 4);
+                const int r = atm_ek_dots_m3(EU0, EK, dh, n, EX1);
+                if (dh % 8 == 0) bad += r != 0 || memcmp(EX0, EX1, (size_t)n * 4) != 0 || EX1[n] != 0x5A5A5A5A;
+                else bad += r != 1 || EX1[0] != 0x5A5A5A5A;
+                cases++;
+            }
+    return report("dots_m3", cases, bad);
+}
+#endif
+
 int mcu_main(void) {
     int fail = 0;
     rng = 0x9E3779B9u;
@@ -325,6 +349,7 @@ int mcu_main(void) {
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
     fail |= test_lut_m3();
     fail |= test_lut8_m3();
+    fail |= test_dots_m3();
 #endif
     out_str(fail ? "FAIL\n" : "ok\n");
     return fail ? 1 : 0;
