@@ -781,9 +781,9 @@ static void dots_m3(const int16_t *q, const int8_t *k, int dh, int n, int32_t *o
 #define DOTS_M3 atm_ek_dots_m0
 #endif
 static const kset KS_M3 = {
-    DOTS_M3, atm_ek_mix_m0, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
-    atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_ref, atm_ek_ssm_ref,
-    atm_ek_conv_m0, atm_ek_scores_ref, CH
+    DOTS_M3, atm_ek_mix_m0, atm_ek_addsc_m3, atm_ek_scale_m3, atm_ek_quant32_ref,
+    atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_m3, atm_ek_ssm_m3,
+    atm_ek_conv_m0, atm_ek_scores_m3, CH
 };
 #endif
 

@@ -119,6 +119,17 @@ void atm_ek_ln_out_i32(int16_t *u, const uint8_t *g, const uint8_t *b, int d, in
 void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 void atm_ek_addsc_i32(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
 void atm_ek_scale_i32(int32_t *v, int n, int32_t mul, int s);
+/* The Cortex-M3 set's elementwise kernels (engine_m3.c): the twins from
+ * 32 x 32 -> 64 products and 32-bit shifts of their words; each calls its
+ * twin outside its fast range (addsc, scale: 1 <= s <= 31; ln_out: 1 <= sg
+ * <= 62, -16 <= sb <= 30; ssm: -1 <= sb <= 31; scores: shifts 32 .. 62,
+ * atm_rnd64 for the others). addsc needs |x| <= 2^30 - 1, as the engine's
+ * residual always is. */
+void atm_ek_addsc_m3(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+void atm_ek_scale_m3(int32_t *v, int n, int32_t mul, int s);
+void atm_ek_ln_out_m3(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
+void atm_ek_ssm_m3(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
+void atm_ek_scores_m3(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
 /* atm_ek_mix_ref / atm_ek_dots_ref a word of int8 values at a time (engine_m0.c) */
 void atm_ek_mix_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
 void atm_ek_dots_m0(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);

@@ -263,7 +263,7 @@ static void test_elementwise(void) {
     int32_t *x0 = malloc(1024 * 4), *x1 = malloc(1024 * 4), *v = malloc(1024 * 4), *s0 = malloc(1024 * 4), *s1 = malloc(1024 * 4);
     int32_t *x2 = malloc(1024 * 4), *x3 = malloc(1024 * 4);
     int16_t *u2 = malloc(1024 * 2), *u3 = malloc(1024 * 2);
-    int bad5 = 0, badi = 0;
+    int bad5 = 0, badi = 0, bad3 = 0;
     int16_t *u0 = malloc(1024 * 2), *u1 = malloc(1024 * 2);
     int8_t *q0 = malloc(1024), *q1 = malloc(1024);
     uint8_t *g = malloc(2 * 1024 + 1), *b = malloc(2 * 1024 + 1), *kx = malloc(1024);
@@ -278,9 +278,13 @@ static void test_elementwise(void) {
                 for (int i = 0; i < n; i++) { x0[i] = x1[i] = pick(p, (uint32_t)i, XL); v[i] = pick(p == 3 ? 0 : p, (uint32_t)i, INT32_MAX); }
                 memcpy(x2, x1, (size_t)n * 4);
                 memcpy(x3, x1, (size_t)n * 4);
+                memcpy(s1, x1, (size_t)n * 4);
                 atm_ek_addsc_i32(x3, v, n, mul, sh);
                 atm_ek_addsc_ref(x0, v, n, mul, sh);
                 badi += memcmp(x0, x3, (size_t)n * 4) != 0;
+                memcpy(x3, s1, (size_t)n * 4);
+                atm_ek_addsc_m3(x3, v, n, mul, sh);
+                bad3 += memcmp(x0, x3, (size_t)n * 4) != 0;
                 if (run) atm_ek_addsc_avx2(x1, v, n, mul, sh);
                 if (run5) { atm_ek_addsc_avx512(x2, v, n, mul, sh); bad5 += memcmp(x0, x2, (size_t)n * 4) != 0; }
                 for (int i = 0; i < n; i++) {
@@ -294,6 +298,9 @@ static void test_elementwise(void) {
                 atm_ek_scale_ref(x0, n, mul, sh);
                 atm_ek_scale_i32(x3, n, mul, sh);
                 badi += memcmp(x0, x3, (size_t)n * 4) != 0;
+                memcpy(x3, v, (size_t)n * 4);
+                atm_ek_scale_m3(x3, n, mul, sh);
+                bad3 += memcmp(x0, x3, (size_t)n * 4) != 0;
                 if (run) atm_ek_scale_avx2(x1, n, mul, sh);
                 if (run5) { atm_ek_scale_avx512(x2, n, mul, sh); bad5 += memcmp(x0, x2, (size_t)n * 4) != 0; }
                 for (int i = 0; i < n; i++) bad_def[1] += x0[i] != clampl(rnd_div((int64_t)v[i] * mul, sh), XL);
@@ -331,7 +338,7 @@ static void test_elementwise(void) {
                 if (!run) memcpy(u1, u0, (size_t)n * 2);
                 bad[5] += va != vb || memcmp(u0, u1, (size_t)n * 2) != 0;
             }
-            static const int sgs[] = { 1, 4, 10, 16, 17, 18, 22, 30, 31, 33, 40, 45, 46, 47, 52, 62 };
+            static const int sgs[] = { 1, 4, 10, 14, 15, 16, 17, 18, 22, 30, 31, 32, 33, 40, 45, 46, 47, 52, 62 };
             static const int sbs[] = { -16, -15, -14, -11, -6, -1, 0, 1, 4, 9, 14, 19, 24, 29, 30 };
             for (size_t gi = 0; gi < sizeof sgs / sizeof sgs[0]; gi++)
                 for (size_t bi = 0; bi < sizeof sbs / sizeof sbs[0]; bi++) {
@@ -349,6 +356,9 @@ static void test_elementwise(void) {
                     atm_ek_ln_out_ref(u0, g + 1, b + 1, n, r15, sg, sb);     /* odd addresses */
                     atm_ek_ln_out_i32(u3, g + 1, b + 1, n, r15, sg, sb);
                     badi += memcmp(u0, u3, (size_t)n * 2) != 0;
+                    memcpy(u3, u2, (size_t)n * 2);
+                    atm_ek_ln_out_m3(u3, g + 1, b + 1, n, r15, sg, sb);
+                    bad3 += memcmp(u0, u3, (size_t)n * 2) != 0;
                     if (run5) { atm_ek_ln_out_avx512(u2, g + 1, b + 1, n, r15, sg, sb); bad5 += memcmp(u0, u2, (size_t)n * 2) != 0; }
                     if (run) atm_ek_ln_out_avx2(u1, g + 1, b + 1, n, r15, sg, sb); else memcpy(u1, u0, (size_t)n * 2);
                     bad[6] += memcmp(u0, u1, (size_t)n * 2) != 0;
@@ -370,6 +380,9 @@ static void test_elementwise(void) {
                 atm_ek_ssm_ref(s0, g + 1, b + 1, u0, n, sb);
                 atm_ek_ssm_i32(x3, g + 1, b + 1, u0, n, sb);
                 badi += memcmp(s0, x3, (size_t)n * 4) != 0;
+                memcpy(x3, x2, (size_t)n * 4);
+                atm_ek_ssm_m3(x3, g + 1, b + 1, u0, n, sb);
+                bad3 += memcmp(s0, x3, (size_t)n * 4) != 0;
                 if (run5) { atm_ek_ssm_avx512(x2, g + 1, b + 1, u0, n, sb); bad5 += memcmp(s0, x2, (size_t)n * 4) != 0; }
                 if (run) atm_ek_ssm_avx2(s1, g + 1, b + 1, u0, n, sb); else memcpy(s1, s0, (size_t)n * 4);
                 bad[7] += memcmp(s0, s1, (size_t)n * 4) != 0;
@@ -379,6 +392,8 @@ static void test_elementwise(void) {
                 const int64_t ms = p == 1 ? (1 << 30) - 1 : (int64_t)(atm_rng_u32(&rng) >> 2);
                 for (int i = 0; i < n; i++) { v[i] = pick(p, (uint32_t)i, INT32_MAX); kx[i] = (uint8_t)(p == 3 ? 31 : rnd(32)); }
                 atm_ek_scores_ref(v, kx, n, ms, sbase, s0);
+                atm_ek_scores_m3(v, kx, n, ms, sbase, x3);
+                bad3 += memcmp(s0, x3, (size_t)n * 4) != 0;
                 if (run5) { atm_ek_scores_avx512(v, kx, n, ms, sbase, x2); bad5 += memcmp(s0, x2, (size_t)n * 4) != 0; }
                 memcpy(s1, v, (size_t)n * 4);
                 if (run) atm_ek_scores_avx2(s1, kx, n, ms, sbase, s1); else memcpy(s1, s0, (size_t)n * 4);   /* aliased */
@@ -392,6 +407,7 @@ static void test_elementwise(void) {
     }
     CHECKF(bad5 == 0, "AVX-512 elementwise kernels differ from the twins in %d cases", bad5);
     CHECKF(badi == 0, "32-bit addsc / scale / ln_out / ssm (the Cortex-M0 set) differ from the twins in %d cases", badi);
+    CHECKF(bad3 == 0, "the Cortex-M3 set's addsc / scale / ln_out / ssm / scores differ from the twins in %d cases", bad3);
     free(x3); free(u3);
     printf("elementwise: AVX2 %s, AVX-512 %s\n", run ? "tested" : "not on this CPU", run5 ? "tested" : "not on this CPU");
     free(x0); free(x1); free(x2); free(v); free(s0); free(s1); free(u0); free(u1); free(u2); free(q0); free(q1); free(g); free(b); free(kx);

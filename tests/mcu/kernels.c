@@ -71,22 +71,30 @@ extern uint8_t __arena_start[], __arena_end[];
 #define EG   (__arena_start + 10240)                              /* 513 bytes each */
 #define EB   (__arena_start + 10784)
 #define EK   ((int8_t *)(__arena_start + 11328))                  /* 3200 int8, ends at 14528 (the micro:bit arena: 14,776 B) */
+#define ES   ((int32_t *)(void *)EK)                             /* scratch words (EK is refilled before its own use) */
 static int test_elementwise(void) {
     static const int lens[] = { 1, 2, 3, 7, 16, 17, 64, 65, 256 };
-    uint32_t cases = 0, bad_a = 0, bad_s = 0, bad_l = 0, bad_m = 0;
+    uint32_t cases = 0, bad_a = 0, bad_s = 0, bad_l = 0, bad_m = 0, bad_3 = 0;
     for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++)
         for (int p = 0; p < 4; p++) {
             const int n = lens[li];
             for (int sh = 1; sh <= 62; sh += (sh < 34 ? 1 : 9)) {
                 const int32_t mul = p == 1 ? INT32_MAX : (p == 2 ? -INT32_MAX : (int32_t)(rnd32() >> (sh % 20)));
                 for (int i = 0; i < n; i++) { EX0[i] = EX1[i] = pick(p, (uint32_t)i, X_L); EV[i] = pick(p == 3 ? 0 : p, (uint32_t)i, INT32_MAX); }
+                for (int i = 0; i < n; i++) ES[i] = EX0[i];
                 atm_ek_addsc_ref(EX0, EV, n, mul, sh);
                 atm_ek_addsc_i32(EX1, EV, n, mul, sh);
                 bad_a += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                for (int i = 0; i < n; i++) EX1[i] = ES[i];
+                atm_ek_addsc_m3(EX1, EV, n, mul, sh);
+                bad_3 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
                 for (int i = 0; i < n; i++) EX0[i] = EX1[i] = EV[i];
                 atm_ek_scale_ref(EX0, n, mul, sh);
                 atm_ek_scale_i32(EX1, n, mul, sh);
                 bad_s += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                for (int i = 0; i < n; i++) EX1[i] = EV[i];
+                atm_ek_scale_m3(EX1, n, mul, sh);
+                bad_3 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
                 cases++;
             }
             static const int sgs[] = { 1, 10, 16, 17, 18, 30, 31, 33, 46, 47, 62 };
@@ -102,9 +110,13 @@ static int test_elementwise(void) {
                         EB[1 + 2 * i] = (uint8_t)bv; EB[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
                     }
                     if (p == 2) EU0[0] = EU1[0] = -32768;
+                    for (int i = 0; i < n; i++) EX1[i] = EU0[i];
                     atm_ek_ln_out_ref(EU0, EG + 1, EB + 1, n, r15, sg, sb);
                     atm_ek_ln_out_i32(EU1, EG + 1, EB + 1, n, r15, sg, sb);
                     bad_l += memcmp(EU0, EU1, (size_t)n * 2) != 0;
+                    for (int i = 0; i < n; i++) EU1[i] = (int16_t)EX1[i];
+                    atm_ek_ln_out_m3(EU1, EG + 1, EB + 1, n, r15, sg, sb);
+                    bad_3 += memcmp(EU0, EU1, (size_t)n * 2) != 0;
                 }
             static const int ssbs[] = { -32, -17, -2, -1, 0, 1, 2, 13, 30, 31, 32, 43, 62 };
             for (unsigned si = 0; si < sizeof ssbs / sizeof ssbs[0]; si++) {
@@ -116,9 +128,21 @@ static int test_elementwise(void) {
                     EG[1 + 2 * i] = (uint8_t)av; EG[2 + 2 * i] = (uint8_t)((uint32_t)av >> 8);
                     EB[1 + 2 * i] = (uint8_t)bv; EB[2 + 2 * i] = (uint8_t)((uint32_t)bv >> 8);
                 }
+                for (int i = 0; i < n; i++) ES[i] = EX0[i];
                 atm_ek_ssm_ref(EX0, EG + 1, EB + 1, EU0, n, sb);
                 atm_ek_ssm_i32(EX1, EG + 1, EB + 1, EU0, n, sb);
                 bad_l += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                for (int i = 0; i < n; i++) EX1[i] = ES[i];
+                atm_ek_ssm_m3(EX1, EG + 1, EB + 1, EU0, n, sb);
+                bad_3 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+            }
+            /* the M3 set's attention scores, shifts on both sides of its fast range */
+            for (int sbase = -40; sbase <= 100; sbase += 7) {
+                const int64_t ms = p == 1 ? (1 << 30) - 1 : (int64_t)(rnd32() >> 2);
+                for (int i = 0; i < n; i++) { EV[i] = pick(p, (uint32_t)i, INT32_MAX); EB[i] = (uint8_t)(p == 3 ? 31 : rnd(32)); }
+                atm_ek_scores_ref(EV, EB, n, ms, sbase, EX0);
+                atm_ek_scores_m3(EV, EB, n, ms, sbase, EX1);
+                bad_3 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
             }
             /* mix of n rows of d = 64 (aligned) and dots of dh = 16 (and odd widths: the twins) */
             if (n <= 64) {
@@ -170,6 +194,7 @@ static int test_elementwise(void) {
     fail |= report("scale_i32", cases, bad_s);
     fail |= report("ln_out_ssm_i32", cases, bad_l);
     fail |= report("mix_dots_m0", cases, bad_m);
+    fail |= report("elementwise_m3", cases, bad_3);
     return fail;
 }
 
