@@ -777,11 +777,17 @@ static void dots_m3(const int16_t *q, const int8_t *k, int dh, int n, int32_t *o
     if (n <= 0 || ((uintptr_t)k & 3u) != 0 || atm_ek_dots_m3(q, k, dh, n, out) != 0) atm_ek_dots_m0(q, k, dh, n, out);
 }
 #define DOTS_M3 dots_m3
+/* engine_m3.S for d % 8 == 0 and up to 32 kept positions, the word-at-a-time C otherwise */
+static void mix_m3(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out) {
+    if (atm_ek_mix_m3(w, idx, base, n, d, out) != 0) atm_ek_mix_m0(w, idx, base, n, d, out);
+}
+#define MIX_M3 mix_m3
 #else
 #define DOTS_M3 atm_ek_dots_m0
+#define MIX_M3 atm_ek_mix_m0
 #endif
 static const kset KS_M3 = {
-    DOTS_M3, atm_ek_mix_m0, atm_ek_addsc_m3, atm_ek_scale_m3, atm_ek_quant32_ref,
+    DOTS_M3, MIX_M3, atm_ek_addsc_m3, atm_ek_scale_m3, atm_ek_quant32_ref,
     atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_m3, atm_ek_ssm_m3,
     atm_ek_conv_m0, atm_ek_scores_m3, CH
 };

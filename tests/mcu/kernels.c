@@ -357,7 +357,28 @@ static int test_dots_m3(void) {
                 else bad += r != 1 || EX1[0] != 0x5A5A5A5A;
                 cases++;
             }
-    return report("dots_m3", cases, bad);
+    /* the Thumb-2 mix against atm_ek_mix_ref: widths it takes and one it refuses,
+     * 1 to 32 kept rows (33: refused), weights up to +-2^15 */
+    static const int mds[] = { 8, 16, 64, 12 };
+    static const int mns[] = { 1, 2, 3, 7, 16, 17, 32, 33 };
+    uint32_t mcases = 0, mbad = 0;
+    for (unsigned di = 0; di < sizeof mds / sizeof mds[0]; di++)
+        for (unsigned ni = 0; ni < sizeof mns / sizeof mns[0]; ni++)
+            for (int p = 0; p < 4; p++) {
+                const int d = mds[di], n = mns[ni], rows = 3200 / d < 40 ? 3200 / d : 40;
+                for (int i = 0; i < rows * d; i++) EK[i] = (int8_t)pick(p, (uint32_t)i, p == 2 ? 128 : 127);
+                for (int i = 0; i < n; i++) {
+                    EX0[128 + i] = (int32_t)rnd((uint32_t)rows);
+                    EV[i] = pick(p, (uint32_t)i, 32768);
+                }
+                atm_ek_mix_ref(EV, EX0 + 128, EK, n, d, EX0);
+                memset(EX1, 0x5A, (size_t)(d + 1) * 4);
+                const int r = atm_ek_mix_m3(EV, EX0 + 128, EK, n, d, EX1);
+                if (d % 8 == 0 && n <= 32) mbad += r != 0 || memcmp(EX0, EX1, (size_t)d * 4) != 0 || EX1[d] != 0x5A5A5A5A;
+                else mbad += r != 1 || EX1[0] != 0x5A5A5A5A;
+                mcases++;
+            }
+    return report("dots_m3", cases, bad) | report("mix_m3", mcases, mbad);
 }
 #endif
 
