@@ -21,7 +21,9 @@ uint64_t atm_cost_insns_per_byte(const atm_mconfig *c, int encoding, const char 
     const int64_t W = window > 0 ? window : c->window;
     /* the features of tools/fit-mcu-cost.mjs */
     const int64_t M = L * (2 * H * D + D * D + 3 * D) + V * D;
-    const int lut = D % 4 == 0 && D <= 128;   /* core/engine.c's table path (ATM_LUT_MAX_D) */
+    /* core/engine.c's table path: the pair-sum table (d <= ATM_LUT_MAX_D), or
+     * the byte tables at any width where the firmware gives them (mps2-an385) */
+    const int lut = D % 4 == 0 && (D <= 128 || same(board, "mps2-an385"));
     const int64_t f[6] = { 1, lut ? M : 0, lut ? 0 : M, L * W * H, L * W, L * D };
     for (unsigned i = 0; i < sizeof ATM_MCU_COST / sizeof ATM_MCU_COST[0]; i++) {
         if (!same(ATM_MCU_COST[i].board, board) || ATM_MCU_COST[i].encoding != encoding) continue;

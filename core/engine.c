@@ -349,7 +349,7 @@ static void rk_lut8(const uint8_t *b, uint32_t rows, uint32_t cols, const vin *i
     const uint32_t nb = cols / 4;
     uint32_t r = 0;
 #ifdef LUT8_ROWS4_ASM
-    if (nb % 4u == 0 && nb > 0 && rows >= 4) {
+    if (nb > 0 && rows >= 4) {
         r = rows & ~3u;
         atm_ek_lut8_rows4_m3(b, nb, rows / 4, in->t8, out);
     }
@@ -1128,6 +1128,9 @@ static void select_topk(atm_engine *e, const kset *ks, const int8_t *kc, const u
     int32_t *ss = e->sel_s, *si = e->sel_i;
 #if defined(__ARM_ARCH_6M__)
     const int select = 2 * n <= cap;
+#elif defined(ATM_EK_X86)
+    /* x86: the branch-free ranks of atm_ek_topk_avx2 where the window's scores fit (n <= 64) */
+    const int select = (ks == &KS_AVX2 || ks == &KS_AVX512) && n <= 64 && n <= cap;
 #else
     const int select = 0;
 #endif
@@ -1142,6 +1145,9 @@ static void select_topk(atm_engine *e, const kset *ks, const int8_t *kc, const u
             if (j == W) j = 0;
             left -= run;
         }
+#ifdef ATM_EK_X86
+        if (atm_ek_topk_avx2(wide, (int)n, keff, ss, si) != 0)
+#endif
         atm_ek_topk_set(wide, (int)n, keff, wide + n, ss, si);
         for (int k = 0; k < keff; k++) {
             const uint32_t s = oldest + (uint32_t)si[k];          /* < 2 W */

@@ -49,8 +49,8 @@ void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32
  * codes are 0, 1 or 3 (the other entries are left as they were: code 10
  * never reaches a kernel); rows computes out[r] = sum_j t[256 j + b[r *
  * stride + j]] over nbytes bytes. Together they equal atm_ek_matvec_ref.
- * atm_ek_lut8_rows4_m3 (core/engine_m3.S) does groups of 4 rows of nb bytes
- * (nb % 4 == 0) in Thumb-2. */
+ * atm_ek_lut8_rows4_m3 (core/engine_m3.S) does groups of 4 rows of nb >= 1
+ * bytes in Thumb-2. */
 void atm_ek_lut8_build(const int16_t *x, uint32_t cols, int32_t *t);
 void atm_ek_lut8_build_ref(const int16_t *x, uint32_t cols, int32_t *t);   /* its plain-C twin */
 void atm_ek_lut8_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
@@ -209,6 +209,10 @@ void atm_ek_ssm_avx2(int32_t *s, const uint8_t *a, const uint8_t *bc, const int1
 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                       const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
 void atm_ek_scores_avx2(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
+/* atm_ek_topk_set's outputs from vector maxima and compare masks, for
+ * 1 <= k <= n <= 64 and scores above INT32_MIN; returns -1 (nothing
+ * written) otherwise */
+int atm_ek_topk_avx2(const int32_t *sc, int n, int k, int32_t *sel_s, int32_t *sel_t);
 
 /* The AVX-512 set's own versions of the 64-bit-lane kernels (the others are
  * the AVX2 ones). */

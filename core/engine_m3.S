@@ -92,37 +92,14 @@ atm_ek_lut_rows4_m3:
 /* void atm_ek_lut8_rows4_m3(const uint8_t *b, uint32_t nb, uint32_t groups,
  *                           const int32_t *t, int32_t *out);
  * The byte-table rows (engine_kernels.h; twin atm_ek_lut8_rows in
- * core/engine.c): rows of nb bytes (nb a positive multiple of 4), in groups
- * of four; out[r] = sum_j t[256 j + b[r nb + j]]. Four rows walk the tables
- * together, a row byte being one post-incremented byte load, one table load
- * and one add; 3.4 instructions a row byte.
+ * core/engine.c): rows of nb >= 1 bytes, in groups of four; out[r] =
+ * sum_j t[256 j + b[r nb + j]]. Four rows walk the tables together, a row
+ * byte being one post-incremented byte load, one table load and one add;
+ * 3.4 instructions a row byte (a second copy of the loop takes the last
+ * nb % 4 bytes of each row one at a time).
  *   r0-r2, lr scratch   r3 row 0's end   r4-r7 the sums   r8-r11 the rows
  *   r12 the table walker (256 words a column group) */
-    .align 2
-    .global atm_ek_lut8_rows4_m3
-    .type atm_ek_lut8_rows4_m3, %function
-    .thumb_func
-atm_ek_lut8_rows4_m3:
-    push {r4-r11, lr}
-    sub  sp, #16
-    /* [sp] nb, [sp, #4] groups, [sp, #8] t; out at [sp, #52] */
-    str  r1, [sp]
-    str  r2, [sp, #4]
-    str  r3, [sp, #8]
-    mov  r8, r0
-1:
-    ldr  r0, [sp]
-    add  r9, r8, r0
-    add  r10, r9, r0
-    add  r11, r10, r0
-    mov  r3, r9
-    ldr  r12, [sp, #8]
-    movs r4, #0
-    movs r5, #0
-    movs r6, #0
-    movs r7, #0
-2:
-    .rept 4
+    .macro LUT8GROUP
     ldrb r0, [r8], #1
     ldrb r1, [r9], #1
     ldrb r2, [r10], #1
@@ -136,10 +113,45 @@ atm_ek_lut8_rows4_m3:
     add  r6, r2
     add  r7, lr
     add  r12, r12, #1024
+    .endm
+
+    /* the rows' loop; tail: nb % 4 may be nonzero (nb >= 1), else nb % 4 == 0 */
+    .macro LUT8ROWS tail
+1:
+    ldr  r0, [sp]
+    add  r9, r8, r0
+    add  r10, r9, r0
+    add  r11, r10, r0
+    .if \tail
+    bic  r3, r0, #3
+    add  r3, r8, r3              /* row 0's end of its 4-byte blocks */
+    .else
+    mov  r3, r9
+    .endif
+    ldr  r12, [sp, #8]
+    movs r4, #0
+    movs r5, #0
+    movs r6, #0
+    movs r7, #0
+    .if \tail
+    cmp  r8, r3
+    beq  5f
+    .endif
+2:
+    .rept 4
+    LUT8GROUP
     .endr
     cmp  r8, r3
     bne  2b
-
+    .if \tail
+5:
+    ldr  r3, [sp]
+    and  r3, r3, #3              /* the last nb % 4 bytes one at a time */
+3:
+    LUT8GROUP
+    subs r3, r3, #1
+    bne  3b
+    .endif
     ldr  r0, [sp, #52]
     stmia r0!, {r4-r7}
     str  r0, [sp, #52]
@@ -150,6 +162,25 @@ atm_ek_lut8_rows4_m3:
     bne  1b
     add  sp, #16
     pop  {r4-r11, pc}
+    .endm
+
+    .align 2
+    .global atm_ek_lut8_rows4_m3
+    .type atm_ek_lut8_rows4_m3, %function
+    .thumb_func
+atm_ek_lut8_rows4_m3:
+    push {r4-r11, lr}
+    sub  sp, #16
+    /* [sp] nb, [sp, #4] groups, [sp, #8] t; out at [sp, #52] */
+    str  r1, [sp]
+    str  r2, [sp, #4]
+    str  r3, [sp, #8]
+    mov  r8, r0
+    tst  r1, #3
+    bne  .Llut8_tail
+    LUT8ROWS 0
+.Llut8_tail:
+    LUT8ROWS 1
     .size atm_ek_lut8_rows4_m3, . - atm_ek_lut8_rows4_m3
 
 /* void atm_ek_lut8_build_m3(const int16_t *x, uint32_t cols, int32_t *t);

@@ -820,6 +820,61 @@ ATTR_AVX512 void atm_ek_t5_to_t2_avx512(const uint8_t *p, uint32_t nbytes, uint3
     if (g < ng) atm_ek_t5_to_t2_avx2(p, nbytes, g0 + g, ng - g, out);
 }
 
+/* ---- attention's kept set ----
+ * atm_ek_topk_set's outputs (the k best of sc[0, n) by score, older first,
+ * in position order) for n <= 64 with few data-dependent branches (the
+ * insertion and the selection mispredict on most candidates): the k-th
+ * highest score T by taking the maximum of the window's vectors and
+ * masking its copies out until k are counted, then the positions above T
+ * and the oldest of those equal to T, from compare masks. Scores of
+ * INT32_MIN (the pad and mask value) are refused: the engine's are clamped
+ * to +-(2^30 - 1). */
+__attribute__((target("avx2,popcnt,bmi"))) int atm_ek_topk_avx2(const int32_t *sc, int n, int k, int32_t *sel_s, int32_t *sel_t) {
+    if (n < 1 || n > 64 || k < 1 || k > n) return -1;
+    int32_t buf[64];
+    int minval = 0;
+    for (int i = 0; i < 64; i++) {
+        buf[i] = i < n ? sc[i] : INT32_MIN;
+        minval |= i < n && sc[i] == INT32_MIN;
+    }
+    if (minval) return -1;
+    const int nv = (n + 7) >> 3;
+    const __m256i lo = _mm256_set1_epi32(INT32_MIN);
+    __m256i v[8], w[8];
+    for (int q = 0; q < 8; q++) w[q] = v[q] = q < nv ? LOADU(buf + 8 * q) : lo;
+    int left = k;
+    __m256i t;
+    for (;;) {
+        __m256i m = w[0];
+        for (int q = 1; q < nv; q++) m = _mm256_max_epi32(m, w[q]);
+        m = _mm256_max_epi32(m, _mm256_permute2x128_si256(m, m, 1));
+        m = _mm256_max_epi32(m, _mm256_shuffle_epi32(m, 0x4E));
+        m = _mm256_max_epi32(m, _mm256_shuffle_epi32(m, 0xB1));
+        int c = 0;
+        for (int q = 0; q < nv; q++) {
+            const __m256i e = _mm256_cmpeq_epi32(w[q], m);
+            c += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(e)));
+            w[q] = _mm256_blendv_epi8(w[q], lo, e);
+        }
+        if (c >= left) { t = m; break; }
+        left -= c;
+    }
+    uint64_t gt = 0, eq = 0;
+    for (int q = 0; q < nv; q++) {
+        gt |= (uint64_t)(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v[q], t))) << (8 * q);
+        eq |= (uint64_t)(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v[q], t))) << (8 * q);
+    }
+    for (int j = 0; j < left; j++) { gt |= eq & (0 - eq); eq &= eq - 1; }   /* the oldest `left` equal to T */
+    int cnt = 0;
+    while (gt) {
+        const int i = __builtin_ctzll(gt);
+        gt &= gt - 1;
+        sel_s[cnt] = buf[i];
+        sel_t[cnt++] = i;
+    }
+    return 0;
+}
+
 #else
 typedef int atm_engine_x86_unused;   /* ISO C: a translation unit needs a declaration */
 #endif

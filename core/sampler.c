@@ -121,7 +121,17 @@ int atm_sampler_next(const atm_sampler_cfg *c, const int32_t *l, int V, atm_rng 
     if (V < 1) return 0;
     if (V > 256) V = 256;
     int best = 0;
+#if defined(__arm__) || defined(__thumb__)
     for (int i = 1; i < V; i++) if (l[i] > l[best]) best = i;
+#else
+    /* the same index (the first of the maximum) as the loop above, in two
+     * branch-free passes: the maximum, then where it first occurs (the
+     * one-pass loop mispredicts on x86 and wasm; on the boards it is the
+     * fewer instructions) */
+    int32_t mx = l[0];
+    for (int i = 1; i < V; i++) mx = l[i] > mx ? l[i] : mx;
+    while (l[best] != mx) best++;
+#endif
     const int32_t T = c->temperature;
     if (T <= 0) return best;
     const int32_t lmax = l[best];

@@ -48,6 +48,7 @@ static int atm_ek_x86_supported(int k) { (void)k; return 0; }
 #define atm_ek_scores_avx512 atm_ek_scores_ref
 #define atm_ek_t5_to_t2_avx2 atm_ek_t5_to_t2_ref
 #define atm_ek_t5_to_t2_avx512 atm_ek_t5_to_t2_ref
+static int atm_ek_topk_avx2(const int32_t *sc, int n, int k, int32_t *ss, int32_t *st) { (void)sc; (void)n; (void)k; (void)ss; (void)st; return -1; }
 #endif
 
 static atm_rng rng;
@@ -461,7 +462,8 @@ static void test_recode(void) {
  * (the k best by score, the older first among equal ones): the same set of
  * indices, with heavy ties, every k, lengths to 256. */
 static void test_topk(void) {
-    int bad = 0, cases = 0;
+    int bad = 0, cases = 0, bad2 = 0, cases2 = 0;
+    const int have2 = atm_ek_x86_supported(ATM_KERNEL_AVX2);
     int32_t sc[256], scratch[256], ss[256], st[256], rs[256], ri[256];
     for (int it = 0; it < 4000; it++) {
         const int n = 1 + (int)rnd(it < 2000 ? 40 : 256), k = 1 + (int)rnd((uint32_t)n);
@@ -469,6 +471,7 @@ static void test_topk(void) {
         for (int i = 0; i < n; i++)
             sc[i] = span ? (int32_t)rnd(span) - 1 : (int32_t)((int64_t)atm_rng_u32(&rng) - 2147483648LL) / (it % 3 + 1);
         if (it % 7 == 0) for (int i = 0; i < n; i++) sc[i] = i % 2 ? XL : -XL;   /* the clamp's values */
+        if (it % 11 == 0) sc[rnd((uint32_t)n)] = INT32_MIN;                  /* refused by the AVX2 ranks */
         int cnt = 0;
         for (int j = 0; j < n; j++) {
             int pos;
@@ -484,9 +487,23 @@ static void test_topk(void) {
         int same = 1;
         for (int i = 0; i < k; i++) same &= in_ref[st[i]] && ss[i] == sc[st[i]] && (i == 0 || st[i] > st[i - 1]);
         bad += !same;
+        /* the AVX2 ranks: the same outputs for n <= 64, nothing written beyond */
+        if (have2) {
+            int32_t as[257], at[257];
+            for (int i = 0; i < 257; i++) as[i] = at[i] = 0x5A5A5A5A;
+            const int r = atm_ek_topk_avx2(sc, n, k, as, at);
+            int has_min = 0;
+            for (int i = 0; i < n; i++) has_min |= sc[i] == INT32_MIN;
+            if (n <= 64 && !has_min) bad2 += r != 0 || memcmp(as, ss, (size_t)k * 4) != 0 || memcmp(at, st, (size_t)k * 4) != 0 ||
+                                 as[k] != 0x5A5A5A5A || at[k] != 0x5A5A5A5A;
+            else bad2 += r != -1 || as[0] != 0x5A5A5A5A;
+            cases2++;
+        }
         cases++;
     }
     CHECKF(bad == 0, "top-k set differs from the sorted insertion in %d of %d cases", bad, cases);
+    CHECKF(bad2 == 0, "AVX2 top-k differs from the selection in %d of %d cases", bad2, cases2);
+    CHECK(cases2 > 0 || !have2);
 }
 
 static void test_softmax(void) {

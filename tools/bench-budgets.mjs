@@ -98,6 +98,20 @@ for (const b of BOARDS) {
   }
 }
 
+// ---- the web model (the page's shipped atome-944k) on mps2-an385 at window 64, both encodings
+const web = [];
+{
+  const w01 = path.join(tmp, 'atome-944k-atome01.atome');
+  sh(ATOME, ['convert', '--model', path.join(repo, 'models/atome-944k.atome'), '--format', 'atome01', '--out', w01], { stdio: ['ignore', 'pipe', 'ignore'] });
+  for (const [e, file, name] of [['atome01', w01, 'atome-944k-atome01.atome'], ['atome02', path.join(repo, 'models/atome-944k.atome'), 'models/atome-944k.atome']]) {
+    log(`bench-mcu mps2-an385 web model ${e} window 64`);
+    const j = JSON.parse(sh(path.join(repo, 'tools/bench-mcu'), ['--model', file, '--board', 'mps2-an385', '--window', '64', '--clock-mhz', '25'],
+      { env: { ...process.env, ATOME_NATIVE_BUILD: nativeDir, ATOME_MCU_BUILD: mcuDir } }));
+    web.push({ enc: e, j, cmd: `tools/bench-mcu --model ${name} --board mps2-an385 --window 64 --clock-mhz 25` });
+  }
+}
+const webConvertCmd = `${rel(ATOME)} convert --model models/atome-944k.atome --format atome01 --out atome-944k-atome01.atome`;
+
 // ---- a sampled run per board for the stack high-water mark (atome firmware + run-qemu --report)
 const sampled = [];
 const SAMPLED_FLAGS = ['--n', '256', '--temperature', '0.8', '--top-k', '40', '--top-p', '0.9', '--seed', '7'];
@@ -136,7 +150,10 @@ for (const b of BOARDS) {
   const e4 = (engine + 3) & ~3, c4 = (models.atome01.bytes + 3) & ~3;
   const copy = b.board === 'mps2-an385' && fw.encoding === 'ATOME02' && (sz['.arena'] ?? 0) - 256 - engine >= 368 &&
     c4 <= (sz['.arena'] ?? 0) - 256 - e4 - 364 ? c4 : 0;
-  standalone.push({ ...b, encoding: fw.encoding, stack: Number(m[1]), reserved: Number(m[2]), engine, copy, static: (sz['.data'] ?? 0) + (sz['.bss'] ?? 0),
+  // and, after the copy, the engine's byte tables (256 d bytes) where the same room is left (MCU_TABLES)
+  const used = e4 + copy, tb = 256 * 64;   // atome-60k: d = 64
+  const tables = b.board === 'mps2-an385' && (sz['.arena'] ?? 0) - 256 - used >= 368 && tb <= (sz['.arena'] ?? 0) - 256 - used - 364 ? tb : 0;
+  standalone.push({ ...b, encoding: fw.encoding, stack: Number(m[1]), reserved: Number(m[2]), engine, copy, tables, static: (sz['.data'] ?? 0) + (sz['.bss'] ?? 0),
     ram: (sz['.stack'] ?? 0) + (sz['.data'] ?? 0) + (sz['.bss'] ?? 0) + (sz['.arena'] ?? 0),
     cmd: `${rel(ATOME)} firmware --model atome-60k-atome02.atome --board ${b.board} --out sa-${b.board}.elf --prompt "${PROMPT}" ` +
       `${SAMPLED_FLAGS.join(' ')} --window ${b.window}\n` +
@@ -218,7 +235,7 @@ const m3 = cnt('mps2-an385', 'atome01'), m3b = cnt('mps2-an385', 'atome02');
 const m0g = cnt('microbit', 'atome01'), m0s = sampled.find((s) => s.board === 'microbit');
 const m0ram = images.find((i) => i.board === 'microbit').sizes;
 const ramTotal = (s) => (s['.stack'] ?? 0) + (s['.data'] ?? 0) + (s['.bss'] ?? 0) + (s['.arena'] ?? 0);
-const peak = (r) => r.stack_used + r.static_bytes + r.engine_bytes + (r.copy_bytes ?? 0) + r.tail_bytes;
+const peak = (r) => r.stack_used + r.static_bytes + r.engine_bytes + (r.copy_bytes ?? 0) + (r.table_bytes ?? 0) + r.tail_bytes;
 const m0Stack = Math.max(...counts.filter((c) => c.board === 'microbit').map((c) => c.j.report.stack_used), m0s.report.stack_used);
 const m0Peak = Math.max(...counts.filter((c) => c.board === 'microbit').map((c) => peak(c.j.report)), peak(m0s.report));
 
@@ -262,7 +279,15 @@ table(['target (issue 17)', 'measured', 'met'], [
     `${fmt(m3.j.insns_per_byte)} (ATOME01), ${fmt(m3b.j.insns_per_byte)} (ATOME02)`,
     Math.max(m3.j.insns_per_byte, m3b.j.insns_per_byte) <= 150000 ? 'yes' : 'no'],
   ['micro:bit RAM peak at window 32 with the stack ≤ 16,384 B', `${fmt(m0Peak)} B`, m0Peak <= 16384 ? 'yes' : 'no'],
+  ['the web model (atome-944k) on mps2-an385 at window 64: measured and stated',
+    web.map((w) => `${fmt(w.j.insns_per_byte)} (${w.enc.toUpperCase()}, ${fmt(w.j.bytes_per_s_1ipc)} bytes/s at 25 MHz, 1 IPC; tables ${fmt(w.j.report.table_bytes ?? 0)} B)`).join(', '),
+    'stated'],
 ]);
+p();
+p('```sh');
+p(webConvertCmd);
+for (const w of web) p(w.cmd);
+p('```');
 p();
 p('The reference\'s float engine, for comparison (figures quoted by the issue, not measured here): 105 M');
 p('emulated instructions per byte on mps2-an385, 60,824 B of flash and 129,492 B of RAM.');
@@ -304,24 +329,24 @@ p('From the firmware\'s `--report` (one JSON line on stderr): `stack_used` is th
 p('mark (`Reset_Handler` paints the reservation with 0xA5A5A5A5; the lowest overwritten word counts),');
 p('`engine_bytes` the engine state `atm_engine_arena_bytes(model, window)`, `tail_bytes` the command line /');
 p('sampler scratch at the arena\'s end, `copy_bytes` the ATOME01 copy an ATOME02 model runs from where the arena');
-p('has room for it (mps2-an385 only; docs/mcu.md), `static_bytes` `.data` + `.bss`. Peak = stack used + static +');
-p('engine + copy + tail.');
+p('has room for it (mps2-an385 only; docs/mcu.md), `table_bytes` the engine\'s byte tables (256 d bytes, mps2-an385');
+p('only; docs/fixed-point.md §9), `static_bytes` `.data` + `.bss`. Peak = stack used + static + engine + copy + tables + tail.');
 p();
 const ramRows = [
   ...counts.map((c) => [c.board, c.window, `greedy, ${c.enc.toUpperCase()}`, c.j.report.stack_used, c.j.report.stack_bytes,
-    c.j.report.static_bytes, c.j.report.engine_bytes, c.j.report.copy_bytes ?? 0, c.j.report.tail_bytes, peak(c.j.report), ramTotal(images.find((i) => i.board === c.board).sizes)]),
+    c.j.report.static_bytes, c.j.report.engine_bytes, c.j.report.copy_bytes ?? 0, c.j.report.table_bytes ?? 0, c.j.report.tail_bytes, peak(c.j.report), ramTotal(images.find((i) => i.board === c.board).sizes)]),
   ...sampled.map((s) => [s.board, s.window, 'T 0.8, top-k 40, top-p 0.9, ATOME02', s.report.stack_used, s.report.stack_bytes,
-    s.report.static_bytes, s.report.engine_bytes, s.report.copy_bytes ?? 0, s.report.tail_bytes, peak(s.report), ramTotal(images.find((i) => i.board === s.board).sizes)]),
+    s.report.static_bytes, s.report.engine_bytes, s.report.copy_bytes ?? 0, s.report.table_bytes ?? 0, s.report.tail_bytes, peak(s.report), ramTotal(images.find((i) => i.board === s.board).sizes)]),
 ];
-table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'copy', 'tail', 'peak', 'RAM'], ramRows);
+table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'copy', 'tables', 'tail', 'peak', 'RAM'], ramRows);
 p();
 p('Standalone images (docs/mcu.md, "standalone mode": the settings block in flash, output on the UART, no');
 p('semihosting, no command line in RAM; the tail is the sampler\'s 256 bytes). The count line after the story');
 p('reports the stack-painting high-water mark:');
 p();
-table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'copy', 'tail', 'peak', 'RAM'],
+table(['board', 'window', 'run', 'stack used', 'stack reserved', 'static', 'engine', 'copy', 'tables', 'tail', 'peak', 'RAM'],
   standalone.map((x) => [x.board, x.window, `standalone, T 0.8, top-k 40, top-p 0.9, ${x.encoding ?? 'ATOME02'}`, x.stack, x.reserved, x.static, x.engine,
-    x.copy, 256, x.stack + x.static + x.engine + x.copy + 256, x.ram]));
+    x.copy, x.tables, 256, x.stack + x.static + x.engine + x.copy + x.tables + 256, x.ram]));
 p();
 p('```sh');
 for (const x of standalone) p(x.cmd);

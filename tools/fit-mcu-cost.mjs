@@ -56,11 +56,13 @@ const SHAPES = [
 const BOARDS = { microbit: [8, 16, 32], 'mps2-an385': [16, 32, 64], pico: [16, 32, 64] };
 const ENCODINGS = ['atome01', 'atome02'];
 
-const shapeOf = (p) => {
+const shapeOf = (p, board) => {
   const D = p.d_model, L = p.layers, H = p.d_head;
   // the engine's ternary products take a per-input table path when d % 4 == 0
-  // and d <= 128 (core/engine.c, ATM_LUT_MAX_D), else decode + multiply
-  const lut = D % 4 === 0 && D <= 128;
+  // and d <= 128 (core/engine.c, ATM_LUT_MAX_D), or at any d % 4 == 0 where
+  // the firmware gives the engine its byte tables (mps2-an385), else decode
+  // + multiply
+  const lut = D % 4 === 0 && (D <= 128 || board === 'mps2-an385');
   const M = L * (2 * H * D + D * D + 3 * D) + p.vocab * D;
   return { D, L, H, Mlut: lut ? M : 0, Mdec: lut ? 0 : M };
 };
@@ -69,7 +71,15 @@ const features = (s, W) => [1, s.Mlut, s.Mdec, s.L * W * s.H, s.L * W, s.L * s.D
 // Least squares on relative errors (each row divided by its count, so a
 // large model does not outweigh the small ones), by the normal equations
 // (6 unknowns) and Gaussian elimination.
+// A feature that is 0 in every row (mps2-an385 has no decode path: its byte
+// tables take every d % 4 == 0) gets the coefficient 0 and is left out.
 function fit(rows) {
+  const used = rows[0].x.map((_, i) => rows.some((r) => r.x[i] !== 0));
+  const c = fitCols(rows.map((r) => ({ y: r.y, x: r.x.filter((_, i) => used[i]) })));
+  let j = 0;
+  return used.map((u) => (u ? c[j++] : 0));
+}
+function fitCols(rows) {
   const k = rows[0].x.length;
   const A = Array.from({ length: k }, () => new Array(k + 1).fill(0));
   for (const r of rows) {
@@ -105,7 +115,7 @@ function models(tmp) {
       }
     }
     const p = JSON.parse(execFileSync(ATOME, ['params', ...config]).toString());
-    out.push({ name, files, shape: shapeOf(p) });
+    out.push({ name, files, params: p });
   }
   return out;
 }
@@ -138,7 +148,7 @@ try {
       const rows = [];
       for (const m of ms) for (const W of windows) {
         const y = count(m.files[enc], board, W);
-        if (y != null) rows.push({ name: m.name, W, y, x: features(m.shape, W) });
+        if (y != null) rows.push({ name: m.name, W, y, x: features(shapeOf(m.params, board), W) });
       }
       const c = fit(rows);
       for (const r of rows) r.pred = r.x.reduce((s, v, i) => s + v * c[i], 0);
