@@ -732,13 +732,14 @@ typedef struct {
                  const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
     void (*scores)(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
     int conv_ch;
+    void (*softmax)(const int32_t *z, int n, int32_t *p, uint32_t *e);
 } kset;
 
 #if !(defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) || defined(ATM_ENGINE_PORTABLE)
 static const kset KS_REF = {
     atm_ek_dots_ref, atm_ek_mix_ref, atm_ek_addsc_ref, atm_ek_scale_ref, atm_ek_quant32_ref,
     atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_ref, atm_ek_ssm_ref,
-    atm_ek_conv_ref, atm_ek_scores_ref, CH
+    atm_ek_conv_ref, atm_ek_scores_ref, CH, atm_ek_softmax_q15
 };
 #endif
 #if defined(__ARM_ARCH_6M__) && !defined(ATM_ENGINE_PORTABLE)
@@ -748,7 +749,7 @@ static const kset KS_REF = {
 static const kset KS_M0 = {
     atm_ek_dots_m0, atm_ek_mix_m0, atm_ek_addsc_i32, atm_ek_scale_i32, atm_ek_quant32_ref,
     atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_i32, atm_ek_ssm_i32,
-    atm_ek_conv_m0, atm_ek_scores_ref, CH
+    atm_ek_conv_m0, atm_ek_scores_ref, CH, atm_ek_softmax_q15
 };
 #endif
 #ifdef ATM_EK_X86
@@ -756,12 +757,12 @@ static const kset KS_M0 = {
 static const kset KS_AVX2 = {
     atm_ek_dots_avx2, atm_ek_mix_avx2, atm_ek_addsc_avx2, atm_ek_scale_avx2, atm_ek_quant32_avx2,
     atm_ek_quant16_avx2, atm_ek_ln_stats_avx2, atm_ek_ln_center_avx2, atm_ek_ln_out_avx2, atm_ek_ssm_avx2,
-    atm_ek_conv_avx2, atm_ek_scores_avx2, CONV_CH_X86
+    atm_ek_conv_avx2, atm_ek_scores_avx2, CONV_CH_X86, atm_ek_softmax_avx2
 };
 static const kset KS_AVX512 = {
     atm_ek_dots_avx2, atm_ek_mix_avx2, atm_ek_addsc_avx512, atm_ek_scale_avx512, atm_ek_quant32_avx2,
     atm_ek_quant16_avx2, atm_ek_ln_stats_avx2, atm_ek_ln_center_avx2, atm_ek_ln_out_avx512, atm_ek_ssm_avx512,
-    atm_ek_conv_avx2, atm_ek_scores_avx512, CONV_CH_X86
+    atm_ek_conv_avx2, atm_ek_scores_avx512, CONV_CH_X86, atm_ek_softmax_avx2
 };
 #endif
 
@@ -789,7 +790,7 @@ static void mix_m3(const int32_t *w, const int32_t *idx, const int8_t *base, int
 static const kset KS_M3 = {
     DOTS_M3, MIX_M3, atm_ek_addsc_m3, atm_ek_scale_m3, atm_ek_quant32_ref,
     atm_ek_quant16_ref, atm_ek_ln_stats_ref, atm_ek_ln_center_ref, atm_ek_ln_out_m3, atm_ek_ssm_m3,
-    atm_ek_conv_m0, atm_ek_scores_m3, CH
+    atm_ek_conv_m0, atm_ek_scores_m3, CH, atm_ek_softmax_q15
 };
 #endif
 
@@ -1230,7 +1231,7 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
      * (a later position replaces the last kept one only if strictly greater,
      * so ties keep the older), which is faster on the M3 and on x86. */
     select_topk(e, ks, kc, kexp, dh, ms, sbase, n, oldest, keff, cap);
-    atm_ek_softmax_q15(e->sel_s, keff, e->sel_s, (uint32_t *)wide);   /* weights, Q15; wide is free */
+    ks->softmax(e->sel_s, keff, e->sel_s, (uint32_t *)wide);   /* weights, Q15; wide is free */
     int emax = 0;
     for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];
     for (int i = 0; i < keff; i++)
@@ -1286,7 +1287,7 @@ const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
         for (int p = 0; p < P; p++)
             e->rw[p] = atm_clamp32(atm_rnd64((int64_t)e->rw[p] * R.mant, R.exp + fu - 16), X_LIM);
         uint32_t ex[4];                               /* P <= 3 */
-        atm_ek_softmax_q15(e->rw, P, e->rw, ex);
+        ks->softmax(e->rw, P, e->rw, ex);
         int np = 0;
         if (pw & ATM_PW_CONV) conv_path(e, ks, l, e->rw[np++], fu);
         if (pw & ATM_PW_SSM) ssm_path(e, ks, l, e->rw[np++], fu);

@@ -213,6 +213,8 @@ void atm_ek_scores_avx2(const int32_t *dots, const uint8_t *kexp, int n, int64_t
  * 1 <= k <= n <= 64 and scores above INT32_MIN; returns -1 (nothing
  * written) otherwise */
 int atm_ek_topk_avx2(const int32_t *sc, int n, int k, int32_t *sel_s, int32_t *sel_t);
+/* atm_ek_softmax_q15 with four exponentials at a time */
+void atm_ek_softmax_avx2(const int32_t *z, int n, int32_t *p, uint32_t *e);
 
 /* The AVX-512 set's own versions of the 64-bit-lane kernels (the others are
  * the AVX2 ones). */

@@ -875,6 +875,55 @@ __attribute__((target("avx2,popcnt,bmi"))) int atm_ek_topk_avx2(const int32_t *s
     return 0;
 }
 
+/* ---- softmax ----
+ * atm_ek_softmax_q15 with atm_exp_q16 four lanes at a time (fixmath.c's
+ * steps on 64-bit lanes: _mm256_mul_epi32 is its 32 x 32 -> 64 product; an
+ * arithmetic shift whose result fits 32 bits has the same low word as a
+ * logical one, which AVX2 has; the final shift is per lane). The exact
+ * integers of the twin. */
+#define LOG2E_Q30 1549082005
+#define SQRT2_Q30 1518500250
+static const int32_t EXP2_C[8] = {
+    1073741824, 744261118, 257941248, 59597083, 10327387, 1431680, 165394, 16377
+};
+static ATTR_AVX2 __m256i exp_q16_x4(__m256i x) {            /* x: int32 in each 64-bit lane's low word */
+    const __m256i y = _mm256_mul_epi32(x, _mm256_set1_epi64x(LOG2E_Q30));
+    const __m256i n = _mm256_sub_epi64(_mm256_srli_epi64(y, 46), _mm256_set1_epi64x((int64_t)1 << 18));   /* floor(y / 2^46), y < 0 */
+    const __m256i g = _mm256_sub_epi64(_mm256_and_si256(_mm256_srli_epi64(y, 16), _mm256_set1_epi64x(0x3FFFFFFF)),
+                                       _mm256_set1_epi64x((int64_t)1 << 29));
+    const __m256i half = _mm256_set1_epi64x((int64_t)1 << 29);
+    __m256i p = _mm256_set1_epi64x(EXP2_C[7]);
+    for (int k = 6; k >= 0; k--)
+        p = _mm256_add_epi32(_mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(p, g), half), 30), _mm256_set1_epi64x(EXP2_C[k]));
+    const __m256i v = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(p, _mm256_set1_epi64x(SQRT2_Q30)), half), 30);
+    const __m256i sh = _mm256_sub_epi64(_mm256_set1_epi64x(6), n);                                      /* >= 7 */
+    const __m256i hs = _mm256_sllv_epi64(_mm256_set1_epi64x(1), _mm256_sub_epi64(sh, _mm256_set1_epi64x(1)));
+    __m256i r = _mm256_srlv_epi64(_mm256_add_epi64(v, hs), sh);
+    const __m256i xs = _mm256_srai_epi32(_mm256_slli_epi64(x, 32), 31);                                   /* x's sign, high words */
+    const __m256i neg = _mm256_shuffle_epi32(xs, 0xF5);                                                   /* x < 0, whole lane */
+    const __m256i zero = _mm256_cmpgt_epi64(_mm256_set1_epi64x(-26), n);                                  /* n < -26 */
+    r = _mm256_andnot_si256(zero, r);
+    return _mm256_blendv_epi8(_mm256_set1_epi64x((int64_t)1 << 24), r, neg);
+}
+ATTR_AVX2 void atm_ek_softmax_avx2(const int32_t *z, int n, int32_t *p, uint32_t *e) {
+    int32_t mx = z[0];
+    for (int i = 1; i < n; i++) if (z[i] > mx) mx = z[i];
+    uint64_t sum = 0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256i x = _mm256_set_epi64x(atm_sat32((int64_t)z[i + 3] - mx), atm_sat32((int64_t)z[i + 2] - mx),
+                                            atm_sat32((int64_t)z[i + 1] - mx), atm_sat32((int64_t)z[i] - mx));
+        uint64_t r[4];
+        _mm256_storeu_si256((__m256i *)(void *)r, exp_q16_x4(x));
+        for (int k = 0; k < 4; k++) { e[i + k] = (uint32_t)r[k]; sum += r[k]; }
+    }
+    for (; i < n; i++) { e[i] = atm_exp_q16(atm_sat32((int64_t)z[i] - mx)); sum += e[i]; }
+    const int ns = atm_bitlen64(sum) - 16;
+    const uint32_t r = 0x7FFFFFFFu / (uint32_t)(sum >> ns);
+    for (i = 0; i < n; i++)
+        p[i] = (int32_t)(((e[i] >> 16) * r + (((e[i] & 0xFFFFu) * r) >> 16)) >> ns);
+}
+
 #else
 typedef int atm_engine_x86_unused;   /* ISO C: a translation unit needs a declaration */
 #endif

@@ -48,6 +48,7 @@ static int atm_ek_x86_supported(int k) { (void)k; return 0; }
 #define atm_ek_scores_avx512 atm_ek_scores_ref
 #define atm_ek_t5_to_t2_avx2 atm_ek_t5_to_t2_ref
 #define atm_ek_t5_to_t2_avx512 atm_ek_t5_to_t2_ref
+#define atm_ek_softmax_avx2 atm_ek_softmax_q15
 static int atm_ek_topk_avx2(const int32_t *sc, int n, int k, int32_t *ss, int32_t *st) { (void)sc; (void)n; (void)k; (void)ss; (void)st; return -1; }
 #endif
 
@@ -509,7 +510,8 @@ static void test_topk(void) {
 static void test_softmax(void) {
     int32_t z[64], p0[64], p1[64];
     uint32_t e[64];
-    int bad = 0, cases = 0;
+    int bad = 0, bad2 = 0, cases = 0;
+    const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2);
     for (int n = 1; n <= 64; n++)
         for (int p = 0; p < 6; p++) {
             for (int i = 0; i < n; i++)
@@ -518,9 +520,31 @@ static void test_softmax(void) {
             memcpy(p1, z, sizeof z);
             atm_ek_softmax_q15(p1, n, p1, e);                     /* aliased, as the engine calls it */
             bad += memcmp(p0, p1, (size_t)n * 4) != 0;
+            if (run) {
+                uint32_t e2[64];
+                memcpy(p1, z, sizeof z);
+                atm_ek_softmax_avx2(p1, n, p1, e2);
+                bad2 += memcmp(p0, p1, (size_t)n * 4) != 0 || memcmp(e, e2, (size_t)n * 4) != 0;
+            }
             cases++;
         }
+    /* the AVX2 exponentials against atm_exp_q16 over every x in [-2^22, 0]
+     * and random ones down to INT32_MIN + 1 (the exps are softmax's e[]) */
+    if (run) {
+        int bade = 0;
+        for (int64_t x0 = 0; x0 > -((int64_t)1 << 22) - 8; x0 -= 7) {
+            int32_t zz[8], pp[8];
+            uint32_t ee[8];
+            zz[0] = 0;
+            for (int i = 1; i < 8; i++) zz[i] = (int32_t)(x0 - i);
+            if (x0 % 3 == 0) zz[1] = INT32_MIN + 1 + (int32_t)rnd(1u << 30);
+            atm_ek_softmax_avx2(zz, 8, pp, ee);
+            for (int i = 0; i < 8; i++) bade += ee[i] != atm_exp_q16(zz[i]);
+        }
+        CHECKF(bade == 0, "AVX2 exponentials differ from atm_exp_q16 in %d cases", bade);
+    }
     CHECKF(bad == 0, "softmax differs from atm_softmax_q15 in %d of %d cases", bad, cases);
+    CHECKF(bad2 == 0, "AVX2 softmax differs from the twin in %d of %d cases", bad2, cases);
 }
 
 static void test_conv(void) {
