@@ -128,8 +128,14 @@ int atm_sampler_next(const atm_sampler_cfg *c, const int32_t *l, int V, atm_rng 
      * branch-free passes: the maximum, then where it first occurs (the
      * one-pass loop mispredicts on x86 and wasm; on the boards it is the
      * fewer instructions) */
-    int32_t mx = l[0];
-    for (int i = 1; i < V; i++) mx = l[i] > mx ? l[i] : mx;
+    int32_t m8[8];
+    for (int k = 0; k < 8; k++) m8[k] = l[0];
+    int i = 0;
+    for (; i + 8 <= V; i += 8)                 /* eight running maxima: one vector max a block */
+        for (int k = 0; k < 8; k++) m8[k] = l[i + k] > m8[k] ? l[i + k] : m8[k];
+    for (; i < V; i++) m8[0] = l[i] > m8[0] ? l[i] : m8[0];
+    int32_t mx = m8[0];
+    for (int k = 1; k < 8; k++) mx = m8[k] > mx ? m8[k] : mx;
     while (l[best] != mx) best++;
 #endif
     const int32_t T = c->temperature;
