@@ -47,6 +47,16 @@ static int report(const char *name, uint32_t cases, uint32_t bad) {
     return bad != 0;
 }
 
+/* n ATOME01 bytes of valid codes: pattern 1 all +1, 2 all -1, else random */
+static void fill_rows(uint8_t *b, uint32_t n, int p) {
+    static const uint8_t codes[3] = { 0, 1, 3 };
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t v = 0;
+        for (int k = 0; k < 4; k++) v = (uint8_t)(v | codes[p == 1 ? 1 : (p == 2 ? 2 : rnd(3))] << (2 * k));
+        b[i] = v;
+    }
+}
+
 #define MAXC 256
 #define MAXR 17
 /* the buffers live in the arena (the rest of RAM, mcu/link/common.ld):
@@ -220,18 +230,13 @@ void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uin
 static int test_planes(void) {
     static const uint32_t colss[] = { 16, 32, 48, 64, 80, 128, 144, 256 };
     static const uint32_t rowss[] = { 1, 2, 3, 7, 16, 17 };
-    static const uint8_t codes[3] = { 0, 1, 3 };
     uint32_t cases = 0, bad = 0, bad_t = 0;
     for (unsigned ci = 0; ci < sizeof colss / sizeof colss[0]; ci++)
         for (unsigned ri = 0; ri < sizeof rowss / sizeof rowss[0]; ri++)
             for (int p = 0; p < 4; p++) {
                 const uint32_t cols = colss[ci], rows = rowss[ri], nb = cols / 4;
                 uint8_t *b = WBUF + (p & 1);                  /* odd addresses too */
-                for (uint32_t i = 0; i < rows * nb; i++) {
-                    uint8_t v = 0;
-                    for (int k = 0; k < 4; k++) v = (uint8_t)(v | codes[p == 1 ? 1 : (p == 2 ? 2 : rnd(3))] << (2 * k));
-                    b[i] = v;
-                }
+                fill_rows(b, rows * nb, p);
                 for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, 32767);
                 atm_ek_matvec_ref(b, rows, cols, XV, REF);
                 /* the table: Thumb-1 (aligned x) against the C loop (x at an odd half-word) */
@@ -267,18 +272,13 @@ void atm_ek_lut_rows4_m3(const uint8_t *b, uint32_t nb, uint32_t groups, const i
 static int test_lut_m3(void) {
     static const uint32_t colss[] = { 16, 32, 48, 64, 128 };
     static const uint32_t rowss[] = { 4, 8, 16 };
-    static const uint8_t codes[3] = { 0, 1, 3 };
     uint32_t cases = 0, bad = 0;
     for (unsigned ci = 0; ci < sizeof colss / sizeof colss[0]; ci++)
         for (unsigned ri = 0; ri < sizeof rowss / sizeof rowss[0]; ri++)
             for (int p = 0; p < 4; p++) {
                 const uint32_t cols = colss[ci], rows = rowss[ri], nb = cols / 4;
                 uint8_t *b = WBUF + (p & 1);
-                for (uint32_t i = 0; i < rows * nb; i++) {
-                    uint8_t v = 0;
-                    for (int k = 0; k < 4; k++) v = (uint8_t)(v | codes[p == 1 ? 1 : (p == 2 ? 2 : rnd(3))] << (2 * k));
-                    b[i] = v;
-                }
+                fill_rows(b, rows * nb, p);
                 for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, 32767);
                 for (uint32_t g = 0; g < cols / 2; g++)
                     for (int c1 = 0; c1 < 4; c1++)
@@ -306,7 +306,6 @@ static int test_lut_m3(void) {
 static int test_lut8_m3(void) {
     static const uint32_t colss[] = { 4, 8, 12, 16, 20, 24, 28, 48, 64, 100, 128, 200, 256 };
     static const uint32_t rowss[] = { 4, 8, 16 };
-    static const uint8_t codes[3] = { 0, 1, 3 };
     uint32_t cases = 0, bad = 0, bad_t = 0;
     if ((size_t)(__arena_end - __arena_start) < 16384u + 2u * MAXC * 256u) { out_str("arena too small for lut8\n"); return 1; }
     for (unsigned ci = 0; ci < sizeof colss / sizeof colss[0]; ci++)
@@ -314,11 +313,7 @@ static int test_lut8_m3(void) {
             for (int p = 0; p < 4; p++) {
                 const uint32_t cols = colss[ci], rows = rowss[ri], nb = cols / 4;
                 uint8_t *b = WBUF + (p & 1);
-                for (uint32_t i = 0; i < rows * nb; i++) {
-                    uint8_t v = 0;
-                    for (int k = 0; k < 4; k++) v = (uint8_t)(v | codes[p == 1 ? 1 : (p == 2 ? 2 : rnd(3))] << (2 * k));
-                    b[i] = v;
-                }
+                fill_rows(b, rows * nb, p);
                 for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, p == 3 ? 32768 : 32767);
                 memset(T8, 0x5A, cols * 256);
                 memset(T8R, 0x5A, cols * 256);
