@@ -74,7 +74,8 @@ async function trainOnPage(page, port, query) {
   const r = await page.evaluate(() => ({ state: document.getElementById('train-status').dataset.state,
     valBpb: Number(document.getElementById('train-status').dataset.valBpb), text: document.getElementById('train-text').textContent,
     error: document.getElementById('error-text').textContent, threads: document.getElementById('train-threads').value,
-    samples: [...document.querySelectorAll('#samples li')].map((li) => li.textContent).slice(-1) }));
+    // the samples list is newest first (web/chart.mjs addSample)
+    samples: [...document.querySelectorAll('#samples .sample')].map((d) => d.textContent).slice(0, 1) }));
   if (r.state !== 'done') throw new Error(`the page's run ended in ${r.state}: ${r.error}`);
   return { ...r, wall_s: wall, trainer_s: Number(r.text.match(/steps in ([\d.]+) s/)[1]), note };
 }

@@ -224,13 +224,35 @@ void atm_atome_conv_forward(float *out, const float *u, const float *w, float *s
     else atm_parallel(conv_fwd_task, &j, nt);
 }
 
-/* Serial: its weight gradient sums over every sequence and step of a
- * channel, so a split would be by channels, on copies of the channel
- * columns ([B*T][C] is channel-minor); the copies cost more than this light
- * kernel saves (measured: docs/kernels.md). */
+/* Task 0: dw over every sequence (du not asked for); the other tasks: du,
+ * whole sequences split among them (dw not asked for). Every set computes
+ * du and dw each on its own, per element in the one call's order (a du
+ * row only takes dout rows of its own sequence), so the pieces are the one
+ * call's bits; with two threads the halves are the same work (one
+ * multiply-add per element and tap each). */
+static void conv_bwd_task(void *ctx, int t, int nt) {
+    const lk_job *j = ctx;
+    float *scratch = atm_task_scratch(t, 0);
+    if (t == 0) {
+        j->ks->conv_backward(NULL, j->o1, j->i0, j->i1, j->i2, scratch, j->B, j->T, j->C, j->K);
+        return;
+    }
+    int lo, hi;
+    atm_share_int(j->B, t - 1, nt - 1, 1, &lo, &hi);
+    const size_t row = (size_t)j->T * j->C;
+    if (hi > lo)
+        j->ks->conv_backward(j->o0 + lo * row, NULL, j->i0 + lo * row, j->i1 + lo * row, j->i2, scratch,
+                             hi - lo, j->T, j->C, j->K);
+}
+
 void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
                              const float *w, float *scratch, int B, int T, int C, int K) {
-    atm_layer_kernels()->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
+    lk_job j = { .ks = atm_layer_kernels(), .o0 = du, .o1 = dw, .i0 = dout, .i1 = u, .i2 = w,
+                 .B = B, .T = T, .C = C, .K = K };
+    int nt = du && dw ? tasks_for(4.0 * B * T * C * K, 1 + B) : 1;
+    if (nt > 1) nt = reserve(nt, sizeof(float) * 2 * (size_t)K * C);
+    if (nt <= 1) j.ks->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
+    else atm_parallel(conv_bwd_task, &j, nt);
 }
 
 /* ---- SSM ---- */

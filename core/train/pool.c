@@ -39,7 +39,15 @@
  * between two parallel kernels of a step (a conv backward is ~35 us), so a
  * training pool never sleeps mid-step (a futex wake costs tens of us) and an
  * idle one stops using the core within a fraction of a millisecond. */
+#if defined(__wasm__)
+/* wasm has no pause instruction: a round is one atomic load, about 1 ns, so
+ * the same ~200 us of spinning takes ten times the rounds. Sleeping sooner
+ * costs every following call a wake through the engine's futex emulation
+ * (tens of microseconds in V8), which made 2 threads slower than one. */
+#define ATM_POOL_SPIN 400000
+#else
 #define ATM_POOL_SPIN 20000
+#endif
 #define ATM_POOL_YIELDS 20
 
 typedef struct { void *p; size_t cap; } scratch_t;
