@@ -235,20 +235,27 @@ static int run_one(const bench_args *a, const char *cfgname, const char *kname, 
     return rc;
 }
 
-/* GFLOP/s of forward, dinp-only and dw-only backward for the (IC, OC) shapes
- * of atome-60k, vanilla-60k and atome-944k with N = B*(seq-1) rows. Each
- * figure is the best of 40 timed batches of calls (thread CPU time). */
-static void bench_matmul(const char *const *klist, int nk, int N) {
+/* GFLOP/s of forward, dinp-only, dw-only and both-gradient backward (the
+ * training step's call) for the (IC, OC) shapes of atome-60k, vanilla-60k
+ * and atome-944k with N = B*(seq-1) rows, on each thread count of
+ * --threads (the pool's split, core/train/kernels.c). Each figure is the
+ * best of 40 timed batches of calls: thread CPU time on one thread only,
+ * wall time as soon as any count is above one; vs_1t is the both-gradient
+ * backward's ratio to the first count. */
+static void bench_matmul(const char *const *klist, int nk, int N, const int *threads, int nthreads, int wall) {
     static const int shapes[][2] = {
         { 64, 64 }, { 64, 16 }, { 64, 3 }, { 64, 256 },    /* atome-60k */
         { 44, 132 }, { 44, 44 }, { 44, 256 },              /* vanilla-60k */
         { 256, 256 }, { 256, 64 },                         /* atome-944k */
     };
+    double (*clk)(void) = wall ? wall_s : now_s;
     int ns = (int)(sizeof shapes / sizeof shapes[0]);
-    printf("bench_train --matmul: N = %d rows, GFLOP/s (2*N*IC*OC flops per product), 1 thread\n", N);
-    printf("%-9s %-8s %9s %9s %9s\n", "IC,OC", "kernels", "forward", "dinp", "dw");
-    char json[8192];
-    size_t jl = (size_t)snprintf(json, sizeof json, "JSON: {\"bench\":\"matmul\",\"clock\":\"thread_cpu\",\"N\":%d,\"results\":[", N);
+    printf("bench_train --matmul: N = %d rows, GFLOP/s (2*N*IC*OC flops per product; both: 4*N*IC*OC), %s clock\n",
+           N, wall ? "wall" : "thread CPU");
+    printf("%-9s %-8s %3s %9s %9s %9s %9s %7s\n", "IC,OC", "kernels", "thr", "forward", "dinp", "dw", "both", "vs_1t");
+    static char json[32768];
+    size_t jl = (size_t)snprintf(json, sizeof json, "JSON: {\"bench\":\"matmul\",\"clock\":\"%s\",\"N\":%d,\"results\":[",
+                                 wall ? "wall" : "thread_cpu", N);
     int first = 1;
     atm_rng rng;
     atm_rng_seed(&rng, 7);
@@ -266,29 +273,40 @@ static void bench_matmul(const char *const *klist, int nk, int N) {
         int it = (int)(2e6 / flop) + 1; /* ~2 MFLOP per timed batch */
         for (int k = 0; k < nk; k++) {
             if (atm_kernels_select(klist[k]) != 0) continue;
-            double best[3] = { 1e30, 1e30, 1e30 };
-            for (int rep = 0; rep < 40; rep++) {
-                double t = now_s();
-                for (int i = 0; i < it; i++) atm_matmul_forward(out, inp, w, N, IC, OC);
-                t = (now_s() - t) / it; if (t < best[0]) best[0] = t;
-                t = now_s();
-                for (int i = 0; i < it; i++) atm_matmul_backward(dinp, NULL, dout, inp, w, N, IC, OC);
-                t = (now_s() - t) / it; if (t < best[1]) best[1] = t;
-                t = now_s();
-                for (int i = 0; i < it; i++) atm_matmul_backward(NULL, dw, dout, inp, w, N, IC, OC);
-                t = (now_s() - t) / it; if (t < best[2]) best[2] = t;
+            double both1 = 0;
+            for (int th = 0; th < nthreads; th++) {
+                atm_threads_set(threads[th]);
+                double best[4] = { 1e30, 1e30, 1e30, 1e30 };
+                for (int rep = 0; rep < 40; rep++) {
+                    double t = clk();
+                    for (int i = 0; i < it; i++) atm_matmul_forward(out, inp, w, N, IC, OC);
+                    t = (clk() - t) / it; if (t < best[0]) best[0] = t;
+                    t = clk();
+                    for (int i = 0; i < it; i++) atm_matmul_backward(dinp, NULL, dout, inp, w, N, IC, OC);
+                    t = (clk() - t) / it; if (t < best[1]) best[1] = t;
+                    t = clk();
+                    for (int i = 0; i < it; i++) atm_matmul_backward(NULL, dw, dout, inp, w, N, IC, OC);
+                    t = (clk() - t) / it; if (t < best[2]) best[2] = t;
+                    t = clk();
+                    for (int i = 0; i < it; i++) atm_matmul_backward(dinp, dw, dout, inp, w, N, IC, OC);
+                    t = (clk() - t) / it; if (t < best[3]) best[3] = t;
+                }
+                double g[4] = { 1e-9 * flop / best[0], 1e-9 * flop / best[1], 1e-9 * flop / best[2],
+                                2e-9 * flop / best[3] };
+                if (th == 0) both1 = g[3];
+                char sh[24];
+                snprintf(sh, sizeof sh, "%d,%d", IC, OC);
+                printf("%-9s %-8s %3d %9.1f %9.1f %9.1f %9.1f %6.2fx\n", sh, atm_kernels_name(), threads[th],
+                       g[0], g[1], g[2], g[3], g[3] / both1);
+                if (jl < sizeof json)
+                    jl += (size_t)snprintf(json + jl, sizeof json - jl,
+                                           "%s{\"IC\":%d,\"OC\":%d,\"kernels\":\"%s\",\"threads\":%d,\"fwd_gflops\":%.2f,"
+                                           "\"dinp_gflops\":%.2f,\"dw_gflops\":%.2f,\"both_gflops\":%.2f,\"vs_1thread\":%.3f}",
+                                           first ? "" : ",", IC, OC, atm_kernels_name(), threads[th], g[0], g[1],
+                                           g[2], g[3], g[3] / both1);
+                first = 0;
             }
-            char sh[24];
-            snprintf(sh, sizeof sh, "%d,%d", IC, OC);
-            printf("%-9s %-8s %9.1f %9.1f %9.1f\n", sh, atm_kernels_name(), 1e-9 * flop / best[0],
-                   1e-9 * flop / best[1], 1e-9 * flop / best[2]);
-            if (jl < sizeof json)
-                jl += (size_t)snprintf(json + jl, sizeof json - jl,
-                                       "%s{\"IC\":%d,\"OC\":%d,\"kernels\":\"%s\",\"fwd_gflops\":%.2f,"
-                                       "\"dinp_gflops\":%.2f,\"dw_gflops\":%.2f}",
-                                       first ? "" : ",", IC, OC, atm_kernels_name(), 1e-9 * flop / best[0],
-                                       1e-9 * flop / best[1], 1e-9 * flop / best[2]);
-            first = 0;
+            atm_threads_set(1);
         }
         free(inp); free(w); free(out); free(dout); free(dinp); free(dw);
     }
@@ -442,7 +460,7 @@ int main(int argc, char **argv) {
     const char *klist[16];
     int nkk = kernel_list(a.kbuf, klist);
     if (a.matmul) {
-        bench_matmul(klist, nkk, a.B * (a.seq - 1));
+        bench_matmul(klist, nkk, a.B * (a.seq - 1), a.threads, a.nthreads, a.wall);
         return 0;
     }
     static result res[16 * 16];
