@@ -276,21 +276,20 @@ static void bench_matmul(const char *const *klist, int nk, int N, const int *thr
             double both1 = 0;
             for (int th = 0; th < nthreads; th++) {
                 atm_threads_set(threads[th]);
+                /* 0 forward, then backward with dinp, dw, both */
+                static const int want_dinp[4] = { 0, 1, 0, 1 }, want_dw[4] = { 0, 0, 1, 1 };
                 double best[4] = { 1e30, 1e30, 1e30, 1e30 };
-                for (int rep = 0; rep < 40; rep++) {
-                    double t = clk();
-                    for (int i = 0; i < it; i++) atm_matmul_forward(out, inp, w, N, IC, OC);
-                    t = (clk() - t) / it; if (t < best[0]) best[0] = t;
-                    t = clk();
-                    for (int i = 0; i < it; i++) atm_matmul_backward(dinp, NULL, dout, inp, w, N, IC, OC);
-                    t = (clk() - t) / it; if (t < best[1]) best[1] = t;
-                    t = clk();
-                    for (int i = 0; i < it; i++) atm_matmul_backward(NULL, dw, dout, inp, w, N, IC, OC);
-                    t = (clk() - t) / it; if (t < best[2]) best[2] = t;
-                    t = clk();
-                    for (int i = 0; i < it; i++) atm_matmul_backward(dinp, dw, dout, inp, w, N, IC, OC);
-                    t = (clk() - t) / it; if (t < best[3]) best[3] = t;
-                }
+                for (int rep = 0; rep < 40; rep++)
+                    for (int c = 0; c < 4; c++) {
+                        double t = clk();
+                        for (int i = 0; i < it; i++) {
+                            if (c == 0) atm_matmul_forward(out, inp, w, N, IC, OC);
+                            else atm_matmul_backward(want_dinp[c] ? dinp : NULL, want_dw[c] ? dw : NULL, dout, inp, w,
+                                                     N, IC, OC);
+                        }
+                        t = (clk() - t) / it;
+                        if (t < best[c]) best[c] = t;
+                    }
                 double g[4] = { 1e-9 * flop / best[0], 1e-9 * flop / best[1], 1e-9 * flop / best[2],
                                 2e-9 * flop / best[3] };
                 if (th == 0) both1 = g[3];

@@ -99,7 +99,7 @@ export function initPresets(page, onCorpus = () => {}) {
     // the training worker's answer to init: how many threads it can run
     threads(max, isolated, why = null) {
       Object.assign(ps, { threadsMax: Math.max(1, max), isolated, why });
-      const want = Math.min(defaultThreads(), ps.threadsMax);
+      const want = Math.min(PAGE_THREADS, ps.threadsMax);
       if (!query.has('train-threads')) $('train-threads').value = String(want);
       note(ps);
     },
@@ -109,13 +109,12 @@ export function initPresets(page, onCorpus = () => {}) {
 }
 
 const cores = () => navigator.hardwareConcurrency || 1;
-// The threads #train-threads starts at: the cores, capped at 4 (where more
-// stopped helping; docs/web.md). On this project's 2-core test machine two
-// trainer threads beside the page are faster than one (quick 41.8 s against
-// 53.2 s: node tools/bench-web-train.mjs --preset quick --threads 1,2).
-export const defaultThreads = () => Math.max(1, Math.min(4, cores()));
-// The most #train-threads may ask for (the threads the training worker
-// starts): the cores, capped at 4. Any count gives one thread's bits.
+// The threads the training worker starts and #train-threads starts at (and
+// may ask for at most): the cores, capped at 4 (where more stopped helping;
+// docs/web.md). On this project's 2-core test machine two trainer threads
+// beside the page are faster than one (quick 41.8 s against 53.2 s: node
+// tools/bench-web-train.mjs --preset quick --threads 1,2). Any count gives
+// one thread's bits.
 export const PAGE_THREADS = Math.max(1, Math.min(4, cores()));
 
 function note(ps) {
@@ -123,7 +122,7 @@ function note(ps) {
   $('train-preset-note').textContent = presetNote(t);
   $('train-threads-note').textContent = ps.why ? `Training runs on one thread: the threaded module did not start (${ps.why}).`
     : !ps.isolated ? 'This page is not cross-origin isolated, so training runs on one thread.'
-      : ps.threadsMax > 1 ? `Up to ${fmt(ps.threadsMax)} threads here (${fmt(navigator.hardwareConcurrency || 1)} cores); it starts at ${fmt(Math.min(defaultThreads(), ps.threadsMax))}.`
+      : ps.threadsMax > 1 ? `Up to ${fmt(ps.threadsMax)} threads here (${fmt(navigator.hardwareConcurrency || 1)} cores); it starts at ${fmt(Math.min(PAGE_THREADS, ps.threadsMax))}.`
         : 'Training runs on one thread: this browser reports one core.';
   $('train-threads').disabled = ps.threadsMax <= 1;
   $('train-threads').max = String(ps.threadsMax);

@@ -15,7 +15,7 @@ const val = (page, id) => page.inputValue(`#${id}`);
 test('presets: quick by default, Steps keeps it, another field is custom, reference is the papers\' recipe', async () => {
   const { ctx, page } = await open();
   try {
-    // the tab offers the cores it has, up to 4, and starts at all of them (web/presets.mjs defaultThreads)
+    // the tab offers the cores it has, up to 4, and starts at all of them (web/presets.mjs PAGE_THREADS)
     await page.waitForFunction(() => /^Up to \d+ threads? here/.test(document.getElementById('train-threads-note').textContent));
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
     assert.equal(await val(page, 'train-preset'), 'quick');
