@@ -119,6 +119,12 @@ void atm_ek_ln_out_i32(int16_t *u, const uint8_t *g, const uint8_t *b, int d, in
 void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 void atm_ek_addsc_i32(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
 void atm_ek_scale_i32(int32_t *v, int n, int32_t mul, int s);
+/* atm_ek_quant32_ref / quant16_ref / ln_stats_ref / ln_center_ref from
+ * 32-bit arithmetic only (engine_m0.c; the M0 and M3 sets) */
+uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst);
+uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst);
+void atm_ek_ln_stats_i32(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);
+int64_t atm_ek_ln_center_i32(const int32_t *x, int d, int32_t mean, int k, int16_t *u);
 /* The Cortex-M3 set's elementwise kernels (engine_m3.c): the twins from
  * 32 x 32 -> 64 products and 32-bit shifts of their words; each calls its
  * twin outside its fast range (addsc, scale: 1 <= s <= 31; ln_out: 1 <= sg

@@ -193,3 +193,80 @@ void atm_ek_conv_m0(const int8_t *t, int K, int nc, const int16_t *u, const int8
         for (int c = 0; c < nc; c++, t += K) acc[c] = t[0] * u[c];
     }
 }
+
+/* ---- int8 quantisation and the LayerNorm sums, 32-bit ----
+ * The twins' integers without their 64-bit arithmetic (the Cortex-M0 builds
+ * it from libgcc calls) and without the quantisers' clamp, which cannot
+ * bind: with sh from atm_fit_shift(max |src|, 127), round(v / 2^sh) <= 127
+ * for every 0 <= v <= max, and for -max <= v < 0 floor(-a + 1/2) >=
+ * -floor(a + 1/2) (a = |v| / 2^sh), so the result is never below -127.
+ * Used by the M0 and M3 sets; outside the twins' ranges they call them. */
+uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst) {
+    int32_t lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
+        const int32_t v = src[i];
+        if (v > hi) hi = v;
+        if (v < lo) lo = v;
+    }
+    const uint32_t nl = 0u - (uint32_t)lo, mx = (uint32_t)hi > nl ? (uint32_t)hi : nl;
+    if (mx > (1u << 30)) return atm_ek_quant32_ref(src, n, dst);
+    const int sh = atm_fit_shift(mx, 127);
+    const int32_t half = (int32_t)(((uint32_t)1 << sh) >> 1);
+    for (int i = 0; i < n; i++) dst[i] = (int8_t)((src[i] + half) >> sh);
+    return (uint8_t)sh;
+}
+
+uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst) {
+    int32_t lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
+        const int32_t v = src[i];
+        if (v > hi) hi = v;
+        if (v < lo) lo = v;
+    }
+    const uint32_t nl = 0u - (uint32_t)lo, mx = (uint32_t)hi > nl ? (uint32_t)hi : nl;
+    const int sh = atm_fit_shift(mx, 127);
+    const int32_t half = (int32_t)(((uint32_t)1 << sh) >> 1);
+    for (int i = 0; i < n; i++) dst[i] = (int8_t)((src[i] + half) >> sh);
+    return (uint8_t)sh;
+}
+
+/* the sum as 2^16 (sum of the high halves) + (sum of the low halves):
+ * |x| <= 2^30 and d < 2^16 keep both in 32 bits */
+void atm_ek_ln_stats_i32(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi) {
+    if (d >= 65536) { atm_ek_ln_stats_ref(x, d, sum, lo, hi); return; }
+    int32_t sh = 0, l = x[0], h = x[0];
+    uint32_t sl = 0;
+    for (int i = 0; i < d; i++) {
+        const int32_t v = x[i];
+        sh += v >> 16;
+        sl += (uint32_t)v & 0xFFFFu;
+        if (v < l) l = v;
+        if (v > h) h = v;
+    }
+    *sum = (int64_t)sh * 65536 + (int64_t)sl;
+    *lo = l; *hi = h;
+}
+
+/* y^2 <= 2^30 summed in a 32-bit word whose carries count in a second */
+int64_t atm_ek_ln_center_i32(const int32_t *x, int d, int32_t mean, int k, int16_t *u) {
+    uint32_t vl = 0, vh = 0;
+    if (k > 0) {
+        for (int i = 0; i < d; i++) {
+            const int32_t y = (x[i] - mean) >> k;
+            u[i] = (int16_t)y;
+            const uint32_t t = vl + (uint32_t)(y * y);
+            vh += t < vl;
+            vl = t;
+        }
+    } else {
+        const int s = -k;
+        for (int i = 0; i < d; i++) {
+            const int32_t y = (int32_t)((uint32_t)(x[i] - mean) << s);
+            u[i] = (int16_t)y;
+            const uint32_t t = vl + (uint32_t)(y * y);
+            vh += t < vl;
+            vl = t;
+        }
+    }
+    return (int64_t)(((uint64_t)vh << 32) | vl);
+}

@@ -309,19 +309,22 @@ static void test_elementwise(void) {
                 bad[1] += run && memcmp(x0, x1, (size_t)n * 4) != 0;
             }
             /* quantisation to int8 rows */
-            const int32_t lims[3] = { 127, 40000, 1 << 30 };
-            for (int k = 0; k < 3; k++) {
+            /* 255 and 32384 = 126.5 * 2^8: maxima whose negatives round on a half */
+            const int32_t lims[5] = { 127, 40000, 1 << 30, 255, 32384 };
+            for (int k = 0; k < 5; k++) {
                 for (int i = 0; i < n; i++) v[i] = pick(p, (uint32_t)i, lims[k]);
                 const uint8_t e0 = atm_ek_quant32_ref(v, n, q0);
                 const uint8_t e1 = run ? atm_ek_quant32_avx2(v, n, q1) : e0;
                 if (!run) memcpy(q1, q0, (size_t)n);
                 bad[2] += e0 != e1 || memcmp(q0, q1, (size_t)n) != 0;
+                badi += atm_ek_quant32_i32(v, n, q1) != e0 || memcmp(q0, q1, (size_t)n) != 0;
                 for (int i = 0; i < n; i++) bad_def[2] += q0[i] != clampl(e0 ? rnd_div(v[i], e0) : v[i], 127);
-                for (int i = 0; i < n; i++) u0[i] = (int16_t)pick(p, (uint32_t)i, k == 0 ? 127 : 32767);
+                for (int i = 0; i < n; i++) u0[i] = (int16_t)pick(p, (uint32_t)i, k == 0 ? 127 : (k >= 3 ? lims[k] : 32767));
                 const uint8_t f0 = atm_ek_quant16_ref(u0, n, q0);
                 const uint8_t f1 = run ? atm_ek_quant16_avx2(u0, n, q1) : f0;
                 if (!run) memcpy(q1, q0, (size_t)n);
                 bad[3] += f0 != f1 || memcmp(q0, q1, (size_t)n) != 0;
+                badi += atm_ek_quant16_i32(u0, n, q1) != f0 || memcmp(q0, q1, (size_t)n) != 0;
             }
             /* LayerNorm pieces */
             for (int i = 0; i < n; i++) x0[i] = pick(p, (uint32_t)i, XL);
@@ -329,6 +332,8 @@ static void test_elementwise(void) {
             atm_ek_ln_stats_ref(x0, n, &sa, &la, &ha);
             if (run) atm_ek_ln_stats_avx2(x0, n, &sb2, &lb, &hb); else { sb2 = sa; lb = la; hb = ha; }
             bad[4] += sa != sb2 || la != lb || ha != hb;
+            atm_ek_ln_stats_i32(x0, n, &sb2, &lb, &hb);
+            badi += sa != sb2 || la != lb || ha != hb;
             static const int ks[] = { -14, -9, -4, 0, 1, 6, 11, 15 };
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
                 const int k = ks[ki];
@@ -339,6 +344,7 @@ static void test_elementwise(void) {
                 const int64_t vb = run ? atm_ek_ln_center_avx2(x0, n, 12345, k, u1) : va;
                 if (!run) memcpy(u1, u0, (size_t)n * 2);
                 bad[5] += va != vb || memcmp(u0, u1, (size_t)n * 2) != 0;
+                badi += atm_ek_ln_center_i32(x0, n, 12345, k, u1) != va || memcmp(u0, u1, (size_t)n * 2) != 0;
             }
             static const int sgs[] = { 1, 4, 10, 14, 15, 16, 17, 18, 22, 30, 31, 32, 33, 40, 45, 46, 47, 52, 62 };
             static const int sbs[] = { -16, -15, -14, -11, -6, -1, 0, 1, 4, 9, 14, 19, 24, 29, 30 };
@@ -408,7 +414,7 @@ static void test_elementwise(void) {
         CHECKF(bad_def[k] == 0, "%s: twin differs from its definition in %d entries", names[k], bad_def[k]);
     }
     CHECKF(bad5 == 0, "AVX-512 elementwise kernels differ from the twins in %d cases", bad5);
-    CHECKF(badi == 0, "32-bit addsc / scale / ln_out / ssm (the Cortex-M0 set) differ from the twins in %d cases", badi);
+    CHECKF(badi == 0, "32-bit addsc / scale / quant32 / quant16 / ln_stats / ln_center / ln_out / ssm (the Cortex-M0 set) differ from the twins in %d cases", badi);
     CHECKF(bad3 == 0, "the Cortex-M3 set's addsc / scale / ln_out / ssm / scores differ from the twins in %d cases", bad3);
     free(x3); free(u3);
     printf("elementwise: AVX2 %s, AVX-512 %s\n", run ? "tested" : "not on this CPU", run5 ? "tested" : "not on this CPU");
