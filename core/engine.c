@@ -749,7 +749,7 @@ static const kset KS_REF = {
 static const kset KS_M0 = {
     atm_ek_dots_m0, atm_ek_mix_m0, atm_ek_addsc_i32, atm_ek_scale_i32, atm_ek_quant32_i32,
     atm_ek_quant16_i32, atm_ek_ln_stats_i32, atm_ek_ln_center_i32, atm_ek_ln_out_i32, atm_ek_ssm_i32,
-    atm_ek_conv_m0, atm_ek_scores_ref, CH, atm_ek_softmax_q15
+    atm_ek_conv_m0, atm_ek_scores_m3, CH, atm_ek_softmax_h
 };
 #endif
 #ifdef ATM_EK_X86
@@ -790,7 +790,7 @@ static void mix_m3(const int32_t *w, const int32_t *idx, const int8_t *base, int
 static const kset KS_M3 = {
     DOTS_M3, MIX_M3, atm_ek_addsc_m3, atm_ek_scale_m3, atm_ek_quant32_i32,
     atm_ek_quant16_i32, atm_ek_ln_stats_i32, atm_ek_ln_center_i32, atm_ek_ln_out_m3, atm_ek_ssm_m3,
-    atm_ek_conv_m0, atm_ek_scores_m3, CH, atm_ek_softmax_q15
+    atm_ek_conv_m0, atm_ek_scores_m3, CH, atm_ek_softmax_w
 };
 #endif
 

@@ -125,6 +125,12 @@ uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst);
 uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst);
 void atm_ek_ln_stats_i32(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);
 int64_t atm_ek_ln_center_i32(const int32_t *x, int d, int32_t mean, int k, int16_t *u);
+/* atm_exp_q16 and atm_ek_softmax_q15, the same integers: Horner steps from
+ * 16-bit halves (_h, the M0 set) or one 64-bit product each (_w, the M3) */
+uint32_t atm_ek_exp_q16_h(int32_t x);
+uint32_t atm_ek_exp_q16_w(int32_t x);
+void atm_ek_softmax_h(const int32_t *z, int n, int32_t *p, uint32_t *e);
+void atm_ek_softmax_w(const int32_t *z, int n, int32_t *p, uint32_t *e);
 /* The Cortex-M3 set's elementwise kernels (engine_m3.c): the twins from
  * 32 x 32 -> 64 products and 32-bit shifts of their words; each calls its
  * twin outside its fast range (addsc, scale: 1 <= s <= 31; ln_out: 1 <= sg

@@ -270,3 +270,59 @@ int64_t atm_ek_ln_center_i32(const int32_t *x, int d, int32_t mean, int k, int16
     }
     return (int64_t)(((uint64_t)vh << 32) | vl);
 }
+
+/* ---- exp and softmax ----
+ * atm_exp_q16's integers: its Horner steps round(p g / 2^30) from 16-bit
+ * halves (the M0's 32-bit multiplies; mr30_h) or from one 32 x 32 -> 64
+ * product (mr30_w, the M3), one wide product for y and one for the sqrt(2)
+ * factor, and the final rounding shift by 6 - n in [7, 32] as 32-bit words.
+ * x < -2^21 gives n < -46 (0 as in atm_exp_q16, without its product). */
+static inline int32_t mr30_h(int32_t p, int32_t gh, uint32_t gl) {
+    /* p g = 2^32 A + 2^16 (B + C) + D with p = 2^16 ph + pl, g = 2^16 gh + gl
+     * (|g| <= 2^29: |A| <= 2^28, |B| < 2^31, |C| <= 2^29, D < 2^32);
+     * (p g + 2^29) >> 30 = 4 A + (B + C + (D >> 16) + 2^13) >> 14, B split
+     * at bit 14 so that the sum fits int32 */
+    const int32_t ph = p >> 16;
+    const uint32_t pl = (uint32_t)p & 0xFFFFu;
+    const int32_t A = ph * gh, B = ph * (int32_t)gl, C = (int32_t)pl * gh;
+    const uint32_t D = pl * gl;
+    return 4 * A + (B >> 14) + (((B & 0x3FFF) + C + (int32_t)(D >> 16) + (1 << 13)) >> 14);
+}
+static inline int32_t mr30_w(int32_t p, int32_t g) {
+    return (int32_t)(((int64_t)p * g + ((int64_t)1 << 29)) >> 30);
+}
+#define EXP_BODY(STEP)                                                                  \
+    if (x >= 0) return 1u << 24;                                                        \
+    if (x < -(1 << 21)) return 0;                                                       \
+    const int64_t y = atm_smull(x, ATM_LOG2E_Q30);                                      \
+    const int32_t n = (int32_t)(y >> 46);                                               \
+    if (n < -26) return 0;                                                              \
+    const int32_t g = (int32_t)(((uint64_t)y >> 16) & 0x3FFFFFFFu) - (1 << 29);         \
+    int32_t p = atm_exp2_c[7];                                                          \
+    for (int k = 6; k >= 0; k--) p = STEP + atm_exp2_c[k];                              \
+    const uint32_t v = (uint32_t)((atm_smull(p, ATM_SQRT2_Q30) + ((int64_t)1 << 29)) >> 30); \
+    const int s = 6 - n;                                                                \
+    return s >= 32 ? v >> 31 : (v >> s) + ((v >> (s - 1)) & 1u)
+
+uint32_t atm_ek_exp_q16_h(int32_t x) {
+    EXP_BODY(mr30_h(p, g >> 16, (uint32_t)g & 0xFFFFu));
+}
+uint32_t atm_ek_exp_q16_w(int32_t x) {
+    EXP_BODY(mr30_w(p, g));
+}
+
+/* atm_ek_softmax_q15 with these exps and a 32-bit sum (n <= 255: the sum
+ * is below 255 2^24); the twin beyond */
+#define SOFTMAX_BODY(EXP)                                                               \
+    if (n > 255) { atm_ek_softmax_q15(z, n, p, e); return; }                           \
+    int32_t mx = z[0];                                                                  \
+    for (int i = 1; i < n; i++) if (z[i] > mx) mx = z[i];                               \
+    uint32_t sum = 0;                                                                   \
+    for (int i = 0; i < n; i++) { e[i] = EXP(atm_sat32((int64_t)z[i] - mx)); sum += e[i]; } \
+    const int ns = atm_bitlen32(sum) - 16;                                              \
+    const uint32_t r = 0x7FFFFFFFu / (sum >> ns);                                       \
+    for (int i = 0; i < n; i++)                                                         \
+        p[i] = (int32_t)(((e[i] >> 16) * r + (((e[i] & 0xFFFFu) * r) >> 16)) >> ns)
+
+void atm_ek_softmax_h(const int32_t *z, int n, int32_t *p, uint32_t *e) { SOFTMAX_BODY(atm_ek_exp_q16_h); }
+void atm_ek_softmax_w(const int32_t *z, int n, int32_t *p, uint32_t *e) { SOFTMAX_BODY(atm_ek_exp_q16_w); }

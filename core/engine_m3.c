@@ -121,12 +121,13 @@ void atm_ek_ssm_m3(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_
 
 /* atm_ek_scores_ref: shifts 32 .. 62 from the product's high word (|p| <
  * 2^61, so |hi| < 2^29 and the rounded quotient needs no clamp; the half
- * added to hi is exact as in ln_out), the others through atm_rnd64 */
+ * added to hi is exact as in ln_out), the others through atm_rnd64. The M0
+ * set runs it too (atm_smull: no libgcc 64 x 64 multiply). */
 void atm_ek_scores_m3(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out) {
     const int32_t m = (int32_t)ms;                                           /* 0 <= ms < 2^30 */
     for (int j = 0; j < n; j++) {
         const int sh = sbase - kexp[j];
-        const int64_t p = (int64_t)dots[j] * m;
+        const int64_t p = atm_smull(dots[j], m);           /* the M0's 16-bit halves, one SMULL elsewhere */
         const int32_t hi = (int32_t)((uint64_t)p >> 32);
         if (sh >= 33 && sh <= 62) out[j] = (hi + ((int32_t)1 << (sh - 33))) >> (sh - 32);
         else if (sh == 32) out[j] = hi + (int32_t)((uint32_t)p >> 31);

@@ -881,11 +881,9 @@ __attribute__((target("avx2,popcnt,bmi"))) int atm_ek_topk_avx2(const int32_t *s
  * arithmetic shift whose result fits 32 bits has the same low word as a
  * logical one, which AVX2 has; the final shift is per lane). The exact
  * integers of the twin. */
-#define LOG2E_Q30 1549082005
-#define SQRT2_Q30 1518500250
-static const int32_t EXP2_C[8] = {
-    1073741824, 744261118, 257941248, 59597083, 10327387, 1431680, 165394, 16377
-};
+#define LOG2E_Q30 ATM_LOG2E_Q30
+#define SQRT2_Q30 ATM_SQRT2_Q30
+#define EXP2_C atm_exp2_c
 static ATTR_AVX2 __m256i exp_q16_x4(__m256i x) {            /* x: int32 in each 64-bit lane's low word */
     const __m256i y = _mm256_mul_epi32(x, _mm256_set1_epi64x(LOG2E_Q30));
     const __m256i n = _mm256_sub_epi64(_mm256_srli_epi64(y, 46), _mm256_set1_epi64x((int64_t)1 << 18));   /* floor(y / 2^46), y < 0 */

@@ -3,17 +3,15 @@
  * docs/fixed-point.md. Freestanding, integer only. */
 #include "fixmath.h"
 
-/* round(log2(e) * 2^30) */
-#define LOG2E_Q30 1549082005
-/* round(sqrt(2) * 2^30) */
-#define SQRT2_Q30 1518500250
-
 /* Taylor coefficients of 2^g = e^(g ln 2): round((ln 2)^k / k! * 2^30),
  * k = 0..7. Degree 7 on |g| <= 1/2 leaves a truncation error below
  * (ln2/2)^8 / 8! = 5e-9, under the Q30 rounding of the steps. */
-static const int32_t EXP2_C[8] = {
+const int32_t atm_exp2_c[8] = {
     1073741824, 744261118, 257941248, 59597083, 10327387, 1431680, 165394, 16377
 };
+#define LOG2E_Q30 ATM_LOG2E_Q30
+#define SQRT2_Q30 ATM_SQRT2_Q30
+#define EXP2_C atm_exp2_c
 
 uint32_t atm_exp_q16(int32_t x) {
     if (x >= 0) return 1u << 24;

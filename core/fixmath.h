@@ -118,6 +118,12 @@ static inline int atm_fit_shift(uint32_t maxabs, uint32_t lim) {
  * Error (tests/test_fixmath.c, every 3rd input in [-20, 0] against libm):
  * |result - 2^24 * e^(x/2^16)| <= 1 (measured worst 0.55). */
 uint32_t atm_exp_q16(int32_t x);
+/* its constants, for the kernels that compute the same integers
+ * (core/engine_m0.c, core/engine_x86.c): round(log2(e) 2^30), round(sqrt(2)
+ * 2^30) and the Taylor coefficients of 2^g in Q30 (fixmath.c) */
+#define ATM_LOG2E_Q30 1549082005
+#define ATM_SQRT2_Q30 1518500250
+extern const int32_t atm_exp2_c[8];
 
 /* ---- reciprocal square root ----
  * For v >= 1 returns r in [2^29, 2^30] and *sh with 1 / sqrt(v) ~= r * 2^-sh

@@ -516,7 +516,7 @@ static void test_topk(void) {
 static void test_softmax(void) {
     int32_t z[64], p0[64], p1[64];
     uint32_t e[64];
-    int bad = 0, bad2 = 0, cases = 0;
+    int bad = 0, bad2 = 0, bad3 = 0, cases = 0;
     const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2);
     for (int n = 1; n <= 64; n++)
         for (int p = 0; p < 6; p++) {
@@ -526,6 +526,12 @@ static void test_softmax(void) {
             memcpy(p1, z, sizeof z);
             atm_ek_softmax_q15(p1, n, p1, e);                     /* aliased, as the engine calls it */
             bad += memcmp(p0, p1, (size_t)n * 4) != 0;
+            for (int f = 0; f < 2; f++) {                          /* the M0 and M3 versions */
+                uint32_t e3[64];
+                memcpy(p1, z, sizeof z);
+                (f ? atm_ek_softmax_w : atm_ek_softmax_h)(p1, n, p1, e3);
+                bad3 += memcmp(p0, p1, (size_t)n * 4) != 0 || memcmp(e, e3, (size_t)n * 4) != 0;
+            }
             if (run) {
                 uint32_t e2[64];
                 memcpy(p1, z, sizeof z);
@@ -549,6 +555,21 @@ static void test_softmax(void) {
         }
         CHECKF(bade == 0, "AVX2 exponentials differ from atm_exp_q16 in %d cases", bade);
     }
+    /* the M0 and M3 exponentials against atm_exp_q16: every x in [-2^22, 0]
+     * (the rounding at every n and the cut-offs at -2^21 and n = -27) and
+     * random ones down to INT32_MIN */
+    int bade3 = 0;
+    for (int32_t x = 0; x >= -(1 << 22); x--) {
+        const uint32_t r = atm_exp_q16(x);
+        bade3 += atm_ek_exp_q16_h(x) != r || atm_ek_exp_q16_w(x) != r;
+    }
+    for (int i = 0; i < 100000; i++) {
+        const int32_t x = (int32_t)atm_rng_u32(&rng);
+        bade3 += atm_ek_exp_q16_h(x) != atm_exp_q16(x) || atm_ek_exp_q16_w(x) != atm_exp_q16(x);
+    }
+    bade3 += atm_ek_exp_q16_h(INT32_MIN) != 0 || atm_ek_exp_q16_w(INT32_MIN) != 0;
+    CHECKF(bade3 == 0, "the M0 / M3 exponentials differ from atm_exp_q16 in %d cases", bade3);
+    CHECKF(bad3 == 0, "the M0 / M3 softmax differs from atm_softmax_q15 in %d of %d cases", bad3, 2 * cases);
     CHECKF(bad == 0, "softmax differs from atm_softmax_q15 in %d of %d cases", bad, cases);
     CHECKF(bad2 == 0, "AVX2 softmax differs from the twin in %d of %d cases", bad2, cases);
 }
