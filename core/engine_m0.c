@@ -201,34 +201,50 @@ void atm_ek_conv_m0(const int8_t *t, int K, int nc, const int16_t *u, const int8
  * for every 0 <= v <= max, and for -max <= v < 0 floor(-a + 1/2) >=
  * -floor(a + 1/2) (a = |v| / 2^sh), so the result is never below -127.
  * Used by the M0 and M3 sets; outside the twins' ranges they call them. */
-uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst) {
-    int32_t lo = 0, hi = 0;
-    for (int i = 0; i < n; i++) {
-        const int32_t v = src[i];
-        if (v > hi) hi = v;
-        if (v < lo) lo = v;
-    }
-    const uint32_t nl = 0u - (uint32_t)lo, mx = (uint32_t)hi > nl ? (uint32_t)hi : nl;
-    if (mx > (1u << 30)) return atm_ek_quant32_ref(src, n, dst);
-    const int sh = atm_fit_shift(mx, 127);
-    const int32_t half = (int32_t)(((uint32_t)1 << sh) >> 1);
-    for (int i = 0; i < n; i++) dst[i] = (int8_t)((src[i] + half) >> sh);
-    return (uint8_t)sh;
+/* atm_fit_shift(mx, 127) without its loop: every s below bitlen(mx) - 7
+ * leaves mx / 2^s >= 128, and bitlen(mx) - 6 always fits */
+static inline int fit127(uint32_t mx) {
+    int sh = atm_bitlen32(mx) - 7;
+    if (sh < 0) sh = 0;
+    if (((mx + (((uint32_t)1 << sh) >> 1)) >> sh) > 127) sh++;
+    return sh;
 }
+/* the quantisers' two loops four elements at a time */
+#define QUANT_BODY(T)                                                                   \
+    int32_t lo = 0, hi = 0;                                                             \
+    int i = 0;                                                                          \
+    for (; i + 4 <= n; i += 4) {                                                        \
+        const int32_t a = src[i], b = src[i + 1], c = src[i + 2], e = src[i + 3];       \
+        if (a > hi) hi = a;                                                             \
+        if (a < lo) lo = a;                                                             \
+        if (b > hi) hi = b;                                                             \
+        if (b < lo) lo = b;                                                             \
+        if (c > hi) hi = c;                                                             \
+        if (c < lo) lo = c;                                                             \
+        if (e > hi) hi = e;                                                             \
+        if (e < lo) lo = e;                                                             \
+    }                                                                                   \
+    for (; i < n; i++) {                                                                \
+        const int32_t v = src[i];                                                       \
+        if (v > hi) hi = v;                                                             \
+        if (v < lo) lo = v;                                                             \
+    }                                                                                   \
+    const uint32_t nl = 0u - (uint32_t)lo, mx = (uint32_t)hi > nl ? (uint32_t)hi : nl;  \
+    if (mx > (1u << 30)) return T(src, n, dst);                                         \
+    const int sh = fit127(mx);                                                          \
+    const int32_t half = (int32_t)(((uint32_t)1 << sh) >> 1);                           \
+    i = 0;                                                                              \
+    for (; i + 4 <= n; i += 4) {                                                        \
+        dst[i] = (int8_t)((src[i] + half) >> sh);                                       \
+        dst[i + 1] = (int8_t)((src[i + 1] + half) >> sh);                               \
+        dst[i + 2] = (int8_t)((src[i + 2] + half) >> sh);                               \
+        dst[i + 3] = (int8_t)((src[i + 3] + half) >> sh);                               \
+    }                                                                                   \
+    for (; i < n; i++) dst[i] = (int8_t)((src[i] + half) >> sh);                        \
+    return (uint8_t)sh
 
-uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst) {
-    int32_t lo = 0, hi = 0;
-    for (int i = 0; i < n; i++) {
-        const int32_t v = src[i];
-        if (v > hi) hi = v;
-        if (v < lo) lo = v;
-    }
-    const uint32_t nl = 0u - (uint32_t)lo, mx = (uint32_t)hi > nl ? (uint32_t)hi : nl;
-    const int sh = atm_fit_shift(mx, 127);
-    const int32_t half = (int32_t)(((uint32_t)1 << sh) >> 1);
-    for (int i = 0; i < n; i++) dst[i] = (int8_t)((src[i] + half) >> sh);
-    return (uint8_t)sh;
-}
+uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst) { QUANT_BODY(atm_ek_quant32_ref); }
+uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst) { QUANT_BODY(atm_ek_quant16_ref); }
 
 /* the sum as 2^16 (sum of the high halves) + (sum of the low halves):
  * |x| <= 2^30 and d < 2^16 keep both in 32 bits */
