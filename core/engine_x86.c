@@ -552,12 +552,6 @@ ATTR_AVX2 void atm_ek_ssm_avx2(int32_t *s, const uint8_t *a, const uint8_t *bc, 
     }
 }
 
-/* eight trits t[idx + lane * K] (gathered as 32-bit words, low byte kept) */
-static ATTR_AVX2 inline __m256i trits8(const int8_t *t, __m256i idx) {
-    const __m256i w = _mm256_i32gather_epi32((const int *)(const void *)t, idx, 1);
-    return _mm256_srai_epi32(_mm256_slli_epi32(w, 24), 24);
-}
-
 ATTR_AVX2 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                                 const uint8_t *rexp, int next, int kh, int taps, int32_t *acc) {
     const int8_t *rp[ATM_MAX_KERNEL];
@@ -572,11 +566,15 @@ ATTR_AVX2 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u
     int c = 0;
     for (; c + 8 <= nc; c += 8) {
         const __m256i base = _mm256_add_epi32(lane, _mm256_set1_epi32(c * K));
-        __m256i a = _mm256_sign_epi32(_mm256_cvtepi16_epi32(LOAD128(u + c)), trits8(t, base));
+        /* one gather brings four taps of each channel (its word's bytes) */
+        __m256i w = _mm256_i32gather_epi32((const int *)(const void *)t, base, 1);
+        __m256i a = _mm256_sign_epi32(_mm256_cvtepi16_epi32(LOAD128(u + c)), _mm256_srai_epi32(_mm256_slli_epi32(w, 24), 24));
         for (int j = 1; j < taps; j++) {
+            if ((j & 3) == 0) w = _mm256_i32gather_epi32((const int *)(const void *)t, _mm256_add_epi32(base, _mm256_set1_epi32(j)), 1);
+            const __m256i tj = _mm256_srai_epi32(_mm256_sll_epi32(w, _mm_cvtsi32_si128(24 - 8 * (j & 3))), 24);
             const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[j] + c))),
                                                sh[j]);
-            a = _mm256_add_epi32(a, _mm256_sign_epi32(v, trits8(t, _mm256_add_epi32(base, _mm256_set1_epi32(j)))));
+            a = _mm256_add_epi32(a, _mm256_sign_epi32(v, tj));
         }
         _mm256_storeu_si256((__m256i *)(void *)(acc + c), a);
     }
