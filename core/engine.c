@@ -787,10 +787,11 @@ static void mix_m3(const int32_t *w, const int32_t *idx, const int8_t *base, int
 #define DOTS_M3 atm_ek_dots_m0
 #define MIX_M3 atm_ek_mix_m0
 #endif
+#define CONV_CH_M3 320    /* trits per conv chunk on the M3: 64 channels of 5 (engine_m3.S's loop) */
 static const kset KS_M3 = {
     DOTS_M3, MIX_M3, atm_ek_addsc_m3, atm_ek_scale_m3, atm_ek_quant32_i32,
     atm_ek_quant16_i32, atm_ek_ln_stats_i32, atm_ek_ln_center_i32, atm_ek_ln_out_m3, atm_ek_ssm_m3,
-    atm_ek_conv_m0, atm_ek_scores_m3, CH, atm_ek_softmax_w
+    atm_ek_conv_m3, atm_ek_scores_m3, CONV_CH_M3, atm_ek_softmax_w
 };
 #endif
 
@@ -1049,6 +1050,8 @@ static void conv_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
     const tview C = tensor(m, ATM_T_CONV, l);
 #ifdef ATM_EK_X86
     int8_t buf[CONV_CH_X86 + 16];
+#elif defined(ATM_KS_M3)
+    int8_t buf[CONV_CH_M3 + 16];
 #else
     int8_t buf[BUF];
 #endif

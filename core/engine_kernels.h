@@ -151,6 +151,10 @@ int atm_ek_dots_m3(const int16_t *q, const int8_t *k, int dh, int n, int32_t *ou
 /* engine_m3.S: atm_ek_mix_ref for d % 8 == 0, word-aligned base and 1 <= n
  * <= 32; returns 1 (nothing done) otherwise */
 int atm_ek_mix_m3(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
+/* atm_ek_conv_ref: engine_m3.S for K = 5 with 5 taps on the M3, else
+ * atm_ek_conv_m0 (engine_m3.c) */
+void atm_ek_conv_m3(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
+                    const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
 /* atm_ek_conv_ref channel by channel (engine_m0.c) */
 void atm_ek_conv_m0(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                     const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);

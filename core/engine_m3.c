@@ -134,3 +134,28 @@ void atm_ek_scores_m3(const int32_t *dots, const uint8_t *kexp, int n, int64_t m
         else out[j] = atm_clamp32(atm_rnd64(p, sh), X_LIM);
     }
 }
+
+/* The conv taps: engine_m3.S's channel loop for K = 5 with all five taps
+ * (the shipped models once four positions are in the ring), the M0 set's C
+ * otherwise and off the board */
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+void atm_ek_conv5_m3(const int8_t *t, int nc, const int16_t *u, const int8_t *const *rp, const int32_t *e, int32_t *acc);
+#endif
+void atm_ek_conv_m3(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
+                    const uint8_t *rexp, int next, int kh, int taps, int32_t *acc) {
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+    if (K == 5 && taps == 5 && kh == 4 && nc >= 1) {
+        const int8_t *rp[4];
+        int32_t e[4];
+        int slot = next;
+        for (int j = 0; j < 4; j++) {
+            slot = slot == 0 ? kh - 1 : slot - 1;
+            rp[j] = ring + (size_t)slot * (size_t)ld;
+            e[j] = rexp[slot];
+        }
+        atm_ek_conv5_m3(t, nc, u, rp, e, acc);
+        return;
+    }
+#endif
+    atm_ek_conv_m0(t, K, nc, u, ring, ld, rexp, next, kh, taps, acc);
+}

@@ -375,6 +375,41 @@ static int test_dots_m3(void) {
 }
 #endif
 
+#if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
+/* the conv taps (engine_m3.S for K = 5 with 5 taps, the C otherwise)
+ * against atm_ek_conv_ref: 1 to 64 channels, every ring position, shifts 0
+ * to 9 (|ring << e| <= 2^16), trits and values at their extremes; past the
+ * lut8 test's tables in mps2-an385's 4 MiB arena */
+#define CT   ((int8_t *)(__arena_start + 200000))                    /* 64 K + 16 trits */
+#define CR   ((int8_t *)(__arena_start + 201024))                    /* kh rows of ld = 80 */
+#define CU   ((int16_t *)(void *)(__arena_start + 202048))
+#define CA0  ((int32_t *)(void *)(__arena_start + 202304))
+#define CA1  ((int32_t *)(void *)(__arena_start + 202624))
+static int test_conv_m3(void) {
+    static const int ncs[] = { 1, 3, 12, 63, 64 };
+    static const int Ks[] = { 5, 3 };
+    uint32_t cases = 0, bad = 0;
+    for (unsigned ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+        for (unsigned ni = 0; ni < sizeof ncs / sizeof ncs[0]; ni++)
+            for (int p = 0; p < 4; p++)
+                for (int taps = 1; taps <= Ks[ki]; taps++) {
+                    const int K = Ks[ki], nc = ncs[ni], kh = K - 1, ld = 80;
+                    uint8_t rexp[8];
+                    for (int i = 0; i < nc * K + 16; i++) CT[i] = (int8_t)(p == 3 ? ((i & 1) ? 1 : -1) : (int)rnd(3) - 1);
+                    for (int i = 0; i < kh * ld; i++) CR[i] = (int8_t)pick(p, (uint32_t)i, 127);
+                    for (int i = 0; i < nc; i++) CU[i] = (int16_t)pick(p, (uint32_t)i, 32767);
+                    for (int j = 0; j < kh; j++) rexp[j] = (uint8_t)(p == 1 ? 9 : rnd(10));
+                    const int next = (int)rnd((uint32_t)(kh > 0 ? kh : 1));
+                    atm_ek_conv_ref(CT, K, nc, CU, CR, ld, rexp, next, kh, taps, CA0);
+                    memset(CA1, 0x5A, (size_t)(nc + 1) * 4);
+                    atm_ek_conv_m3(CT, K, nc, CU, CR, ld, rexp, next, kh, taps, CA1);
+                    bad += memcmp(CA0, CA1, (size_t)nc * 4) != 0 || CA1[nc] != 0x5A5A5A5A;
+                    cases++;
+                }
+    return report("conv_m3", cases, bad);
+}
+#endif
+
 int mcu_main(void) {
     int fail = 0;
     rng = 0x9E3779B9u;
@@ -389,6 +424,7 @@ int mcu_main(void) {
     fail |= test_lut_m3();
     fail |= test_lut8_m3();
     fail |= test_dots_m3();
+    fail |= test_conv_m3();
 #endif
     out_str(fail ? "FAIL\n" : "ok\n");
     return fail ? 1 : 0;
