@@ -188,25 +188,24 @@ atm_ek_lut8_rows4_m3:
  * core/engine.c) for cols a positive multiple of 4: per group of 4 columns
  * a, b, c, d the 9 sums of a, b with trits (codes 0, 1, 3 of bits 0-3) stay
  * in registers, and each of the 9 sums of c, d (bits 4-7) is added to them
- * and stored at fixed offsets: 81 entries in 2 instructions each.
- *   r0 the tables   r1 x   r2-r9 a, -a, b, a+b, b-a, -b, a-b, -a-b
- *   r10 c   r11 d   r12 the (c, d) sum   lr scratch; [sp] x's end */
+ * and stored at fixed offsets, adjacent pairs by one STRD: 81 entries in
+ * 122 instructions.
+ *   r0 the tables   r1 x, then scratch   r2-r9 a, -a, b, a+b, b-a, -b, a-b,
+ *   -a-b   r10 c   r11 d   r12 the (c, d) sum   lr scratch; [sp] x's end,
+ *   [sp, #4] x */
     .macro LUT8ROW q, offj
-    str  \q, [r0, #(64 * \offj)]
     add  lr, \q, r2
-    str  lr, [r0, #(64 * \offj + 4)]
+    strd \q, lr, [r0, #(64 * \offj)]
     add  lr, \q, r3
-    str  lr, [r0, #(64 * \offj + 12)]
-    add  lr, \q, r4
-    str  lr, [r0, #(64 * \offj + 16)]
+    add  r1, \q, r4
+    strd lr, r1, [r0, #(64 * \offj + 12)]
     add  lr, \q, r5
     str  lr, [r0, #(64 * \offj + 20)]
     add  lr, \q, r6
     str  lr, [r0, #(64 * \offj + 28)]
     add  lr, \q, r7
-    str  lr, [r0, #(64 * \offj + 48)]
-    add  lr, \q, r8
-    str  lr, [r0, #(64 * \offj + 52)]
+    add  r1, \q, r8
+    strd lr, r1, [r0, #(64 * \offj + 48)]
     add  lr, \q, r9
     str  lr, [r0, #(64 * \offj + 60)]
     .endm
@@ -227,6 +226,7 @@ atm_ek_lut8_build_m3:
     ldrsh r4, [r1], #2
     ldrsh r10, [r1], #2
     ldrsh r11, [r1], #2
+    str  r1, [sp, #4]                /* r1 is the rows' second scratch */
     rsb  r3, r2, #0
     add  r5, r2, r4
     sub  r6, r4, r2
@@ -234,14 +234,11 @@ atm_ek_lut8_build_m3:
     sub  r8, r2, r4
     rsb  r9, r5, #0
     movs r12, #0
-    str  r12, [r0]
-    str  r2, [r0, #4]
-    str  r3, [r0, #12]
-    str  r4, [r0, #16]
+    strd r12, r2, [r0]
+    strd r3, r4, [r0, #12]
     str  r5, [r0, #20]
     str  r6, [r0, #28]
-    str  r7, [r0, #48]
-    str  r8, [r0, #52]
+    strd r7, r8, [r0, #48]
     str  r9, [r0, #60]
     LUT8ROW r10, 1
     rsb  r12, r10, #0
@@ -259,6 +256,7 @@ atm_ek_lut8_build_m3:
     rsb  r12, r12, #0
     LUT8ROW r12, 15
     add  r0, r0, #1024
+    ldr  r1, [sp, #4]
     ldr  lr, [sp]
     cmp  r1, lr
     bne  1b
