@@ -709,6 +709,13 @@ static scaler mk_scaler(int64_t mul, int s) {
 static int64_t scale(const scaler *k, int64_t v) {
     return k->fast ? atm_asr64(v * k->mul + k->half, k->s) : atm_rnd64(v * k->mul, k->s);
 }
+/* atm_rnd64(v, s) for |v| < 2^30 and s >= 0 in 32-bit arithmetic (for s
+ * >= 31 every such v rounds to 0) */
+static int32_t rnd32(int32_t v, int s) {
+    if (s <= 0) return v;
+    if (s >= 31) return 0;
+    return (v + ((int32_t)1 << (s - 1))) >> s;
+}
 /* residual update with its clamp */
 static int32_t add_x(int32_t x, const scaler *k, int64_t v) {
     return atm_clamp32((int64_t)x + scale(k, v), X_LIM);
@@ -1209,7 +1216,7 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
     uint32_t mx = 0;
     for (int i = 0; i < dh; i++) { uint32_t a = atm_abs32(wide[i]); if (a > mx) mx = a; }
     const int qe = atm_fit_shift(mx, 32767);
-    for (int i = 0; i < dh; i++) e->q[i] = atm_sat16(atm_rnd64(wide[i], qe));
+    for (int i = 0; i < dh; i++) e->q[i] = atm_sat16(rnd32(wide[i], qe));
     /* k, v rows: int8 with their exponents (|matvec sums| < 2^25) */
     matvec(&Kt, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
     kexp[slot] = ks->quant32(wide, dh, kc + (size_t)slot * (size_t)dh);
@@ -1238,7 +1245,7 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
     int emax = 0;
     for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];
     for (int i = 0; i < keff; i++)
-        e->sel_s[i] = (int32_t)atm_rnd64(e->sel_s[i], emax - vexp[e->sel_i[i]]);
+        e->sel_s[i] = rnd32(e->sel_s[i], emax - vexp[e->sel_i[i]]);
     /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15;
      * the sums (|.| < 2^22) collect in wide, free again after the scores */
     const scaler sv = mk_scaler((int64_t)r * (int64_t)V.mant, V.exp + fu + 30 - m->cfg.fx - emax);
