@@ -844,7 +844,15 @@ static void layernorm(const kset *ks, const int32_t *x, int d, int fx, const tvi
     int64_t sum;
     int32_t lo, hi;
     ks->ln_stats(x, d, &sum, &lo, &hi);
-    const int32_t mean = (int32_t)div_round(sum, d);
+    /* floor(sum / d + 1/2); 32-bit division where the sum fits (the usual
+     * case: libgcc's 64-bit division is a long routine on the M0) */
+    int32_t mean;
+    if (sum > -((int64_t)1 << 30) && sum < ((int64_t)1 << 30) && d < (1 << 16)) {
+        const int32_t a = (int32_t)sum + d / 2, q = a / d;
+        mean = a - q * d < 0 ? q - 1 : q;
+    } else {
+        mean = (int32_t)div_round(sum, d);
+    }
     /* max |x - mean| is reached at the smallest or the largest x */
     const uint32_t a0 = atm_abs32(hi - mean), a1 = atm_abs32(lo - mean);
     const uint32_t maxabs = a0 > a1 ? a0 : a1;
@@ -856,7 +864,9 @@ static void layernorm(const kset *ks, const int32_t *x, int d, int fx, const tvi
     /* y = (x - mean) * 2^-k, floor for k > 0: -2^15 <= y < 2^15 fits int16 (kept in u) */
     const int k = atm_bitlen32(maxabs) - 15;
     const int64_t vs = ks->ln_center(x, d, mean, k, u);
-    uint64_t var = ((uint64_t)vs + (uint64_t)d / 2) / (uint64_t)d;
+    uint64_t var = (uint64_t)vs < ((uint64_t)1 << 31)
+                 ? (uint64_t)(((uint32_t)vs + (uint32_t)d / 2) / (uint32_t)d)
+                 : ((uint64_t)vs + (uint64_t)d / 2) / (uint64_t)d;
     /* eps in units of y^2: 1e-5 * 2^(2 (fx - k)) = EPS_Q32 * 2^(2 (fx - k) - 32) */
     const int e2 = 2 * (fx - k) - 32;
     uint64_t eps = e2 >= 0 ? (uint64_t)EPS_Q32 << (e2 > 46 ? 46 : e2) : (uint64_t)atm_rnd64(EPS_Q32, -e2);

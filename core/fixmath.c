@@ -49,6 +49,21 @@ uint32_t atm_rsqrt64(uint64_t v, int *sh) {
      * y <- y (3 - w y^2) / 2 take the <= 6% seed error to below 2^-28. */
     int64_t y = RSQRT_SEED[(m >> 28) - 4];
     for (int it = 0; it < 3; it++) {
+        /* every factor is below 2^32 and not negative (the seeds' error
+         * bounds wy2 near 2^30), so the products are 32 x 32 -> 64-bit
+         * unsigned ones (atm_umull: no libgcc multiply on the M0); the
+         * general expressions stay for any other case */
+        if (y >= 0 && y < ((int64_t)1 << 32)) {
+            const uint64_t y2 = (atm_umull((uint32_t)y, (uint32_t)y) + ((uint64_t)1 << 29)) >> 30;
+            if (y2 < ((uint64_t)1 << 32)) {
+                const int64_t wy2 = (int64_t)((atm_umull((uint32_t)m, (uint32_t)y2) + ((uint64_t)1 << 29)) >> 30);
+                const int64_t t = ((int64_t)3 << 30) - wy2;
+                if (t >= 0 && t < ((int64_t)1 << 32)) {
+                    y = (int64_t)((atm_umull((uint32_t)y, (uint32_t)t) + ((uint64_t)1 << 30)) >> 31);
+                    continue;
+                }
+            }
+        }
         int64_t y2 = atm_rnd64(y * y, 30);                         /* <= 2^30 */
         int64_t wy2 = atm_rnd64((int64_t)m * y2, 30);              /* < 2^32 */
         int64_t t = ((int64_t)3 << 30) - wy2;

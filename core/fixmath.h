@@ -52,6 +52,23 @@ static inline int64_t atm_smull(int32_t a, int32_t b) {
 #endif
 }
 
+/* (uint64_t)a * b exactly; on the Cortex-M0 from four 16 x 16-bit
+ * products (every partial sum fits its type) instead of libgcc's 64 x 64
+ * __aeabi_lmul. tests/test_fixmath.c compares the halves with the product. */
+static inline uint64_t atm_umull_halves(uint32_t a, uint32_t b) {
+    const uint32_t ah = a >> 16, al = a & 0xFFFFu, bh = b >> 16, bl = b & 0xFFFFu;
+    const uint32_t m1 = ah * bl, t = m1 + al * bh, lo = al * bl, lo2 = lo + (t << 16);
+    const uint32_t hi = ah * bh + (t >> 16) + ((uint32_t)(t < m1) << 16) + (uint32_t)(lo2 < lo);
+    return (uint64_t)hi << 32 | lo2;
+}
+static inline uint64_t atm_umull(uint32_t a, uint32_t b) {
+#if defined(__ARM_ARCH_6M__)
+    return atm_umull_halves(a, b);
+#else
+    return (uint64_t)a * b;
+#endif
+}
+
 /* Saturation bound of atm_rnd64 for left shifts: 2^62 leaves one bit of
  * headroom so callers may add two results without overflow. */
 #define ATM_RND_LIM ((int64_t)1 << 62)

@@ -131,6 +131,15 @@ static void test_smull(atm_rng *r) {
         bad += atm_smull(a, b) != (int64_t)a * b;
     }
     CHECKF(bad == 0, "atm_smull_halves differs from the 64-bit product in %d of %d cases", bad, cases);
+    /* the unsigned one (atm_rsqrt64's products on the M0) */
+    int ubad = 0;
+    for (int i = 0; i < ne; i++)
+        for (int j = 0; j < ne; j++) ubad += atm_umull_halves((uint32_t)ex[i], (uint32_t)ex[j]) != (uint64_t)(uint32_t)ex[i] * (uint32_t)ex[j];
+    for (int k = 0; k < 1000000; k++) {
+        const uint32_t a = atm_rng_u32(r) >> (atm_rng_u32(r) % 32u), b = atm_rng_u32(r) >> (atm_rng_u32(r) % 32u);
+        ubad += atm_umull_halves(a, b) != (uint64_t)a * b || atm_umull(a, b) != (uint64_t)a * b;
+    }
+    CHECKF(ubad == 0, "atm_umull_halves differs from the 64-bit product in %d cases", ubad);
 }
 
 int main(void) {
