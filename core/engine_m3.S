@@ -508,3 +508,68 @@ atm_ek_conv5_m3:
     add  sp, #8
     pop  {r4-r11, pc}
     .size atm_ek_conv5_m3, . - atm_ek_conv5_m3
+
+/* void atm_ek_ssm_m3s(int32_t *s, const uint8_t *a, const uint8_t *bc,
+ *                     const int16_t *u, int d, int sb);
+ * atm_ek_ssm_ref for -1 <= sb <= 31 and d >= 1 (the C wrapper in
+ * engine_m3.c checks): t1 = (a s + 2^14) >> 15 from SMLAL's two words,
+ * t2 = ((bc u << ls) + hb) >> rs (ls = 1, 0 or 0; rs = 0, 0 or sb), their
+ * sum with ADDS, an overflow (V) beyond the clamp on t2's side, else SSAT
+ * to [-2^30, 2^30 - 1] and -2^30 moved to -(2^30 - 1). a and bc are int16
+ * at any address (unaligned LDRSH). 22 instructions an element.
+ *   r0 s   r1 a   r2 bc   r3 u   r4 s's end   r5 hb   r6 rs   r7 ls
+ *   r8, r9 the product   r10-r12, lr scratch */
+    .align 2
+    .global atm_ek_ssm_m3s
+    .type atm_ek_ssm_m3s, %function
+    .thumb_func
+atm_ek_ssm_m3s:
+    push {r4-r11, lr}
+    ldr  r4, [sp, #36]               /* d */
+    add  r4, r0, r4, lsl #2
+    ldr  r6, [sp, #40]               /* sb */
+    movs r5, #0
+    movs r7, #0
+    cmp  r6, #1
+    bge  2f
+    negs r7, r6                      /* sb 0 / -1: shift left by 0 / 1, no rounding */
+    movs r6, #0
+    b    1f
+2:
+    subs r5, r6, #1
+    movs r10, #1
+    lsl  r5, r10, r5                 /* hb = 2^(sb - 1) */
+1:
+    ldr  r10, [r0]
+    ldrsh r11, [r1], #2
+    mov  r8, #0x4000
+    movs r9, #0
+    smlal r8, r9, r11, r10           /* a s + 2^14 */
+    lsr  r8, r8, #15
+    orr  r8, r8, r9, lsl #17         /* t1 */
+    ldrsh r11, [r2], #2
+    ldrsh r12, [r3], #2
+    mul  r11, r11, r12               /* bc u */
+    lsl  r11, r11, r7
+    add  r11, r11, r5
+    asr  r11, r11, r6                /* t2 */
+    adds r12, r8, r11
+    bvs  3f
+    ssat r12, #31, r12
+    cmn  r12, #0x40000000
+    it   eq
+    addeq r12, r12, #1
+    str  r12, [r0], #4
+    cmp  r0, r4
+    bne  1b
+    pop  {r4-r11, pc}
+3:                                   /* t1 + t2 overflowed: beyond the clamp on t2's side */
+    mvn  r12, #0xC0000000            /* 2^30 - 1 */
+    cmp  r11, #0
+    it   lt
+    neglt r12, r12
+    str  r12, [r0], #4
+    cmp  r0, r4
+    bne  1b
+    pop  {r4-r11, pc}
+    .size atm_ek_ssm_m3s, . - atm_ek_ssm_m3s

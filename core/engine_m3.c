@@ -106,14 +106,25 @@ void atm_ek_ln_out_m3(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int
 /* atm_ek_ssm_ref for -1 <= sb <= 31: a s rounded to Q(FS) from the 64-bit
  * product's words (|a s| < 2^45, so the quotient fits int32), plus
  * atm_ek_ssm_i32's 32-bit b c u term and wrap-aware clamp */
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+void atm_ek_ssm_m3s(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);   /* engine_m3.S */
+#endif
 void atm_ek_ssm_m3(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
     if (sb < -1 || sb > 31) { atm_ek_ssm_ref(s, a, bc, u, d, sb); return; }
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+    if (d >= 1) atm_ek_ssm_m3s(s, a, bc, u, d, sb);   /* the same loop in Thumb-2 */
+    return;
+#endif
+    /* b c u / 2^sb rounded as (b c u 2^(1 - sh) + 2^(sb' - 1)) >> sb' with
+     * one loop body: sb >= 1 shifts by sb after adding 2^(sb-1); sb = 0
+     * and -1 shift left by 0 or 1 first and add nothing */
+    const int rs = sb >= 1 ? sb : 0, ls = sb >= 1 ? 0 : -sb;
     const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0;
     for (int c = 0; c < d; c++) {
         const uint64_t p = (uint64_t)((int64_t)atm_rd_i16le(a + 2 * c) * s[c] + (1 << 14));
         const int32_t t1 = (int32_t)(((uint32_t)p >> 15) | ((uint32_t)(p >> 32) << 17));   /* |.| <= 2^30 + 2^16 */
         const int32_t pb = atm_rd_i16le(bc + 2 * c) * u[c];                                /* |.| <= 2^30 */
-        const int32_t t2 = sb >= 1 ? atm_asr32(pb + hb, sb) : (sb == 0 ? pb : (int32_t)((uint32_t)pb << 1));
+        const int32_t t2 = atm_asr32((int32_t)((uint32_t)pb << ls) + hb, rs);
         const int32_t v = (int32_t)((uint32_t)t1 + (uint32_t)t2);
         s[c] = ((t1 ^ v) & (t2 ^ v)) < 0 ? (t2 < 0 ? -X_LIM : X_LIM) : (v > X_LIM ? X_LIM : (v < -X_LIM ? -X_LIM : v));
     }
