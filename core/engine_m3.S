@@ -573,3 +573,53 @@ atm_ek_ssm_m3s:
     bne  1b
     pop  {r4-r11, pc}
     .size atm_ek_ssm_m3s, . - atm_ek_ssm_m3s
+
+/* void atm_ek_ln_out_m3s(int16_t *u, const uint8_t *g, const uint8_t *b, int d,
+ *                        int32_t r15, int sg, int sb);
+ * atm_ek_ln_out_ref for 15 <= sg <= 31, 1 <= sb <= 30 and d >= 1 (the
+ * common case; the C wrapper in engine_m3.c checks): u = sat16(round(u gr
+ * / 2^sg) + round(b / 2^sb)), gr = r15 g, the product's rounded quotient
+ * from SMLAL's two words (|u gr| < 2^45: it fits int32), SSAT to 16 bits
+ * and -32768 moved to -32767. g and b are int16 at any address. 21
+ * instructions an element.
+ *   r0 u   r1 g   r2 b   r3 u's end   r4 r15   r5 sg   r6 32 - sg
+ *   r7 2^(sg-1)   r8 sb   r9 2^(sb-1)   r10-r12, lr scratch */
+    .align 2
+    .global atm_ek_ln_out_m3s
+    .type atm_ek_ln_out_m3s, %function
+    .thumb_func
+atm_ek_ln_out_m3s:
+    push {r4-r11, lr}
+    add  r3, r0, r3, lsl #1
+    ldr  r4, [sp, #36]               /* r15 */
+    ldr  r5, [sp, #40]               /* sg */
+    ldr  r8, [sp, #44]               /* sb */
+    rsb  r6, r5, #32
+    movs r10, #1
+    sub  r11, r5, #1
+    lsl  r7, r10, r11
+    sub  r11, r8, #1
+    lsl  r9, r10, r11
+1:
+    ldrsh r10, [r1], #2
+    mul  r10, r10, r4                /* gr */
+    ldrsh r11, [r0]
+    mov  r12, r7
+    movs lr, #0
+    smlal r12, lr, r11, r10          /* u gr + 2^(sg-1) */
+    lsr  r12, r12, r5
+    lsl  lr, lr, r6
+    orr  r12, r12, lr                /* the rounded quotient */
+    ldrsh r11, [r2], #2
+    add  r11, r11, r9
+    asr  r11, r11, r8                /* the rounded beta */
+    add  r12, r12, r11
+    ssat r12, #16, r12
+    cmn  r12, #32768
+    it   eq
+    addeq r12, r12, #1
+    strh r12, [r0], #2
+    cmp  r0, r3
+    bne  1b
+    pop  {r4-r11, pc}
+    .size atm_ek_ln_out_m3s, . - atm_ek_ln_out_m3s

@@ -58,11 +58,18 @@ static inline int16_t sat16_hl(uint32_t L, int32_t H) {
 /* atm_ek_ln_out_ref for 1 <= sg <= 62, -16 <= sb <= 30 (|gr| <= 2^30, |u| <= 2^15:
  * |u gr| < 2^45, so for sg >= 32 the rounded quotient is the product's high
  * word plus the half's share, shifted) */
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+void atm_ek_ln_out_m3s(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);   /* engine_m3.S */
+#endif
 void atm_ek_ln_out_m3(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb) {
     if (sg < 1 || sg > 62 || sb < -16 || sb > 30) { atm_ek_ln_out_ref(u, g, b, d, r15, sg, sb); return; }
     const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0, mb = sb >= 1 ? 1 : (int32_t)1 << -sb;
     const int s_b = sb >= 1 ? sb : 0;
     if (sg >= 15 && sg <= 31 && sb >= 1) {
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+        if (d >= 1) atm_ek_ln_out_m3s(u, g, b, d, r15, sg, sb);   /* the same loop in Thumb-2 */
+        return;
+#endif
         /* |u gr| < 2^45: the quotient fits int32 (|.| <= 2^30), |bt| <= 2^14, their sum too */
         const int64_t hg = (int64_t)1 << (sg - 1);
         const int sl = 32 - sg;
