@@ -210,9 +210,19 @@ static inline int fit127(uint32_t mx) {
     return sh;
 }
 /* the quantisers' two loops four elements at a time */
-#define QUANT_BODY(T)                                                                   \
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+/* engine_m3.S: the extremes with branches around the moves */
+void atm_ek_minmax32_m3(const int32_t *v, int n, int32_t *mm);
+void atm_ek_minmax16_m3(const int16_t *v, int n, int32_t *mm);
+#define MINMAX_ASM(F)                                                                   \
+    if (n >= 1) { int32_t mm[2]; F(src, n, mm); lo = mm[0]; hi = mm[1]; i = n; }
+#else
+#define MINMAX_ASM(F)
+#endif
+#define QUANT_BODY(T, F)                                                                \
     int32_t lo = 0, hi = 0;                                                             \
     int i = 0;                                                                          \
+    MINMAX_ASM(F)                                                                       \
     for (; i + 4 <= n; i += 4) {                                                        \
         const int32_t a = src[i], b = src[i + 1], c = src[i + 2], e = src[i + 3];       \
         if (a > hi) hi = a;                                                             \
@@ -243,12 +253,18 @@ static inline int fit127(uint32_t mx) {
     for (; i < n; i++) dst[i] = (int8_t)((src[i] + half) >> sh);                        \
     return (uint8_t)sh
 
-uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst) { QUANT_BODY(atm_ek_quant32_ref); }
-uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst) { QUANT_BODY(atm_ek_quant16_ref); }
+uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst) { QUANT_BODY(atm_ek_quant32_ref, atm_ek_minmax32_m3); }
+uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst) { QUANT_BODY(atm_ek_quant16_ref, atm_ek_minmax16_m3); }
 
 /* the sum as 2^16 (sum of the high halves) + (sum of the low halves):
  * |x| <= 2^30 and d < 2^16 keep both in 32 bits */
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+void atm_ek_ln_stats_m3s(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);   /* engine_m3.S */
+#endif
 void atm_ek_ln_stats_i32(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi) {
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+    if (d >= 1) { atm_ek_ln_stats_m3s(x, d, sum, lo, hi); return; }   /* the M3: ADDS / ADC and branches */
+#endif
     if (d >= 65536) { atm_ek_ln_stats_ref(x, d, sum, lo, hi); return; }
     int32_t sh = 0, l = x[0], h = x[0];
     uint32_t sl = 0;

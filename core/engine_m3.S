@@ -623,3 +623,84 @@ atm_ek_ln_out_m3s:
     bne  1b
     pop  {r4-r11, pc}
     .size atm_ek_ln_out_m3s, . - atm_ek_ln_out_m3s
+
+/* ---- LayerNorm's sums and the int8 quantisers' extremes ----------------
+ * void atm_ek_ln_stats_m3s(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);
+ * atm_ek_ln_stats_ref for d >= 1: the 64-bit sum by ADDS / ADC, the
+ * running minimum and maximum by a compare and a branch around the move
+ * (they change at few elements: 2 instructions when they do not, where a
+ * conditional move takes 3). 9 instructions an element.
+ *   r0 x   r1 scratch   r2 sum   r3 lo   r4, r5 min, max   r6, r7 the sum
+ *   r8 x's end */
+    .align 2
+    .global atm_ek_ln_stats_m3s
+    .type atm_ek_ln_stats_m3s, %function
+    .thumb_func
+atm_ek_ln_stats_m3s:
+    push {r4-r8, lr}
+    ldr  r4, [r0]
+    mov  r5, r4
+    movs r6, #0
+    movs r7, #0
+    add  r8, r0, r1, lsl #2
+1:
+    ldr  r1, [r0], #4
+    adds r6, r6, r1
+    adc  r7, r7, r1, asr #31
+    cmp  r1, r4
+    bge  2f
+    mov  r4, r1
+2:
+    cmp  r1, r5
+    ble  3f
+    mov  r5, r1
+3:
+    cmp  r0, r8
+    bne  1b
+    strd r6, r7, [r2]
+    str  r4, [r3]
+    ldr  r1, [sp, #24]               /* hi */
+    str  r5, [r1]
+    pop  {r4-r8, pc}
+    .size atm_ek_ln_stats_m3s, . - atm_ek_ln_stats_m3s
+
+/* void atm_ek_minmax32_m3(const int32_t *v, int n, int32_t *mm);
+ * void atm_ek_minmax16_m3(const int16_t *v, int n, int32_t *mm);
+ * mm[0] = min(0, min v), mm[1] = max(0, max v) for n >= 1, as the
+ * quantisers of engine_m0.c start them; the same branch-around moves. */
+    .macro MINMAX load, step
+    push {r4, r5, lr}
+    movs r4, #0
+    movs r5, #0
+    add  lr, r0, r1, lsl #\step
+1:
+    \load r3, [r0], #(1 << \step)
+    cmp  r3, r4
+    bge  2f
+    mov  r4, r3
+2:
+    cmp  r3, r5
+    ble  3f
+    mov  r5, r3
+3:
+    cmp  r0, lr
+    bne  1b
+    strd r4, r5, [r2]
+    pop  {r4, r5, pc}
+    .endm
+
+    .align 2
+    .global atm_ek_minmax32_m3
+    .type atm_ek_minmax32_m3, %function
+    .thumb_func
+atm_ek_minmax32_m3:
+    MINMAX ldr, 2
+    .size atm_ek_minmax32_m3, . - atm_ek_minmax32_m3
+
+    .align 2
+    .global atm_ek_minmax16_m3
+    .type atm_ek_minmax16_m3, %function
+    .thumb_func
+atm_ek_minmax16_m3:
+    MINMAX ldrsh, 1
+    .size atm_ek_minmax16_m3, . - atm_ek_minmax16_m3
