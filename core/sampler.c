@@ -122,7 +122,15 @@ int atm_sampler_next(const atm_sampler_cfg *c, const int32_t *l, int V, atm_rng 
     if (V > 256) V = 256;
     int best = 0;
 #if defined(__arm__) || defined(__thumb__)
+#if defined(__ARM_ARCH_6M__)
+    int32_t mv = l[0];                         /* the maximum so far in a register (fewer on the M0) */
+    for (int i = 1; i < V; i++) {
+        const int32_t x = l[i];
+        if (x > mv) { mv = x; best = i; }
+    }
+#else
     for (int i = 1; i < V; i++) if (l[i] > l[best]) best = i;
+#endif
 #else
     /* the same index (the first of the maximum) as the loop above, in two
      * branch-free passes: the maximum, then where it first occurs (the
