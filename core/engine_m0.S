@@ -431,3 +431,63 @@ atm_ek_dots16_m0:
     mov  r8, r4
     pop  {r4, r5, r6, r7, pc}
     .size atm_ek_dots16_m0, . - atm_ek_dots16_m0
+
+/* ---- int32_t atm_ek_exp2poly_m0(int32_t g, const int32_t *c)
+ * atm_exp_q16's Horner steps: p = c[7], then for k = 6 .. 0
+ * p = round(p g / 2^30) + c[k] + 2^14, for |g| < 2^29 (its range there)
+ * and the positive p of those steps; the caller's c[k] for k < 7 are the
+ * coefficients less 2^14, which cancels the -2^14 below. With p = 2^15 ph + pl, g = 2^15 gh + gl (pl,
+ * gl in [0, 2^15)): round(p g / 2^30) = ph gh + (Y >> 15) - 2^14, Y =
+ * ph gl + pl gh + (pl gl >> 15) + 2^14 + 2^29 in [0, 2^32) (the 2^29 keeps
+ * the sum unsigned). 17 instructions a step (the C's 32-bit halves: 29).
+ *   r0 p   r1 gh   r2 gl   r3 c   r4-r7 scratch   r8 2^14 + 2^29 */
+    .macro HSTEP k
+    lsrs r4, r0, #15                 /* ph */
+    lsls r5, r0, #17
+    lsrs r5, r5, #17                 /* pl */
+    movs r6, r1
+    muls r6, r4                      /* ph gh */
+    muls r4, r2                      /* ph gl */
+    movs r7, r1
+    muls r7, r5                      /* pl gh */
+    muls r5, r2                      /* pl gl */
+    lsrs r5, r5, #15
+    adds r4, r4, r7
+    adds r4, r4, r5
+    add  r4, r8
+    lsrs r4, r4, #15
+    adds r6, r6, r4
+    ldr  r7, [r3, #(4 * \k)]
+    adds r0, r6, r7
+    .endm
+
+    .align 2
+    .global atm_ek_exp2poly_m0
+    .type atm_ek_exp2poly_m0, %function
+    .thumb_func
+atm_ek_exp2poly_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    push {r4}
+    asrs r2, r0, #15
+    lsls r3, r0, #17
+    lsrs r3, r3, #17
+    mov  r0, r1                      /* c */
+    movs r1, r2                      /* gh */
+    movs r2, r3                      /* gl */
+    movs r3, r0                      /* c */
+    ldr  r0, =0x20004000             /* 2^29 + 2^14 */
+    mov  r8, r0
+    ldr  r0, [r3, #28]               /* p = c[7] */
+    HSTEP 6
+    HSTEP 5
+    HSTEP 4
+    HSTEP 3
+    HSTEP 2
+    HSTEP 1
+    HSTEP 0
+    pop  {r4}
+    mov  r8, r4
+    pop  {r4, r5, r6, r7, pc}
+    .ltorg
+    .size atm_ek_exp2poly_m0, . - atm_ek_exp2poly_m0

@@ -343,9 +343,32 @@ static inline int32_t mr30_w(int32_t p, int32_t g) {
     const int s = 6 - n;                                                                \
     return s >= 32 ? v >> 31 : (v >> s) + ((v >> (s - 1)) & 1u)
 
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+/* engine_m0.S: the seven Horner steps in Thumb-1, with the coefficients
+ * less 2^14 (c[7], the start, as it is); the tests compare the result with
+ * atm_exp_q16 on the board (tests/mcu/kernels.c) */
+int32_t atm_ek_exp2poly_m0(int32_t g, const int32_t *c);
+static const int32_t EXP2_C14[8] = {
+    1073741824 - 16384, 744261118 - 16384, 257941248 - 16384, 59597083 - 16384,
+    10327387 - 16384, 1431680 - 16384, 165394 - 16384, 16377
+};
+uint32_t atm_ek_exp_q16_h(int32_t x) {
+    if (x >= 0) return 1u << 24;
+    if (x < -(1 << 21)) return 0;
+    const int64_t y = atm_smull(x, ATM_LOG2E_Q30);
+    const int32_t n = (int32_t)(y >> 46);
+    if (n < -26) return 0;
+    const int32_t g = (int32_t)(((uint64_t)y >> 16) & 0x3FFFFFFFu) - (1 << 29);
+    const int32_t p = atm_ek_exp2poly_m0(g, EXP2_C14);
+    const uint32_t v = (uint32_t)((atm_smull(p, ATM_SQRT2_Q30) + ((int64_t)1 << 29)) >> 30);
+    const int s = 6 - n;
+    return s >= 32 ? v >> 31 : (v >> s) + ((v >> (s - 1)) & 1u);
+}
+#else
 uint32_t atm_ek_exp_q16_h(int32_t x) {
     EXP_BODY(mr30_h(p, g >> 16, (uint32_t)g & 0xFFFFu));
 }
+#endif
 uint32_t atm_ek_exp_q16_w(int32_t x) {
     EXP_BODY(mr30_w(p, g));
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "core/engine_kernels.h"
+#include "core/fixmath.h"
 #include "mcu/mcu.h"
 #include "mcu/semihost.h"
 
@@ -437,6 +438,15 @@ static int test_quant_m3(void) {
 }
 #endif
 
+/* the M0 set's exponential (engine_m0.S's Horner steps on the M0) against
+ * atm_exp_q16: every 7th x in [-2^21 - 64, 0] and random ones */
+static int test_exp(void) {
+    uint32_t cases = 0, bad = 0;
+    for (int32_t x = 0; x >= -(1 << 21) - 64; x -= 7, cases++) bad += atm_ek_exp_q16_h(x) != atm_exp_q16(x);
+    for (int i = 0; i < 2000; i++, cases++) { const int32_t x = (int32_t)rnd32(); bad += atm_ek_exp_q16_h(x) != atm_exp_q16(x); }
+    return report("exp_q16_h", cases, bad);
+}
+
 int mcu_main(void) {
     int fail = 0;
     rng = 0x9E3779B9u;
@@ -447,6 +457,7 @@ int mcu_main(void) {
     fail |= test_smull();
 #endif
     fail |= test_elementwise();
+    fail |= test_exp();
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
     fail |= test_lut_m3();
     fail |= test_lut8_m3();
