@@ -491,3 +491,82 @@ atm_ek_exp2poly_m0:
     pop  {r4, r5, r6, r7, pc}
     .ltorg
     .size atm_ek_exp2poly_m0, . - atm_ek_exp2poly_m0
+
+/* ---- void atm_ek_conv5_m0(const int8_t *t, int nc, const int16_t *u,
+ *                           const int8_t *const rp[4], const int32_t e[4], int32_t *acc)
+ * The conv taps (twin atm_ek_conv_ref) for K = 5 with all 5 taps and nc >= 1:
+ * acc[c] = t[5c] u[c] + sum_{j=1..4} t[5c + j] (rp[j-1][c] << e[j-1]), a
+ * channel at a time, summed in a register; the ring rows in r8-r11 and
+ * their shifts on the stack (a load each, as a move from a high register
+ * would cost). 43 instructions a channel (the C: 64).
+ *   r0 trits   r1 c   r2 the sum   r3, r4 scratch   r5 u   r6 acc
+ *   r7 nc   r8-r11 the ring rows   [sp] .. [sp, #12] the shifts */
+    .macro CTAP0 j, ring
+    mov  r3, \ring
+    ldrsb r3, [r3, r1]
+    ldr  r4, [sp, #(4 * (\j - 1))]
+    lsls r3, r4
+    ldrb r4, [r0, #\j]
+    sxtb r4, r4
+    muls r3, r4
+    adds r2, r2, r3
+    .endm
+
+    .align 2
+    .global atm_ek_conv5_m0
+    .type atm_ek_conv5_m0, %function
+    .thumb_func
+atm_ek_conv5_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    mov  r5, r9
+    mov  r6, r10
+    mov  r7, r11
+    push {r4, r5, r6, r7}
+    sub  sp, #16
+    /* 9 words pushed + 16 bytes: e at [sp, #52], acc at [sp, #56] */
+    ldr  r4, [r3, #0]
+    mov  r8, r4
+    ldr  r4, [r3, #4]
+    mov  r9, r4
+    ldr  r4, [r3, #8]
+    mov  r10, r4
+    ldr  r4, [r3, #12]
+    mov  r11, r4
+    ldr  r3, [sp, #52]
+    ldr  r4, [r3, #0]
+    str  r4, [sp, #0]
+    ldr  r4, [r3, #4]
+    str  r4, [sp, #4]
+    ldr  r4, [r3, #8]
+    str  r4, [sp, #8]
+    ldr  r4, [r3, #12]
+    str  r4, [sp, #12]
+    ldr  r6, [sp, #56]
+    mov  r5, r2
+    mov  r7, r1
+    movs r1, #0
+1:
+    ldrh r2, [r5, #0]
+    sxth r2, r2
+    ldrb r3, [r0, #0]
+    sxtb r3, r3
+    muls r2, r3
+    adds r5, #2
+    CTAP0 1, r8
+    CTAP0 2, r9
+    CTAP0 3, r10
+    CTAP0 4, r11
+    stmia r6!, {r2}
+    adds r0, #5
+    adds r1, #1
+    cmp  r1, r7
+    bne  1b
+    add  sp, #16
+    pop  {r4, r5, r6, r7}
+    mov  r8, r4
+    mov  r9, r5
+    mov  r10, r6
+    mov  r11, r7
+    pop  {r4, r5, r6, r7, pc}
+    .size atm_ek_conv5_m0, . - atm_ek_conv5_m0

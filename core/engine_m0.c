@@ -166,9 +166,27 @@ void atm_ek_scale_i32(int32_t *v, int n, int32_t mul, int s) {
  * atm_ek_conv_ref channel by channel: each channel's K trits and its taps'
  * ring values summed in a register (the twin walks tap by tap over all
  * channels, loading and storing acc each time); up to 5 taps, else the twin. */
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+void atm_ek_conv5_m0(const int8_t *t, int nc, const int16_t *u, const int8_t *const *rp, const int32_t *e,
+                     int32_t *acc);   /* engine_m0.S: K = 5, all taps */
+#endif
 void atm_ek_conv_m0(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                     const uint8_t *rexp, int next, int kh, int taps, int32_t *acc) {
     if (taps > 5 || taps < 1) { atm_ek_conv_ref(t, K, nc, u, ring, ld, rexp, next, kh, taps, acc); return; }
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    if (K == 5 && taps == 5 && kh == 4 && nc >= 1 && ((uintptr_t)u & 1u) == 0) {
+        const int8_t *rp[4];
+        int32_t e[4];
+        int sl = next;
+        for (int j = 0; j < 4; j++) {
+            sl = sl == 0 ? kh - 1 : sl - 1;
+            rp[j] = ring + (size_t)sl * (size_t)ld;
+            e[j] = rexp[sl];
+        }
+        atm_ek_conv5_m0(t, nc, u, rp, e, acc);
+        return;
+    }
+#endif
     const int8_t *r1 = ring, *r2 = ring, *r3 = ring, *r4 = ring;
     int e1 = 0, e2 = 0, e3 = 0, e4 = 0;
     int slot = next;
