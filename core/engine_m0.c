@@ -42,8 +42,19 @@ void atm_ek_ln_out_i32(int16_t *u, const uint8_t *g, const uint8_t *b, int d, in
 
 /* atm_ek_ssm_ref for -1 <= sb <= 31 (|bc|, |u| <= 32767, as the reader
  * and LayerNorm guarantee: |bc u| < 2^30) */
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+void atm_ek_ssm0_m0(int32_t *s, const int16_t *a, const int16_t *bc, const int16_t *u, int d, int ls);   /* engine_m0.S */
+#endif
 void atm_ek_ssm_i32(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
     if (sb < -1 || sb > 31) { atm_ek_ssm_ref(s, a, bc, u, d, sb); return; }
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    /* sb 0 and -1 (the shipped models'), little-endian int16 on halfword
+     * boundaries: Thumb-1 */
+    if (sb <= 0 && d >= 1 && (((uintptr_t)a | (uintptr_t)bc | (uintptr_t)u) & 1u) == 0) {
+        atm_ek_ssm0_m0(s, (const int16_t *)(const void *)a, (const int16_t *)(const void *)bc, u, d, -sb);
+        return;
+    }
+#endif
     const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0;
     for (int c = 0; c < d; c++) {
         const int32_t ac = atm_rd_i16le(a + 2 * c), sc = s[c];

@@ -447,6 +447,33 @@ static int test_exp(void) {
     return report("exp_q16_h", cases, bad);
 }
 
+/* the SSM update with a and b c on halfword boundaries (the M0 set's
+ * Thumb-1 loop for sb 0 and -1; test_elementwise passes odd addresses,
+ * which take the C) against the twin, s against large b c u of the other
+ * sign included */
+static int test_ssm_aligned(void) {
+    static const int lens[] = { 1, 2, 7, 16, 64, 65 };
+    uint32_t cases = 0, bad = 0;
+    for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int p = 0; p < 4; p++)
+            for (int sb = -2; sb <= 1; sb++) {
+                const int n = lens[li];
+                for (int i = 0; i < n; i++) {
+                    EX0[i] = ES[i] = p == 1 ? -X_L : pick(p, (uint32_t)i, X_L);
+                    EU0[i] = (int16_t)pick(p == 3 ? 0 : p, (uint32_t)i, 32767);
+                    const int32_t av = pick(p, (uint32_t)i, 32767), bv = pick(3, (uint32_t)i, 32767);
+                    EG[2 * i] = (uint8_t)av; EG[2 * i + 1] = (uint8_t)((uint32_t)av >> 8);
+                    EB[2 * i] = (uint8_t)bv; EB[2 * i + 1] = (uint8_t)((uint32_t)bv >> 8);
+                }
+                for (int i = 0; i < n; i++) EX1[i] = ES[i];
+                atm_ek_ssm_ref(EX0, EG, EB, EU0, n, sb);
+                atm_ek_ssm_i32(EX1, EG, EB, EU0, n, sb);
+                bad += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                cases++;
+            }
+    return report("ssm_aligned_i32", cases, bad);
+}
+
 int mcu_main(void) {
     int fail = 0;
     rng = 0x9E3779B9u;
@@ -458,6 +485,7 @@ int mcu_main(void) {
 #endif
     fail |= test_elementwise();
     fail |= test_exp();
+    fail |= test_ssm_aligned();
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
     fail |= test_lut_m3();
     fail |= test_lut8_m3();
