@@ -654,3 +654,98 @@ atm_ek_ssm0_m0:
     b    2b
     .ltorg
     .size atm_ek_ssm0_m0, . - atm_ek_ssm0_m0
+
+/* ---- void atm_ek_lnout_m0(int16_t *u, const int16_t *g, const int16_t *b, int d,
+ *                          int32_t r15, int sg, int sb);
+ * atm_ek_ln_out_i32 for 17 <= sg <= 46, 1 <= sb <= 30, d >= 1 and g, b on
+ * halfword boundaries (the C wrapper checks): gr = r15 g, u gr as
+ * 2^16 A + B (A = u (gr >> 16), B = u (gr & 0xFFFF)), q = ((A + (B >> 16) +
+ * 2^(sg-17)) >> (sg - 16)) + ((b + 2^(sb-1)) >> sb), clamped to +-32767.
+ * 33 instructions an element (the C: 42).
+ *   r0 u   r1 g   r2 b   r3 -32767   r4-r6 scratch   r7 32767   r8 u's end
+ *   r9 r15   r10 2^(sg-17)   r11 sg - 16   r12 2^(sb-1)   [sp] sb */
+    .align 2
+    .global atm_ek_lnout_m0
+    .type atm_ek_lnout_m0, %function
+    .thumb_func
+atm_ek_lnout_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    mov  r5, r9
+    mov  r6, r10
+    mov  r7, r11
+    push {r4, r5, r6, r7}
+    mov  r4, r12
+    push {r4}
+    sub  sp, #4
+    /* 10 words pushed + 4: r15 at [sp, #44], sg at [sp, #48], sb at [sp, #52] */
+    lsls r3, r3, #1
+    adds r3, r0, r3
+    mov  r8, r3
+    ldr  r4, [sp, #44]
+    mov  r9, r4
+    ldr  r4, [sp, #48]
+    subs r5, r4, #7
+    subs r5, r5, #10                 /* sg - 17 */
+    movs r6, #1
+    lsls r6, r5
+    mov  r10, r6
+    adds r5, r5, #1
+    mov  r11, r5                     /* sg - 16 */
+    ldr  r4, [sp, #52]
+    str  r4, [sp, #0]
+    subs r4, r4, #1
+    movs r6, #1
+    lsls r6, r4
+    mov  r12, r6                     /* 2^(sb-1) */
+    ldr  r7, =32767
+    negs r3, r7
+1:
+    ldrh r4, [r1, #0]
+    sxth r4, r4
+    mov  r5, r9
+    muls r4, r5                      /* gr */
+    asrs r5, r4, #16
+    uxth r4, r4
+    ldrh r6, [r0, #0]
+    sxth r6, r6                      /* u */
+    muls r5, r6                      /* A */
+    muls r4, r6                      /* B */
+    asrs r4, r4, #16
+    adds r5, r5, r4
+    mov  r4, r10
+    adds r5, r5, r4
+    mov  r4, r11
+    asrs r5, r4
+    ldrh r6, [r2, #0]
+    sxth r6, r6
+    mov  r4, r12
+    adds r6, r6, r4
+    ldr  r4, [sp, #0]
+    asrs r6, r4                      /* beta */
+    adds r5, r5, r6
+    cmp  r5, r7
+    ble  2f
+    movs r5, r7
+2:
+    cmp  r5, r3
+    bge  3f
+    movs r5, r3
+3:
+    strh r5, [r0, #0]
+    adds r0, #2
+    adds r1, #2
+    adds r2, #2
+    cmp  r0, r8
+    bne  1b
+    add  sp, #4
+    pop  {r4}
+    mov  r12, r4
+    pop  {r4, r5, r6, r7}
+    mov  r8, r4
+    mov  r9, r5
+    mov  r10, r6
+    mov  r11, r7
+    pop  {r4, r5, r6, r7, pc}
+    .ltorg
+    .size atm_ek_lnout_m0, . - atm_ek_lnout_m0

@@ -23,8 +23,18 @@ static const int32_t X_LIM = (1 << 30) - 1;   /* as engine.c: the residual / sta
 
 /* atm_ek_ln_out_ref for 17 <= sg <= 46 (beyond 46 every product rounds to
  * 0: |u gr| < 2^45) and sb >= -14 (|beta| <= 2^29, so the sum fits int32) */
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+void atm_ek_lnout_m0(int16_t *u, const int16_t *g, const int16_t *b, int d, int32_t r15, int sg, int sb);   /* engine_m0.S */
+#endif
 void atm_ek_ln_out_i32(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb) {
     if (sg < 17 || sg > 46 || sb < -14) { atm_ek_ln_out_ref(u, g, b, d, r15, sg, sb); return; }
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    /* sb >= 1 (the shipped models') with the vectors on halfword boundaries: Thumb-1 */
+    if (sb >= 1 && sb <= 30 && d >= 1 && (((uintptr_t)g | (uintptr_t)b | (uintptr_t)u) & 1u) == 0) {
+        atm_ek_lnout_m0(u, (const int16_t *)(const void *)g, (const int16_t *)(const void *)b, d, r15, sg, sb);
+        return;
+    }
+#endif
     const int32_t hg = (int32_t)1 << (sg - 17);                  /* 2^(sg-1) / 2^16 */
     const int s2 = sg - 16;
     const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0, mb = sb >= 1 ? 1 : (int32_t)1 << -sb;

@@ -471,7 +471,29 @@ static int test_ssm_aligned(void) {
                 bad += memcmp(EX0, EX1, (size_t)n * 4) != 0;
                 cases++;
             }
-    return report("ssm_aligned_i32", cases, bad);
+    /* LayerNorm's output likewise (the M0's Thumb-1 loop for sb >= 1) */
+    static const int sgs[] = { 16, 17, 18, 29, 30, 31, 33, 46 };
+    static const int sbs[] = { -1, 0, 1, 2, 3, 9, 30 };
+    uint32_t lcases = 0, lbad = 0;
+    for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int p = 0; p < 4; p++)
+            for (unsigned gi = 0; gi < sizeof sgs / sizeof sgs[0]; gi++)
+                for (unsigned bi = 0; bi < sizeof sbs / sizeof sbs[0]; bi++) {
+                    const int n = lens[li], sg = sgs[gi], sb = sbs[bi];
+                    const int32_t r15 = (int32_t)(16384 + rnd(16385));
+                    for (int i = 0; i < n; i++) {
+                        EU0[i] = EU1[i] = (int16_t)pick(p, (uint32_t)i, 32767);
+                        const int32_t gv = pick(p == 3 ? 0 : p, (uint32_t)i, 32767), bv = pick(p, (uint32_t)i + 1, 32767);
+                        EG[2 * i] = (uint8_t)gv; EG[2 * i + 1] = (uint8_t)((uint32_t)gv >> 8);
+                        EB[2 * i] = (uint8_t)bv; EB[2 * i + 1] = (uint8_t)((uint32_t)bv >> 8);
+                    }
+                    if (p == 2) EU0[0] = EU1[0] = -32768;
+                    atm_ek_ln_out_ref(EU0, EG, EB, n, r15, sg, sb);
+                    atm_ek_ln_out_i32(EU1, EG, EB, n, r15, sg, sb);
+                    lbad += memcmp(EU0, EU1, (size_t)n * 2) != 0;
+                    lcases++;
+                }
+    return report("ssm_aligned_i32", cases, bad) | report("ln_out_aligned_i32", lcases, lbad);
 }
 
 int mcu_main(void) {
