@@ -97,6 +97,10 @@ int cli_sniff(const char *path);
 /* Reads and opens a .atome container (*blob malloc'd; the model views it).
  * CLI_OK, or CLI_RUNTIME with the error printed and nothing to free. */
 int cli_open_container(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m);
+/* cli_open_container for the engine's runs (generate, eval, bench): an ATOME02
+ * model is re-encoded to ATOME01 in memory once (the same logits, no
+ * re-encoding at every step); *file_enc is the file's own encoding */
+int cli_open_engine_model(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m, int *file_enc);
 const char *cli_encoding_name(int enc);
 
 /* --temperature/--top-k/--top-p text (NULL = default) -> fixed-point settings

@@ -132,7 +132,8 @@ static int bench_engine(bench_job *j) {
     uint8_t *blob = NULL;
     size_t len = 0;
     atm_model m;
-    int rc = cli_open_container("bench", j->model, &blob, &len, &m);
+    int file_enc = 0;
+    int rc = cli_open_engine_model("bench", j->model, &blob, &len, &m, &file_enc);
     if (rc) return rc;
     size_t ab = atm_engine_arena_bytes(&m, (int)j->window);
     void *arena = malloc(ab);
@@ -143,7 +144,7 @@ static int bench_engine(bench_job *j) {
         rc = cli_err(CLI_RUNTIME, "bench: this build or CPU has no %s kernel", j->kernel_s);
     if (!rc) {
         j->kname = kernel_name(atm_engine_kernel(&e));
-        j->enc = cli_encoding_name(m.encoding);
+        j->enc = cli_encoding_name(file_enc);
     }
     for (int64_t r = 0; !rc && r < j->repeat; r++) {
         atm_engine_reset(&e);
