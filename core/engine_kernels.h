@@ -163,7 +163,9 @@ void atm_ek_conv_m0(const int8_t *t, int K, int nc, const int16_t *u, const int8
  * t[c K + j] * (ring_j[c] << e_j), where ring_j = ring + slot_j * ld is the
  * row of the position j back, slot_j = (next - j) mod kh, e_j = rexp[slot_j]
  * (0 <= e_j <= 31 and |ring << e| <= 2^16, as the ring holds int16 values
- * rounded to 8 bits). t: trits (int8 -1/0/1), readable up to t[nc K + 2]. */
+ * rounded to 8 bits). t: trits (int8 -1/0/1), readable up to t[nc K + 5]
+ * (the AVX2 kernel loads 16 bytes at 10-byte steps; the engine's buffers
+ * have 16 bytes past the trits). */
 void atm_ek_conv_ref(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                      const uint8_t *rexp, int next, int kh, int taps, int32_t *acc);
 
