@@ -936,15 +936,22 @@ static ATTR_AVX2 __m256i exp_q16_x4(__m256i x) {            /* x: int32 in each 
 ATTR_AVX2 void atm_ek_softmax_avx2(const int32_t *z, int n, int32_t *p, uint32_t *e) {
     int32_t mx = z[0];
     for (int i = 1; i < n; i++) if (z[i] > mx) mx = z[i];
-    uint64_t sum = 0;
+    /* z - mx in 64-bit lanes, saturated at -(2^31 - 1) as atm_sat32; the
+     * exponentials' low words to e and their sum in four 64-bit lanes */
+    const __m256i M = _mm256_set1_epi64x(mx), LIM = _mm256_set1_epi64x(-(int64_t)INT32_MAX);
+    const __m256i LOW = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    __m256i S = _mm256_setzero_si256();
     int i = 0;
     for (; i + 4 <= n; i += 4) {
-        const __m256i x = _mm256_set_epi64x(atm_sat32((int64_t)z[i + 3] - mx), atm_sat32((int64_t)z[i + 2] - mx),
-                                            atm_sat32((int64_t)z[i + 1] - mx), atm_sat32((int64_t)z[i] - mx));
-        uint64_t r[4];
-        _mm256_storeu_si256((__m256i *)(void *)r, exp_q16_x4(x));
-        for (int k = 0; k < 4; k++) { e[i + k] = (uint32_t)r[k]; sum += r[k]; }
+        __m256i x = _mm256_sub_epi64(_mm256_cvtepi32_epi64(LOAD128(z + i)), M);
+        x = _mm256_blendv_epi8(x, LIM, _mm256_cmpgt_epi64(LIM, x));
+        const __m256i r = exp_q16_x4(x);
+        S = _mm256_add_epi64(S, r);
+        _mm_storeu_si128((__m128i *)(void *)(e + i), _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(r, LOW)));
     }
+    uint64_t s4[4];
+    _mm256_storeu_si256((__m256i *)(void *)s4, S);
+    uint64_t sum = s4[0] + s4[1] + s4[2] + s4[3];
     if (i < n) {                               /* the last 1-3 in one vector, lanes past n at x = 0 */
         int64_t xs[4] = { 0, 0, 0, 0 };
         for (int k = 0; i + k < n; k++) xs[k] = atm_sat32((int64_t)z[i + k] - mx);
@@ -954,7 +961,17 @@ ATTR_AVX2 void atm_ek_softmax_avx2(const int32_t *z, int n, int32_t *p, uint32_t
     }
     const int ns = atm_bitlen64(sum) - 16;
     const uint32_t r = 0x7FFFFFFFu / (uint32_t)(sum >> ns);
-    for (i = 0; i < n; i++)
+    /* e r >> (16 + ns) from 32-bit products, eight at a time: (e >> 16) r
+     * < 2^24, (e & 0xFFFF) r < 2^32 (its low word is the whole product) */
+    const __m256i R = _mm256_set1_epi32((int)r), MASK = _mm256_set1_epi32(0xFFFF);
+    const __m128i NS = _mm_cvtsi32_si128(ns);
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256i ev = _mm256_loadu_si256((const __m256i *)(const void *)(e + i));
+        const __m256i hi = _mm256_mullo_epi32(_mm256_srli_epi32(ev, 16), R);
+        const __m256i lo = _mm256_srli_epi32(_mm256_mullo_epi32(_mm256_and_si256(ev, MASK), R), 16);
+        _mm256_storeu_si256((__m256i *)(void *)(p + i), _mm256_srl_epi32(_mm256_add_epi32(hi, lo), NS));
+    }
+    for (; i < n; i++)
         p[i] = (int32_t)(((e[i] >> 16) * r + (((e[i] & 0xFFFFu) * r) >> 16)) >> ns);
 }
 
