@@ -151,6 +151,17 @@ int atm_ek_dots_m3(const int16_t *q, const int8_t *k, int dh, int n, int32_t *ou
 /* engine_m3.S: atm_ek_mix_ref for d % 8 == 0, word-aligned base and 1 <= n
  * <= 32; returns 1 (nothing done) otherwise */
 int atm_ek_mix_m3(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
+/* conv's four ring rows back from slot next (K = 5, kh = 4) and their
+ * shifts, the arguments of the assembly taps of both boards */
+static inline void atm_ek_conv_rows4(const int8_t *ring, int ld, const uint8_t *rexp, int next,
+                                     const int8_t **rp, int32_t *e) {
+    int sl = next;
+    for (int j = 0; j < 4; j++) {
+        sl = sl == 0 ? 3 : sl - 1;
+        rp[j] = ring + (size_t)sl * (size_t)ld;
+        e[j] = rexp[sl];
+    }
+}
 /* atm_ek_conv_ref: engine_m3.S for K = 5 with 5 taps on the M3, else
  * atm_ek_conv_m0 (engine_m3.c) */
 void atm_ek_conv_m3(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,

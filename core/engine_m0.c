@@ -198,12 +198,7 @@ void atm_ek_conv_m0(const int8_t *t, int K, int nc, const int16_t *u, const int8
     if (K == 5 && taps == 5 && kh == 4 && nc >= 1 && ((uintptr_t)u & 1u) == 0) {
         const int8_t *rp[4];
         int32_t e[4];
-        int sl = next;
-        for (int j = 0; j < 4; j++) {
-            sl = sl == 0 ? kh - 1 : sl - 1;
-            rp[j] = ring + (size_t)sl * (size_t)ld;
-            e[j] = rexp[sl];
-        }
+        atm_ek_conv_rows4(ring, ld, rexp, next, rp, e);
         atm_ek_conv5_m0(t, nc, u, rp, e, acc);
         return;
     }

@@ -165,12 +165,7 @@ void atm_ek_conv_m3(const int8_t *t, int K, int nc, const int16_t *u, const int8
     if (K == 5 && taps == 5 && kh == 4 && nc >= 1) {
         const int8_t *rp[4];
         int32_t e[4];
-        int slot = next;
-        for (int j = 0; j < 4; j++) {
-            slot = slot == 0 ? kh - 1 : slot - 1;
-            rp[j] = ring + (size_t)slot * (size_t)ld;
-            e[j] = rexp[slot];
-        }
+        atm_ek_conv_rows4(ring, ld, rexp, next, rp, e);
         atm_ek_conv5_m3(t, nc, u, rp, e, acc);
         return;
     }
