@@ -20,6 +20,21 @@
  *   r0 b   r1 t   r2 s0   r3 s1   r4 v   r5 a   r6 PL0   r7 PL1
  *   r8 tab  r9 tab + 64 nbytes  r10 stride - nbytes  r11 out  r12 out + rows */
     .syntax unified
+    /* r8-r11 saved and restored through r4-r7 (Thumb-1 pushes low registers only) */
+    .macro PUSH_HI
+    mov  r4, r8
+    mov  r5, r9
+    mov  r6, r10
+    mov  r7, r11
+    push {r4, r5, r6, r7}
+    .endm
+    .macro POP_HI
+    pop  {r4, r5, r6, r7}
+    mov  r8, r4
+    mov  r9, r5
+    mov  r10, r6
+    mov  r11, r7
+    .endm
     .cpu cortex-m0
     .thumb
     .text
@@ -518,11 +533,7 @@ atm_ek_exp2poly_m0:
     .thumb_func
 atm_ek_conv5_m0:
     push {r4, r5, r6, r7, lr}
-    mov  r4, r8
-    mov  r5, r9
-    mov  r6, r10
-    mov  r7, r11
-    push {r4, r5, r6, r7}
+    PUSH_HI
     sub  sp, #16
     /* 9 words pushed + 16 bytes: e at [sp, #52], acc at [sp, #56] */
     ldr  r4, [r3, #0]
@@ -563,11 +574,7 @@ atm_ek_conv5_m0:
     cmp  r1, r7
     bne  1b
     add  sp, #16
-    pop  {r4, r5, r6, r7}
-    mov  r8, r4
-    mov  r9, r5
-    mov  r10, r6
-    mov  r11, r7
+    POP_HI
     pop  {r4, r5, r6, r7, pc}
     .size atm_ek_conv5_m0, . - atm_ek_conv5_m0
 
@@ -587,11 +594,7 @@ atm_ek_conv5_m0:
     .thumb_func
 atm_ek_ssm0_m0:
     push {r4, r5, r6, r7, lr}
-    mov  r4, r8
-    mov  r5, r9
-    mov  r6, r10
-    mov  r7, r11
-    push {r4, r5, r6, r7}
+    PUSH_HI
     ldr  r4, [sp, #36]               /* d */
     lsls r4, r4, #2
     adds r4, r0, r4
@@ -640,11 +643,7 @@ atm_ek_ssm0_m0:
     adds r3, #2
     cmp  r0, r8
     bne  1b
-    pop  {r4, r5, r6, r7}
-    mov  r8, r4
-    mov  r9, r5
-    mov  r10, r6
-    mov  r11, r7
+    POP_HI
     pop  {r4, r5, r6, r7, pc}
 4:                                   /* t1 + t2 wrapped: beyond the clamp on t2's side */
     mov  r7, r10
@@ -670,11 +669,7 @@ atm_ek_ssm0_m0:
     .thumb_func
 atm_ek_lnout_m0:
     push {r4, r5, r6, r7, lr}
-    mov  r4, r8
-    mov  r5, r9
-    mov  r6, r10
-    mov  r7, r11
-    push {r4, r5, r6, r7}
+    PUSH_HI
     mov  r4, r12
     push {r4}
     sub  sp, #4
@@ -741,11 +736,7 @@ atm_ek_lnout_m0:
     add  sp, #4
     pop  {r4}
     mov  r12, r4
-    pop  {r4, r5, r6, r7}
-    mov  r8, r4
-    mov  r9, r5
-    mov  r10, r6
-    mov  r11, r7
+    POP_HI
     pop  {r4, r5, r6, r7, pc}
     .ltorg
     .size atm_ek_lnout_m0, . - atm_ek_lnout_m0
