@@ -99,7 +99,7 @@ int cli_sniff(const char *path);
 int cli_open_container(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m);
 /* cli_open_container for the engine's runs (generate, eval, bench): an ATOME02
  * model is re-encoded to ATOME01 in memory once (the same logits, no
- * re-encoding at every step); *file_enc is the file's own encoding */
+ * re-encoding at every step); *file_enc (if not NULL) is the file's own encoding */
 int cli_open_engine_model(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m, int *file_enc);
 const char *cli_encoding_name(int enc);
 

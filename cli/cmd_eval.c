@@ -77,8 +77,7 @@ static int eval_packed(const char *model, const char *data, int64_t max_bytes, d
     uint8_t *blob = NULL;
     size_t len = 0;
     atm_model m;
-    int file_enc = 0;
-    int rc = cli_open_engine_model("eval", model, &blob, &len, &m, &file_enc);
+    int rc = cli_open_engine_model("eval", model, &blob, &len, &m, NULL);
     if (rc) return rc;
     if (seq == 0) seq = m.cfg.train_seq >= 2 ? m.cfg.train_seq : (m.cfg.window >= 1 ? m.cfg.window + 1 : 64);
     if (window == 0 && m.cfg.window >= 1 && m.cfg.window < seq - 1) window = m.cfg.window;
@@ -274,8 +273,7 @@ static int generate_packed(const char *model, const uint8_t *pbytes, size_t plen
     uint8_t *blob = NULL;
     size_t len = 0;
     atm_model m;
-    int file_enc = 0;
-    int rc = cli_open_engine_model("generate", model, &blob, &len, &m, &file_enc);
+    int rc = cli_open_engine_model("generate", model, &blob, &len, &m, NULL);
     if (rc) return rc;
     if (window > ATM_MAX_WINDOW) {
         free(blob);

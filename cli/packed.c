@@ -74,7 +74,7 @@ int cli_open_container(const char *cmd, const char *path, uint8_t **blob, size_t
 int cli_open_engine_model(const char *cmd, const char *path, uint8_t **blob, size_t *len, atm_model *m, int *file_enc) {
     int rc = cli_open_container(cmd, path, blob, len, m);
     if (rc) return rc;
-    *file_enc = m->encoding;
+    if (file_enc) *file_enc = m->encoding;
     if (m->encoding != ATM_ENC_ATOME02) return CLI_OK;
     /* The engine's row kernels take ATOME01 bytes and re-encode an ATOME02
      * payload at every product; done once here (as the M3 firmware does after

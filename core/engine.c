@@ -824,8 +824,13 @@ static void add_scaled(const kset *ks, int32_t *x, const int32_t *v, int n, cons
     else for (int c = 0; c < n; c++) x[c] = add_x(x[c], k, v[c]);
 }
 
-/* floor(a / b + 1/2) for b >= 1 */
+/* floor(a / b + 1/2) for b >= 1; in 32-bit arithmetic where a and b fit
+ * (the usual case: libgcc's 64-bit division is a long routine on the M0) */
 static int64_t div_round(int64_t a, int64_t b) {
+    if (a > -((int64_t)1 << 30) && a < ((int64_t)1 << 30) && b < (1 << 16)) {
+        const int32_t a2 = (int32_t)a + (int32_t)b / 2, q = a2 / (int32_t)b;
+        return a2 - q * (int32_t)b < 0 ? q - 1 : q;
+    }
     int64_t q = (a + b / 2) / b, r = (a + b / 2) - q * b;
     return r < 0 ? q - 1 : q;
 }
@@ -844,15 +849,7 @@ static void layernorm(const kset *ks, const int32_t *x, int d, int fx, const tvi
     int64_t sum;
     int32_t lo, hi;
     ks->ln_stats(x, d, &sum, &lo, &hi);
-    /* floor(sum / d + 1/2); 32-bit division where the sum fits (the usual
-     * case: libgcc's 64-bit division is a long routine on the M0) */
-    int32_t mean;
-    if (sum > -((int64_t)1 << 30) && sum < ((int64_t)1 << 30) && d < (1 << 16)) {
-        const int32_t a = (int32_t)sum + d / 2, q = a / d;
-        mean = a - q * d < 0 ? q - 1 : q;
-    } else {
-        mean = (int32_t)div_round(sum, d);
-    }
+    const int32_t mean = (int32_t)div_round(sum, d);
     /* max |x - mean| is reached at the smallest or the largest x */
     const uint32_t a0 = atm_abs32(hi - mean), a1 = atm_abs32(lo - mean);
     const uint32_t maxabs = a0 > a1 ? a0 : a1;

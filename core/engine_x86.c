@@ -911,19 +911,16 @@ __attribute__((target("avx2,popcnt,bmi"))) int atm_ek_topk_avx2(const int32_t *s
  * arithmetic shift whose result fits 32 bits has the same low word as a
  * logical one, which AVX2 has; the final shift is per lane). The exact
  * integers of the twin. */
-#define LOG2E_Q30 ATM_LOG2E_Q30
-#define SQRT2_Q30 ATM_SQRT2_Q30
-#define EXP2_C atm_exp2_c
 static ATTR_AVX2 __m256i exp_q16_x4(__m256i x) {            /* x: int32 in each 64-bit lane's low word */
-    const __m256i y = _mm256_mul_epi32(x, _mm256_set1_epi64x(LOG2E_Q30));
+    const __m256i y = _mm256_mul_epi32(x, _mm256_set1_epi64x(ATM_LOG2E_Q30));
     const __m256i n = _mm256_sub_epi64(_mm256_srli_epi64(y, 46), _mm256_set1_epi64x((int64_t)1 << 18));   /* floor(y / 2^46), y < 0 */
     const __m256i g = _mm256_sub_epi64(_mm256_and_si256(_mm256_srli_epi64(y, 16), _mm256_set1_epi64x(0x3FFFFFFF)),
                                        _mm256_set1_epi64x((int64_t)1 << 29));
     const __m256i half = _mm256_set1_epi64x((int64_t)1 << 29);
-    __m256i p = _mm256_set1_epi64x(EXP2_C[7]);
+    __m256i p = _mm256_set1_epi64x(atm_exp2_c[7]);
     for (int k = 6; k >= 0; k--)
-        p = _mm256_add_epi32(_mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(p, g), half), 30), _mm256_set1_epi64x(EXP2_C[k]));
-    const __m256i v = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(p, _mm256_set1_epi64x(SQRT2_Q30)), half), 30);
+        p = _mm256_add_epi32(_mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(p, g), half), 30), _mm256_set1_epi64x(atm_exp2_c[k]));
+    const __m256i v = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(p, _mm256_set1_epi64x(ATM_SQRT2_Q30)), half), 30);
     const __m256i sh = _mm256_sub_epi64(_mm256_set1_epi64x(6), n);                                      /* >= 7 */
     const __m256i hs = _mm256_sllv_epi64(_mm256_set1_epi64x(1), _mm256_sub_epi64(sh, _mm256_set1_epi64x(1)));
     __m256i r = _mm256_srlv_epi64(_mm256_add_epi64(v, hs), sh);

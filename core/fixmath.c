@@ -9,9 +9,6 @@
 const int32_t atm_exp2_c[8] = {
     1073741824, 744261118, 257941248, 59597083, 10327387, 1431680, 165394, 16377
 };
-#define LOG2E_Q30 ATM_LOG2E_Q30
-#define SQRT2_Q30 ATM_SQRT2_Q30
-#define EXP2_C atm_exp2_c
 
 uint32_t atm_exp_q16(int32_t x) {
     if (x >= 0) return 1u << 24;
@@ -19,16 +16,16 @@ uint32_t atm_exp_q16(int32_t x) {
      * fraction is kept to Q30 (floor). Every product below is 32 x 32 bits
      * (atm_smull: the Cortex-M0 builds it from 16-bit halves instead of a
      * 64 x 64 libgcc multiply) and every shift a constant. */
-    const int64_t y = atm_smull(x, LOG2E_Q30);
+    const int64_t y = atm_smull(x, ATM_LOG2E_Q30);
     const int64_t n = atm_asr64(y, 46);            /* integer part, <= -1 */
     if (n < -26) return 0;
     /* g = f - 1/2 in Q30, f = y - n 2^46 (in [0, 2^46)) >> 16: [-2^29, 2^29) */
     const int32_t g = (int32_t)((uint64_t)y >> 16 & 0x3FFFFFFFu) - (1 << 29);
     /* Horner: |p| < 2^31 at every step (2^g in [2^-1/2, 2^1/2] in Q30) */
-    int32_t p = EXP2_C[7];
-    for (int k = 6; k >= 0; k--) p = (int32_t)atm_asr64(atm_smull(p, g) + ((int64_t)1 << 29), 30) + EXP2_C[k];
+    int32_t p = atm_exp2_c[7];
+    for (int k = 6; k >= 0; k--) p = (int32_t)atm_asr64(atm_smull(p, g) + ((int64_t)1 << 29), 30) + atm_exp2_c[k];
     /* 2^f = sqrt(2) * 2^g in Q30, in [2^30, 2^31] */
-    const int64_t v = atm_asr64(atm_smull(p, SQRT2_Q30) + ((int64_t)1 << 29), 30);
+    const int64_t v = atm_asr64(atm_smull(p, ATM_SQRT2_Q30) + ((int64_t)1 << 29), 30);
     /* Q30 -> Q24 and times 2^n */
     return (uint32_t)atm_rnd64(v, 6 - (int)n);
 }
