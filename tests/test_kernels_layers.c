@@ -480,7 +480,7 @@ static void test_paths_bitwise(void) {
         float *rsdu = fdup(du0, NC), *rda = malloc(C * sizeof(float)), *rdb = malloc(C * sizeof(float)), *rdc = malloc(C * sizeof(float));
         fill(rda, C, -1, 1); fill(rdb, C, -1, 1); fill(rdc, C, -1, 1);
         float *da0 = fdup(rda, C), *db0 = fdup(rdb, C), *dc0 = fdup(rdc, C);
-        atm_atome_ssm_backward_ref(rsdu, rda, rdb, rdc, d, u, rs, ar, bb, cc, scr, B, T, C);
+        atm_atome_ssm_backward_ref(rsdu, rda, rdb, rdc, d, u, rs, ar, bb, cc, scr, B, T, C, C);
         for (int s = 0; s < nsets(); s++) {
             const atm_layer_kernel_set *ls = use_set(s);
             float *o = out_new(NC), *gdu = out_new(NC), *gdw = out_new(KC);
@@ -502,16 +502,26 @@ static void test_paths_bitwise(void) {
                    "%s ssm forward B%d T%d C%d", ls->name, B, T, C);
             memcpy(gdu, du0, NC * sizeof(float)); memcpy(gda, da0, C * sizeof(float));
             memcpy(gdb, db0, C * sizeof(float)); memcpy(gdc, dc0, C * sizeof(float));
-            ls->ssm_backward(gdu, gda, gdb, gdc, d, u, rs, ar, bb, cc, sc2, B, T, C);
+            ls->ssm_backward(gdu, gda, gdb, gdc, d, u, rs, ar, bb, cc, sc2, B, T, C, C);
             CHECKF(same(gdu, rsdu, NC) && same(gda, rda, C) && same(gdb, rdb, C) && same(gdc, rdc, C) &&
                    guards_ok(gdu, NC) && guards_ok(gda, C) && guards_ok(gdb, C) && guards_ok(gdc, C),
                    "%s ssm backward B%d T%d C%d", ls->name, B, T, C);
             memcpy(gdu, du0, NC * sizeof(float)); memcpy(gda, da0, C * sizeof(float));
             memcpy(gdb, db0, C * sizeof(float)); memcpy(gdc, dc0, C * sizeof(float));
-            ls->ssm_backward(gdu, NULL, NULL, NULL, d, u, rs, ar, bb, cc, sc2, B, T, C);
-            ls->ssm_backward(NULL, gda, gdb, gdc, d, u, rs, ar, bb, cc, sc2, B, T, C);
+            ls->ssm_backward(gdu, NULL, NULL, NULL, d, u, rs, ar, bb, cc, sc2, B, T, C, C);
+            ls->ssm_backward(NULL, gda, gdb, gdc, d, u, rs, ar, bb, cc, sc2, B, T, C, C);
             CHECKF(same(gdu, rsdu, NC) && same(gda, rda, C) && same(gdb, rdb, C) && same(gdc, rdc, C),
                    "%s ssm backward NULL B%d T%d C%d", ls->name, B, T, C);
+            /* by columns, rows C apart (the pool's channel split), cut at an odd channel */
+            memcpy(gdu, du0, NC * sizeof(float)); memcpy(gda, da0, C * sizeof(float));
+            memcpy(gdb, db0, C * sizeof(float)); memcpy(gdc, dc0, C * sizeof(float));
+            const int cut = C / 2 | 1;
+            ls->ssm_backward(gdu, gda, gdb, gdc, d, u, rs, ar, bb, cc, sc2, B, T, cut < C ? cut : C, C);
+            if (cut < C)
+                ls->ssm_backward(gdu + cut, gda + cut, gdb + cut, gdc + cut, d + cut, u + cut, rs + cut, ar + cut,
+                                 bb + cut, cc + cut, sc2, B, T, C - cut, C);
+            CHECKF(same(gdu, rsdu, NC) && same(gda, rda, C) && same(gdb, rdb, C) && same(gdc, rdc, C),
+                   "%s ssm backward by columns B%d T%d C%d cut %d", ls->name, B, T, C, cut);
             out_free(o); out_free(gdu); out_free(gdw); out_free(gs); out_free(gso);
             out_free(gda); out_free(gdb); out_free(gdc);
             free(sc2);

@@ -141,7 +141,14 @@ API void atome_layer_ssm_fwd(int which, float *s, float *out, const float *u, co
 API void atome_layer_ssm_bwd(int which, float *du, float *da_raw, float *db, float *dc, const float *dout,
                              const float *u, const float *s, const float *a_raw, const float *b,
                              const float *c_out, float *scratch, int B, int T, int C) {
-    LAYER(which, atm_atome_ssm_backward)(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
+    /* the kernels take the row stride (the pool's channel split); the
+     * dispatcher (which == 1) splits the whole call itself */
+#if defined(__wasm_simd128__)
+    if (which == 2) atm_atome_ssm_backward_wasm(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C, C);
+    else
+#endif
+    if (which) atm_atome_ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
+    else atm_atome_ssm_backward_ref(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C, C);
 }
 
 API void atome_layer_conv_fwd(int which, float *out, const float *u, const float *w, float *scratch,

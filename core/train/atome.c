@@ -167,7 +167,7 @@ void atm_atome_ssm_forward_ref(float *s, float *out, const float *u, const float
 void atm_atome_ssm_backward_ref(float *du, float *da_raw, float *db, float *dc,
                                 const float *dout, const float *u, const float *s,
                                 const float *a_raw, const float *b, const float *c_out,
-                                float *scratch, int B, int T, int C) {
+                                float *scratch, int B, int T, int C, int ld) {
     /* scratch rows [C] each: a, carry (= a * dL/ds_{t+1}), the three
      * per-channel accumulators, a zero row (s_{-1}) and a sink for du == NULL */
     float *a = scratch, *carry = a + C, *acc_da = carry + C, *acc_db = acc_da + C, *acc_dc = acc_db + C,
@@ -178,9 +178,9 @@ void atm_atome_ssm_backward_ref(float *du, float *da_raw, float *db, float *dc,
         size_t n0 = (size_t)bb * T;
         memset(carry, 0, sizeof(float) * (size_t)C);
         for (int t = T - 1; t >= 0; t--) {
-            size_t n = (n0 + t) * C;
+            size_t n = (n0 + t) * (size_t)ld;
             ssm_bwd_step(du ? du + n : sink, carry, acc_da, acc_db, acc_dc, dout + n, s + n,
-                         t > 0 ? s + n - C : zero, u + n, a, b, c_out, C);
+                         t > 0 ? s + n - ld : zero, u + n, a, b, c_out, C);
         }
     }
     for (int c = 0; c < C; c++) {

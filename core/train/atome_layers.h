@@ -81,7 +81,12 @@ void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_
 void atm_atome_ssm_forward_ref(float *s, float *out, const float *u, const float *a_raw,
                                const float *b, const float *c_out, float *scratch,
                                int B, int T, int C);
-/* du[B*T][C], da_raw[C], db[C], dc[C] += ...; scratch: 7*C floats. */
+/* du[B*T][C], da_raw[C], db[C], dc[C] += ...; scratch: 7*C floats.
+ * Every channel is its own scan (its sums run over b ascending, t
+ * descending), so the pool splits this call by channels. The kernels
+ * (_ref and the sets') take C channels of rows ld floats apart (ld >= C;
+ * the model's call has ld == C): du, dout, u and s point at the first
+ * channel of row 0, the per-channel arrays at that channel. */
 void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
                             const float *dout, const float *u, const float *s,
                             const float *a_raw, const float *b, const float *c_out,
@@ -89,7 +94,7 @@ void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
 void atm_atome_ssm_backward_ref(float *du, float *da_raw, float *db, float *dc,
                                 const float *dout, const float *u, const float *s,
                                 const float *a_raw, const float *b, const float *c_out,
-                                float *scratch, int B, int T, int C);
+                                float *scratch, int B, int T, int C, int ld);
 
 /* Single-head top-k causal attention, q,k [B*T][DH], v [B*T][C]:
  *   score[t][j] = (q_t . k_j) * (1/sqrt(DH)), the dot product summed over e

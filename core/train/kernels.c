@@ -189,27 +189,25 @@ static void mm_forward_task(void *ctx, int t, int nt) {
         j->ks->forward(j->out + (size_t)lo * j->OC, j->inp + (size_t)lo * j->IC, j->w, hi - lo, j->IC, j->OC);
 }
 
-/* With both gradients asked for, task 0 computes all of dinp and the other
- * tasks share dw's rows (output channels, read from dout's columns in place:
- * backward_dw takes dout's row stride); with one, the tasks share it (dinp
- * by rows, dw by rows). For two threads the halves are about equal work.
- * Splitting dinp's rows beside the dw split crashed atome-944k in
- * atome-threads.wasm (memory access out of bounds, about one run in three;
- * not understood, native runs were exact): this split does not (issue #16). */
+/* Every task computes its share of dinp's rows and its share of dw's rows
+ * (output channels, read from dout's columns in place: backward_dw takes
+ * dout's row stride), so each task has about 1/nt of both products. A dinp
+ * row is one chain over OC, a dw row one chain over N in slabs that depend
+ * only on N: the bits are the one call's. (This split once crashed
+ * atome-944k in atome-threads.wasm about one run in three; that was Node's
+ * V8 losing the caller's stack pointer across memory.atomic.wait32, which
+ * pool.c no longer lets the caller do there: issue #16.) */
 static void mm_backward_task(void *ctx, int t, int nt) {
     const mm_job *j = ctx;
     int lo, hi;
-    const int both = j->dinp && j->dw;
-    if (j->dinp && (!both || t == 0)) {
-        if (both) atm_share_int(j->N, 0, 1, ROWS_ALIGN, &lo, &hi);
-        else atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
+    if (j->dinp) {
+        atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
         if (hi > lo)
             j->ks->backward(j->dinp + (size_t)lo * j->IC, NULL, j->dout + (size_t)lo * j->OC, NULL, j->w,
                             hi - lo, j->IC, j->OC);
     }
-    if (j->dw && (!both || t > 0)) {
-        if (both) atm_share_int(j->OC, t - 1, nt - 1, 1, &lo, &hi);
-        else atm_share_int(j->OC, t, nt, 1, &lo, &hi);
+    if (j->dw) {
+        atm_share_int(j->OC, t, nt, 1, &lo, &hi);
         if (hi > lo) j->ks->backward_dw(j->dw + (size_t)lo * j->IC, j->dout + lo, j->OC, j->inp, j->N, j->IC, hi - lo);
     }
 }

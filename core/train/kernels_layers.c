@@ -64,12 +64,11 @@ const atm_layer_kernel_set *atm_layer_kernels(void) {
  * call (each kernel computes rows, sequences and channels independently:
  * kernels_layers.h), so the bits do not depend on the thread count:
  *   rows       layernorm forward, cross-entropy, mixing: rows of N
- *   outputs    layernorm backward: dg and db on one task, rows of dinp on
- *              the others
+ *   outputs    layernorm backward: dg and db on one task, rows of dinp
+ *              shared (task 0 takes fewer)
  *   sequences  conv and SSM forward, attention: whole sequences of B
- * Serial: conv and SSM backward (their weight gradients sum over all
- * sequences and steps of a channel; a channel split would need copies of
- * the channel columns, which cost more than these kernels).
+ *   channels   SSM backward (each channel's scan and sums on its own)
+ *   outputs    conv backward: dw on one task, du by sequences on the others
  * The loss is summed serially from per-row values, in row order, as the
  * kernel sums it. Scratch is taken before the call, so a task never fails;
  * without it a call runs on one thread (same bits). */
@@ -120,20 +119,31 @@ void atm_layernorm_forward(float *out, float *mean, float *rstd, const float *in
     else atm_parallel(ln_fwd_task, &j, nt);
 }
 
-/* Task 0: dg and db over every row, by the kernel (dinp not asked for);
- * the other tasks: dinp, rows split among them (dg, db not asked for). The
- * kernel computes each of the three outputs on its own, per element and in
- * row order, so the pieces are the one call's bits. With two threads the two
- * halves are about the same work. */
+/* Task 0: dg and db over every row, by the kernel (dinp not asked for),
+ * and the first ln_bwd_rows0() of dinp's rows; the other tasks share the rest
+ * of dinp's rows (dg, db not asked for). The kernel computes each of the
+ * three outputs on its own, per element and in row order, so the pieces are
+ * the one call's bits. dg and db cost about 0.6 of dinp (perf, atome-944k),
+ * so with two tasks task 0 takes a fifth of the rows, with more none. */
+static int ln_bwd_rows0(int N, int nt) {
+    const double f = 1.6 / nt - 0.6;
+    if (f <= 0.0) return 0;
+    int r = (int)(f * N) / ROWS * ROWS;
+    return r < N ? r : N;
+}
+
 static void ln_bwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     const float *dout = j->i0, *inp = j->i1, *mean = j->i3, *rstd = j->i4;
+    const int r0 = ln_bwd_rows0(j->N, nt);
+    int lo, hi;
     if (t == 0) {
         if (j->o1 || j->o2) j->ks->layernorm_backward(NULL, j->o1, j->o2, dout, inp, j->i2, mean, rstd, j->N, j->C);
-        return;
+        lo = 0, hi = r0;
+    } else {
+        atm_share_int(j->N - r0, t - 1, nt - 1, ROWS, &lo, &hi);
+        lo += r0, hi += r0;
     }
-    int lo, hi;
-    atm_share_int(j->N, t - 1, nt - 1, ROWS, &lo, &hi);
     if (hi > lo)
         j->ks->layernorm_backward(j->o0 + (size_t)lo * j->C, NULL, NULL, dout + (size_t)lo * j->C,
                                   inp + (size_t)lo * j->C, j->i2, mean + lo, rstd + lo, hi - lo, j->C);
@@ -277,12 +287,38 @@ void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_
     else atm_parallel(ssm_fwd_task, &j, nt);
 }
 
-/* Serial, for the conv backward's reason. */
+/* Channels: every channel is its own backward scan with its own three sums
+ * (kernels' per-lane order is the reference's), so each task runs the
+ * kernel on its columns, rows C floats apart, and computes exactly the
+ * one call's bits for them. */
+#define SSM_CH 16   /* channel chunks: a multiple of every set's vector width */
+typedef struct {
+    const atm_layer_kernel_set *ks;
+    float *du, *da, *db, *dc;
+    const float *dout, *u, *s, *a, *b, *c;
+    int B, T, C;
+} ssm_bwd_job;
+
+static void ssm_bwd_task(void *ctx, int t, int nt) {
+    const ssm_bwd_job *j = ctx;
+    int lo, hi;
+    atm_share_int(j->C, t, nt, SSM_CH, &lo, &hi);
+    if (hi <= lo) return;
+#define AT(p) ((p) ? (p) + lo : NULL)
+    j->ks->ssm_backward(AT(j->du), AT(j->da), AT(j->db), AT(j->dc), j->dout + lo, j->u + lo, j->s + lo,
+                        j->a + lo, j->b + lo, j->c + lo, atm_task_scratch(t, 0), j->B, j->T, hi - lo, j->C);
+#undef AT
+}
+
 void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
                             const float *dout, const float *u, const float *s,
                             const float *a_raw, const float *b, const float *c_out,
                             float *scratch, int B, int T, int C) {
-    atm_layer_kernels()->ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C);
+    ssm_bwd_job j = { atm_layer_kernels(), du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, B, T, C };
+    int nt = tasks_for(12.0 * B * T * C, (C + SSM_CH - 1) / SSM_CH);
+    if (nt > 1) nt = reserve(nt, sizeof(float) * 7 * (size_t)C);
+    if (nt <= 1) j.ks->ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C, C);
+    else atm_parallel(ssm_bwd_task, &j, nt);
 }
 
 /* ---- attention: whole sequences ---- */

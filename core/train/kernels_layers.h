@@ -67,7 +67,7 @@ typedef void (*atm_ssm_fwd_fn)(float *s, float *out, const float *u, const float
                                const float *b, const float *c_out, float *scratch, int B, int T, int C);
 typedef void (*atm_ssm_bwd_fn)(float *du, float *da_raw, float *db, float *dc, const float *dout,
                                const float *u, const float *s, const float *a_raw, const float *b,
-                               const float *c_out, float *scratch, int B, int T, int C);
+                               const float *c_out, float *scratch, int B, int T, int C, int ld);
 typedef void (*atm_attn_fwd_fn)(float *out, int32_t *idx, float *p, const float *q, const float *k,
                                 const float *v, float *scratch, int B, int T, int DH, int C, int TK);
 typedef void (*atm_attn_bwd_fn)(float *dq, float *dk, float *dv, const float *dout, const int32_t *idx,
@@ -125,7 +125,7 @@ const atm_layer_kernel_set *atm_layer_kernels(void);
     void atm_atome_ssm_backward_##sfx(float *du, float *da_raw, float *db, float *dc,               \
                                       const float *dout, const float *u, const float *s,             \
                                       const float *a_raw, const float *b, const float *c_out,        \
-                                      float *scratch, int B, int T, int C);                          \
+                                      float *scratch, int B, int T, int C, int ld);                  \
     void atm_atome_attn_forward_##sfx(float *out, int32_t *idx, float *p, const float *q,           \
                                       const float *k, const float *v, float *scratch, int B, int T,  \
                                       int DH, int C, int TK);                                        \
@@ -162,7 +162,7 @@ void atm_atome_ssm_forward_wasm(float *s, float *out, const float *u, const floa
                                 const float *b, const float *c_out, float *scratch, int B, int T, int C);
 void atm_atome_ssm_backward_wasm(float *du, float *da_raw, float *db, float *dc, const float *dout,
                                  const float *u, const float *s, const float *a_raw, const float *b,
-                                 const float *c_out, float *scratch, int B, int T, int C);
+                                 const float *c_out, float *scratch, int B, int T, int C, int ld);
 void atm_atome_conv_forward_wasm(float *out, const float *u, const float *w, float *scratch,
                                  int B, int T, int C, int K);
 void atm_atome_conv_backward_wasm(float *du, float *dw, const float *dout, const float *u,

@@ -425,7 +425,7 @@ KX_ATTR void KA(atm_atome_ssm_forward)(float *s, float *out, const float *u, con
     } while (0)
 KA_INLINE void KA(ka_ssm_bwd_chunk)(const int NV, const int TAIL, float *du, float *da_raw, float *db, float *dc,
                                     const float *dout, const float *u, const float *s, const float *a,
-                                    const float *b, const float *c_out, int B, int T, int C, int i, KX_MASK mk) {
+                                    const float *b, const float *c_out, int B, int T, int ld, int i, KX_MASK mk) {
     KX_V av[2], bv[2], cov[2], acc_da[2], acc_db[2], acc_dc[2], carry[2];
     KA_UNROLL for (int v = 0; v < NV; v++) {
         const int o = i + v * KX_VL;
@@ -436,9 +436,9 @@ KA_INLINE void KA(ka_ssm_bwd_chunk)(const int NV, const int TAIL, float *du, flo
         KA_UNROLL for (int v = 0; v < NV; v++) carry[v] = KX_ZERO();   /* a * dL/ds_{t+1} */
         for (int t = T - 1; t >= 0; t--) {
             KA_UNROLL for (int v = 0; v < NV; v++) {
-                const size_t n = ((size_t)bb * T + t) * C + i + v * KX_VL;
+                const size_t n = ((size_t)bb * T + t) * ld + i + v * KX_VL;
                 const KX_V g = KA_LD(dout + n, v), sv = KA_LD(s + n, v);
-                const KX_V sp = t > 0 ? KA_LD(s + n - C, v) : KX_ZERO();
+                const KX_V sp = t > 0 ? KA_LD(s + n - ld, v) : KX_ZERO();
                 const KX_V ds = KX_ADD(KX_MUL(g, cov[v]), carry[v]);
                 carry[v] = KX_MUL(av[v], ds);
                 if (du) KA_ST(du + n, v, KX_ADD(KA_LD(du + n, v), KX_MUL(bv[v], ds)));
@@ -463,19 +463,19 @@ KA_INLINE void KA(ka_ssm_bwd_chunk)(const int NV, const int TAIL, float *du, flo
 KX_ATTR void KA(atm_atome_ssm_backward)(float *du, float *da_raw, float *db, float *dc,
                                         const float *dout, const float *u, const float *s,
                                         const float *a_raw, const float *b, const float *c_out,
-                                        float *scratch, int B, int T, int C) {
+                                        float *scratch, int B, int T, int C, int ld) {
     float *a = scratch;                                   /* [C] tanh(a_raw) */
     for (int c = 0; c < C; c++) a[c] = tanhf(a_raw[c]);
     const KX_MASK all = KX_TAILMASK(KX_VL);
     int i = 0;
     for (; i + KA_SSMNV * KX_VL <= C; i += KA_SSMNV * KX_VL)
-        KA(ka_ssm_bwd_chunk)(KA_SSMNV, 0, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, all);
+        KA(ka_ssm_bwd_chunk)(KA_SSMNV, 0, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, ld, i, all);
 #if KA_SSMNV > 1
     for (; i + KX_VL <= C; i += KX_VL)
-        KA(ka_ssm_bwd_chunk)(1, 0, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, all);
+        KA(ka_ssm_bwd_chunk)(1, 0, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, ld, i, all);
 #endif
     if (i < C)
-        KA(ka_ssm_bwd_chunk)(1, 1, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, C, i, KX_TAILMASK(C - i));
+        KA(ka_ssm_bwd_chunk)(1, 1, du, da_raw, db, dc, dout, u, s, a, b, c_out, B, T, ld, i, KX_TAILMASK(C - i));
     KX_VZEROUPPER();
 }
 #undef KA_SSMNV

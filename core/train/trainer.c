@@ -190,18 +190,51 @@ int atm_trainer_quant(const atm_trainer *tr) {
     return tr->opt.quant;
 }
 
-/* AdamW on parameters [lo, hi) of a task's share (pool.h). */
+/* The squared gradient norm, summed serially in parameter order. */
+static double grad_sumsq(const float *g, size_t n) {
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) ss += (double)g[i] * (double)g[i];
+    return ss;
+}
+
+/* AdamW on parameters [lo, hi) of a task's share (pool.h). With ss set
+ * (no clipping, so AdamW does not need the norm), task 0 first sums the
+ * norm into *ss, in the serial order, and takes fewer parameters: the sum
+ * costs about a quarter of AdamW's time per parameter (perf, atome-944k). */
 typedef struct {
     float *w, *m, *v;
     const float *g;
     size_t n;
     float b1, b2, eps, decay, step_size, bc2_sqrt;
+    double *ss;
 } adam_job;
+
+static void adam_share(const adam_job *j, int t, int nt, size_t *lo, size_t *hi) {
+    const double f0 = 1.25 / nt - 0.25;
+    if (!j->ss || nt < 2 || f0 <= 0.0) {
+        atm_share(j->n, t, nt, 16, lo, hi);
+        if (j->ss && nt >= 2) {                   /* task 0: the sum only */
+            if (t == 0) *lo = *hi = 0;
+            else atm_share(j->n, t - 1, nt - 1, 16, lo, hi);
+        }
+        return;
+    }
+    const size_t n0 = (size_t)(f0 * (double)j->n) / 16 * 16;
+    if (t == 0) {
+        *lo = 0;
+        *hi = n0;
+    } else {
+        atm_share(j->n - n0, t - 1, nt - 1, 16, lo, hi);
+        *lo += n0;
+        *hi += n0;
+    }
+}
 
 static void adam_task(void *ctx, int t, int nt) {
     const adam_job *j = ctx;
     size_t lo, hi;
-    atm_share(j->n, t, nt, 16, &lo, &hi);
+    if (t == 0 && j->ss) *j->ss = grad_sumsq(j->g, j->n);
+    adam_share(j, t, nt, &lo, &hi);
     const float b1 = j->b1, b2 = j->b2, eps = j->eps, ob1 = 1.0f - b1, ob2 = 1.0f - b2;
     float *w = j->w, *m = j->m, *v = j->v;
     const float *g = j->g;
@@ -237,11 +270,14 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
 
     float *g = tr->dw;
     double ss = 0.0;
-    for (size_t i = 0; i < n; i++) ss += (double)g[i] * (double)g[i];
-    double gnorm = sqrt(ss);
-    if (o->clip > 0.0f && gnorm > (double)o->clip) {
-        float scale = (float)((double)o->clip / (gnorm + 1e-6));
-        for (size_t i = 0; i < n; i++) g[i] *= scale;
+    const int clip = o->clip > 0.0f;
+    if (clip) {
+        ss = grad_sumsq(g, n);
+        double gnorm = sqrt(ss);
+        if (gnorm > (double)o->clip) {
+            float scale = (float)((double)o->clip / (gnorm + 1e-6));
+            for (size_t i = 0; i < n; i++) g[i] *= scale;
+        }
     }
 
     float lr = atm_lr_at(o, tr->step, tr->stage);
@@ -251,13 +287,14 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
     double bc1 = 1.0 - pow((double)o->beta1, (double)tr->adam_t);
     double bc2 = 1.0 - pow((double)o->beta2, (double)tr->adam_t);
     adam_job j = { tr->w, tr->m, tr->v, g, n, o->beta1, o->beta2, o->eps,
-                   (float)(1.0 - (double)lr * (double)o->wd), (float)((double)lr / bc1), (float)sqrt(bc2) };
+                   (float)(1.0 - (double)lr * (double)o->wd), (float)((double)lr / bc1), (float)sqrt(bc2),
+                   clip ? NULL : &ss };
     /* element by element: any split over the parameters gives the same bits */
-    atm_parallel(adam_task, &j, atm_par_tasks(12.0 * (double)n));
+    atm_parallel(adam_task, &j, atm_par_tasks(15.0 * (double)n));
     tr->step++;
     tr->last_loss = loss;
     tr->last_lr = lr;
-    tr->last_gnorm = gnorm;
+    tr->last_gnorm = sqrt(ss);
     return loss;
 }
 
