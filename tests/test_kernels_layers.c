@@ -473,7 +473,7 @@ static void test_paths_bitwise(void) {
         atm_atome_conv_forward_ref(ro, u, w, scr, B, T, C, K);
         fill(rdu, NC, -1, 1); fill(rdw, KC, -1, 1);
         float *du0 = fdup(rdu, NC), *dw0 = fdup(rdw, KC);
-        atm_atome_conv_backward_ref(rdu, rdw, d, u, w, scr, B, T, C, K);
+        atm_atome_conv_backward_ref(rdu, rdw, d, u, w, scr, B, T, C, K, C);
         /* ssm */
         float *rs = malloc(NC * sizeof(float)), *rso = malloc(NC * sizeof(float));
         atm_atome_ssm_forward_ref(rs, rso, u, ar, bb, cc, scr, B, T, C);
@@ -488,13 +488,23 @@ static void test_paths_bitwise(void) {
             ls->conv_forward(o, u, w, sc2, B, T, C, K);
             CHECKF(same(o, ro, NC) && guards_ok(o, NC), "%s conv forward B%d T%d C%d K%d", ls->name, B, T, C, K);
             memcpy(gdu, du0, NC * sizeof(float)); memcpy(gdw, dw0, KC * sizeof(float));
-            ls->conv_backward(gdu, gdw, d, u, w, sc2, B, T, C, K);
+            ls->conv_backward(gdu, gdw, d, u, w, sc2, B, T, C, K, C);
             CHECKF(same(gdu, rdu, NC) && same(gdw, rdw, KC) && guards_ok(gdu, NC) && guards_ok(gdw, KC),
                    "%s conv backward B%d T%d C%d K%d", ls->name, B, T, C, K);
             memcpy(gdu, du0, NC * sizeof(float)); memcpy(gdw, dw0, KC * sizeof(float));
-            ls->conv_backward(gdu, NULL, d, u, w, sc2, B, T, C, K);
-            ls->conv_backward(NULL, gdw, d, u, w, sc2, B, T, C, K);
+            ls->conv_backward(gdu, NULL, d, u, w, sc2, B, T, C, K, C);
+            ls->conv_backward(NULL, gdw, d, u, w, sc2, B, T, C, K, C);
             CHECKF(same(gdu, rdu, NC) && same(gdw, rdw, KC), "%s conv backward NULL B%d T%d C%d", ls->name, B, T, C);
+            /* dw by columns, rows C apart (the pool's channel split), cut at an odd channel */
+            memcpy(gdw, dw0, KC * sizeof(float));
+            {
+                const int cut = C / 2 | 1, c1 = cut < C ? cut : C;
+                ls->conv_backward(NULL, gdw, d, u, w, sc2, B, T, c1, K, C);
+                if (c1 < C)
+                    ls->conv_backward(NULL, gdw + (size_t)c1 * K, d + c1, u + c1, w + (size_t)c1 * K, sc2, B, T,
+                                      C - c1, K, C);
+                CHECKF(same(gdw, rdw, KC), "%s conv backward dw by columns B%d T%d C%d cut %d", ls->name, B, T, C, c1);
+            }
             /* ssm */
             float *gs = out_new(NC), *gso = out_new(NC), *gda = out_new(C), *gdb = out_new(C), *gdc = out_new(C);
             ls->ssm_forward(gs, gso, u, ar, bb, cc, sc2, B, T, C);

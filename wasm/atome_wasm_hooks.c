@@ -158,7 +158,12 @@ API void atome_layer_conv_fwd(int which, float *out, const float *u, const float
 
 API void atome_layer_conv_bwd(int which, float *du, float *dw, const float *dout, const float *u,
                               const float *w, float *scratch, int B, int T, int C, int K) {
-    LAYER(which, atm_atome_conv_backward)(du, dw, dout, u, w, scratch, B, T, C, K);
+#if defined(__wasm_simd128__)
+    if (which == 2) atm_atome_conv_backward_wasm(du, dw, dout, u, w, scratch, B, T, C, K, C);
+    else
+#endif
+    if (which) atm_atome_conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
+    else atm_atome_conv_backward_ref(du, dw, dout, u, w, scratch, B, T, C, K, C);
 }
 
 /* paths, dpaths: P pointers each (a dpaths entry may be 0: not needed). */

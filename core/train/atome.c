@@ -123,7 +123,7 @@ void atm_atome_conv_forward_ref(float *out, const float *u, const float *w, floa
 }
 
 void atm_atome_conv_backward_ref(float *du, float *dw, const float *dout, const float *u,
-                                 const float *w, float *scratch, int B, int T, int C, int K) {
+                                 const float *w, float *scratch, int B, int T, int C, int K, int ld) {
     const size_t KC = (size_t)K * C;
     float *wT = scratch, *dwT = scratch + KC;            /* [K][C] each */
     for (int c = 0; c < C; c++)
@@ -132,10 +132,10 @@ void atm_atome_conv_backward_ref(float *du, float *dw, const float *dout, const 
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             size_t n = (size_t)b * T + t;
-            const float *d = dout + n * C;
+            const float *d = dout + n * (size_t)ld;
             int jmax = t < K - 1 ? t : K - 1;
             for (int j = 0; j <= jmax; j++) {
-                size_t m = (n - (size_t)j) * C;
+                size_t m = (n - (size_t)j) * (size_t)ld;
                 if (du && dw) conv_bwd_tap(du + m, dwT + (size_t)j * C, wT + (size_t)j * C, d, u + m, C);
                 else if (du) vmlaf(du + m, wT + (size_t)j * C, d, C);
                 else if (dw) vmlaf(dwT + (size_t)j * C, d, u + m, C);

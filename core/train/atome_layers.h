@@ -66,11 +66,15 @@ void atm_atome_conv_forward(float *out, const float *u, const float *w, float *s
                             int B, int T, int C, int K);
 void atm_atome_conv_forward_ref(float *out, const float *u, const float *w, float *scratch,
                                 int B, int T, int C, int K);
-/* du[B*T][C] += ...; dw[C][K] += ... */
+/* du[B*T][C] += ...; dw[C][K] += ... Every channel's taps sum on their
+ * own (b ascending, t ascending), so the pool splits dw by channels and du
+ * by sequences. The kernels (_ref and the sets') take C channels of rows ld
+ * floats apart (ld >= C; the model's call has ld == C): du, dout and u
+ * point at the first channel of row 0, w and dw at that channel's taps. */
 void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
                              const float *w, float *scratch, int B, int T, int C, int K);
 void atm_atome_conv_backward_ref(float *du, float *dw, const float *dout, const float *u,
-                                 const float *w, float *scratch, int B, int T, int C, int K);
+                                 const float *w, float *scratch, int B, int T, int C, int K, int ld);
 
 /* Diagonal linear SSM, a = tanh(a_raw):
  *   s[t][c] = b[c]*u[t][c] + a[c]*s[t-1][c]  (s[-1] = 0),  out[t][c] = c_out[c]*s[t][c]

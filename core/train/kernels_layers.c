@@ -68,7 +68,7 @@ const atm_layer_kernel_set *atm_layer_kernels(void) {
  *              shared (task 0 takes fewer)
  *   sequences  conv and SSM forward, attention: whole sequences of B
  *   channels   SSM backward (each channel's scan and sums on its own)
- *   outputs    conv backward: dw on one task, du by sequences on the others
+ *   both       conv backward: du by sequences, dw by channels
  * The loss is summed serially from per-row values, in row order, as the
  * kernel sums it. Scratch is taken before the call, so a task never fails;
  * without it a call runs on one thread (same bits). */
@@ -86,6 +86,7 @@ static int tasks_for(double flops, int items) {
 }
 
 #define ROWS 8   /* row chunks: a multiple of every set's vector rows */
+#define CH 16    /* channel chunks: a multiple of every set's vector width */
 
 typedef struct {
     const atm_layer_kernel_set *ks;
@@ -234,34 +235,34 @@ void atm_atome_conv_forward(float *out, const float *u, const float *w, float *s
     else atm_parallel(conv_fwd_task, &j, nt);
 }
 
-/* Task 0: dw over every sequence (du not asked for); the other tasks: du,
- * whole sequences split among them (dw not asked for). Every set computes
- * du and dw each on its own, per element in the one call's order (a du
- * row only takes dout rows of its own sequence), so the pieces are the one
- * call's bits; with two threads the halves are the same work (one
- * multiply-add per element and tap each). */
+/* Each task: du of its share of whole sequences (a du row only takes dout
+ * rows of its own sequence; the rows the task's other kernels own), and dw
+ * of its share of channels over every sequence (each channel's taps sum on
+ * their own), through the kernel with rows C floats apart. Every set
+ * computes du and dw each on its own, per element in the one call's order,
+ * so the pieces are the one call's bits. */
 static void conv_bwd_task(void *ctx, int t, int nt) {
     const lk_job *j = ctx;
     float *scratch = atm_task_scratch(t, 0);
-    if (t == 0) {
-        j->ks->conv_backward(NULL, j->o1, j->i0, j->i1, j->i2, scratch, j->B, j->T, j->C, j->K);
-        return;
-    }
-    int lo, hi;
-    atm_share_int(j->B, t - 1, nt - 1, 1, &lo, &hi);
     const size_t row = (size_t)j->T * j->C;
+    int lo, hi;
+    atm_share_int(j->B, t, nt, 1, &lo, &hi);
     if (hi > lo)
         j->ks->conv_backward(j->o0 + lo * row, NULL, j->i0 + lo * row, j->i1 + lo * row, j->i2, scratch,
-                             hi - lo, j->T, j->C, j->K);
+                             hi - lo, j->T, j->C, j->K, j->C);
+    atm_share_int(j->C, t, nt, CH, &lo, &hi);
+    if (hi > lo)
+        j->ks->conv_backward(NULL, j->o1 + (size_t)lo * j->K, j->i0 + lo, j->i1 + lo, j->i2 + (size_t)lo * j->K,
+                             scratch, j->B, j->T, hi - lo, j->K, j->C);
 }
 
 void atm_atome_conv_backward(float *du, float *dw, const float *dout, const float *u,
                              const float *w, float *scratch, int B, int T, int C, int K) {
     lk_job j = { .ks = atm_layer_kernels(), .o0 = du, .o1 = dw, .i0 = dout, .i1 = u, .i2 = w,
                  .B = B, .T = T, .C = C, .K = K };
-    int nt = du && dw ? tasks_for(4.0 * B * T * C * K, 1 + B) : 1;
+    int nt = du && dw ? tasks_for(4.0 * B * T * C * K, B < (C + CH - 1) / CH ? B : (C + CH - 1) / CH) : 1;
     if (nt > 1) nt = reserve(nt, sizeof(float) * 2 * (size_t)K * C);
-    if (nt <= 1) j.ks->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K);
+    if (nt <= 1) j.ks->conv_backward(du, dw, dout, u, w, scratch, B, T, C, K, C);
     else atm_parallel(conv_bwd_task, &j, nt);
 }
 
@@ -291,7 +292,6 @@ void atm_atome_ssm_forward(float *s, float *out, const float *u, const float *a_
  * (kernels' per-lane order is the reference's), so each task runs the
  * kernel on its columns, rows C floats apart, and computes exactly the
  * one call's bits for them. */
-#define SSM_CH 16   /* channel chunks: a multiple of every set's vector width */
 typedef struct {
     const atm_layer_kernel_set *ks;
     float *du, *da, *db, *dc;
@@ -302,7 +302,7 @@ typedef struct {
 static void ssm_bwd_task(void *ctx, int t, int nt) {
     const ssm_bwd_job *j = ctx;
     int lo, hi;
-    atm_share_int(j->C, t, nt, SSM_CH, &lo, &hi);
+    atm_share_int(j->C, t, nt, CH, &lo, &hi);
     if (hi <= lo) return;
 #define AT(p) ((p) ? (p) + lo : NULL)
     j->ks->ssm_backward(AT(j->du), AT(j->da), AT(j->db), AT(j->dc), j->dout + lo, j->u + lo, j->s + lo,
@@ -315,7 +315,7 @@ void atm_atome_ssm_backward(float *du, float *da_raw, float *db, float *dc,
                             const float *a_raw, const float *b, const float *c_out,
                             float *scratch, int B, int T, int C) {
     ssm_bwd_job j = { atm_layer_kernels(), du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, B, T, C };
-    int nt = tasks_for(12.0 * B * T * C, (C + SSM_CH - 1) / SSM_CH);
+    int nt = tasks_for(12.0 * B * T * C, (C + CH - 1) / CH);
     if (nt > 1) nt = reserve(nt, sizeof(float) * 7 * (size_t)C);
     if (nt <= 1) j.ks->ssm_backward(du, da_raw, db, dc, dout, u, s, a_raw, b, c_out, scratch, B, T, C, C);
     else atm_parallel(ssm_bwd_task, &j, nt);

@@ -62,7 +62,7 @@ typedef void (*atm_attn_select_fn)(float *ps, int32_t *is, const float *q, const
 typedef void (*atm_conv_fwd_fn)(float *out, const float *u, const float *w, float *scratch,
                                 int B, int T, int C, int K);
 typedef void (*atm_conv_bwd_fn)(float *du, float *dw, const float *dout, const float *u,
-                                const float *w, float *scratch, int B, int T, int C, int K);
+                                const float *w, float *scratch, int B, int T, int C, int K, int ld);
 typedef void (*atm_ssm_fwd_fn)(float *s, float *out, const float *u, const float *a_raw,
                                const float *b, const float *c_out, float *scratch, int B, int T, int C);
 typedef void (*atm_ssm_bwd_fn)(float *du, float *da_raw, float *db, float *dc, const float *dout,
@@ -118,7 +118,8 @@ const atm_layer_kernel_set *atm_layer_kernels(void);
     void atm_atome_conv_forward_##sfx(float *out, const float *u, const float *w, float *scratch,    \
                                       int B, int T, int C, int K);                                   \
     void atm_atome_conv_backward_##sfx(float *du, float *dw, const float *dout, const float *u,     \
-                                       const float *w, float *scratch, int B, int T, int C, int K);  \
+                                       const float *w, float *scratch, int B, int T, int C, int K,   \
+                                       int ld);                                                      \
     void atm_atome_ssm_forward_##sfx(float *s, float *out, const float *u, const float *a_raw,      \
                                      const float *b, const float *c_out, float *scratch, int B,      \
                                      int T, int C);                                                  \
@@ -166,7 +167,7 @@ void atm_atome_ssm_backward_wasm(float *du, float *da_raw, float *db, float *dc,
 void atm_atome_conv_forward_wasm(float *out, const float *u, const float *w, float *scratch,
                                  int B, int T, int C, int K);
 void atm_atome_conv_backward_wasm(float *du, float *dw, const float *dout, const float *u,
-                                  const float *w, float *scratch, int B, int T, int C, int K);
+                                  const float *w, float *scratch, int B, int T, int C, int K, int ld);
 void atm_atome_mix_forward_wasm(float *hout, float *r, const float *hin, const float *const *paths,
                                 int N, int C, int P);
 void atm_atome_mix_backward_wasm(float *drl, float *const *dpaths, const float *dhout, const float *r,

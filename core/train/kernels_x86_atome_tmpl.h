@@ -292,66 +292,66 @@ KX_ATTR void KA(atm_atome_conv_forward)(float *out, const float *u, const float 
 
 /* du of channels i .. (one vector) of sequence b. */
 KA_INLINE void KA(ka_conv_bwd_du)(const int K, const int TAIL, float *du, const float *dout, const float *wT,
-                                  int b, int T, int C, int i, KX_MASK mk) {
+                                  int b, int T, int C, int ld, int i, KX_MASK mk) {
     const int NV = 1;
-    const float *db = dout + (size_t)b * T * C + i;
-    float *dub = du + (size_t)b * T * C + i;
+    const float *db = dout + (size_t)b * T * ld + i;
+    float *dub = du + (size_t)b * T * ld + i;
     KX_V wv[KA_KMAX];
     for (int j = 0; j < K; j++) wv[j] = KA_LD(wT + (size_t)j * C + i, 0);
     int m = 0;
     for (; m + K - 1 < T; m++) {
-        KX_V acc = KA_LD(dub + (size_t)m * C, 0);
-        for (int j = 0; j < K; j++) acc = KX_ADD(acc, KX_MUL(wv[j], KA_LD(db + (size_t)(m + j) * C, 0)));
-        KA_ST(dub + (size_t)m * C, 0, acc);
+        KX_V acc = KA_LD(dub + (size_t)m * ld, 0);
+        for (int j = 0; j < K; j++) acc = KX_ADD(acc, KX_MUL(wv[j], KA_LD(db + (size_t)(m + j) * ld, 0)));
+        KA_ST(dub + (size_t)m * ld, 0, acc);
     }
     for (; m < T; m++) {
-        KX_V acc = KA_LD(dub + (size_t)m * C, 0);
-        for (int j = 0; m + j < T; j++) acc = KX_ADD(acc, KX_MUL(wv[j], KA_LD(db + (size_t)(m + j) * C, 0)));
-        KA_ST(dub + (size_t)m * C, 0, acc);
+        KX_V acc = KA_LD(dub + (size_t)m * ld, 0);
+        for (int j = 0; m + j < T; j++) acc = KX_ADD(acc, KX_MUL(wv[j], KA_LD(db + (size_t)(m + j) * ld, 0)));
+        KA_ST(dub + (size_t)m * ld, 0, acc);
     }
 }
 
 /* The tap gradients of channels i .. (one vector) over sequence b,
  * continuing from dwT and going back there. */
 KA_INLINE void KA(ka_conv_bwd_dw)(const int K, const int TAIL, float *dwT, const float *dout, const float *u,
-                                  int b, int T, int C, int i, KX_MASK mk) {
+                                  int b, int T, int C, int ld, int i, KX_MASK mk) {
     const int NV = 1;
-    const float *db = dout + (size_t)b * T * C + i, *ub = u + (size_t)b * T * C + i;
+    const float *db = dout + (size_t)b * T * ld + i, *ub = u + (size_t)b * T * ld + i;
     KX_V dwv[KA_KMAX];
     for (int j = 0; j < K; j++) dwv[j] = KA_LD(dwT + (size_t)j * C + i, 0);
     int t = 0;
     for (; t < T && t < K - 1; t++) {
-        const KX_V dv = KA_LD(db + (size_t)t * C, 0);
-        for (int j = 0; j <= t; j++) dwv[j] = KX_ADD(dwv[j], KX_MUL(dv, KA_LD(ub + (size_t)(t - j) * C, 0)));
+        const KX_V dv = KA_LD(db + (size_t)t * ld, 0);
+        for (int j = 0; j <= t; j++) dwv[j] = KX_ADD(dwv[j], KX_MUL(dv, KA_LD(ub + (size_t)(t - j) * ld, 0)));
     }
     for (; t < T; t++) {
-        const KX_V dv = KA_LD(db + (size_t)t * C, 0);
-        for (int j = 0; j < K; j++) dwv[j] = KX_ADD(dwv[j], KX_MUL(dv, KA_LD(ub + (size_t)(t - j) * C, 0)));
+        const KX_V dv = KA_LD(db + (size_t)t * ld, 0);
+        for (int j = 0; j < K; j++) dwv[j] = KX_ADD(dwv[j], KX_MUL(dv, KA_LD(ub + (size_t)(t - j) * ld, 0)));
     }
     for (int j = 0; j < K; j++) KA_ST(dwT + (size_t)j * C + i, 0, dwv[j]);
 }
 
 KA_INLINE void KA(ka_conv_bwd_k)(const int K, float *du, float *dwT, const float *dout, const float *u,
-                                 const float *wT, int B, int T, int C) {
+                                 const float *wT, int B, int T, int C, int ld) {
     const KX_MASK all = KX_TAILMASK(KX_VL), mt = KX_TAILMASK(C % KX_VL);
     const int full = C / KX_VL * KX_VL;
     for (int b = 0; b < B; b++) {
         for (int i = 0; i < full; i += KX_VL) {
-            if (du) KA(ka_conv_bwd_du)(K, 0, du, dout, wT, b, T, C, i, all);
-            if (dwT) KA(ka_conv_bwd_dw)(K, 0, dwT, dout, u, b, T, C, i, all);
+            if (du) KA(ka_conv_bwd_du)(K, 0, du, dout, wT, b, T, C, ld, i, all);
+            if (dwT) KA(ka_conv_bwd_dw)(K, 0, dwT, dout, u, b, T, C, ld, i, all);
         }
         if (full < C) {
-            if (du) KA(ka_conv_bwd_du)(K, 1, du, dout, wT, b, T, C, full, mt);
-            if (dwT) KA(ka_conv_bwd_dw)(K, 1, dwT, dout, u, b, T, C, full, mt);
+            if (du) KA(ka_conv_bwd_du)(K, 1, du, dout, wT, b, T, C, ld, full, mt);
+            if (dwT) KA(ka_conv_bwd_dw)(K, 1, dwT, dout, u, b, T, C, ld, full, mt);
         }
     }
 }
 
-#define KA_CONV_CASE(K_) case K_: KA(ka_conv_bwd_k)(K_, du, dwT, dout, u, wT, B, T, C); break;
+#define KA_CONV_CASE(K_) case K_: KA(ka_conv_bwd_k)(K_, du, dwT, dout, u, wT, B, T, C, ld); break;
 KX_ATTR void KA(atm_atome_conv_backward)(float *du, float *dw, const float *dout, const float *u,
-                                         const float *w, float *scratch, int B, int T, int C, int K) {
+                                         const float *w, float *scratch, int B, int T, int C, int K, int ld) {
     if (K < 1 || K > KA_KMAX) {
-        atm_atome_conv_backward_ref(du, dw, dout, u, w, scratch, B, T, C, K);
+        atm_atome_conv_backward_ref(du, dw, dout, u, w, scratch, B, T, C, K, ld);
         return;
     }
     const size_t KC = (size_t)K * C;
@@ -363,7 +363,7 @@ KX_ATTR void KA(atm_atome_conv_backward)(float *du, float *dw, const float *dout
     switch (K) {
         KA_CONV_CASE(1) KA_CONV_CASE(2) KA_CONV_CASE(3) KA_CONV_CASE(4)
         KA_CONV_CASE(5) KA_CONV_CASE(6) KA_CONV_CASE(7) KA_CONV_CASE(8)
-        default: KA(ka_conv_bwd_k)(K, du, dwT, dout, u, wT, B, T, C); break;
+        default: KA(ka_conv_bwd_k)(K, du, dwT, dout, u, wT, B, T, C, ld); break;
     }
     KX_VZEROUPPER();
     if (dw)
