@@ -105,7 +105,7 @@ static int32_t wait_change(int32_t *addr, int32_t v, int32_t *counter) {
 #if !defined(__wasm__)
         /* now and then let a thread that waits for this core run (more
          * threads than free cores): a yield with nobody waiting is ~1 us */
-        if ((i & 2047) == 2047) sched_yield();
+        if ((i & 255) == 255) sched_yield();
 #endif
     }
 #if !defined(__wasm__)
