@@ -10,8 +10,10 @@
 #include "core/train/kernels.h"
 #include "core/train/pool.h"
 #include "core/train/trainer.h"
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the pool itself ---- */
 static int g_hits[ATM_THREADS_MAX];
@@ -26,7 +28,7 @@ static void test_pool(void) {
     CHECK(atm_threads_default() >= 1 && atm_threads_default() <= ATM_THREADS_DEFAULT_CAP);
     for (int th = 1; th <= 4; th++) {
         CHECK(atm_threads_set(th) == th);
-        for (int n = 1; n <= th; n++) {
+        for (int n = 1; n <= ATM_THREADS_MAX; n++) {
             memset(g_hits, 0, sizeof g_hits);
             const int calls = 3000;
             for (int i = 0; i < calls; i++) atm_parallel(count_task, NULL, n);
@@ -35,11 +37,44 @@ static void test_pool(void) {
             CHECKF(ok, "threads %d, %d tasks: a task ran a wrong number of times", th, n);
         }
     }
-    /* more tasks than threads: clamped, each of the threads' tasks once */
+    /* more tasks than ATM_THREADS_MAX: clamped, each of those once */
     atm_threads_set(2);
     memset(g_hits, 0, sizeof g_hits);
-    atm_parallel(count_task, NULL, 5);
-    CHECK(g_hits[0] == 1 && g_hits[1] == 1 && g_hits[2] == 0);
+    atm_parallel(count_task, NULL, ATM_THREADS_MAX + 5);
+    int ok = 1;
+    for (int t = 0; t < ATM_THREADS_MAX; t++) ok &= g_hits[t] == 1;
+    CHECK(ok);
+    atm_threads_set(1);
+}
+
+/* A slow thread's tasks are taken by the others: with 2 threads and 8
+ * tasks, a worker that sleeps 2 ms in every task it runs leaves most of its
+ * range to the caller, which must then run more than its own 4. */
+static pthread_t g_main;
+static int g_by_caller;
+static void slow_worker_task(void *ctx, int t, int n) {
+    (void)ctx;
+    count_task(NULL, t, n);
+    if (!pthread_equal(pthread_self(), g_main)) {
+        struct timespec d = { 0, 2000000 };
+        nanosleep(&d, NULL);
+    } else {
+        g_by_caller++;
+    }
+}
+
+static void test_steal(void) {
+    atm_threads_set(2);
+    g_main = pthread_self();
+    g_by_caller = 0;
+    memset(g_hits, 0, sizeof g_hits);
+    const int calls = 40;
+    for (int i = 0; i < calls; i++) atm_parallel(slow_worker_task, NULL, 8);
+    int ok = 1;
+    for (int t = 0; t < ATM_THREADS_MAX; t++) ok &= g_hits[t] == (t < 8 ? calls : 0);
+    CHECKF(ok, "stealing: a task ran a wrong number of times");
+    CHECKF(g_by_caller > 5 * calls, "stealing: the caller ran %d of %d tasks (its own range is %d)", g_by_caller,
+           8 * calls, 4 * calls);
     atm_threads_set(1);
 }
 
@@ -176,6 +211,7 @@ static void test_training(void) {
 
 int main(void) {
     test_pool();
+    test_steal();
     test_kernels();
     test_training();
     return CHECK_DONE();

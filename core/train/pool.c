@@ -3,11 +3,17 @@
  * One algorithm on a "wait while a word equals a value" primitive: Linux
  * futexes natively, memory.atomic.wait32 / notify in a shared-memory wasm
  * build. The caller publishes a call by bumping `g_gen`, whose low 5 bits
- * carry the task count (so a worker reads the generation and its share in
- * one load: a worker outside the call never reads fn or ctx, which the
- * caller may already be rewriting); the workers of the call count `g_pending`
- * down, the last one wakes the caller. Waits spin ATM_POOL_SPIN rounds before
- * they sleep; a wake is a system call only when someone sleeps. */
+ * carry the number of threads the call uses. Each of those threads has a
+ * range of the call's tasks (`g_rng`, front and back in one word): it takes
+ * tasks from the front of its own range, then, when that is empty, steals
+ * from the back of the others'. So a task runs exactly once, on whichever
+ * thread claims it, and a worker that is late (descheduled, asleep) leaves
+ * its tasks to the threads that are running instead of stalling the call.
+ * A thread reads fn, ctx and the task count only after a successful claim,
+ * which proves the call is still live. Finished tasks count `g_done` up; the
+ * caller returns when all are done (the thread finishing the last one wakes
+ * it if it sleeps). Waits spin ATM_POOL_SPIN rounds before they sleep; a
+ * wake is a system call only when someone sleeps. */
 #if !defined(__wasm__)
 #define _GNU_SOURCE 1
 #endif
@@ -63,9 +69,13 @@ int atm_threads(void);
  * bounce the line the caller publishes on. */
 #define LINE __attribute__((aligned(64)))
 static LINE uint32_t g_gen = 0;           /* counter << 5 | tasks of the call */
-static LINE int32_t g_pending = 0;        /* tasks of the call not yet done (workers') */
+static LINE int32_t g_done = 0;           /* tasks of the call finished */
 static LINE int32_t g_sleepers = 0;       /* workers asleep on g_gen */
-static LINE int32_t g_caller_sleeps = 0;  /* the caller asleep on g_pending */
+static LINE int32_t g_caller_sleeps = 0;  /* the caller asleep on g_done */
+/* Thread i's range of the call's tasks: front << 16 | back (front == back:
+ * empty). Every range is empty between calls. */
+static struct { LINE uint32_t w; } g_rng[ATM_THREADS_MAX];
+static int g_ntasks;
 #if defined(__wasm__)
 /* The wasm caller, once its spin is over, naps in timed waits on a word
  * nobody notifies (see atm_parallel), when its host lets it block. */
@@ -134,17 +144,43 @@ static int32_t wait_change(int32_t *addr, int32_t v, int32_t *counter) {
  * reading g_gen then could take an in-flight call for one already seen. */
 static uint32_t g_start_gen[ATM_THREADS_MAX];
 
+/* A task of the live call for thread `me` of T, or -1: the front of its own
+ * range first, then the back of the others'. */
+static int claim(int me, int T) {
+    for (int k = 0; k < T; k++) {
+        uint32_t *w = &g_rng[(me + k) % T].w;
+        uint32_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+        for (;;) {
+            const uint32_t f = v >> 16, b = v & 0xffffu;
+            if (f >= b) break;
+            const uint32_t nv = k == 0 ? (f + 1u) << 16 | b : f << 16 | (b - 1u);
+            if (__atomic_compare_exchange_n(w, &v, nv, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return (int)(k == 0 ? f : b - 1u);
+        }
+    }
+    return -1;
+}
+
+/* Runs tasks for thread `me` of T until none is left to claim; returns
+ * whether it finished the call's last task. */
+static int run_tasks(int me, int T) {
+    int last = 0, task;
+    while ((task = claim(me, T)) >= 0) {
+        const int n = g_ntasks;
+        g_fn(g_ctx, task, n);
+        if (__atomic_add_fetch(&g_done, 1, __ATOMIC_SEQ_CST) == n) last = 1;
+    }
+    return last;
+}
+
 static void worker_loop(int id) {
     uint32_t seen = g_start_gen[id];
     for (;;) {
         uint32_t g = (uint32_t)wait_change((int32_t *)&g_gen, (int32_t)seen, &g_sleepers);
         seen = g;
-        const int n = (int)(g & 31u);
-        if (id >= n) continue;
-        g_fn(g_ctx, id, n);
-        if (__atomic_sub_fetch(&g_pending, 1, __ATOMIC_SEQ_CST) == 0 &&
-            __atomic_load_n(&g_caller_sleeps, __ATOMIC_SEQ_CST))
-            wake_all(&g_pending);
+        const int T = (int)(g & 31u);
+        if (id >= T) continue;
+        if (run_tasks(id, T) && __atomic_load_n(&g_caller_sleeps, __ATOMIC_SEQ_CST)) wake_all(&g_done);
     }
 }
 
@@ -188,32 +224,43 @@ void atm_pool_caller_naps(int on) { g_caller_naps = on != 0; }
 
 void atm_parallel(atm_task_fn fn, void *ctx, int n) {
     const int t = atm_threads();
-    if (n > t) n = t;
-    if (n <= 1) { fn(ctx, 0, 1); return; }
+    if (n > ATM_THREADS_MAX) n = ATM_THREADS_MAX;
+    if (n <= 1 || t <= 1) {
+        for (int i = 0; i < (n < 1 ? 1 : n); i++) fn(ctx, i, n < 1 ? 1 : n);
+        return;
+    }
     g_calls++;
     g_fn = fn;
     g_ctx = ctx;
-    __atomic_store_n(&g_pending, n - 1, __ATOMIC_RELAXED);
-    uint32_t g = ((__atomic_load_n(&g_gen, __ATOMIC_RELAXED) >> 5) + 1u) << 5 | (uint32_t)n;
+    g_ntasks = n;
+    __atomic_store_n(&g_done, 0, __ATOMIC_RELAXED);
+    const int T = n < t ? n : t;              /* threads of the call; each starts on its own range */
+    for (int i = 0; i < T; i++) {
+        size_t lo, hi;
+        atm_share((size_t)n, i, T, 1, &lo, &hi);
+        __atomic_store_n(&g_rng[i].w, (uint32_t)lo << 16 | (uint32_t)hi, __ATOMIC_RELEASE);
+    }
+    uint32_t g = ((__atomic_load_n(&g_gen, __ATOMIC_RELAXED) >> 5) + 1u) << 5 | (uint32_t)T;
     __atomic_store_n(&g_gen, g, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&g_sleepers, __ATOMIC_SEQ_CST)) wake_all((int32_t *)&g_gen);
-    fn(ctx, 0, n);
-    int32_t left = __atomic_load_n(&g_pending, __ATOMIC_ACQUIRE);
+    run_tasks(0, T);
+    int32_t left = n - __atomic_load_n(&g_done, __ATOMIC_ACQUIRE);
 #if defined(__wasm__)
-    /* In wasm the caller never sleeps on g_pending: with Node 20's V8, a
+    /* In wasm the caller never sleeps on g_done: with Node 20's V8, a
      * memory.atomic.wait32 by the caller, woken by the worker's notify or
      * timed out, left the caller's __stack_pointer at 16 about one run in
      * three (the next call then trapped out of bounds). So it spins, then,
      * where the host says it may (atm_pool_caller_naps: browsers' workers,
      * where 40 of 40 stress runs were clean), naps in short timed waits on
      * a word nobody notifies, so a worker that waits for a core gets it. */
-    for (int i = 0; left != 0 && i < ATM_POOL_SPIN; i++) left = __atomic_load_n(&g_pending, __ATOMIC_ACQUIRE);
+    for (int i = 0; left != 0 && i < ATM_POOL_SPIN; i++) left = n - __atomic_load_n(&g_done, __ATOMIC_ACQUIRE);
     while (left != 0) {
         if (g_caller_naps) __builtin_wasm_memory_atomic_wait32(&g_nap, 0, ATM_POOL_NAP_NS);
-        left = __atomic_load_n(&g_pending, __ATOMIC_ACQUIRE);
+        left = n - __atomic_load_n(&g_done, __ATOMIC_ACQUIRE);
     }
 #else
-    while (left != 0) left = wait_change(&g_pending, left, &g_caller_sleeps);
+    int32_t done = n - left;
+    while (done != n) done = wait_change(&g_done, done, &g_caller_sleeps);
 #endif
 }
 #else
@@ -270,9 +317,10 @@ void atm_par_min_flops(double flops) { g_min_flops = flops < 0 ? ATM_PAR_MIN_FLO
 int atm_par_tasks(double flops) {
     const int t = atm_threads();
     if (t <= 1) return 1;
-    if (g_min_flops <= 0) return t;
+    const int cap = t * ATM_PAR_SPLIT < ATM_THREADS_MAX ? t * ATM_PAR_SPLIT : ATM_THREADS_MAX;
+    if (g_min_flops <= 0) return cap;
     double q = flops / g_min_flops;
-    int n = q >= t ? t : (int)q;
+    int n = q >= cap ? cap : (int)q;
     return n < 1 ? 1 : n;
 }
 

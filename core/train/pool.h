@@ -8,9 +8,13 @@
  * serial. So the bits of a training run do not depend on the thread count
  * (tests/test_pool.c, tests/node/wasm-threads.test.mjs).
  *
- * atm_parallel(fn, ctx, n) runs fn(ctx, i, n) for i = 0..n-1, task 0 on the
- * calling thread and the others on the pool's workers, and returns when all
- * are done. Waiting (workers for work, the caller for the last task) spins
+ * atm_parallel(fn, ctx, n) runs fn(ctx, i, n) for i = 0..n-1 (n <=
+ * ATM_THREADS_MAX), each exactly once, on the calling thread and the pool's
+ * workers, and returns when all are done. Each thread starts on its own
+ * contiguous range of the tasks (thread i of T: the i-th share, so the rows
+ * a task owns stay on one core from call to call), then takes what is left
+ * of the others' ranges, from their backs: a slow or descheduled thread's
+ * tasks are done by the others. Which thread runs a task never changes bits. Waiting (workers for work, the caller for the last task) spins
  * for a few microseconds, then sleeps, so more threads than free cores costs
  * little. One caller at a time (the training thread); not reentrant: a task
  * never calls atm_parallel.
@@ -39,7 +43,7 @@ int atm_threads_default(void);
  * a wasm host has started); returns the count in effect. */
 int atm_threads_set(int n);
 
-/* Runs the n tasks (n <= atm_threads(); n <= 1 runs fn(ctx, 0, 1) inline). */
+/* Runs the n tasks (n <= 1, or one thread: all inline, in order). */
 void atm_parallel(atm_task_fn fn, void *ctx, int n);
 
 /* Calls that ran on more than one thread since the program started (tests
@@ -53,8 +57,11 @@ void *atm_task_scratch(int task, size_t bytes);
 
 /* How many tasks a piece of work of `flops` operations deserves: 1 below
  * ATM_PAR_MIN_FLOPS per task (dispatching costs more than it saves), at most
- * atm_threads(). Never changes bits, only who computes them. */
+ * ATM_PAR_SPLIT per thread (so a thread that finishes early can take part
+ * of a late one's work) and ATM_THREADS_MAX; 1 on one thread. Never changes
+ * bits, only who computes them. */
 #define ATM_PAR_MIN_FLOPS 60000.0
+#define ATM_PAR_SPLIT 1
 int atm_par_tasks(double flops);
 /* Tests: the work per task below which a call stays on one thread (0 splits
  * every call that has more than one piece; a negative value restores
