@@ -385,6 +385,8 @@ const uint8_t atm_ek_pl[512] = { REP256(PL0E), REP256(PL1E) };   /* PL0, then PL
 void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
                            const int32_t *tab, int32_t *out, int add);
 void atm_ek_planes_build_m0(const int16_t *x, uint32_t cols, int32_t *tab);
+void atm_ek_planes_pairs16_m0(const uint8_t *b, uint32_t pairs, uint32_t nbytes, const int32_t *tab,
+                              int32_t *out, int add);
 #endif
 
 void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab) {
@@ -403,7 +405,16 @@ void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab) {
 void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
                         const int32_t *tab, int32_t *out, int add) {
 #ifdef PLANES_ROWS_ASM
-    if (rows > 0 && nbytes > 0 && nbytes % 4u == 0) { atm_ek_planes_rows_m0(b, stride, rows, nbytes, tab, out, add); return; }
+    if (rows > 0 && nbytes > 0 && nbytes % 4u == 0) {
+        if (stride == 16 && nbytes <= 16 && rows >= 2) {        /* 64-column rows: two at a time */
+            const uint32_t pairs = rows / 2;
+            atm_ek_planes_pairs16_m0(b, pairs, nbytes, tab, out, add);
+            if ((rows & 1u) == 0) return;
+            b += 32 * pairs; out += 2 * pairs; rows = 1;
+        }
+        atm_ek_planes_rows_m0(b, stride, rows, nbytes, tab, out, add);
+        return;
+    }
 #endif
     for (uint32_t r = 0; r < rows; r++, b += stride) {
         const uint8_t *t = (const uint8_t *)tab;

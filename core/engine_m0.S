@@ -126,6 +126,126 @@ atm_ek_planes_rows_m0:
     .ltorg
     .size atm_ek_planes_rows_m0, . - atm_ek_planes_rows_m0
 
+/* The bit-plane rows two at a time, for rows 16 bytes apart (64 columns:
+ * every row of the board model):
+ *
+ * void atm_ek_planes_pairs16_m0(const uint8_t *b, uint32_t pairs, uint32_t nbytes,
+ *                               const int32_t *tab, int32_t *out, int add);
+ * pairs >= 1, 4 <= nbytes <= 16 and a multiple of 4: rows 2i and 2i + 1
+ * (at b + 32 i and b + 32 i + 16) as atm_ek_planes_rows_m0 does them. The
+ * two rows share the table walker and the loop, and the second row's bytes
+ * are immediate offsets (#16 + k) from the first's: 15 instructions a pair
+ * of row bytes plus 3 per 4 (8.75 a row byte alone), and one row epilogue
+ * a pair. The second row's sums live in r8 / r9 (ADD takes high registers).
+ *   r0 b   r1 t   r2 s0   r3 s1   r4 v   r5 a   r6 PL0   r7 PL1
+ *   r8 s0'  r9 s1'  r10 32 - nbytes  r11 out  r12 out + 2 pairs  lr tab + 64 nbytes
+ *   [sp] tab */
+    .align 2
+    .global atm_ek_planes_pairs16_m0
+    .type atm_ek_planes_pairs16_m0, %function
+    .thumb_func
+atm_ek_planes_pairs16_m0:
+    push {r4, r5, r6, r7, lr}
+    mov r4, r8
+    mov r5, r9
+    mov r6, r10
+    mov r7, r11
+    push {r4, r5, r6, r7}
+    mov r4, r12
+    push {r4}
+    /* 10 words pushed: out at [sp, #40], add at [sp, #44] */
+    movs r4, r3                 /* tab */
+    ldr r5, [sp, #40]
+    ldr r3, [sp, #44]
+    sub sp, #8
+    str r4, [sp]
+    movs r6, #32
+    subs r6, r6, r2
+    mov r10, r6                 /* 32 - nbytes */
+    lsls r2, r2, #6
+    adds r4, r4, r2
+    mov lr, r4                  /* tab + 64 nbytes */
+    mov r11, r5                 /* out */
+    lsls r1, r1, #3
+    adds r5, r5, r1
+    mov r12, r5                 /* out + 2 pairs */
+    ldr r6, =atm_ek_pl
+    movs r7, r6
+    adds r7, #255
+    adds r7, #1                 /* PL1 = PL0 + 256 */
+    cmp r3, #0
+    bne .Lpadd
+
+    .macro PBYTE2 k
+    ldrb r4, [r0, #\k]
+    ldrb r5, [r6, r4]
+    ldr  r5, [r1, r5]
+    adds r2, r2, r5
+    ldrb r4, [r7, r4]
+    ldr  r4, [r1, r4]
+    adds r3, r3, r4
+    ldrb r4, [r0, #(16 + \k)]
+    ldrb r5, [r6, r4]
+    ldr  r5, [r1, r5]
+    add  r8, r5
+    ldrb r4, [r7, r4]
+    ldr  r4, [r1, r4]
+    add  r9, r4
+    adds r1, #64
+    .endm
+
+    .macro PPAIRS addflag
+1:
+    ldr r1, [sp]
+    movs r2, #0
+    movs r3, #0
+    mov r8, r2
+    mov r9, r2
+2:
+    PBYTE2 0
+    PBYTE2 1
+    PBYTE2 2
+    PBYTE2 3
+    adds r0, #4
+    cmp r1, lr
+    bne 2b
+    lsls r3, r3, #1
+    subs r2, r2, r3             /* the first row's S0 - 2 S1 */
+    mov r4, r8
+    mov r5, r9
+    lsls r5, r5, #1
+    subs r4, r4, r5             /* the second row's */
+    mov r5, r11
+    .if \addflag
+    ldr r3, [r5]
+    adds r2, r2, r3
+    ldr r3, [r5, #4]
+    adds r4, r4, r3
+    .endif
+    stmia r5!, {r2, r4}
+    mov r11, r5
+    add r0, r10
+    cmp r11, r12
+    bne 1b
+    b .Lpdone
+    .endm
+
+    PPAIRS 0
+.Lpadd:
+    PPAIRS 1
+.Lpdone:
+    add sp, #8
+    pop {r4}
+    mov r12, r4
+    pop {r4, r5, r6, r7}
+    mov r8, r4
+    mov r9, r5
+    mov r10, r6
+    mov r11, r7
+    pop {r4, r5, r6, r7, pc}
+    .ltorg
+    .size atm_ek_planes_pairs16_m0, . - atm_ek_planes_pairs16_m0
+
 /* ---- the residual update and the logit scale ----------------------------
  * void atm_ek_addsc_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
  * void atm_ek_scale_m0(int32_t *v, int n, int32_t mul, int s);

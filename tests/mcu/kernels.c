@@ -264,6 +264,46 @@ static int test_planes(void) {
             }
     return report("planes_rows_m0", cases, bad) | report("planes_build_m0", cases, bad_t);
 }
+
+void atm_ek_planes_pairs16_m0(const uint8_t *b, uint32_t pairs, uint32_t nbytes, const int32_t *tab,
+                              int32_t *out, int add);
+/* the two-row Thumb-1 loop (rows 16 bytes apart) against atm_ek_matvec_ref:
+ * whole 64-column rows, and 16-, 32- and 48-column chunks of them (the rest
+ * added by the one-row loop), at odd addresses, every value pattern; the
+ * words after the pairs' outputs stay untouched */
+static int test_pairs16(void) {
+    static const uint32_t pairss[] = { 1, 2, 3, 8 };
+    uint32_t cases = 0, bad = 0;
+    for (unsigned pi = 0; pi < sizeof pairss / sizeof pairss[0]; pi++)
+        for (uint32_t h = 4; h <= 16; h += 4)
+            for (int p = 0; p < 4; p++) {
+                const uint32_t pairs = pairss[pi], rows = 2 * pairs, cols = 64, nb = 16;
+                uint8_t *b = WBUF + (p & 1);
+                fill_rows(b, rows * nb, p);
+                for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, 32767);
+                atm_ek_matvec_ref(b, rows, cols, XV, REF);
+                memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                atm_ek_planes_build(XV, 4 * h, TAB);
+                atm_ek_planes_pairs16_m0(b, pairs, h, TAB, GOT, 0);
+                if (h < nb) {
+                    atm_ek_planes_build(XV + 4 * h, cols - 4 * h, TAB);
+                    atm_ek_planes_rows_m0(b + h, nb, rows, nb - h, TAB, GOT, 1);
+                }
+                bad += memcmp(REF, GOT, rows * sizeof(int32_t)) != 0 || GOT[rows] != 0x5A5A5A5A;
+                cases++;
+                /* the other way round: the pairs add the second chunk */
+                if (h < nb) {
+                    memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                    atm_ek_planes_build(XV, cols - 4 * h, TAB);
+                    atm_ek_planes_rows_m0(b, nb, rows, nb - h, TAB, GOT, 0);
+                    atm_ek_planes_build(XV + cols - 4 * h, 4 * h, TAB);
+                    atm_ek_planes_pairs16_m0(b + nb - h, pairs, h, TAB, GOT, 1);
+                    bad += memcmp(REF, GOT, rows * sizeof(int32_t)) != 0 || GOT[rows] != 0x5A5A5A5A;
+                    cases++;
+                }
+            }
+    return report("planes_pairs16_m0", cases, bad);
+}
 #endif
 
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
@@ -503,6 +543,7 @@ int mcu_main(void) {
     bss_pad[0] = rng;
 #if defined(__ARM_ARCH_6M__)
     fail |= test_planes();
+    fail |= test_pairs16();
     fail |= test_smull();
 #endif
     fail |= test_elementwise();
