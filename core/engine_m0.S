@@ -374,6 +374,133 @@ atm_ek_addsc_m0:
     .word 0x3FFFFFFF
     .size atm_ek_addsc_m0, . - atm_ek_addsc_m0
 
+/* The same for a 16-bit multiplier, where two products do:
+ * void atm_ek_addsc16_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+ *   0 <= mul < 2^16, 17 <= s <= 31, n >= 1 (the SSM's update: mul is the
+ *   router weight). v = vh 2^16 + vl (vl unsigned) and 2^(s-1) = H 2^16, so
+ *   r = (vh mul + H + (vl mul >> 16)) >> (s - 16) exactly (floor of a floor),
+ *   every term and the sum within int32; |r| <= 2^30, so x + r does not
+ *   overflow before the clamp. 18 instructions an element.
+ *   r0 x   r1 v   r2 end of x   r3 mul   r4 r5 scratch   r6 limit   r7 s - 16
+ *   r12 H */
+    .align 2
+    .global atm_ek_addsc16_m0
+    .type atm_ek_addsc16_m0, %function
+    .thumb_func
+atm_ek_addsc16_m0:
+    push {r4, r5, r6, r7, lr}
+    ldr  r7, [sp, #20]        /* s */
+    subs r7, #16
+    movs r4, #1
+    subs r5, r7, #1
+    lsls r4, r5
+    mov  r12, r4              /* H = 2^(s-17) */
+    lsls r2, r2, #2
+    adds r2, r0, r2
+    ldr  r6, .Llim16
+1:
+    ldm  r1!, {r4}
+    uxth r5, r4
+    asrs r4, r4, #16
+    muls r4, r3
+    muls r5, r3
+    lsrs r5, r5, #16
+    adds r4, r4, r5
+    add  r4, r12
+    asrs r4, r7
+    ldr  r5, [r0]
+    adds r4, r4, r5
+    cmp  r4, r6
+    bgt  5f
+    cmn  r4, r6
+    blt  6f
+4:
+    stm  r0!, {r4}
+    cmp  r0, r2
+    bne  1b
+    pop  {r4, r5, r6, r7, pc}
+5:  movs r4, r6
+    b    4b
+6:  rsbs r4, r6, #0
+    b    4b
+    .align 2
+.Llim16:
+    .word 0x3FFFFFFF
+    .size atm_ek_addsc16_m0, . - atm_ek_addsc16_m0
+
+/* void atm_ek_scale16_m0(int32_t *v, int n, int32_t mul, int s);
+ *   0 <= mul < 2^16, 2 <= s <= 16, n >= 1 (the logit scale: mul is the
+ *   output head's 16-bit mantissa). With k = 16 - s, r = (vh mul << k) +
+ *   ((vl mul + 2^(s-1)) >> s) exactly, the second term below 2^30. When
+ *   vh mul << k leaves int32, or the sum overflows, r is beyond the clamp on
+ *   the side of vh's sign (of +: the second term is >= 0). 24 instructions
+ *   an element.
+ *   r0 v   r1 scratch   r2 mul   r3 s   r4-r6 scratch   r7 k   r8 2^(s-1)
+ *   r9 limit   r10 -limit   lr end of v */
+    .align 2
+    .global atm_ek_scale16_m0
+    .type atm_ek_scale16_m0, %function
+    .thumb_func
+atm_ek_scale16_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    mov  r5, r9
+    mov  r6, r10
+    push {r4, r5, r6}
+    movs r7, #16
+    subs r7, r7, r3           /* k */
+    movs r4, #1
+    subs r5, r3, #1
+    lsls r4, r5
+    mov  r8, r4               /* 2^(s-1) */
+    ldr  r4, .Llim16b
+    mov  r9, r4
+    rsbs r4, r4, #0
+    mov  r10, r4
+    lsls r1, r1, #2
+    adds r1, r0, r1
+    mov  lr, r1
+1:
+    ldr  r4, [r0]
+    uxth r5, r4
+    asrs r4, r4, #16
+    muls r4, r2               /* vh mul */
+    muls r5, r2               /* vl mul, unsigned */
+    add  r5, r8
+    lsrs r5, r3
+    movs r6, r4
+    lsls r6, r7
+    movs r1, r6
+    asrs r1, r7
+    cmp  r1, r4
+    bne  7f                   /* vh mul << k beyond int32 */
+    adds r6, r6, r5
+    bvs  5f
+    cmp  r6, r9
+    bgt  5f
+    cmp  r6, r10
+    blt  6f
+4:
+    stm  r0!, {r6}
+    cmp  r0, lr
+    bne  1b
+    pop  {r4, r5, r6}
+    mov  r8, r4
+    mov  r9, r5
+    mov  r10, r6
+    pop  {r4, r5, r6, r7, pc}
+5:  mov  r6, r9
+    b    4b
+6:  mov  r6, r10
+    b    4b
+7:  cmp  r4, #0
+    bge  5b
+    b    6b
+    .align 2
+.Llim16b:
+    .word 0x3FFFFFFF
+    .size atm_ek_scale16_m0, . - atm_ek_scale16_m0
+
     .align 2
     .global atm_ek_scale_m0
     .type atm_ek_scale_m0, %function

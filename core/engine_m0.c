@@ -158,12 +158,19 @@ static inline int64_t mulsh(int32_t v, uint32_t ml, int32_t mh, uint32_t half, i
 #define ADDSC_ASM 1
 void atm_ek_addsc_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
 void atm_ek_scale_m0(int32_t *v, int n, int32_t mul, int s);
+/* and for 0 <= mul < 2^16 in two products: 18 (addsc, 17 <= s <= 31) and
+ * 24 (scale, 2 <= s <= 16) instructions an element */
+void atm_ek_addsc16_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+void atm_ek_scale16_m0(int32_t *v, int n, int32_t mul, int s);
 #endif
 
 void atm_ek_addsc_i32(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
     if (s < 1 || s > 31) { atm_ek_addsc_ref(x, v, n, mul, s); return; }
 #ifdef ADDSC_ASM
-    if (n > 0) atm_ek_addsc_m0(x, v, n, mul, s);
+    if (n > 0) {
+        if (mul >= 0 && mul < 65536 && s >= 17) atm_ek_addsc16_m0(x, v, n, mul, s);
+        else atm_ek_addsc_m0(x, v, n, mul, s);
+    }
     return;
 #endif
     const uint32_t ml = (uint32_t)mul & 0xFFFFu, half = (uint32_t)1 << (s - 1);
@@ -175,7 +182,10 @@ void atm_ek_addsc_i32(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
 void atm_ek_scale_i32(int32_t *v, int n, int32_t mul, int s) {
     if (s < 1 || s > 31) { atm_ek_scale_ref(v, n, mul, s); return; }
 #ifdef ADDSC_ASM
-    if (n > 0) atm_ek_scale_m0(v, n, mul, s);
+    if (n > 0) {
+        if (mul >= 0 && mul < 65536 && s >= 2 && s <= 16) atm_ek_scale16_m0(v, n, mul, s);
+        else atm_ek_scale_m0(v, n, mul, s);
+    }
     return;
 #endif
     const uint32_t ml = (uint32_t)mul & 0xFFFFu, half = (uint32_t)1 << (s - 1);

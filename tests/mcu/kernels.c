@@ -85,7 +85,7 @@ extern uint8_t __arena_start[], __arena_end[];
 #define ES   ((int32_t *)(void *)EK)                             /* scratch words (EK is refilled before its own use) */
 static int test_elementwise(void) {
     static const int lens[] = { 1, 2, 3, 7, 16, 17, 64, 65, 256 };
-    uint32_t cases = 0, bad_a = 0, bad_s = 0, bad_l = 0, bad_m = 0, bad_3 = 0;
+    uint32_t cases = 0, bad_a = 0, bad_s = 0, bad_l = 0, bad_m = 0, bad_3 = 0, cases16 = 0, bad_a16 = 0, bad_s16 = 0;
     for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++)
         for (int p = 0; p < 4; p++) {
             const int n = lens[li];
@@ -107,6 +107,23 @@ static int test_elementwise(void) {
                 atm_ek_scale_m3(EX1, n, mul, sh);
                 bad_3 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
                 cases++;
+            }
+            /* 16-bit multipliers (the SSM's router weight, the logit scale's
+             * mantissa: the two-product kernels of the M0), v to INT32_MIN */
+            for (int sh = 1; sh <= 31; sh++) {
+                const int32_t mul = p == 1 ? 65535 : (p == 2 ? (sh & 1) : (int32_t)(rnd32() >> 16) >> (sh % 9));
+                for (int i = 0; i < n; i++) {
+                    EX0[i] = EX1[i] = ES[i] = pick(p, (uint32_t)i, X_L);
+                    EV[i] = i % 5 == 4 ? INT32_MIN : pick(p == 3 ? 0 : p, (uint32_t)i, INT32_MAX) >> (i % 3 * 7);
+                }
+                atm_ek_addsc_ref(EX0, EV, n, mul, sh);
+                atm_ek_addsc_i32(EX1, EV, n, mul, sh);
+                bad_a16 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                for (int i = 0; i < n; i++) EX0[i] = EX1[i] = EV[i];
+                atm_ek_scale_ref(EX0, n, mul, sh);
+                atm_ek_scale_i32(EX1, n, mul, sh);
+                bad_s16 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                cases16++;
             }
             static const int sgs[] = { 1, 10, 16, 17, 18, 30, 31, 33, 46, 47, 62 };
             static const int sbs[] = { -16, -15, -14, -6, -1, 0, 1, 9, 19, 30 };
@@ -203,6 +220,8 @@ static int test_elementwise(void) {
     int fail = report("addsc_i32", cases, bad_a);
     fail |= report("conv_m0", cases_c, bad_c);
     fail |= report("scale_i32", cases, bad_s);
+    fail |= report("addsc_i32_mul16", cases16, bad_a16);
+    fail |= report("scale_i32_mul16", cases16, bad_s16);
     fail |= report("ln_out_ssm_i32", cases, bad_l);
     fail |= report("mix_dots_m0", cases, bad_m);
     fail |= report("elementwise_m3", cases, bad_3);
