@@ -161,6 +161,8 @@ void atm_ek_scale_m0(int32_t *v, int n, int32_t mul, int s);
 /* and for 0 <= mul < 2^16 in two products: 18 (addsc, 17 <= s <= 31) and
  * 24 (scale, 2 <= s <= 16) instructions an element */
 void atm_ek_addsc16_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
+/* any mul, 17 <= s <= 31: two products where v fits int16, else MULSH */
+void atm_ek_addscv_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
 void atm_ek_scale16_m0(int32_t *v, int n, int32_t mul, int s);
 #endif
 
@@ -169,6 +171,7 @@ void atm_ek_addsc_i32(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
 #ifdef ADDSC_ASM
     if (n > 0) {
         if (mul >= 0 && mul < 65536 && s >= 17) atm_ek_addsc16_m0(x, v, n, mul, s);
+        else if (s >= 17) atm_ek_addscv_m0(x, v, n, mul, s);
         else atm_ek_addsc_m0(x, v, n, mul, s);
     }
     return;

@@ -85,7 +85,7 @@ extern uint8_t __arena_start[], __arena_end[];
 #define ES   ((int32_t *)(void *)EK)                             /* scratch words (EK is refilled before its own use) */
 static int test_elementwise(void) {
     static const int lens[] = { 1, 2, 3, 7, 16, 17, 64, 65, 256 };
-    uint32_t cases = 0, bad_a = 0, bad_s = 0, bad_l = 0, bad_m = 0, bad_3 = 0, cases16 = 0, bad_a16 = 0, bad_s16 = 0;
+    uint32_t cases = 0, bad_a = 0, bad_s = 0, bad_l = 0, bad_m = 0, bad_3 = 0, cases16 = 0, bad_a16 = 0, bad_s16 = 0, casesv = 0, bad_av = 0;
     for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++)
         for (int p = 0; p < 4; p++) {
             const int n = lens[li];
@@ -124,6 +124,19 @@ static int test_elementwise(void) {
                 atm_ek_scale_i32(EX1, n, mul, sh);
                 bad_s16 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
                 cases16++;
+            }
+            /* 31-bit multipliers with v often within int16 (the M0's short way) */
+            for (int sh = 17; sh <= 31; sh++) {
+                const int32_t mul = p == 1 ? INT32_MAX : (p == 2 ? -INT32_MAX : (int32_t)rnd32() >> (sh % 7));
+                for (int i = 0; i < n; i++) {
+                    EX0[i] = EX1[i] = pick(p, (uint32_t)i, X_L);
+                    EV[i] = i % 4 == 3 ? pick(p, (uint32_t)i, INT32_MAX) : (i % 4 == 2 ? (p & 1 ? -32768 : 32767)
+                                                                         : pick(p == 3 ? 0 : p, (uint32_t)i, 32767));
+                }
+                atm_ek_addsc_ref(EX0, EV, n, mul, sh);
+                atm_ek_addsc_i32(EX1, EV, n, mul, sh);
+                bad_av += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                casesv++;
             }
             static const int sgs[] = { 1, 10, 16, 17, 18, 30, 31, 33, 46, 47, 62 };
             static const int sbs[] = { -16, -15, -14, -6, -1, 0, 1, 9, 19, 30 };
@@ -222,6 +235,7 @@ static int test_elementwise(void) {
     fail |= report("scale_i32", cases, bad_s);
     fail |= report("addsc_i32_mul16", cases16, bad_a16);
     fail |= report("scale_i32_mul16", cases16, bad_s16);
+    fail |= report("addsc_i32_v16", casesv, bad_av);
     fail |= report("ln_out_ssm_i32", cases, bad_l);
     fail |= report("mix_dots_m0", cases, bad_m);
     fail |= report("elementwise_m3", cases, bad_3);
