@@ -1066,3 +1066,114 @@ atm_ek_lnout_m0:
     pop  {r4, r5, r6, r7, pc}
     .ltorg
     .size atm_ek_lnout_m0, . - atm_ek_lnout_m0
+
+/* ---- attention's mix ------------------------------------------------------
+ * void atm_ek_mix4_m0(const int32_t *w, const int32_t *idx, const int8_t *base,
+ *                     int n, int d, int32_t *out);
+ * out[c] = sum_i w[i] base[idx[i] d + c] (twin atm_ek_mix_ref) for n >= 1,
+ * d >= 4 a multiple of 4 and base word aligned. The (weight, row) pairs of
+ * up to 8 positions at a time go to the stack; then four output columns at
+ * a time sit in r6, r7, r8, r9 while the pairs are walked: one LDM for the
+ * pair, one word load for its four values, and per value a sign extension
+ * (one or two instructions), a MULS and an ADD: 18 instructions a pair
+ * (4.5 a product; the C loop it replaces spilled: 6.4). The sums are exact
+ * int32 sums (the order of the positions does not matter).
+ *   r0 four values   r1 a value   r2 weight   r3 row   r4 pair walker
+ *   r5 column offset   r10 the pairs' end   r11 out walker
+ *   [sp] w   [sp, #4] idx   [sp, #8] positions left   [sp, #12] base
+ *   [sp, #16] the pairs (64 bytes)   [sp, #120] d   [sp, #124] out */
+    .align 2
+    .global atm_ek_mix4_m0
+    .type atm_ek_mix4_m0, %function
+    .thumb_func
+atm_ek_mix4_m0:
+    MS_PUSH
+    sub  sp, #80
+    str  r0, [sp]
+    str  r1, [sp, #4]
+    str  r3, [sp, #8]
+    str  r2, [sp, #12]
+    ldr  r0, [sp, #124]           /* out */
+    ldr  r1, [sp, #120]           /* d */
+    lsls r1, r1, #2
+    adds r1, r0, r1
+    movs r2, #0
+    movs r3, #0
+    movs r4, #0
+    movs r5, #0
+1:                                /* out = 0 */
+    stm  r0!, {r2, r3, r4, r5}
+    cmp  r0, r1
+    bne  1b
+2:                                /* the next (up to) 8 positions */
+    ldr  r3, [sp, #8]
+    cmp  r3, #8
+    ble  3f
+    movs r3, #8
+3:
+    ldr  r2, [sp, #8]
+    subs r2, r2, r3
+    str  r2, [sp, #8]
+    ldr  r0, [sp]
+    ldr  r1, [sp, #4]
+    ldr  r2, [sp, #120]
+    ldr  r7, [sp, #12]
+    add  r4, sp, #16
+4:                                /* pairs: (w[i], base + idx[i] d) */
+    ldm  r0!, {r5}
+    ldm  r1!, {r6}
+    muls r6, r2
+    adds r6, r6, r7
+    stm  r4!, {r5, r6}
+    subs r3, #1
+    bne  4b
+    str  r0, [sp]
+    str  r1, [sp, #4]
+    mov  r10, r4
+    ldr  r0, [sp, #124]
+    mov  r11, r0
+    movs r5, #0
+5:                                /* four columns */
+    mov  r0, r11
+    ldm  r0!, {r1, r2, r3, r4}
+    movs r6, r1
+    movs r7, r2
+    mov  r8, r3
+    mov  r9, r4
+    add  r4, sp, #16
+6:
+    ldm  r4!, {r2, r3}
+    ldr  r0, [r3, r5]
+    sxtb r1, r0
+    muls r1, r2
+    adds r6, r6, r1
+    lsls r1, r0, #16
+    asrs r1, r1, #24
+    muls r1, r2
+    adds r7, r7, r1
+    lsls r1, r0, #8
+    asrs r1, r1, #24
+    muls r1, r2
+    add  r8, r1
+    asrs r1, r0, #24
+    muls r1, r2
+    add  r9, r1
+    cmp  r4, r10
+    bne  6b
+    mov  r0, r11
+    movs r1, r6
+    movs r2, r7
+    mov  r3, r8
+    mov  r4, r9
+    stm  r0!, {r1, r2, r3, r4}
+    mov  r11, r0
+    adds r5, #4
+    ldr  r0, [sp, #120]
+    cmp  r5, r0
+    bne  5b
+    ldr  r3, [sp, #8]
+    cmp  r3, #0
+    bne  2b
+    add  sp, #80
+    MS_POP
+    .size atm_ek_mix4_m0, . - atm_ek_mix4_m0

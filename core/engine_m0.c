@@ -96,8 +96,14 @@ static inline uint32_t ld32(const int8_t *p) { return *(const u32_alias *)(const
 /* atm_ek_mix_ref: four output columns at a time, the rows' words summed
  * with their weights in four registers (no stack arrays: the micro:bit's
  * stack is nearly full where attention runs) */
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+void atm_ek_mix4_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);   /* engine_m0.S */
+#endif
 void atm_ek_mix_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out) {
     if ((((uintptr_t)base | (uint32_t)d) & 3u) != 0) { atm_ek_mix_ref(w, idx, base, n, d, out); return; }
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    if (n >= 1 && d >= 4) { atm_ek_mix4_m0(w, idx, base, n, d, out); return; }
+#endif
     for (int c = 0; c < d; c += 4) {
         int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
         const int8_t *col = base + c;

@@ -200,8 +200,9 @@ static int test_elementwise(void) {
                         if (p == 2 || (p == 3 && (i & 1))) EV[i] = -EV[i];
                     }
                     atm_ek_mix_ref(EV, EX0 + 128, EK, n, d, EX0);
+                    EX1[d] = 0x5A5A5A5A;
                     atm_ek_mix_m0(EV, EX0 + 128, EK, n, d, EX1);
-                    bad_m += memcmp(EX0, EX1, (size_t)d * 4) != 0;
+                    bad_m += memcmp(EX0, EX1, (size_t)d * 4) != 0 || EX1[d] != 0x5A5A5A5A;
                     for (int i = 0; i < d; i++) EU0[i] = (int16_t)pick(p, (uint32_t)i, 32767);
                     const int nk = rows < n ? rows : n;
                     atm_ek_dots_ref(EU0, EK, d, nk, EX0);
