@@ -837,7 +837,14 @@ static void add_scaled(const kset *ks, int32_t *x, const int32_t *v, int n, cons
 
 /* floor(a / b + 1/2) for b >= 1; in 32-bit arithmetic where a and b fit
  * (the usual case: libgcc's 64-bit division is a long routine on the M0) */
+#if defined(__ARM_ARCH_6M__)
+#define NO_HW_DIV 1   /* the Cortex-M0 divides in libgcc: a power of two (d = 64) shifts instead */
+#else
+#define NO_HW_DIV 0
+#endif
 static int64_t div_round(int64_t a, int64_t b) {
+    if (NO_HW_DIV && b > 0 && (b & (b - 1)) == 0 && a > -((int64_t)1 << 62) && a < ((int64_t)1 << 62))
+        return atm_asr64(a + b / 2, atm_bitlen32((uint32_t)b) - 1);
     if (a > -((int64_t)1 << 30) && a < ((int64_t)1 << 30) && b < (1 << 16)) {
         const int32_t a2 = (int32_t)a + (int32_t)b / 2, q = a2 / (int32_t)b;
         return a2 - q * (int32_t)b < 0 ? q - 1 : q;
@@ -872,8 +879,11 @@ static void layernorm(const kset *ks, const int32_t *x, int d, int fx, const tvi
     /* y = (x - mean) * 2^-k, floor for k > 0: -2^15 <= y < 2^15 fits int16 (kept in u) */
     const int k = atm_bitlen32(maxabs) - 15;
     const int64_t vs = ks->ln_center(x, d, mean, k, u);
-    uint64_t var = (uint64_t)vs < ((uint64_t)1 << 31)
+    /* var = round(vs / d); a 64-bit division is a libgcc call everywhere but x86 and wasm64 */
+    const int pow2 = (d & (d - 1)) == 0 && (uint64_t)vs < ((uint64_t)1 << 62);
+    uint64_t var = (uint64_t)vs < ((uint64_t)1 << 31) && !(NO_HW_DIV && pow2)
                  ? (uint64_t)(((uint32_t)vs + (uint32_t)d / 2) / (uint32_t)d)
+                 : pow2 ? ((uint64_t)vs + (uint64_t)d / 2) >> (atm_bitlen32((uint32_t)d) - 1)
                  : ((uint64_t)vs + (uint64_t)d / 2) / (uint64_t)d;
     /* eps in units of y^2: 1e-5 * 2^(2 (fx - k)) = EPS_Q32 * 2^(2 (fx - k) - 32) */
     const int e2 = 2 * (fx - k) - 32;
