@@ -12,11 +12,22 @@
 
 static const int32_t X_LIM = (1 << 30) - 1;   /* as engine.c: the residual / state clamp */
 
+/* clamp(v, +-X_LIM): on the M3 one SSAT to [-2^30, 2^30 - 1] and the low end
+ * moved up by one */
+static inline int32_t clamp31(int32_t v) {
+#if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
+    int32_t r;
+    __asm__("ssat %0, #31, %1" : "=r"(r) : "r"(v));
+    return r + (r == -(1 << 30));
+#else
+    return v > X_LIM ? X_LIM : (v < -X_LIM ? -X_LIM : v);
+#endif
+}
+
 /* clamp(H:L, +-X_LIM) for a 64-bit value given as its two words */
 static inline int32_t clamp_hl(uint32_t L, int32_t H) {
     if (H != ((int32_t)L >> 31)) return H < 0 ? -X_LIM : X_LIM;
-    const int32_t v = (int32_t)L;
-    return v > X_LIM ? X_LIM : (v < -X_LIM ? -X_LIM : v);
+    return clamp31((int32_t)L);
 }
 
 /* (p + 2^(s-1)) >> s for 1 <= s <= 31 as two words: p = v * mul + half */
@@ -27,6 +38,20 @@ static inline int32_t clamp_hl(uint32_t L, int32_t H) {
 /* atm_ek_addsc_ref for 1 <= s <= 31 (|x| <= X_LIM, as the engine keeps it) */
 void atm_ek_addsc_m3(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
     if (s < 1 || s > 31) { atm_ek_addsc_ref(x, v, n, mul, s); return; }
+    if (mul >= 0 && mul < 65536 && s >= 17) {
+        /* a 16-bit multiplier (the SSM's router weight): v = 2^16 vh + vl
+         * (vl unsigned), 2^(s-1) = 2^16 H, so the rounded quotient is
+         * (vh mul + H + (vl mul >> 16)) >> (s - 16), every term within int32
+         * and |r| <= 2^30, so x + r fits too */
+        const int32_t H = (int32_t)1 << (s - 17);
+        const int sh = s - 16;
+        for (int c = 0; c < n; c++) {
+            const int32_t vv = v[c];
+            const int32_t r = ((vv >> 16) * mul + H + (int32_t)((((uint32_t)vv & 0xFFFFu) * (uint32_t)mul) >> 16)) >> sh;
+            x[c] = clamp31(x[c] + r);
+        }
+        return;
+    }
     const int64_t half = (int64_t)1 << (s - 1);
     const int sl = 32 - s;
     for (int c = 0; c < n; c++) {

@@ -109,7 +109,8 @@ static int test_elementwise(void) {
                 cases++;
             }
             /* 16-bit multipliers (the SSM's router weight, the logit scale's
-             * mantissa: the two-product kernels of the M0), v to INT32_MIN */
+             * mantissa: the two-product kernels of the M0 and the M3 set's
+             * addsc), v to INT32_MIN */
             for (int sh = 1; sh <= 31; sh++) {
                 const int32_t mul = p == 1 ? 65535 : (p == 2 ? (sh & 1) : (int32_t)(rnd32() >> 16) >> (sh % 9));
                 for (int i = 0; i < n; i++) {
@@ -118,6 +119,9 @@ static int test_elementwise(void) {
                 }
                 atm_ek_addsc_ref(EX0, EV, n, mul, sh);
                 atm_ek_addsc_i32(EX1, EV, n, mul, sh);
+                bad_a16 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                for (int i = 0; i < n; i++) EX1[i] = ES[i];
+                atm_ek_addsc_m3(EX1, EV, n, mul, sh);
                 bad_a16 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
                 for (int i = 0; i < n; i++) EX0[i] = EX1[i] = EV[i];
                 atm_ek_scale_ref(EX0, n, mul, sh);
