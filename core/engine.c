@@ -84,20 +84,22 @@ static const int8_t T5[256][8] = { REP256(T5ROW) };
 /* Trits [first, first + n) (n <= CH) of a payload; returns a pointer into
  * buf[BUF] where they start (ATOME02 copies write up to 3 entries past the
  * last decoded byte: skip 4 + CH + 4 + 3 < BUF). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "decode() stores T2W's words as little-endian bytes"
+#endif
+/* decode()'s buffers are word arrays (ATOME01 stores a word per byte) */
+#define DECODE_BUF(name, n) uint32_t name##_w[((n) + 3) / 4]; int8_t *const name = (int8_t *)(void *)name##_w
 static const int8_t *decode(const uint8_t *p, int enc, uint32_t first, int n, int8_t *buf) {
     int skip, nbytes;
     if (enc == ATM_ENC_ATOME01) {
         const uint8_t *b = p + (first >> 2);
         skip = (int)(first & 3u);
         nbytes = (skip + n + 3) >> 2;
-        for (int i = 0; i < nbytes; i++) {
-            /* the bytes of one word: GCC and clang merge the stores into
-             * one where unaligned stores are allowed (x86, Cortex-M3) */
-            const uint32_t w = T2W[b[i]];
-            int8_t *o = buf + 4 * i;
-            o[0] = (int8_t)(uint8_t)w; o[1] = (int8_t)(uint8_t)(w >> 8);
-            o[2] = (int8_t)(uint8_t)(w >> 16); o[3] = (int8_t)(uint8_t)(w >> 24);
-        }
+        /* one word store a byte (buf is a word array, see DECODE_BUF; the
+         * trits are read through int8_t, which may alias anything; T2W's
+         * words are little-endian, as every target is) */
+        uint32_t *o = (uint32_t *)(void *)buf;
+        for (int i = 0; i < nbytes; i++) o[i] = T2W[b[i]];
     } else {
         uint32_t j = first / 5u;
         const uint8_t *b = p + j;
@@ -629,7 +631,7 @@ static void matvec(const tview *T, int enc, uint32_t rows, uint32_t cols,
         if (skip >= 5u) { skip -= 5u; b++; }
     }
 #else
-    int8_t buf[BUF];
+    DECODE_BUF(buf, BUF);
     if (cols == CH) {
         for (uint32_t r = 0; r < rows; r++) out[r] = dot_full(decode(T->data, enc, r * CH, CH, buf), x);
         return;
@@ -689,7 +691,7 @@ int32_t atm_ek_rowdot(const uint8_t *b, int skip, int n, const int16_t *x, int e
 
 /* Its plain-C twin: the trits through decode() in chunks of CH, dotted. */
 int32_t atm_ek_rowdot_ref(const uint8_t *b, int skip, int n, const int16_t *x, int enc) {
-    int8_t buf[BUF];
+    DECODE_BUF(buf, BUF);
     int32_t acc = 0;
     for (int c = 0; c < n; c += CH) {
         const int m = n - c < CH ? n - c : CH;
@@ -1084,11 +1086,11 @@ static void conv_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
     const int d = m->cfg.d_model, K = m->cfg.kernel, kh = K - 1;
     const tview C = tensor(m, ATM_T_CONV, l);
 #ifdef ATM_EK_X86
-    int8_t buf[CONV_CH_X86 + 16];
+    DECODE_BUF(buf, CONV_CH_X86 + 16);
 #elif defined(ATM_KS_M3)
-    int8_t buf[CONV_CH_M3 + 16];
+    DECODE_BUF(buf, CONV_CH_M3 + 16);
 #else
-    int8_t buf[BUF];
+    DECODE_BUF(buf, BUF);
 #endif
     int8_t *ring = e->ring + (size_t)l * (size_t)kh * (size_t)d;
     uint8_t *rexp = e->ringexp + (size_t)l * (size_t)kh;
@@ -1301,7 +1303,7 @@ const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
     {
         const tview T = tensor(m, ATM_T_EMBED, 0);
         const int64_t me = atm_clamp32(atm_rnd64(T.mant, T.exp - c->fx), X_LIM);
-        int8_t buf[BUF];
+        DECODE_BUF(buf, BUF);
         for (int i = 0; i < d; i += CH) {
             int nn = d - i < CH ? d - i : CH;
             const int8_t *t = decode(T.data, enc, (uint32_t)byte * (uint32_t)d + (uint32_t)i, nn, buf);
