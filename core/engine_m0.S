@@ -378,7 +378,7 @@ atm_ek_addsc_m0:
  * multipliers are 31-bit): an element whose v fits int16 (about half of
  * them in the board model) takes two products, v = v mh 2^16 + v ml with
  * ml unsigned: r = (v mh + H + (v ml >> 16)) >> (s - 16), H = 2^(s-17),
- * exact and within int32 (|v mh| < 2^30, |v ml| < 2^31); the others take
+ * exact and within int32 (|v mh| <= 2^30, |v ml| < 2^31); the others take
  * MULSH. 25 instructions an element on the short way, 48 on the long.
  * void atm_ek_addscv_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
  *   [sp] H   [sp, #4] s - 16   (registers as atm_ek_addsc_m0) */

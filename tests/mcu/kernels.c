@@ -129,6 +129,24 @@ static int test_elementwise(void) {
                 bad_s16 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
                 cases16++;
             }
+            /* the logit scale's sum just past int32: vh mul 2^(16 - s) just
+             * under 2^31 (or over -2^31) and vl large */
+            for (int sh = 2; sh <= 16; sh++) {
+                const int32_t mul = p == 1 ? 65535 : (int32_t)(rnd32() >> 16) | 1;
+                const int64_t unit = (int64_t)mul << (16 - sh);
+                for (int i = 0; i < n; i++) {
+                    int64_t vh = ((int64_t)INT32_MAX / unit) - (int64_t)(i % 3);
+                    if (vh > 32767) vh = 32767;
+                    const uint32_t vl = 65535u - (uint32_t)rnd(64);
+                    const int32_t v = (int32_t)(((uint32_t)vh << 16) | vl);
+                    EV[i] = (p == 2 || (i & 1)) ? -v : v;
+                }
+                for (int i = 0; i < n; i++) EX0[i] = EX1[i] = EV[i];
+                atm_ek_scale_ref(EX0, n, mul, sh);
+                atm_ek_scale_i32(EX1, n, mul, sh);
+                bad_s16 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                cases16++;
+            }
             /* 31-bit multipliers with v often within int16 (the M0's short way) */
             for (int sh = 17; sh <= 31; sh++) {
                 const int32_t mul = p == 1 ? INT32_MAX : (p == 2 ? -INT32_MAX : (int32_t)rnd32() >> (sh % 7));
@@ -340,7 +358,28 @@ static int test_pairs16(void) {
                     cases++;
                 }
             }
-    return report("planes_pairs16_m0", cases, bad);
+    /* the C dispatch (atm_ek_planes_rows: pairs, then an odd last row by the
+     * one-row loop), 64-column rows, every row count, both chunk orders */
+    uint32_t dcases = 0, dbad = 0;
+    for (uint32_t rows = 1; rows <= 16; rows++)
+        for (uint32_t h = 4; h <= 16; h += 4)
+            for (int p = 0; p < 4; p++) {
+                const uint32_t cols = 64, nb = 16;
+                uint8_t *b = WBUF + (p & 1);
+                fill_rows(b, rows * nb, p);
+                for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, 32767);
+                atm_ek_matvec_ref(b, rows, cols, XV, REF);
+                memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                atm_ek_planes_build(XV, 4 * h, TAB);
+                atm_ek_planes_rows(b, nb, rows, h, TAB, GOT, 0);
+                if (h < nb) {
+                    atm_ek_planes_build(XV + 4 * h, cols - 4 * h, TAB);
+                    atm_ek_planes_rows(b + h, nb, rows, nb - h, TAB, GOT, 1);
+                }
+                dbad += memcmp(REF, GOT, rows * sizeof(int32_t)) != 0 || GOT[rows] != 0x5A5A5A5A;
+                dcases++;
+            }
+    return report("planes_pairs16_m0", cases, bad) | report("planes_rows_dispatch", dcases, dbad);
 }
 #endif
 
