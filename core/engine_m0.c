@@ -118,13 +118,18 @@ void atm_ek_mix_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int
 
 #if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
 void atm_ek_dots16_m0(const int16_t *q, const int8_t *k, int n, int32_t *out);   /* engine_m0.S, dh = 16 */
+void atm_ek_dots16x2_m0(const int16_t *q, const int8_t *k, int pairs, int32_t *out);   /* two keys at a time */
 #endif
 /* atm_ek_dots_ref, each key row read a word (four values) at a time (on the
  * M0 board builds, dh = 16 with aligned q and k: engine_m0.S) */
 void atm_ek_dots_m0(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out) {
     if ((((uintptr_t)k | (uint32_t)dh) & 3u) != 0) { atm_ek_dots_ref(q, k, dh, n, out); return; }
 #if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-    if (dh == 16 && n >= 1 && ((uintptr_t)q & 3u) == 0) { atm_ek_dots16_m0(q, k, n, out); return; }
+    if (dh == 16 && n >= 1 && ((uintptr_t)q & 3u) == 0) {
+        if (n >= 2) atm_ek_dots16x2_m0(q, k, n / 2, out);
+        if (n & 1) atm_ek_dots16_m0(q, k + 16 * (n - 1), 1, out + n - 1);
+        return;
+    }
 #endif
     for (int j = 0; j < n; j++, k += dh) {
         int32_t acc = 0;
