@@ -35,14 +35,8 @@
     mov  r10, r6
     mov  r11, r7
     .endm
-    .cpu cortex-m0
-    .thumb
-    .text
-    .align 2
-    .global atm_ek_planes_rows_m0
-    .type atm_ek_planes_rows_m0, %function
-    .thumb_func
-atm_ek_planes_rows_m0:
+    /* the full save of a routine that uses r4-r12: 10 words, r12 last */
+    .macro MS_PUSH
     push {r4, r5, r6, r7, lr}
     mov r4, r8
     mov r5, r9
@@ -51,6 +45,27 @@ atm_ek_planes_rows_m0:
     push {r4, r5, r6, r7}
     mov r4, r12
     push {r4}
+    .endm
+
+    .macro MS_POP
+    pop {r4}
+    mov r12, r4
+    pop {r4, r5, r6, r7}
+    mov r8, r4
+    mov r9, r5
+    mov r10, r6
+    mov r11, r7
+    pop {r4, r5, r6, r7, pc}
+    .endm
+    .cpu cortex-m0
+    .thumb
+    .text
+    .align 2
+    .global atm_ek_planes_rows_m0
+    .type atm_ek_planes_rows_m0, %function
+    .thumb_func
+atm_ek_planes_rows_m0:
+    MS_PUSH
     /* 10 words pushed: tab at [sp, #40], out at [sp, #44], add at [sp, #48] */
     subs r1, r1, r3
     mov r10, r1                 /* stride - nbytes */
@@ -72,14 +87,19 @@ atm_ek_planes_rows_m0:
     cmp r4, #0
     bne .Ladd
 
-    .macro PBYTE k
-    ldrb r4, [r0, #\k]
+    /* one row byte at [r0, #off]: s0 += tab[PL0[v]], s1 += tab[PL1[v]] (op:
+     * ADDS for low sums, ADD for sums in high registers) */
+    .macro PLOOK off, op, s0, s1
+    ldrb r4, [r0, #\off]
     ldrb r5, [r6, r4]
     ldr  r5, [r1, r5]
-    adds r2, r2, r5
+    \op \s0, r5
     ldrb r4, [r7, r4]
     ldr  r4, [r1, r4]
-    adds r3, r3, r4
+    \op \s1, r4
+    .endm
+    .macro PBYTE k
+    PLOOK \k, adds, r2, r3
     adds r1, #64
     .endm
 
@@ -115,14 +135,7 @@ atm_ek_planes_rows_m0:
 .Ladd:
     PROWS 1
 .Ldone:
-    pop {r4}
-    mov r12, r4
-    pop {r4, r5, r6, r7}
-    mov r8, r4
-    mov r9, r5
-    mov r10, r6
-    mov r11, r7
-    pop {r4, r5, r6, r7, pc}
+    MS_POP
     .ltorg
     .size atm_ek_planes_rows_m0, . - atm_ek_planes_rows_m0
 
@@ -145,14 +158,7 @@ atm_ek_planes_rows_m0:
     .type atm_ek_planes_pairs16_m0, %function
     .thumb_func
 atm_ek_planes_pairs16_m0:
-    push {r4, r5, r6, r7, lr}
-    mov r4, r8
-    mov r5, r9
-    mov r6, r10
-    mov r7, r11
-    push {r4, r5, r6, r7}
-    mov r4, r12
-    push {r4}
+    MS_PUSH
     /* 10 words pushed: out at [sp, #40], add at [sp, #44] */
     movs r4, r3                 /* tab */
     ldr r5, [sp, #40]
@@ -177,20 +183,8 @@ atm_ek_planes_pairs16_m0:
     bne .Lpadd
 
     .macro PBYTE2 k
-    ldrb r4, [r0, #\k]
-    ldrb r5, [r6, r4]
-    ldr  r5, [r1, r5]
-    adds r2, r2, r5
-    ldrb r4, [r7, r4]
-    ldr  r4, [r1, r4]
-    adds r3, r3, r4
-    ldrb r4, [r0, #(16 + \k)]
-    ldrb r5, [r6, r4]
-    ldr  r5, [r1, r5]
-    add  r8, r5
-    ldrb r4, [r7, r4]
-    ldr  r4, [r1, r4]
-    add  r9, r4
+    PLOOK \k, adds, r2, r3
+    PLOOK (16 + \k), add, r8, r9
     adds r1, #64
     .endm
 
@@ -235,14 +229,7 @@ atm_ek_planes_pairs16_m0:
     PPAIRS 1
 .Lpdone:
     add sp, #8
-    pop {r4}
-    mov r12, r4
-    pop {r4, r5, r6, r7}
-    mov r8, r4
-    mov r9, r5
-    mov r10, r6
-    mov r11, r7
-    pop {r4, r5, r6, r7, pc}
+    MS_POP
     .ltorg
     .size atm_ek_planes_pairs16_m0, . - atm_ek_planes_pairs16_m0
 
@@ -307,26 +294,66 @@ atm_ek_planes_pairs16_m0:
     mov  r12, r4
     .endm
 
-    .macro MS_PUSH
-    push {r4, r5, r6, r7, lr}
-    mov r4, r8
-    mov r5, r9
-    mov r6, r10
-    mov r7, r11
-    push {r4, r5, r6, r7}
-    mov r4, r12
-    push {r4}
-    .endm
 
-    .macro MS_POP
-    pop {r4}
-    mov r12, r4
-    pop {r4, r5, r6, r7}
-    mov r8, r4
-    mov r9, r5
-    mov r10, r6
-    mov r11, r7
-    pop {r4, r5, r6, r7, pc}
+    /* the loop of atm_ek_addsc_m0 (short = 0) and atm_ek_addscv_m0 (short =
+     * 1: elements whose v fits int16 take label 2, with H at [sp] and s - 16
+     * at [sp, #4] on an 8-byte frame); lr is the end of x */
+    .macro ADDSC_LOOP short
+1:
+    ldm  r1!, {r4}
+    .if \short
+    sxth r5, r4
+    cmp  r5, r4
+    beq  2f
+    .endif
+    MULSH
+    ldr  r4, [r0]
+    adds r4, r4, r2
+    bvs  8f                   /* x + r beyond int32: r's sign (r3) decides */
+3:
+    ldr  r5, 9f
+    cmp  r4, r5
+    bgt  5f
+    cmn  r4, r5
+    blt  6f
+4:
+    str  r4, [r0]
+    adds r0, #4
+    cmp  r0, lr
+    bne  1b
+    .if \short
+    add  sp, #8
+    .endif
+    MS_POP
+    .if \short
+2:                            /* v fits int16: two products */
+    mov  r2, r9
+    muls r2, r4               /* v mh */
+    mov  r3, r8
+    muls r3, r4               /* v ml */
+    asrs r3, r3, #16
+    adds r2, r2, r3
+    ldr  r3, [sp]
+    adds r2, r2, r3
+    ldr  r3, [sp, #4]
+    asrs r2, r3               /* r, |r| <= 2^30 */
+    ldr  r4, [r0]
+    adds r4, r4, r2
+    b    3b
+    .endif
+5:  movs r4, r5               /* + limit */
+    b    4b
+6:  rsbs r4, r5, #0           /* - limit */
+    b    4b
+8:  ldr  r5, 9f               /* |r| >= 2^31, or x + r overflowed: r3 holds r's sign */
+    movs r4, r5
+    cmp  r3, #0
+    bge  4b
+    rsbs r4, r5, #0
+    b    4b
+    .align 2
+9:
+    .word 0x3FFFFFFF
     .endm
 
     .align 2
@@ -341,37 +368,7 @@ atm_ek_addsc_m0:
     lsls r2, r2, #2
     adds r2, r0, r2
     mov  lr, r2               /* end of x */
-1:
-    ldm  r1!, {r4}
-    MULSH
-    ldr  r4, [r0]
-    adds r4, r4, r2
-    bvs  8f                   /* x + r beyond int32: r's sign (r3) decides */
-3:
-    ldr  r5, .Llim
-    cmp  r4, r5
-    bgt  5f
-    cmn  r4, r5
-    blt  6f
-4:
-    str  r4, [r0]
-    adds r0, #4
-    cmp  r0, lr
-    bne  1b
-    MS_POP
-5:  movs r4, r5               /* + limit */
-    b    4b
-6:  rsbs r4, r5, #0           /* - limit */
-    b    4b
-8:  ldr  r5, .Llim            /* |r| >= 2^31, or x + r overflowed: r3 holds r's sign */
-    movs r4, r5
-    cmp  r3, #0
-    bge  4b
-    rsbs r4, r5, #0
-    b    4b
-    .align 2
-.Llim:
-    .word 0x3FFFFFFF
+    ADDSC_LOOP 0
     .size atm_ek_addsc_m0, . - atm_ek_addsc_m0
 
 /* The same for 17 <= s <= 31 (the conv and attention updates, whose
@@ -402,55 +399,7 @@ atm_ek_addscv_m0:
     lsls r2, r2, #2
     adds r2, r0, r2
     mov  lr, r2               /* end of x */
-1:
-    ldm  r1!, {r4}
-    sxth r5, r4
-    cmp  r5, r4
-    beq  2f
-    MULSH
-    ldr  r4, [r0]
-    adds r4, r4, r2
-    bvs  8f                   /* x + r beyond int32: r's sign (r3) decides */
-3:
-    ldr  r5, .Llimv
-    cmp  r4, r5
-    bgt  5f
-    cmn  r4, r5
-    blt  6f
-4:
-    str  r4, [r0]
-    adds r0, #4
-    cmp  r0, lr
-    bne  1b
-    add  sp, #8
-    MS_POP
-2:                            /* v fits int16: two products */
-    mov  r2, r9
-    muls r2, r4               /* v mh */
-    mov  r3, r8
-    muls r3, r4               /* v ml */
-    asrs r3, r3, #16
-    adds r2, r2, r3
-    ldr  r3, [sp]
-    adds r2, r2, r3
-    ldr  r3, [sp, #4]
-    asrs r2, r3               /* r, |r| <= 2^30 */
-    ldr  r4, [r0]
-    adds r4, r4, r2
-    b    3b
-5:  movs r4, r5               /* + limit */
-    b    4b
-6:  rsbs r4, r5, #0           /* - limit */
-    b    4b
-8:  ldr  r5, .Llimv           /* |r| >= 2^31, or x + r overflowed: r3 holds r's sign */
-    movs r4, r5
-    cmp  r3, #0
-    bge  4b
-    rsbs r4, r5, #0
-    b    4b
-    .align 2
-.Llimv:
-    .word 0x3FFFFFFF
+    ADDSC_LOOP 1
     .size atm_ek_addscv_m0, . - atm_ek_addscv_m0
 
 /* The same for a 16-bit multiplier, where two products do:
