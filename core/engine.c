@@ -81,14 +81,14 @@ static const uint32_t T2W[256] = { REP256(T2WORD) };
  * next copy, 5 entries further, overwrites the 3 padding entries. */
 static const int8_t T5[256][8] = { REP256(T5ROW) };
 
-/* Trits [first, first + n) (n <= CH) of a payload; returns a pointer into
- * buf[BUF] where they start (ATOME02 copies write up to 3 entries past the
- * last decoded byte: skip 4 + CH + 4 + 3 < BUF). */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "decode() stores T2W's words as little-endian bytes"
 #endif
 /* decode()'s buffers are word arrays (ATOME01 stores a word per byte) */
 #define DECODE_BUF(name, n) uint32_t name##_w[((n) + 3) / 4]; int8_t *const name = (int8_t *)(void *)name##_w
+/* Trits [first, first + n) (n <= CH) of a payload; returns a pointer into
+ * buf[BUF] where they start (ATOME02 copies write up to 3 entries past the
+ * last decoded byte: skip 4 + CH + 4 + 3 < BUF). */
 static const int8_t *decode(const uint8_t *p, int enc, uint32_t first, int n, int8_t *buf) {
     int skip, nbytes;
     if (enc == ATM_ENC_ATOME01) {
@@ -837,13 +837,14 @@ static void add_scaled(const kset *ks, int32_t *x, const int32_t *v, int n, cons
     else for (int c = 0; c < n; c++) x[c] = add_x(x[c], k, v[c]);
 }
 
-/* floor(a / b + 1/2) for b >= 1; in 32-bit arithmetic where a and b fit
- * (the usual case: libgcc's 64-bit division is a long routine on the M0) */
 #if defined(__ARM_ARCH_6M__)
-#define NO_HW_DIV 1   /* the Cortex-M0 divides in libgcc: a power of two (d = 64) shifts instead */
+#define NO_HW_DIV 1   /* the Cortex-M0 divides in libgcc */
 #else
 #define NO_HW_DIV 0
 #endif
+/* floor(a / b + 1/2) for b >= 1: by a shift for a power-of-two b where there
+ * is no divider (d = 64), else in 32-bit arithmetic where a and b fit (the
+ * usual case: libgcc's 64-bit division is a long routine on the M0) */
 static int64_t div_round(int64_t a, int64_t b) {
     if (NO_HW_DIV && b > 0 && (b & (b - 1)) == 0 && a > -((int64_t)1 << 62) && a < ((int64_t)1 << 62))
         return atm_asr64(a + b / 2, atm_bitlen32((uint32_t)b) - 1);
@@ -853,6 +854,17 @@ static int64_t div_round(int64_t a, int64_t b) {
     }
     int64_t q = (a + b / 2) / b, r = (a + b / 2) - q * b;
     return r < 0 ? q - 1 : q;
+}
+
+/* floor(a / d + 1/2) for a < 2^62, d >= 1: in 32 bits where a fits (one
+ * division where there is a divider), by a shift for a power-of-two d where
+ * the division would be a libgcc call (the 64-bit one everywhere but x86 and
+ * wasm64, any one on the M0) */
+static uint64_t udiv_round(uint64_t a, uint32_t d) {
+    const int pow2 = (d & (d - 1u)) == 0;
+    if (a < ((uint64_t)1 << 31) && !(NO_HW_DIV && pow2)) return ((uint32_t)a + d / 2u) / d;
+    if (pow2) return (a + d / 2u) >> (atm_bitlen32(d) - 1);
+    return (a + d / 2u) / d;
 }
 
 /* ---- LayerNorm ------------------------------------------------------------
@@ -881,12 +893,7 @@ static void layernorm(const kset *ks, const int32_t *x, int d, int fx, const tvi
     /* y = (x - mean) * 2^-k, floor for k > 0: -2^15 <= y < 2^15 fits int16 (kept in u) */
     const int k = atm_bitlen32(maxabs) - 15;
     const int64_t vs = ks->ln_center(x, d, mean, k, u);
-    /* var = round(vs / d); a 64-bit division is a libgcc call everywhere but x86 and wasm64 */
-    const int pow2 = (d & (d - 1)) == 0 && (uint64_t)vs < ((uint64_t)1 << 62);
-    uint64_t var = (uint64_t)vs < ((uint64_t)1 << 31) && !(NO_HW_DIV && pow2)
-                 ? (uint64_t)(((uint32_t)vs + (uint32_t)d / 2) / (uint32_t)d)
-                 : pow2 ? ((uint64_t)vs + (uint64_t)d / 2) >> (atm_bitlen32((uint32_t)d) - 1)
-                 : ((uint64_t)vs + (uint64_t)d / 2) / (uint64_t)d;
+    uint64_t var = udiv_round((uint64_t)vs, (uint32_t)d);
     /* eps in units of y^2: 1e-5 * 2^(2 (fx - k)) = EPS_Q32 * 2^(2 (fx - k) - 32) */
     const int e2 = 2 * (fx - k) - 32;
     uint64_t eps = e2 >= 0 ? (uint64_t)EPS_Q32 << (e2 > 46 ? 46 : e2) : (uint64_t)atm_rnd64(EPS_Q32, -e2);
