@@ -1281,20 +1281,64 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
     ks->softmax(e->sel_s, keff, e->sel_s, (uint32_t *)wide);   /* weights, Q15; wide is free */
     int emax = 0;
     for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];
-    for (int i = 0; i < keff; i++)
-        e->sel_s[i] = rnd32(e->sel_s[i], emax - vexp[e->sel_i[i]]);
+    /* realigned weights that round to 0 add nothing: their rows are left
+     * out of the mix (about one in ten for the board model at window 32) */
+    int nz = 0;
+    for (int i = 0; i < keff; i++) {
+        const int32_t w = rnd32(e->sel_s[i], emax - vexp[e->sel_i[i]]);
+        if (w == 0) continue;
+        e->sel_s[nz] = w;
+        e->sel_i[nz++] = e->sel_i[i];
+    }
     /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15;
      * the sums (|.| < 2^22) collect in wide, free again after the scores */
     const scaler sv = mk_scaler((int64_t)r * (int64_t)V.mant, V.exp + fu + 30 - m->cfg.fx - emax);
-    ks->mix(e->sel_s, e->sel_i, vc, keff, d, wide);
+    if (nz > 0) ks->mix(e->sel_s, e->sel_i, vc, nz, d, wide);
+    else for (int c = 0; c < d; c++) wide[c] = 0;
     add_scaled(ks, e->x, wide, d, &sv);
 }
 
 /* ---- one step ---- */
 
-const int32_t *atm_engine_step(atm_engine *e, int byte) { return atm_engine_step_traced(e, byte, 0); }
+/* What a step computes after the blocks: the V logits (STEP_LOGITS, returns
+ * them), only the index of their first maximum (STEP_ARGMAX, returns
+ * e->wide + that index), or nothing (STEP_FEED, returns e->wide: the final
+ * LayerNorm and the output head change no state). Four arguments and a
+ * pointer back, so the wrappers below are tail calls or nearly (the
+ * micro:bit's stack has little room to spare). */
+enum { STEP_LOGITS, STEP_ARGMAX, STEP_FEED };
+static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode);
+
+const int32_t *atm_engine_step(atm_engine *e, int byte) { return step(e, byte, 0, STEP_LOGITS); }
 
 const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
+    return step(e, byte, trace, STEP_LOGITS);
+}
+
+int atm_engine_step_argmax(atm_engine *e, int byte) {
+    const int32_t *p = step(e, byte, 0, STEP_ARGMAX);
+    return p ? (int)(p - e->wide) : -1;
+}
+
+int atm_engine_feed(atm_engine *e, int byte) { return step(e, byte, 0, STEP_FEED) ? 0 : -1; }
+
+int atm_ek_argmax_scaled(const int32_t *v, int n, int32_t mul, int s,
+                         void (*sc)(int32_t *v, int n, int32_t mul, int s)) {
+    if (n < 1) return 0;
+    int best = 0;
+    int32_t braw = v[0], bf = v[0];
+    sc(&bf, 1, mul, s);
+    for (int i = 1; i < n; i++) {
+        if (v[i] <= braw) continue;     /* f(v[i]) <= f(braw) = bf: no new maximum */
+        int32_t f = v[i];
+        sc(&f, 1, mul, s);
+        braw = v[i];
+        if (f > bf) { bf = f; best = i; }
+    }
+    return best;
+}
+
+static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
     if (!e || !e->m) return 0;
     const atm_model *m = e->m;
     const atm_mconfig *c = &m->cfg;
@@ -1349,14 +1393,24 @@ const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
     }
 
     /* final LayerNorm and unembedding: logits in Q16 */
-    const tview G = tensor(m, ATM_T_LNF_G, 0), B = tensor(m, ATM_T_LNF_B, 0);
-    layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
-    vin_prep(&in, e->u, d, kern, tab);
-    const tview U = tensor(m, ATM_T_UNEMBED, 0);
-    matvec(&U, enc, (uint32_t)V, (uint32_t)d, &in, e->wide);
-    const scaler sl = mk_scaler(U.mant, U.exp + G.aux - ATM_LOGIT_FRAC);
-    if (sl.fast) ks->scale(e->wide, V, (int32_t)sl.mul, sl.s);
-    else for (int v = 0; v < V; v++) e->wide[v] = atm_clamp32(scale(&sl, e->wide[v]), X_LIM);
+    int best = 0;
+    if (mode != STEP_FEED) {
+        const tview G = tensor(m, ATM_T_LNF_G, 0), B = tensor(m, ATM_T_LNF_B, 0);
+        layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
+        vin_prep(&in, e->u, d, kern, tab);
+        const tview U = tensor(m, ATM_T_UNEMBED, 0);
+        matvec(&U, enc, (uint32_t)V, (uint32_t)d, &in, e->wide);
+        const scaler sl = mk_scaler(U.mant, U.exp + G.aux - ATM_LOGIT_FRAC);
+        if (mode == STEP_ARGMAX && sl.fast && sl.mul > 0) {
+            /* the scale is monotone: only the raw values that set a record are scaled */
+            best = atm_ek_argmax_scaled(e->wide, V, (int32_t)sl.mul, sl.s, ks->scale);
+        } else {
+            if (sl.fast) ks->scale(e->wide, V, (int32_t)sl.mul, sl.s);
+            else for (int v = 0; v < V; v++) e->wide[v] = atm_clamp32(scale(&sl, e->wide[v]), X_LIM);
+            if (mode == STEP_ARGMAX)
+                for (int v = 1; v < V; v++) if (e->wide[v] > e->wide[best]) best = v;
+        }
+    }
 
     /* advance the windows */
     if (pw & ATM_PW_ATTN) {
@@ -1369,7 +1423,7 @@ const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace) {
         if (e->ring_count < kh) e->ring_count++;
     }
     if (++e->pos_lo == 0) e->pos_hi++;
-    return e->wide;
+    return e->wide + best;
 }
 
 /* The plain-C kernels (the twins of the SIMD kernels, run by the portable,

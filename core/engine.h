@@ -120,4 +120,17 @@ const int32_t *atm_engine_step(atm_engine *e, int byte);
  * The logits and the state are the same bits as atm_engine_step's. */
 const int32_t *atm_engine_step_traced(atm_engine *e, int byte, int32_t *trace);
 
+/* atm_engine_step, then greedy sampling: returns the byte atm_sampler_next
+ * picks at temperature 0 from the logits atm_engine_step would return (the
+ * first of their maximum), and leaves the same state; -1 if e is NULL or not
+ * initialised. Faster: the logits' scale is monotone, so only the raw head
+ * values that set a new maximum are scaled. The logits themselves are not
+ * available afterwards. */
+int atm_engine_step_argmax(atm_engine *e, int byte);
+
+/* Feeds one byte without computing the logits (a prompt byte whose
+ * prediction nobody reads): the same state as atm_engine_step; 0, or -1 if
+ * e is NULL or not initialised. */
+int atm_engine_feed(atm_engine *e, int byte);
+
 #endif

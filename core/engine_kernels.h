@@ -188,6 +188,13 @@ void atm_ek_softmax_q15(const int32_t *z, int n, int32_t *p, uint32_t *e);
  * ranked by score, the lower index first among equal scores — every index
  * scoring above the k-th highest score and the lowest of those scoring it —
  * into sel_s / sel_t (scores and indices, ascending index); scratch[n]. */
+/* The first index of the maximum of f(v[0, n)), f(x) = what sc(&x, 1, mul,
+ * s) makes of x (a set's logit scale; mul >= 1, so f never decreases):
+ * f is computed only where v[i] is above every earlier v (a later v that is
+ * not has f <= the maximum so far, and ties keep the first). The same index
+ * as scaling every v and taking the first maximum. n >= 1. */
+int atm_ek_argmax_scaled(const int32_t *v, int n, int32_t mul, int s,
+                         void (*sc)(int32_t *v, int n, int32_t mul, int s));
 void atm_ek_topk_set(const int32_t *sc, int n, int k, int32_t *scratch, int32_t *sel_s, int32_t *sel_t);
 
 /* Attention scores: out[j] = clamp(atm_rnd64(dots[j] * ms, sbase - kexp[j]),

@@ -52,6 +52,28 @@ extern uint8_t __data_start[];
 
 static atm_model model;
 static atm_engine engine;
+
+/* Generation's steps. The prompt's bytes before its last go in without the
+ * output head (atm_engine_feed: nobody reads their logits). Greedy sampling
+ * (temperature 0) takes atm_engine_step_argmax, which scales only the head
+ * values that set a new maximum; any other setting samples from the logits
+ * of atm_engine_step (*lg). Either way the bytes are those of
+ * atm_sampler_next on atm_engine_step's logits. Inlined: the micro:bit's
+ * stack has no room for another frame under the engine's. */
+
+/* the step after byte b: the next byte if greedy, else -1 (sample from *lg) */
+static inline __attribute__((always_inline)) int next_byte(const atm_sampler_cfg *c, int b, const int32_t **lg) {
+    if (c->temperature <= 0) return atm_engine_step_argmax(&engine, b);
+    *lg = atm_engine_step(&engine, b);
+    return -1;
+}
+
+/* feeds p[0, n), n >= 1; as next_byte for the last byte */
+static inline __attribute__((always_inline)) int feed_prompt(const atm_sampler_cfg *c, const uint8_t *p, size_t n,
+                                                             const int32_t **lg) {
+    for (size_t i = 0; i + 1 < n; i++) atm_engine_feed(&engine, p[i]);
+    return next_byte(c, p[n - 1], lg);
+}
 #if MCU_COPY_ATOME02
 static size_t copy_bytes;   /* RAM of the ATOME01 copy of an ATOME02 model (0: none) */
 #define SET_COPY(v) (copy_bytes = (v))
@@ -469,13 +491,13 @@ static int run(void) {
 
     atm_rng rng;
     atm_rng_seed(&rng, g.seed);
-    const int32_t *logits = NULL;
-    for (size_t i = 0; i < g.prompt_len; i++) logits = atm_engine_step(&engine, g.prompt[i]);
     const int V = (int)model.cfg.vocab;
+    const int32_t *logits = NULL;
+    int b = feed_prompt(&g.sampling, g.prompt, g.prompt_len, &logits);
     for (uint64_t i = 0; i < g.n && !out_failed; i++) {
-        int b = atm_sampler_next(&g.sampling, logits, V, &rng, order);
+        if (b < 0) b = atm_sampler_next(&g.sampling, logits, V, &rng, order);
         out_byte((uint8_t)b);
-        if (i + 1 < g.n) logits = atm_engine_step(&engine, b);
+        b = i + 1 < g.n ? next_byte(&g.sampling, b, &logits) : -1;
     }
     out_flush();
     if (flag_val[F_REPORT]) report("generate", blob_len, window, need, tail);
@@ -631,13 +653,13 @@ static void sa_story(const sa_run *r, const uint8_t *prompt, uint32_t plen, uint
     atm_rng rng;
     atm_rng_seed(&rng, v->seed + k);
     const int32_t *logits = NULL;
-    for (uint32_t i = 0; i < flen; i++) logits = atm_engine_step(&engine, feed[i]);
+    int b = feed_prompt(&r->cfg, feed, flen, &logits);
     uint64_t cycles = 0;
     uint32_t c0 = uart_cycles();
     for (uint64_t i = 0; i < v->n; i++) {
-        int b = atm_sampler_next(&r->cfg, logits, V, &rng, r->order);
+        if (b < 0) b = atm_sampler_next(&r->cfg, logits, V, &rng, r->order);
         uart_putc((uint8_t)b);
-        if (i + 1 < v->n) logits = atm_engine_step(&engine, b);
+        b = i + 1 < v->n ? next_byte(&r->cfg, b, &logits) : -1;
         const uint32_t c1 = uart_cycles();
         cycles += (uint32_t)(c1 - c0);
         c0 = c1;

@@ -650,6 +650,42 @@ static uint8_t *export_random(int d, int L, int dh, int K, int tk, int pw, int V
     return out;
 }
 
+/* atm_ek_argmax_scaled against scaling every value and taking the first
+ * maximum, with each set's scale: values drawn from narrow and wide ranges
+ * (many ties before and after the scale) and scales that keep them apart,
+ * merge neighbours (mul / 2^s < 1) or clamp them all */
+static int first_max(const int32_t *v, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++) if (v[i] > v[b]) b = i;
+    return b;
+}
+static void test_argmax_scaled(void) {
+    typedef void (*scfn)(int32_t *, int, int32_t, int);
+    const scfn fns[] = { atm_ek_scale_ref, atm_ek_scale_i32, atm_ek_scale_m3, atm_ek_scale_avx2, atm_ek_scale_avx512 };
+    const int have[] = { 1, 1, 1, atm_ek_x86_supported(ATM_KERNEL_AVX2), atm_ek_x86_supported(ATM_KERNEL_AVX512) };
+    int32_t v[256], w[256];
+    int bad = 0, cases = 0, moved = 0;
+    for (int it = 0; it < 4000; it++) {
+        const int n = 1 + (int)rnd(256);
+        const int32_t span = it % 4 == 0 ? 4 : it % 4 == 1 ? 1000 : it % 4 == 2 ? (1 << 20) : (1 << 30) - 1;
+        for (int i = 0; i < n; i++) v[i] = (int32_t)rnd(2u * (uint32_t)span + 1u) - span;
+        const int sh = 1 + (int)rnd(31);
+        const int32_t mul = it % 3 == 0 ? 1 + (int32_t)rnd(8) : (int32_t)(1 + rnd(0x7FFFFFFEu));
+        memcpy(w, v, (size_t)n * 4);
+        atm_ek_scale_ref(w, n, mul, sh);
+        const int want = first_max(w, n);
+        moved += want != first_max(v, n);   /* the scale's ties decide */
+        for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
+            if (!have[f]) continue;
+            cases++;
+            bad += atm_ek_argmax_scaled(v, n, mul, sh, fns[f]) != want;
+        }
+    }
+    CHECKF(bad == 0, "atm_ek_argmax_scaled differs from scale-then-argmax in %d of %d cases", bad, cases);
+    CHECKF(moved > 100, "only %d cases where the scale's ties move the maximum", moved);
+    printf("argmax_scaled: %d cases, %d where the scale moves the first maximum\n", cases, moved);
+}
+
 static void test_engine_sets(void) {
     static const struct { int d, L, dh, K, tk, pw, V, W; } S[] = {
         { 64, 2, 16, 5, 4, 7, 256, 64 },     /* atome-60k's widths */
@@ -687,6 +723,23 @@ static void test_engine_sets(void) {
                 for (size_t t = 0; t < sizeof text; t++)
                     same &= memcmp(ref + 256 * t, atm_engine_step(&e1, text[t]), (size_t)S[s].V * sizeof(int32_t)) == 0;
                 CHECKF(same, "d=%d enc %d: kernel set %d differs from portable", S[s].d, enc, sets[k]);
+                /* the same positions through feed (no head), argmax (greedy's
+                 * byte: the first maximum of the logits) and step, in turn:
+                 * the state stays the same and argmax picks the same byte */
+                CHECK(atm_engine_init(&e1, &m, S[s].W, a1, ab) == ATM_OK);
+                CHECK(atm_engine_set_kernel(&e1, sets[k]) == 0);
+                int bad = 0;
+                for (size_t t = 0; t < sizeof text; t++) {
+                    const int32_t *l = ref + 256 * t;
+                    if (t % 3 == 0) bad += atm_engine_feed(&e1, text[t]) != 0;
+                    else if (t % 3 == 1) {
+                        int b = 0;
+                        for (int v = 1; v < S[s].V; v++) if (l[v] > l[b]) b = v;
+                        bad += atm_engine_step_argmax(&e1, text[t]) != b;
+                    } else bad += memcmp(l, atm_engine_step(&e1, text[t]), (size_t)S[s].V * sizeof(int32_t)) != 0;
+                }
+                CHECKF(bad == 0, "d=%d enc %d set %d: feed / argmax steps differ from step in %d positions",
+                       S[s].d, enc, sets[k], bad);
                 snprintf(ran + strlen(ran), sizeof ran - strlen(ran), " %d->%d", sets[k], atm_engine_kernel(&e1));
             }
             printf("engine d=%-3d enc %d W %-2d: sets (asked->used)%s\n", S[s].d, enc, S[s].W, ran);
@@ -744,6 +797,7 @@ int main(void) {
     test_recode();
     test_rowdot();
     test_conv();
+    test_argmax_scaled();
     test_engine_sets();
     return CHECK_DONE();
 }
