@@ -1166,6 +1166,8 @@ void atm_ek_topk_set(const int32_t *sc, int n, int k, int32_t *scratch, int32_t 
         if (sc[t] > T || (sc[t] == T && ties-- > 0)) { sel_s[cnt] = sc[t]; sel_t[cnt++] = t; }
 }
 
+#define TOPK_PAIRS 32   /* the M3's insertion on the stack: at most 32 kept */
+
 /* attention's kept set: the keff best of the n cached positions, oldest
  * first, into sel_s / sel_i (slots), their scores computed a run at a time
  * into wide (see attn_path) */
@@ -1202,6 +1204,28 @@ static void select_topk(atm_engine *e, const kset *ks, const int8_t *kc, const u
             si[k] = (int32_t)(s >= W ? s - W : s);
         }
     } else {
+#if defined(ATM_KS_M3) && defined(ATM_M3_ASM)
+        /* engine_m3.S's insertion over (score, position) pairs behind a sentinel */
+        if (keff <= TOPK_PAIRS) {
+            int32_t pr[2 * TOPK_PAIRS + 2];
+            pr[0] = INT32_MAX;
+            pr[1] = 0;
+            int cnt = 0;
+            uint32_t j = oldest, left = n;
+            while (left > 0) {
+                uint32_t run = W - j < left ? W - j : left;
+                if (run > cap) run = cap;
+                ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide);
+                ks->scores(wide, kexp + j, (int)run, ms, sbase, wide);
+                cnt = atm_ek_topk_ins_m3(wide, (int)run, (int32_t)j, pr, cnt, keff);
+                j += run;
+                if (j == W) j = 0;
+                left -= run;
+            }
+            for (int k = 0; k < cnt; k++) { ss[k] = pr[2 * k + 2]; si[k] = pr[2 * k + 3]; }
+            return;
+        }
+#endif
         int cnt = 0;
         uint32_t j = oldest, left = n;
         while (left > 0) {
@@ -1322,6 +1346,11 @@ int atm_engine_step_argmax(atm_engine *e, int byte) {
 
 int atm_engine_feed(atm_engine *e, int byte) { return step(e, byte, 0, STEP_FEED) ? 0 : -1; }
 
+#ifdef ATM_ARM_ASM
+#define FIRST_ABOVE atm_ek_first_above        /* engine_arm.S */
+#else
+#define FIRST_ABOVE atm_ek_first_above_ref
+#endif
 int atm_ek_argmax_scaled(const int32_t *v, int n, int32_t mul, int s,
                          void (*sc)(int32_t *v, int n, int32_t mul, int s)) {
     if (n < 1) return 0;
@@ -1329,7 +1358,8 @@ int atm_ek_argmax_scaled(const int32_t *v, int n, int32_t mul, int s,
     int32_t braw = v[0], bf = v[0];
     sc(&bf, 1, mul, s);
     for (int i = 1; i < n; i++) {
-        if (v[i] <= braw) continue;     /* f(v[i]) <= f(braw) = bf: no new maximum */
+        i += FIRST_ABOVE(v + i, n - i, braw);   /* below: f(v) <= f(braw) = bf, no new maximum */
+        if (i == n) break;
         int32_t f = v[i];
         sc(&f, 1, mul, s);
         braw = v[i];

@@ -142,6 +142,20 @@ void atm_ek_scale_m3(int32_t *v, int n, int32_t mul, int s);
 void atm_ek_ln_out_m3(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb);
 void atm_ek_ssm_m3(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb);
 void atm_ek_scores_m3(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
+/* The first i < n with v[i] > t, or n (n >= 0): the twin, and
+ * engine_arm.S's Thumb-1 scan on the boards (M0 and M3 alike) */
+int atm_ek_first_above_ref(const int32_t *v, int n, int32_t t);
+int atm_ek_first_above(const int32_t *v, int n, int32_t t);
+/* Attention's kept set by sorted insertion, over (score, position) pairs:
+ * pr[0] a sentinel pair (score INT32_MAX), pr[2 + 2 k], pr[3 + 2 k] the
+ * score and position of the k-th kept (k < cnt), highest score first and
+ * equal scores older first. sc[0, run) enter in turn with positions t0 + i:
+ * while fewer than keff are kept a score is inserted after the scores not
+ * below it; then only one strictly above the last kept is, and the last
+ * kept drops out. Scores below INT32_MAX; returns the new count. The twin
+ * (engine_ref.c) and engine_m3.S's Thumb-2 version (tests/mcu/kernels.c). */
+int atm_ek_topk_ins_ref(const int32_t *sc, int run, int32_t t0, int32_t *pr, int cnt, int keff);
+int atm_ek_topk_ins_m3(const int32_t *sc, int run, int32_t t0, int32_t *pr, int cnt, int keff);
 /* atm_ek_mix_ref / atm_ek_dots_ref a word of int8 values at a time (engine_m0.c) */
 void atm_ek_mix_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
 void atm_ek_dots_m0(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);

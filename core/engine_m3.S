@@ -704,3 +704,70 @@ atm_ek_minmax32_m3:
 atm_ek_minmax16_m3:
     MINMAX ldrsh, 1
     .size atm_ek_minmax16_m3, . - atm_ek_minmax16_m3
+
+/* int atm_ek_topk_ins_m3(const int32_t *sc, int run, int32_t t0, int32_t *pr, int cnt, int keff);
+ * Attention's kept set by sorted insertion (twin atm_ek_topk_ins_ref,
+ * engine_kernels.h): pr[0] is a sentinel pair whose score is INT32_MAX,
+ * pr[1 .. cnt] the kept (score, position) pairs, highest score first and
+ * equal scores older first; sc[0, run) enter in turn with positions
+ * t0 + i. While fewer than keff are kept a score is inserted; then only a
+ * score strictly above the last kept one is, and the last kept one drops
+ * out. Scores must be below INT32_MAX (the sentinel stops every shift,
+ * so the shift has no bounds test). Returns the new count. run >= 0,
+ * 0 <= cnt <= keff, keff >= 1.
+ * A rejected score costs 5 instructions, a shift by one pair 5.
+ *   r0 sc walker   r1 sc's end   r2 t0 - (sc >> 2) - 1 (a position from
+ *   the walker)   r3 pr   r4 cnt   r5 keff   r6 the last kept score
+ *   r7 &pr[keff]   r8 the score   r9 the pair above the free slot
+ *   r10, r11, lr scratch */
+    .macro TOPK_SHIFT
+1:
+    ldrd lr, r11, [r9], #-8
+    cmp  lr, r8
+    bge  2f
+    strd lr, r11, [r9, #16]
+    b    1b
+2:
+    add  r10, r2, r0, lsr #2
+    strd r8, r10, [r9, #16]
+    .endm
+
+    .align 2
+    .global atm_ek_topk_ins_m3
+    .type atm_ek_topk_ins_m3, %function
+    .thumb_func
+atm_ek_topk_ins_m3:
+    push {r4-r11, lr}
+    ldr  r4, [sp, #36]               /* cnt */
+    ldr  r5, [sp, #40]               /* keff */
+    add  r1, r0, r1, lsl #2
+    sub  r2, r2, r0, lsr #2
+    sub  r2, r2, #1
+    add  r7, r3, r5, lsl #3
+    cmp  r4, r5
+    bge  5f
+3:                                   /* filling: every score goes in */
+    cmp  r0, r1
+    beq  9f
+    ldr  r8, [r0], #4
+    add  r9, r3, r4, lsl #3
+    adds r4, r4, #1
+    TOPK_SHIFT
+    cmp  r4, r5
+    blt  3b
+5:
+    ldr  r6, [r7]
+6:                                   /* full: only a score above the last kept */
+    cmp  r0, r1
+    beq  9f
+    ldr  r8, [r0], #4
+    cmp  r8, r6
+    ble  6b
+    sub  r9, r7, #8
+    TOPK_SHIFT
+    ldr  r6, [r7]
+    b    6b
+9:
+    mov  r0, r4
+    pop  {r4-r11, pc}
+    .size atm_ek_topk_ins_m3, . - atm_ek_topk_ins_m3

@@ -147,3 +147,27 @@ void atm_ek_scores_ref(const int32_t *dots, const uint8_t *kexp, int n, int64_t 
     for (int j = 0; j < n; j++)
         out[j] = atm_clamp32(atm_rnd64(atm_smull(dots[j], (int32_t)ms), sbase - kexp[j]), X_LIM);   /* ms < 2^30 */
 }
+
+int atm_ek_topk_ins_ref(const int32_t *sc, int run, int32_t t0, int32_t *pr, int cnt, int keff) {
+    for (int i = 0; i < run; i++) {
+        const int32_t v = sc[i];
+        int pos;                              /* the free slot, 1-based */
+        if (cnt < keff) pos = ++cnt;
+        else if (v > pr[2 * keff]) pos = keff;
+        else continue;
+        while (pr[2 * (pos - 1)] < v) {       /* the sentinel stops it at 1 */
+            pr[2 * pos] = pr[2 * (pos - 1)];
+            pr[2 * pos + 1] = pr[2 * pos - 1];
+            pos--;
+        }
+        pr[2 * pos] = v;
+        pr[2 * pos + 1] = t0 + i;
+    }
+    return cnt;
+}
+
+int atm_ek_first_above_ref(const int32_t *v, int n, int32_t t) {
+    int i = 0;
+    while (i < n && v[i] <= t) i++;
+    return i;
+}
