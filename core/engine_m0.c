@@ -344,8 +344,28 @@ void atm_ek_ln_stats_i32(const int32_t *x, int d, int64_t *sum, int32_t *lo, int
     *lo = l; *hi = h;
 }
 
-/* y^2 <= 2^30 summed in a 32-bit word whose carries count in a second */
+/* y^2 <= 2^30 summed in a 32-bit word whose carries count in a second
+ * (the M3: one SMLAL each, two elements a round) */
 int64_t atm_ek_ln_center_i32(const int32_t *x, int d, int32_t mean, int k, int16_t *u) {
+#if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
+    if (k > 0) {
+        int64_t vs = 0;
+        int i = 0;
+        for (; i + 2 <= d; i += 2) {
+            const int32_t y0 = (x[i] - mean) >> k, y1 = (x[i + 1] - mean) >> k;
+            u[i] = (int16_t)y0;
+            u[i + 1] = (int16_t)y1;
+            vs += (int64_t)y0 * y0;
+            vs += (int64_t)y1 * y1;
+        }
+        if (i < d) {
+            const int32_t y = (x[i] - mean) >> k;
+            u[i] = (int16_t)y;
+            vs += (int64_t)y * y;
+        }
+        return vs;
+    }
+#endif
     uint32_t vl = 0, vh = 0;
     if (k > 0) {
         for (int i = 0; i < d; i++) {

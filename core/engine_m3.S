@@ -715,13 +715,17 @@ atm_ek_minmax16_m3:
  * out. Scores must be below INT32_MAX (the sentinel stops every shift,
  * so the shift has no bounds test). Returns the new count. run >= 0,
  * 0 <= cnt <= keff, keff >= 1.
- * A rejected score costs 5 instructions, a shift by one pair 5.
+ * A rejected score costs 5 instructions, a shift by one pair 4.5.
  *   r0 sc walker   r1 sc's end   r2 t0 - (sc >> 2) - 1 (a position from
  *   the walker)   r3 pr   r4 cnt   r5 keff   r6 the last kept score
  *   r7 &pr[keff]   r8 the score   r9 the pair above the free slot
  *   r10, r11, lr scratch */
     .macro TOPK_SHIFT
 1:
+    ldrd lr, r11, [r9], #-8
+    cmp  lr, r8
+    bge  2f
+    strd lr, r11, [r9, #16]
     ldrd lr, r11, [r9], #-8
     cmp  lr, r8
     bge  2f

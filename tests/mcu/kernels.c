@@ -267,6 +267,27 @@ static int test_elementwise(void) {
     return fail;
 }
 
+/* LayerNorm's centring (the set's C, SMLAL on the M3) against the twin:
+ * odd and even widths, shifts either way, |x - mean| up to the int16 edge */
+static int test_ln_center(void) {
+    static const int ds[] = { 1, 2, 3, 7, 16, 17, 64, 65 };
+    uint32_t cases = 0, bad = 0;
+    for (unsigned di = 0; di < sizeof ds / sizeof ds[0]; di++)
+        for (int k = -4; k <= 16; k++)
+            for (int p = 0; p < 3; p++) {
+                const int d = ds[di];
+                const int32_t mean = (int32_t)rnd(1u << 20) - (1 << 19);
+                const int32_t lim = k >= 0 ? (int32_t)((1u << (15 + k)) - 1u) : (1 << (15 + k)) - 1;
+                for (int i = 0; i < d; i++)
+                    EX0[i] = mean + (p == 0 ? (i & 1 ? lim : -lim) : (int32_t)rnd(2u * (uint32_t)lim + 1u) - lim);
+                const int64_t a = atm_ek_ln_center_ref(EX0, d, mean, k, EU0);
+                const int64_t b = atm_ek_ln_center_i32(EX0, d, mean, k, EU1);
+                bad += a != b || memcmp(EU0, EU1, (size_t)d * 2) != 0;
+                cases++;
+            }
+    return report("ln_center_i32", cases, bad);
+}
+
 /* the scan for the first value above a threshold: every n to 40 (the
  * blocks of four and the tail), thresholds at, between and beyond the
  * values, INT32_MIN / INT32_MAX among them */
@@ -670,6 +691,7 @@ int mcu_main(void) {
 #endif
     fail |= test_elementwise();
     fail |= test_first_above();
+    fail |= test_ln_center();
     fail |= test_exp();
     fail |= test_ssm_aligned();
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
