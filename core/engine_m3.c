@@ -55,7 +55,18 @@ void atm_ek_addsc_m3(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
     const int64_t half = (int64_t)1 << (s - 1);
     const int sl = 32 - s;
     for (int c = 0; c < n; c++) {
-        const int64_t p = (int64_t)v[c] * mul + half;
+        const int32_t vv = v[c], vs = (int32_t)((uint32_t)vv << sl);
+        if ((vs >> sl) == vv) {
+            /* v 2^(32-s) fits int32: the rounded quotient is the high word of
+             * v 2^(32-s) mul + 2^31, that is the product's high word plus its
+             * low word's top bit; |r| <= 2^30, so x + r fits int32 and one
+             * SSAT (and the low end's fix) clamps */
+            const int64_t p = (int64_t)vs * mul;
+            const int32_t r = (int32_t)((uint64_t)p >> 32) + (int32_t)((uint32_t)p >> 31);
+            x[c] = clamp31(x[c] + r);
+            continue;
+        }
+        const int64_t p = (int64_t)vv * mul + half;
         RSH_HL(p, s, sl, rlo, rhi);
         const uint64_t sum = ((uint64_t)(uint32_t)rhi << 32 | rlo) + (uint64_t)(int64_t)x[c];
         x[c] = clamp_hl((uint32_t)sum, (int32_t)(sum >> 32));
