@@ -581,7 +581,9 @@ atm_ek_ssm_m3s:
  * / 2^sg) + round(b / 2^sb)), gr = r15 g, the product's rounded quotient
  * from SMLAL's two words (|u gr| < 2^45: it fits int32), SSAT to 16 bits
  * and -32768 moved to -32767. g and b are int16 at any address. 21
- * instructions an element.
+ * instructions an element; 18 for sg >= 16, where u 2^(32 - sg) fits int32
+ * and the rounded quotient is the high word of its product with gr plus
+ * the low word's top bit (floor((P + 2^31) / 2^32), P = u gr 2^(32 - sg)).
  *   r0 u   r1 g   r2 b   r3 u's end   r4 r15   r5 sg   r6 32 - sg
  *   r7 2^(sg-1)   r8 sb   r9 2^(sb-1)   r10-r12, lr scratch */
     .align 2
@@ -600,6 +602,27 @@ atm_ek_ln_out_m3s:
     lsl  r7, r10, r11
     sub  r11, r8, #1
     lsl  r9, r10, r11
+    cmp  r5, #16
+    blt  1f
+2:                                   /* sg >= 16: u 2^(32-sg) fits int32 */
+    ldrsh r10, [r1], #2
+    mul  r10, r10, r4                /* gr */
+    ldrsh r11, [r0]
+    lsl  r11, r11, r6
+    smull r12, lr, r11, r10          /* u gr 2^(32-sg) */
+    add  r12, lr, r12, lsr #31       /* its high word, rounded: the quotient */
+    ldrsh r11, [r2], #2
+    add  r11, r11, r9
+    asr  r11, r11, r8                /* the rounded beta */
+    add  r12, r12, r11
+    ssat r12, #16, r12
+    cmn  r12, #32768
+    it   eq
+    addeq r12, r12, #1
+    strh r12, [r0], #2
+    cmp  r0, r3
+    bne  2b
+    pop  {r4-r11, pc}
 1:
     ldrsh r10, [r1], #2
     mul  r10, r10, r4                /* gr */
