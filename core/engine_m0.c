@@ -391,7 +391,7 @@ int64_t atm_ek_ln_center_i32(const int32_t *x, int d, int32_t mean, int k, int16
 /* ---- exp and softmax ----
  * atm_exp_q16's integers: its Horner steps round(p g / 2^30) from 16-bit
  * halves (the M0's 32-bit multiplies; mr30_h) or from one 32 x 32 -> 64
- * product (mr30_w, the M3), one wide product for y and one for the sqrt(2)
+ * product (mr32_w, the M3: below), one wide product for y and one for the sqrt(2)
  * factor, and the final rounding shift by 6 - n in [7, 32] as 32-bit words.
  * x < -2^21 gives n < -46 (0 as in atm_exp_q16, without its product). */
 static inline int32_t mr30_h(int32_t p, int32_t gh, uint32_t gl) {
@@ -404,9 +404,6 @@ static inline int32_t mr30_h(int32_t p, int32_t gh, uint32_t gl) {
     const int32_t A = ph * gh, B = ph * (int32_t)gl, C = (int32_t)pl * gh;
     const uint32_t D = pl * gl;
     return 4 * A + (B >> 14) + (((B & 0x3FFF) + C + (int32_t)(D >> 16) + (1 << 13)) >> 14);
-}
-static inline int32_t mr30_w(int32_t p, int32_t g) {
-    return (int32_t)(((int64_t)p * g + ((int64_t)1 << 29)) >> 30);
 }
 #define EXP_BODY(STEP)                                                                  \
     if (x >= 0) return 1u << 24;                                                        \
@@ -447,8 +444,28 @@ uint32_t atm_ek_exp_q16_h(int32_t x) {
     EXP_BODY(mr30_h(p, g >> 16, (uint32_t)g & 0xFFFFu));
 }
 #endif
+/* The M3's: each Horner step round(p g / 2^30) = floor((p 4g + 2^31) / 2^32)
+ * (|g| <= 2^29, so 4g fits int32) is one SMULL's high word plus its low
+ * word's top bit, the sqrt(2) factor the same from UMULL of 2p and 2 sqrt(2)
+ * in Q30 (p > 0: 2^g in Q30 for |g| <= 1/2; both below 2^32); the same
+ * integers as atm_exp_q16 (every x in [-2^22, 0], tests/test_engine_kernels.c) */
+static inline int32_t mr32_w(int32_t p, int32_t g4) {
+    const int64_t q = (int64_t)p * g4;
+    return (int32_t)((uint64_t)q >> 32) + (int32_t)((uint32_t)q >> 31);
+}
 uint32_t atm_ek_exp_q16_w(int32_t x) {
-    EXP_BODY(mr30_w(p, g));
+    if (x >= 0) return 1u << 24;
+    if (x < -(1 << 21)) return 0;
+    const int64_t y = (int64_t)x * ATM_LOG2E_Q30;
+    const int32_t n = (int32_t)(y >> 46);
+    if (n < -26) return 0;
+    const int32_t g4 = (int32_t)((((uint32_t)((uint64_t)y >> 16) & 0x3FFFFFFFu) - (1u << 29)) << 2);
+    int32_t p = atm_exp2_c[7];
+    for (int k = 6; k >= 0; k--) p = mr32_w(p, g4) + atm_exp2_c[k];
+    const uint64_t w = (uint64_t)(2u * (uint32_t)p) * (2u * (uint32_t)ATM_SQRT2_Q30);
+    const uint32_t v = (uint32_t)(w >> 32) + ((uint32_t)w >> 31);
+    const int s = 6 - n;
+    return s >= 32 ? v >> 31 : (v >> s) + ((v >> (s - 1)) & 1u);
 }
 
 /* atm_ek_softmax_q15 with these exps and a 32-bit sum (n <= 255: the sum

@@ -625,9 +625,18 @@ static int test_quant_m3(void) {
  * atm_exp_q16: every 7th x in [-2^21 - 64, 0] and random ones */
 static int test_exp(void) {
     uint32_t cases = 0, bad = 0;
-    for (int32_t x = 0; x >= -(1 << 21) - 64; x -= 7, cases++) bad += atm_ek_exp_q16_h(x) != atm_exp_q16(x);
-    for (int i = 0; i < 2000; i++, cases++) { const int32_t x = (int32_t)rnd32(); bad += atm_ek_exp_q16_h(x) != atm_exp_q16(x); }
-    return report("exp_q16_h", cases, bad);
+    uint32_t bad_w = 0;
+    for (int32_t x = 0; x >= -(1 << 21) - 64; x -= 7, cases++) {
+        const uint32_t r = atm_exp_q16(x);
+        bad += atm_ek_exp_q16_h(x) != r;
+        bad_w += atm_ek_exp_q16_w(x) != r;
+    }
+    for (int i = 0; i < 2000; i++, cases++) {
+        const int32_t x = (int32_t)rnd32();
+        bad += atm_ek_exp_q16_h(x) != atm_exp_q16(x);
+        bad_w += atm_ek_exp_q16_w(x) != atm_exp_q16(x);
+    }
+    return report("exp_q16_h", cases, bad) | report("exp_q16_w", cases, bad_w);
 }
 
 /* the SSM update with a and b c on halfword boundaries (the M0 set's
