@@ -1184,6 +1184,33 @@ static void select_topk(atm_engine *e, const kset *ks, const int8_t *kc, const u
 #else
     const int select = 0;
 #endif
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    /* the Cortex-M0: the window's scores into wide[0, n), then engine_m0.S's
+     * insertion over (score, position) pairs behind a sentinel in wide's
+     * words after them (the micro:bit's stack has no room for them) */
+    if (n + 2u * (uint32_t)keff + 2u <= cap) {
+        uint32_t j = oldest, left = n, off = 0;
+        while (left > 0) {
+            const uint32_t run = W - j < left ? W - j : left;
+            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide + off);
+            ks->scores(wide + off, kexp + j, (int)run, ms, sbase, wide + off);
+            off += run;
+            j += run;
+            if (j == W) j = 0;
+            left -= run;
+        }
+        int32_t *pr = wide + n;
+        pr[0] = INT32_MAX;
+        pr[1] = 0;
+        const int cnt = atm_ek_topk_ins_m0(wide, (int)n, 0, pr, 0, keff);
+        for (int k = 0; k < cnt; k++) {
+            const uint32_t s = oldest + (uint32_t)pr[2 * k + 3];   /* < 2 W */
+            ss[k] = pr[2 * k + 2];
+            si[k] = (int32_t)(s >= W ? s - W : s);
+        }
+        return;
+    }
+#endif
     if (select) {
         uint32_t j = oldest, left = n, off = 0;
         while (left > 0) {

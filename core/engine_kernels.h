@@ -153,9 +153,11 @@ int atm_ek_first_above(const int32_t *v, int n, int32_t t);
  * while fewer than keff are kept a score is inserted after the scores not
  * below it; then only one strictly above the last kept is, and the last
  * kept drops out. Scores below INT32_MAX; returns the new count. The twin
- * (engine_ref.c) and engine_m3.S's Thumb-2 version (tests/mcu/kernels.c). */
+ * (engine_ref.c), engine_m3.S's Thumb-2 and engine_m0.S's Thumb-1 versions
+ * (tests/mcu/kernels.c). */
 int atm_ek_topk_ins_ref(const int32_t *sc, int run, int32_t t0, int32_t *pr, int cnt, int keff);
 int atm_ek_topk_ins_m3(const int32_t *sc, int run, int32_t t0, int32_t *pr, int cnt, int keff);
+int atm_ek_topk_ins_m0(const int32_t *sc, int run, int32_t t0, int32_t *pr, int cnt, int keff);
 /* atm_ek_mix_ref / atm_ek_dots_ref a word of int8 values at a time (engine_m0.c) */
 void atm_ek_mix_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
 void atm_ek_dots_m0(const int16_t *q, const int8_t *k, int dh, int n, int32_t *out);

@@ -1210,3 +1210,96 @@ atm_ek_dots16x2_m0:
     mov  r8, r4
     pop  {r4, r5, r6, r7, pc}
     .size atm_ek_dots16x2_m0, . - atm_ek_dots16x2_m0
+
+/* int atm_ek_topk_ins_m0(const int32_t *sc, int run, int32_t t0, int32_t *pr, int cnt, int keff);
+ * atm_ek_topk_ins_ref in Thumb-1 (engine_kernels.h: the kept set by sorted
+ * insertion over (score, position) pairs behind a sentinel whose score is
+ * INT32_MAX, so a shift needs no bounds test). A rejected score costs 5
+ * instructions, a shift by one pair 7.5.
+ *   r0 sc walker   r1, r5 scratch   r2 t0 - (sc >> 2) - 1 (a position from
+ *   the walker)   r3 the pair above the free slot   r4 the score
+ *   r6 cnt, then the last kept score   r7 &pr[keff]   r8 sc's end   r9 pr
+ *   r10 keff */
+    .macro TOPK_SHIFT_M0
+1:
+    ldr  r1, [r3]
+    cmp  r1, r4
+    bge  2f
+    ldr  r5, [r3, #4]
+    str  r1, [r3, #8]
+    str  r5, [r3, #12]
+    subs r3, #8
+    ldr  r1, [r3]
+    cmp  r1, r4
+    bge  2f
+    ldr  r5, [r3, #4]
+    str  r1, [r3, #8]
+    str  r5, [r3, #12]
+    subs r3, #8
+    b    1b
+2:
+    lsrs r1, r0, #2
+    adds r1, r2, r1
+    str  r4, [r3, #8]
+    str  r1, [r3, #12]
+    .endm
+
+    .align 2
+    .global atm_ek_topk_ins_m0
+    .type atm_ek_topk_ins_m0, %function
+    .thumb_func
+atm_ek_topk_ins_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    mov  r5, r9
+    mov  r6, r10
+    push {r4, r5, r6}
+    ldr  r6, [sp, #32]               /* cnt */
+    ldr  r5, [sp, #36]               /* keff */
+    mov  r10, r5
+    lsls r1, r1, #2
+    adds r1, r0, r1
+    mov  r8, r1
+    lsrs r4, r0, #2
+    subs r2, r2, r4
+    subs r2, #1
+    lsls r7, r5, #3
+    adds r7, r3, r7
+    mov  r9, r3
+    cmp  r6, r5
+    bge  5f
+3:                                   /* filling: every score goes in */
+    cmp  r0, r8
+    beq  8f
+    ldm  r0!, {r4}
+    lsls r3, r6, #3
+    add  r3, r9
+    adds r6, #1
+    TOPK_SHIFT_M0
+    cmp  r6, r10
+    blt  3b
+5:
+    ldr  r6, [r7]
+6:                                   /* full: only a score above the last kept */
+    cmp  r0, r8
+    beq  9f
+    ldm  r0!, {r4}
+    cmp  r4, r6
+    ble  6b
+    movs r3, r7
+    subs r3, #8
+    TOPK_SHIFT_M0
+    ldr  r6, [r7]
+    b    6b
+8:
+    movs r0, r6
+    b    10f
+9:
+    mov  r0, r10
+10:
+    pop  {r4, r5, r6}
+    mov  r8, r4
+    mov  r9, r5
+    mov  r10, r6
+    pop  {r4, r5, r6, r7, pc}
+    .size atm_ek_topk_ins_m0, . - atm_ek_topk_ins_m0

@@ -288,6 +288,41 @@ static int test_ln_center(void) {
     return report("ln_center_i32", cases, bad);
 }
 
+#if defined(__ARM_ARCH_6M__)
+#define TOPK_INS atm_ek_topk_ins_m0
+#define TOPK_NAME "topk_ins_m0"
+#else
+#define TOPK_INS atm_ek_topk_ins_m3
+#define TOPK_NAME "topk_ins_m3"
+#endif
+/* the kept set by sorted insertion: runs of scores (few distinct values,
+ * so ties, or wide ones) added in turn to the same pairs, every keff up to
+ * 32, against the twin; the pairs (and the word after them) must match */
+static int test_topk_ins(void) {
+    int32_t *const pa = EV, *const pb = EX1;   /* 2 * 33 + 1 words each, in the arena (the micro:bit's .bss is full) */
+    uint32_t cases = 0, bad = 0;
+    for (int keff = 1; keff <= 32; keff++)
+        for (int p = 0; p < 4; p++) {
+            const int32_t span = p == 0 ? 3 : (p == 1 ? 40 : (1 << 30) - 1);
+            for (int i = 0; i < 2 * 33 + 1; i++) pa[i] = pb[i] = (int32_t)(0xA5A5A5A5u ^ (uint32_t)i);
+            pa[0] = pb[0] = INT32_MAX;
+            pa[1] = pb[1] = 0;
+            pa[2 * keff + 2] = pb[2 * keff + 2] = 0x5A5A5A5A;
+            int ca = 0, cb = 0;
+            for (int r = 0; r < 5; r++) {
+                const int run = (int)rnd(40);
+                for (int i = 0; i < run; i++)
+                    EX0[i] = p == 3 ? (i & 1 ? (1 << 30) - 1 : -(1 << 30) + 1)
+                                    : (int32_t)(rnd((uint32_t)span * 2u + 1u)) - span;
+                ca = atm_ek_topk_ins_ref(EX0, run, 100 * r, pa, ca, keff);
+                cb = TOPK_INS(EX0, run, 100 * r, pb, cb, keff);
+                bad += ca != cb || memcmp(pa, pb, (size_t)(2 * keff + 3) * 4) != 0;
+                cases++;
+            }
+        }
+    return report(TOPK_NAME, cases, bad);
+}
+
 /* the scan for the first value above a threshold: every n to 40 (the
  * blocks of four and the tail), thresholds at, between and beyond the
  * values, INT32_MIN / INT32_MAX among them */
@@ -490,33 +525,6 @@ static int test_lut8_m3(void) {
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
 /* the Thumb-2 dot products against atm_ek_dots_ref: every dh it takes, one
  * it refuses (nothing written), 1 to 50 keys, extreme values */
-/* the kept set by sorted insertion: runs of scores (few distinct values,
- * so ties, or wide ones) added in turn to the same pairs, every keff up to
- * 32, against the twin; the pairs (and the word after them) must match */
-static int test_topk_ins_m3(void) {
-    static int32_t pa[2 * 33 + 1], pb[2 * 33 + 1];
-    uint32_t cases = 0, bad = 0;
-    for (int keff = 1; keff <= 32; keff++)
-        for (int p = 0; p < 4; p++) {
-            const int32_t span = p == 0 ? 3 : (p == 1 ? 40 : (1 << 30) - 1);
-            pa[0] = pb[0] = INT32_MAX;
-            pa[1] = pb[1] = 0;
-            pa[2 * keff + 2] = pb[2 * keff + 2] = 0x5A5A5A5A;
-            int ca = 0, cb = 0;
-            for (int r = 0; r < 5; r++) {
-                const int run = (int)rnd(40);
-                for (int i = 0; i < run; i++)
-                    EX0[i] = p == 3 ? (i & 1 ? (1 << 30) - 1 : -(1 << 30) + 1)
-                                    : (int32_t)(rnd((uint32_t)span * 2u + 1u)) - span;
-                ca = atm_ek_topk_ins_ref(EX0, run, 100 * r, pa, ca, keff);
-                cb = atm_ek_topk_ins_m3(EX0, run, 100 * r, pb, cb, keff);
-                bad += ca != cb || memcmp(pa, pb, (size_t)(2 * keff + 3) * 4) != 0;
-                cases++;
-            }
-        }
-    return report("topk_ins_m3", cases, bad);
-}
-
 static int test_dots_m3(void) {
     static const int dhs[] = { 8, 16, 32, 64, 12 };
     static const int ns[] = { 1, 2, 3, 7, 17, 50 };
@@ -700,6 +708,7 @@ int mcu_main(void) {
 #endif
     fail |= test_elementwise();
     fail |= test_first_above();
+    fail |= test_topk_ins();
     fail |= test_ln_center();
     fail |= test_exp();
     fail |= test_ssm_aligned();
@@ -707,7 +716,6 @@ int mcu_main(void) {
     fail |= test_lut_m3();
     fail |= test_lut8_m3();
     fail |= test_dots_m3();
-    fail |= test_topk_ins_m3();
     fail |= test_conv_m3();
     fail |= test_quant_m3();
 #endif
