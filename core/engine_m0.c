@@ -405,18 +405,36 @@ static inline int32_t mr30_h(int32_t p, int32_t gh, uint32_t gl) {
     const uint32_t D = pl * gl;
     return 4 * A + (B >> 14) + (((B & 0x3FFF) + C + (int32_t)(D >> 16) + (1 << 13)) >> 14);
 }
-#define EXP_BODY(STEP)                                                                  \
-    if (x >= 0) return 1u << 24;                                                        \
-    if (x < -(1 << 21)) return 0;                                                       \
-    const int64_t y = atm_smull(x, ATM_LOG2E_Q30);                                      \
-    const int32_t n = (int32_t)(y >> 46);                                               \
-    if (n < -26) return 0;                                                              \
-    const int32_t g = (int32_t)(((uint64_t)y >> 16) & 0x3FFFFFFFu) - (1 << 29);         \
-    int32_t p = atm_exp2_c[7];                                                          \
-    for (int k = 6; k >= 0; k--) p = STEP + atm_exp2_c[k];                              \
-    const uint32_t v = (uint32_t)((atm_smull(p, ATM_SQRT2_Q30) + ((int64_t)1 << 29)) >> 30); \
-    const int s = 6 - n;                                                                \
-    return s >= 32 ? v >> 31 : (v >> s) + ((v >> (s - 1)) & 1u)
+/* The exponential's two wide products from 16-bit halves in 32-bit words
+ * (the M0 has no 32 x 32 -> 64 multiply, and atm_smull's general one is a
+ * call and twice the work):
+ *  - y = x log2(e) in Q30 for -2^21 <= x < 0: x = 2^16 xh + xl, log2(e) =
+ *    2^16 LH + LL; floor(y / 2^16) = 2^16 A + S with A = xh LH and S = xh LL
+ *    + xl LH + (xl LL >> 16) (|S| < 2^31), so n = y >> 46 = (A + (S >> 16))
+ *    >> 14 and y's bits 16 .. 45 are the low 30 bits of 2^16 A + S;
+ *  - v = round(p sqrt(2) / 2^30) for 0 < p < 2^31, unsigned: p = 2^16 ph +
+ *    pl, sqrt(2) = 2^16 SH + SL; v = 4 ph SH + (M + ((pl SL + 2^29) >> 16))
+ *    >> 14, M = ph SL + pl SH < 2^32 - 2^16.
+ * Exact: every x in [-2^22, 0] gives atm_exp_q16's integers
+ * (tests/test_engine_kernels.c; on the board tests/mcu/kernels.c). */
+#define LOG2E_H 23637
+#define LOG2E_L 7573
+#define SQRT2_H 23170u
+#define SQRT2_L 31130u
+typedef char exp_halves_ok[(LOG2E_H * 65536 + LOG2E_L == ATM_LOG2E_Q30 &&
+                            SQRT2_H * 65536u + SQRT2_L == (uint32_t)ATM_SQRT2_Q30) ? 1 : -1];
+static inline int32_t exp_n(int32_t x, int32_t *g) {
+    const int32_t xh = x >> 16, xl = (int32_t)((uint32_t)x & 0xFFFFu);
+    const int32_t A = xh * LOG2E_H;
+    const int32_t S = xh * LOG2E_L + xl * LOG2E_H + (int32_t)(((uint32_t)xl * LOG2E_L) >> 16);
+    *g = (int32_t)((((uint32_t)A << 16) + (uint32_t)S) & 0x3FFFFFFFu) - (1 << 29);
+    return (A + (S >> 16)) >> 14;
+}
+static inline uint32_t exp_sqrt2(int32_t p) {
+    const uint32_t ph = (uint32_t)p >> 16, pl = (uint32_t)p & 0xFFFFu;
+    const uint32_t M = ph * SQRT2_L + pl * SQRT2_H;
+    return 4u * ph * SQRT2_H + ((M + ((pl * SQRT2_L + (1u << 29)) >> 16)) >> 14);
+}
 
 #if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
 /* engine_m0.S: the seven Horner steps in Thumb-1, with the coefficients
@@ -427,23 +445,25 @@ static const int32_t EXP2_C14[8] = {
     1073741824 - 16384, 744261118 - 16384, 257941248 - 16384, 59597083 - 16384,
     10327387 - 16384, 1431680 - 16384, 165394 - 16384, 16377
 };
+#define EXP2POLY(g) atm_ek_exp2poly_m0(g, EXP2_C14)
+#else
+static int32_t exp2poly_h(int32_t g) {
+    int32_t p = atm_exp2_c[7];
+    for (int k = 6; k >= 0; k--) p = mr30_h(p, g >> 16, (uint32_t)g & 0xFFFFu) + atm_exp2_c[k];
+    return p;
+}
+#define EXP2POLY(g) exp2poly_h(g)
+#endif
 uint32_t atm_ek_exp_q16_h(int32_t x) {
     if (x >= 0) return 1u << 24;
     if (x < -(1 << 21)) return 0;
-    const int64_t y = atm_smull(x, ATM_LOG2E_Q30);
-    const int32_t n = (int32_t)(y >> 46);
+    int32_t g;
+    const int32_t n = exp_n(x, &g);
     if (n < -26) return 0;
-    const int32_t g = (int32_t)(((uint64_t)y >> 16) & 0x3FFFFFFFu) - (1 << 29);
-    const int32_t p = atm_ek_exp2poly_m0(g, EXP2_C14);
-    const uint32_t v = (uint32_t)((atm_smull(p, ATM_SQRT2_Q30) + ((int64_t)1 << 29)) >> 30);
+    const uint32_t v = exp_sqrt2(EXP2POLY(g));
     const int s = 6 - n;
     return s >= 32 ? v >> 31 : (v >> s) + ((v >> (s - 1)) & 1u);
 }
-#else
-uint32_t atm_ek_exp_q16_h(int32_t x) {
-    EXP_BODY(mr30_h(p, g >> 16, (uint32_t)g & 0xFFFFu));
-}
-#endif
 /* The M3's: each Horner step round(p g / 2^30) = floor((p 4g + 2^31) / 2^32)
  * (|g| <= 2^29, so 4g fits int32) is one SMULL's high word plus its low
  * word's top bit, the sqrt(2) factor the same from UMULL of 2p and 2 sqrt(2)
