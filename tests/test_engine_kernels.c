@@ -402,6 +402,11 @@ static void test_elementwise(void) {
                 atm_ek_scores_ref(v, kx, n, ms, sbase, s0);
                 atm_ek_scores_m3(v, kx, n, ms, sbase, x3);
                 bad3 += memcmp(s0, x3, (size_t)n * 4) != 0;
+                /* dots of int8 keys and int16 queries (|.| < 2^26: the 16-bit halves' way), to the edges */
+                for (int i = 0; i < n; i++) x3[i] = i % 7 == 0 ? (i & 8 ? (1 << 26) - 1 : -(1 << 26) + 1) : v[i] >> 5;
+                atm_ek_scores_ref(x3, kx, n, ms, sbase, s1);
+                atm_ek_scores_m3(x3, kx, n, ms, sbase, x3);
+                bad3 += memcmp(s1, x3, (size_t)n * 4) != 0;
                 if (run5) { atm_ek_scores_avx512(v, kx, n, ms, sbase, x2); bad5 += memcmp(s0, x2, (size_t)n * 4) != 0; }
                 memcpy(s1, v, (size_t)n * 4);
                 if (run) atm_ek_scores_avx2(s1, kx, n, ms, sbase, s1); else memcpy(s1, s0, (size_t)n * 4);   /* aliased */

@@ -208,6 +208,11 @@ static int test_elementwise(void) {
                 atm_ek_scores_ref(EV, EB, n, ms, sbase, EX0);
                 atm_ek_scores_m3(EV, EB, n, ms, sbase, EX1);
                 bad_3 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
+                /* dots within 2^26 (int8 keys, int16 queries): the M0's 16-bit halves */
+                for (int i = 0; i < n; i++) EV[i] = i % 7 == 0 ? (i & 8 ? (1 << 26) - 1 : -(1 << 26) + 1) : EV[i] >> 5;
+                atm_ek_scores_ref(EV, EB, n, ms, sbase, EX0);
+                atm_ek_scores_m3(EV, EB, n, ms, sbase, EX1);
+                bad_3 += memcmp(EX0, EX1, (size_t)n * 4) != 0;
             }
             /* mix of n rows of d = 64 (aligned) and dots of dh = 16 (and odd widths: the twins) */
             if (n <= 64) {
