@@ -512,11 +512,13 @@ atm_ek_conv5_m3:
 /* void atm_ek_ssm_m3s(int32_t *s, const uint8_t *a, const uint8_t *bc,
  *                     const int16_t *u, int d, int sb);
  * atm_ek_ssm_ref for -1 <= sb <= 31 and d >= 1 (the C wrapper in
- * engine_m3.c checks): t1 = (a s + 2^14) >> 15 from SMLAL's two words,
+ * engine_m3.c checks): t1 = (a s + 2^14) >> 15 = floor((2^17 a s + 2^31) /
+ * 2^32), the high word of SMULL(2^16 a, 2 s) plus its low word's top bit
+ * (|s| <= 2^30 - 1, as the engine keeps the state, so 2 s fits int32),
  * t2 = ((bc u << ls) + hb) >> rs (ls = 1, 0 or 0; rs = 0, 0 or sb), their
  * sum with ADDS, an overflow (V) beyond the clamp on t2's side, else SSAT
  * to [-2^30, 2^30 - 1] and -2^30 moved to -(2^30 - 1). a and bc are int16
- * at any address (unaligned LDRSH). 22 instructions an element.
+ * at any address (unaligned LDRSH). 21 instructions an element.
  *   r0 s   r1 a   r2 bc   r3 u   r4 s's end   r5 hb   r6 rs   r7 ls
  *   r8, r9 the product   r10-r12, lr scratch */
     .align 2
@@ -542,11 +544,10 @@ atm_ek_ssm_m3s:
 1:
     ldr  r10, [r0]
     ldrsh r11, [r1], #2
-    mov  r8, #0x4000
-    movs r9, #0
-    smlal r8, r9, r11, r10           /* a s + 2^14 */
-    lsr  r8, r8, #15
-    orr  r8, r8, r9, lsl #17         /* t1 */
+    lsl  r10, r10, #1                /* 2 s: |s| <= 2^30 - 1 */
+    lsl  r11, r11, #16               /* 2^16 a */
+    smull r8, r9, r11, r10           /* 2^17 a s */
+    add  r8, r9, r8, lsr #31         /* t1 = (a s + 2^14) >> 15: the high word plus the low word's top bit */
     ldrsh r11, [r2], #2
     ldrsh r12, [r3], #2
     mul  r11, r11, r12               /* bc u */
