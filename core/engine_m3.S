@@ -799,3 +799,48 @@ atm_ek_topk_ins_m3:
     mov  r0, r4
     pop  {r4-r11, pc}
     .size atm_ek_topk_ins_m3, . - atm_ek_topk_ins_m3
+
+/* int atm_ek_scores_m3s(const int32_t *dots, const uint8_t *kexp, int n,
+ *                       int32_t m, int sbase, int32_t *out);
+ * atm_ek_scores_m3's common case in Thumb-2: out[j] = the product P =
+ * dots[j] m (0 <= m < 2^30) divided by 2^sh, sh = sbase - kexp[j],
+ * rounded, while 32 <= sh <= 62; returns how many keys it did (it stops
+ * at the first other sh, or at n). T = floor(P / 2^31) = 2 hi + (lo >> 31)
+ * fits int32 (|P| < 2^61), and the rounded quotient is ((T >> (sh - 32))
+ * + 1) >> 1 (floor((P + 2^(sh-1)) / 2^sh) = floor((floor(P / 2^(sh-1))
+ * + 1) / 2)); |r| <= 2^29: no clamp. 14 instructions a key.
+ *   r0 dots   r1 kexp   r2 dots' end   r3 m   r4 sbase - 32   r5 out
+ *   r6 dots' start   r7 sh - 32   r8 the dot, then lo   r9 hi, then T */
+    .align 2
+    .global atm_ek_scores_m3s
+    .type atm_ek_scores_m3s, %function
+    .thumb_func
+atm_ek_scores_m3s:
+    push {r4-r9, lr}
+    ldr  r4, [sp, #28]               /* sbase */
+    sub  r4, r4, #32
+    ldr  r5, [sp, #32]               /* out */
+    mov  r6, r0
+    add  r2, r0, r2, lsl #2
+    cmp  r0, r2
+    beq  9f
+1:
+    ldrb r7, [r1], #1
+    sub  r7, r4, r7                  /* sh - 32 */
+    cmp  r7, #30
+    bhi  9f
+    ldr  r8, [r0], #4
+    smull r8, r9, r8, r3
+    lsl  r9, r9, #1
+    orr  r9, r9, r8, lsr #31         /* T */
+    asr  r9, r9, r7
+    add  r9, r9, #1
+    asr  r9, r9, #1
+    str  r9, [r5], #4
+    cmp  r0, r2
+    bne  1b
+9:
+    sub  r0, r0, r6
+    lsr  r0, r0, #2
+    pop  {r4-r9, pc}
+    .size atm_ek_scores_m3s, . - atm_ek_scores_m3s

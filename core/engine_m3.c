@@ -177,8 +177,16 @@ void atm_ek_ssm_m3(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_
  * 2^61, so |hi| < 2^29 and the rounded quotient needs no clamp; the half
  * added to hi is exact as in ln_out), the others through atm_rnd64. The M0
  * set runs it too (atm_smull: no libgcc 64 x 64 multiply). */
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+/* engine_m3.S: the keys with 32 <= sh <= 62, up to the first other one */
+int atm_ek_scores_m3s(const int32_t *dots, const uint8_t *kexp, int n, int32_t m, int sbase, int32_t *out);
+#endif
 void atm_ek_scores_m3(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out) {
     const int32_t m = (int32_t)ms;                                           /* 0 <= ms < 2^30 */
+#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
+    const int done = atm_ek_scores_m3s(dots, kexp, n, m, sbase, out);
+    dots += done; kexp += done; out += done; n -= done;
+#endif
 #if !(defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__))
     /* no 32 x 32 -> 64 multiply (the M0; and the host, so that the host
      * tests check it): for |dot| < 2^26 (a key of up to 32 int8 values
