@@ -187,30 +187,8 @@ void atm_ek_scores_m3(const int32_t *dots, const uint8_t *kexp, int n, int64_t m
     const int done = atm_ek_scores_m3s(dots, kexp, n, m, sbase, out);
     dots += done; kexp += done; out += done; n -= done;
 #endif
-#if !(defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__))
-    /* no 32 x 32 -> 64 multiply (the M0; and the host, so that the host
-     * tests check it): for |dot| < 2^26 (a key of up to 32 int8 values
-     * against an int16 query) and 32 <= sh <= 62, from 16-bit halves in
-     * 32-bit words. d = 2^16 dh + dl, m = 2^16 mh + ml: floor(P / 2^16) =
-     * 2^16 dh mh + C, C = dh ml + dl mh + (dl ml >> 16) (|C| < 2^31), so
-     * T = floor(P / 2^31) = 2 dh mh + (C >> 15), and the rounded quotient
-     * by 2^sh is ((T >> (sh - 32)) + 1) >> 1 (|r| < 2^24: no clamp) */
-    const int32_t mh = m >> 16;
-    const uint32_t ml = (uint32_t)m & 0xFFFFu;
-#endif
     for (int j = 0; j < n; j++) {
         const int sh = sbase - kexp[j];
-#if !(defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__))
-        const int32_t d = dots[j];
-        if (sh >= 32 && sh <= 62 && (uint32_t)d + (1u << 26) < (1u << 27)) {
-            const int32_t dh = d >> 16;
-            const uint32_t dl = (uint32_t)d & 0xFFFFu;
-            const int32_t C = dh * (int32_t)ml + (int32_t)(dl * (uint32_t)mh) + (int32_t)((dl * ml) >> 16);
-            const int32_t T = 2 * dh * mh + (C >> 15);
-            out[j] = ((T >> (sh - 32)) + 1) >> 1;
-            continue;
-        }
-#endif
         const int64_t p = atm_smull(dots[j], m);           /* the M0's 16-bit halves, one SMULL elsewhere */
         const int32_t hi = (int32_t)((uint64_t)p >> 32);
         if (sh >= 33 && sh <= 62) out[j] = (hi + ((int32_t)1 << (sh - 33))) >> (sh - 32);
