@@ -1168,9 +1168,81 @@ void atm_ek_topk_set(const int32_t *sc, int n, int k, int32_t *scratch, int32_t 
 
 #define TOPK_PAIRS 32   /* the M3's insertion on the stack: at most 32 kept */
 
-/* attention's kept set: the keff best of the n cached positions, oldest
- * first, into sel_s / sel_i (slots), their scores computed a run at a time
- * into wide (see attn_path) */
+/* the scores of `run` cached positions from slot j into out */
+static void run_scores(atm_engine *e, const kset *ks, const int8_t *kc, const uint8_t *kexp, int dh, int64_t ms,
+                       int sbase, uint32_t j, uint32_t run, int32_t *out) {
+    ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, out);
+    ks->scores(out, kexp + j, (int)run, ms, sbase, out);
+}
+
+/* the window's scores, oldest first, into wide[0, n) (the ring wraps at most once) */
+static void window_scores(atm_engine *e, const kset *ks, const int8_t *kc, const uint8_t *kexp, int dh,
+                          int64_t ms, int sbase, uint32_t n, uint32_t oldest) {
+    const uint32_t W = (uint32_t)e->window;
+    const uint32_t run = W - oldest < n ? W - oldest : n;
+    run_scores(e, ks, kc, kexp, dh, ms, sbase, oldest, run, e->wide);
+    if (run < n) run_scores(e, ks, kc, kexp, dh, ms, sbase, 0, n - run, e->wide + run);
+}
+
+/* positions counted from the oldest -> cache slots */
+static void to_slots(int32_t *si, int cnt, uint32_t oldest, uint32_t W) {
+    for (int k = 0; k < cnt; k++) {
+        const uint32_t s = oldest + (uint32_t)si[k];          /* < 2 W */
+        si[k] = (int32_t)(s >= W ? s - W : s);
+    }
+}
+
+#if (defined(ATM_KS_M3) && defined(ATM_M3_ASM)) || (defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM))
+/* the kept pairs pr[2 ..] (score, position) -> sel_s, sel_i */
+static void unpair(const int32_t *pr, int cnt, int32_t *ss, int32_t *si) {
+    for (int k = 0; k < cnt; k++) { ss[k] = pr[2 * k + 2]; si[k] = pr[2 * k + 3]; }
+}
+#endif
+
+/* the sorted insertion a run of at most cap slots at a time: a later
+ * position replaces the last kept one only if strictly greater (ties keep
+ * the older); on the M3 engine_m3.S's, over (score, slot) pairs behind a
+ * sentinel on the stack */
+static void insert_runs(atm_engine *e, const kset *ks, const int8_t *kc, const uint8_t *kexp, int dh, int64_t ms,
+                        int sbase, uint32_t n, uint32_t oldest, int keff, uint32_t cap) {
+    const uint32_t W = (uint32_t)e->window;
+    int32_t *wide = e->wide, *ss = e->sel_s, *si = e->sel_i;
+#if defined(ATM_KS_M3) && defined(ATM_M3_ASM)
+    int32_t pr[2 * TOPK_PAIRS + 2];
+    pr[0] = INT32_MAX;
+    pr[1] = 0;
+#endif
+    int cnt = 0;
+    uint32_t j = oldest, left = n;
+    while (left > 0) {
+        uint32_t run = W - j < left ? W - j : left;
+        if (run > cap) run = cap;
+        run_scores(e, ks, kc, kexp, dh, ms, sbase, j, run, wide);
+#if defined(ATM_KS_M3) && defined(ATM_M3_ASM)
+        if (keff <= TOPK_PAIRS) cnt = atm_ek_topk_ins_m3(wide, (int)run, (int32_t)j, pr, cnt, keff);
+        else
+#endif
+        for (uint32_t i = 0; i < run; i++) {
+            const int32_t sc = wide[i];
+            int pos;
+            if (cnt < keff) pos = cnt++;
+            else if (sc > ss[keff - 1]) pos = keff - 1;
+            else continue;
+            for (; pos > 0 && ss[pos - 1] < sc; pos--) { ss[pos] = ss[pos - 1]; si[pos] = si[pos - 1]; }
+            ss[pos] = sc;
+            si[pos] = (int32_t)(j + i);
+        }
+        j += run;
+        if (j == W) j = 0;
+        left -= run;
+    }
+#if defined(ATM_KS_M3) && defined(ATM_M3_ASM)
+    if (keff <= TOPK_PAIRS) unpair(pr, cnt, ss, si);
+#endif
+}
+
+/* attention's kept set: the keff best of the n cached positions into
+ * sel_s / sel_i (slots), their scores computed into wide (see attn_path) */
 static void select_topk(atm_engine *e, const kset *ks, const int8_t *kc, const uint8_t *kexp, int dh, int64_t ms,
                         int sbase, uint32_t n, uint32_t oldest, int keff, uint32_t cap) {
     const uint32_t W = (uint32_t)e->window;
@@ -1189,96 +1261,26 @@ static void select_topk(atm_engine *e, const kset *ks, const int8_t *kc, const u
      * insertion over (score, position) pairs behind a sentinel in wide's
      * words after them (the micro:bit's stack has no room for them) */
     if (n + 2u * (uint32_t)keff + 2u <= cap) {
-        uint32_t j = oldest, left = n, off = 0;
-        while (left > 0) {
-            const uint32_t run = W - j < left ? W - j : left;
-            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide + off);
-            ks->scores(wide + off, kexp + j, (int)run, ms, sbase, wide + off);
-            off += run;
-            j += run;
-            if (j == W) j = 0;
-            left -= run;
-        }
+        window_scores(e, ks, kc, kexp, dh, ms, sbase, n, oldest);
         int32_t *pr = wide + n;
         pr[0] = INT32_MAX;
         pr[1] = 0;
         const int cnt = atm_ek_topk_ins_m0(wide, (int)n, 0, pr, 0, keff);
-        for (int k = 0; k < cnt; k++) {
-            const uint32_t s = oldest + (uint32_t)pr[2 * k + 3];   /* < 2 W */
-            ss[k] = pr[2 * k + 2];
-            si[k] = (int32_t)(s >= W ? s - W : s);
-        }
+        unpair(pr, cnt, ss, si);
+        to_slots(si, cnt, oldest, W);
         return;
     }
 #endif
-    if (select) {
-        uint32_t j = oldest, left = n, off = 0;
-        while (left > 0) {
-            const uint32_t run = W - j < left ? W - j : left;
-            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide + off);
-            ks->scores(wide + off, kexp + j, (int)run, ms, sbase, wide + off);
-            off += run;
-            j += run;
-            if (j == W) j = 0;
-            left -= run;
-        }
-#ifdef ATM_EK_X86
-        if (atm_ek_topk_avx2(wide, (int)n, keff, ss, si) != 0)
-#endif
-        atm_ek_topk_set(wide, (int)n, keff, wide + n, ss, si);
-        for (int k = 0; k < keff; k++) {
-            const uint32_t s = oldest + (uint32_t)si[k];          /* < 2 W */
-            si[k] = (int32_t)(s >= W ? s - W : s);
-        }
-    } else {
-#if defined(ATM_KS_M3) && defined(ATM_M3_ASM)
-        /* engine_m3.S's insertion over (score, position) pairs behind a sentinel */
-        if (keff <= TOPK_PAIRS) {
-            int32_t pr[2 * TOPK_PAIRS + 2];
-            pr[0] = INT32_MAX;
-            pr[1] = 0;
-            int cnt = 0;
-            uint32_t j = oldest, left = n;
-            while (left > 0) {
-                uint32_t run = W - j < left ? W - j : left;
-                if (run > cap) run = cap;
-                ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide);
-                ks->scores(wide, kexp + j, (int)run, ms, sbase, wide);
-                cnt = atm_ek_topk_ins_m3(wide, (int)run, (int32_t)j, pr, cnt, keff);
-                j += run;
-                if (j == W) j = 0;
-                left -= run;
-            }
-            for (int k = 0; k < cnt; k++) { ss[k] = pr[2 * k + 2]; si[k] = pr[2 * k + 3]; }
-            return;
-        }
-#endif
-        int cnt = 0;
-        uint32_t j = oldest, left = n;
-        while (left > 0) {
-            uint32_t run = W - j < left ? W - j : left;
-            if (run > cap) run = cap;
-            ks->dots(e->q, kc + (size_t)j * (size_t)dh, dh, (int)run, wide);
-            ks->scores(wide, kexp + j, (int)run, ms, sbase, wide);
-            for (uint32_t i = 0; i < run; i++) {
-                const int32_t sc = wide[i];
-                int pos;
-                if (cnt < keff) pos = cnt++;
-                else if (sc > ss[keff - 1]) pos = keff - 1;
-                else continue;
-                while (pos > 0 && ss[pos - 1] < sc) {
-                    ss[pos] = ss[pos - 1];
-                    si[pos] = si[pos - 1];
-                    pos--;
-                }
-                ss[pos] = sc;
-                si[pos] = (int32_t)(j + i);
-            }
-            j += run;
-            if (j == W) j = 0;
-            left -= run;
-        }
+    if (!select) {
+        insert_runs(e, ks, kc, kexp, dh, ms, sbase, n, oldest, keff, cap);
+        return;
     }
+    window_scores(e, ks, kc, kexp, dh, ms, sbase, n, oldest);
+#ifdef ATM_EK_X86
+    if (atm_ek_topk_avx2(wide, (int)n, keff, ss, si) != 0)
+#endif
+    atm_ek_topk_set(wide, (int)n, keff, wide + n, ss, si);
+    to_slots(si, keff, oldest, W);
 }
 
 /* attention: k, v of the current position enter cache slot `slot`; scores
@@ -1395,6 +1397,29 @@ int atm_ek_argmax_scaled(const int32_t *v, int n, int32_t mul, int s,
     return best;
 }
 
+/* final LayerNorm and unembedding: the logits in Q16 into e->wide, or
+ * (STEP_ARGMAX) only the index of their first maximum, returned. Inlined
+ * into step: the micro:bit's stack has no room for another frame. */
+static inline __attribute__((always_inline)) int head(atm_engine *e, const kset *ks, vin *in, int kern,
+                                                      int32_t *tab, int mode) {
+    const atm_model *m = e->m;
+    const int d = m->cfg.d_model, V = m->cfg.vocab;
+    const tview G = tensor(m, ATM_T_LNF_G, 0), B = tensor(m, ATM_T_LNF_B, 0);
+    layernorm(ks, e->x, d, m->cfg.fx, &G, &B, e->u);
+    vin_prep(in, e->u, d, kern, tab);
+    const tview U = tensor(m, ATM_T_UNEMBED, 0);
+    matvec(&U, m->encoding, (uint32_t)V, (uint32_t)d, in, e->wide);
+    const scaler sl = mk_scaler(U.mant, U.exp + G.aux - ATM_LOGIT_FRAC);
+    /* the scale is monotone: for the argmax only the raw values that set a record are scaled */
+    if (mode == STEP_ARGMAX && sl.fast && sl.mul > 0) return atm_ek_argmax_scaled(e->wide, V, (int32_t)sl.mul, sl.s, ks->scale);
+    if (sl.fast) ks->scale(e->wide, V, (int32_t)sl.mul, sl.s);
+    else for (int v = 0; v < V; v++) e->wide[v] = atm_clamp32(scale(&sl, e->wide[v]), X_LIM);
+    int best = 0;
+    if (mode == STEP_ARGMAX)
+        for (int v = 1; v < V; v++) if (e->wide[v] > e->wide[best]) best = v;
+    return best;
+}
+
 static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
     if (!e || !e->m) return 0;
     const atm_model *m = e->m;
@@ -1449,25 +1474,7 @@ static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
         }
     }
 
-    /* final LayerNorm and unembedding: logits in Q16 */
-    int best = 0;
-    if (mode != STEP_FEED) {
-        const tview G = tensor(m, ATM_T_LNF_G, 0), B = tensor(m, ATM_T_LNF_B, 0);
-        layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
-        vin_prep(&in, e->u, d, kern, tab);
-        const tview U = tensor(m, ATM_T_UNEMBED, 0);
-        matvec(&U, enc, (uint32_t)V, (uint32_t)d, &in, e->wide);
-        const scaler sl = mk_scaler(U.mant, U.exp + G.aux - ATM_LOGIT_FRAC);
-        if (mode == STEP_ARGMAX && sl.fast && sl.mul > 0) {
-            /* the scale is monotone: only the raw values that set a record are scaled */
-            best = atm_ek_argmax_scaled(e->wide, V, (int32_t)sl.mul, sl.s, ks->scale);
-        } else {
-            if (sl.fast) ks->scale(e->wide, V, (int32_t)sl.mul, sl.s);
-            else for (int v = 0; v < V; v++) e->wide[v] = atm_clamp32(scale(&sl, e->wide[v]), X_LIM);
-            if (mode == STEP_ARGMAX)
-                for (int v = 1; v < V; v++) if (e->wide[v] > e->wide[best]) best = v;
-        }
-    }
+    const int best = mode == STEP_FEED ? 0 : head(e, ks, &in, kern, tab, mode);
 
     /* advance the windows */
     if (pw & ATM_PW_ATTN) {

@@ -1303,3 +1303,93 @@ atm_ek_topk_ins_m0:
     mov  r10, r6
     pop  {r4, r5, r6, r7, pc}
     .size atm_ek_topk_ins_m0, . - atm_ek_topk_ins_m0
+
+/* int atm_ek_scores16_m0(const int32_t *dots, const uint8_t *kexp, int n,
+ *                        int32_t m, int sbase, int32_t *out);
+ * atm_ek_scores_m3's common case on the Cortex-M0, which has no 32 x 32 ->
+ * 64 multiply: out[j] = the product P = dots[j] m (0 <= m < 2^30) divided
+ * by 2^sh, sh = sbase - kexp[j], rounded, while 32 <= sh <= 62 and
+ * |dots[j]| < 2^26 (a key of up to 32 int8 values against an int16
+ * query); returns how many keys it did (it stops at the first other key,
+ * or at n). From 16-bit halves, d = 2^16 dh + dl, m = 2^16 mh + ml:
+ * floor(P / 2^16) = 2^16 dh mh + C with C = dh ml + dl mh + (dl ml >> 16)
+ * (|C| < 2^31), so T = floor(P / 2^31) = 2 dh mh + (C >> 15), and the
+ * rounded quotient is ((T >> (sh - 32)) + 1) >> 1 (|r| < 2^24: no clamp).
+ * 35 instructions a key.
+ *   r0 dots walker   r1 kexp walker   r2 out walker   r3 mh   r4 ml
+ *   r5 the dot, dh, T   r6, r7 scratch   r8 sbase - 32   r9 dots' end
+ *   r10 2^26   r11 dots   r12 sh - 32 */
+    .align 2
+    .global atm_ek_scores16_m0
+    .type atm_ek_scores16_m0, %function
+    .thumb_func
+atm_ek_scores16_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    mov  r5, r9
+    mov  r6, r10
+    mov  r7, r11
+    push {r4, r5, r6, r7}
+    mov  r11, r0
+    lsls r2, r2, #2
+    adds r2, r0, r2
+    mov  r9, r2
+    ldr  r2, [sp, #36]               /* sbase */
+    subs r2, #32
+    mov  r8, r2
+    movs r2, #1
+    lsls r2, r2, #26
+    mov  r10, r2
+    ldr  r2, [sp, #40]               /* out */
+    lsls r4, r3, #16
+    lsrs r4, r4, #16                 /* ml */
+    asrs r3, r3, #16                 /* mh */
+    cmp  r0, r9
+    beq  9f
+1:
+    ldrb r7, [r1]
+    mov  r6, r8
+    subs r7, r6, r7                  /* sh - 32 */
+    cmp  r7, #30
+    bhi  9f
+    ldr  r5, [r0]
+    mov  r6, r10
+    adds r6, r5, r6
+    lsrs r6, r6, #27                 /* |d| < 2^26 */
+    bne  9f
+    adds r0, #4
+    adds r1, #1
+    mov  r12, r7
+    lsls r6, r5, #16
+    lsrs r6, r6, #16                 /* dl */
+    asrs r5, r5, #16                 /* dh */
+    movs r7, r6
+    muls r7, r4                      /* dl ml */
+    lsrs r7, r7, #16
+    muls r6, r3                      /* dl mh */
+    adds r7, r7, r6
+    movs r6, r5
+    muls r6, r4                      /* dh ml */
+    adds r7, r7, r6                  /* C */
+    asrs r7, r7, #15
+    muls r5, r3                      /* dh mh */
+    lsls r5, r5, #1
+    adds r5, r5, r7                  /* T */
+    mov  r7, r12
+    asrs r5, r7
+    adds r5, #1
+    asrs r5, r5, #1
+    stm  r2!, {r5}
+    cmp  r0, r9
+    bne  1b
+9:
+    mov  r1, r11
+    subs r0, r0, r1
+    lsrs r0, r0, #2
+    pop  {r4, r5, r6, r7}
+    mov  r8, r4
+    mov  r9, r5
+    mov  r10, r6
+    mov  r11, r7
+    pop  {r4, r5, r6, r7, pc}
+    .size atm_ek_scores16_m0, . - atm_ek_scores16_m0

@@ -180,11 +180,17 @@ void atm_ek_ssm_m3(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_
 #if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
 /* engine_m3.S: the keys with 32 <= sh <= 62, up to the first other one */
 int atm_ek_scores_m3s(const int32_t *dots, const uint8_t *kexp, int n, int32_t m, int sbase, int32_t *out);
+#elif defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+/* engine_m0.S: the same for |dot| < 2^26, from 16-bit halves */
+int atm_ek_scores16_m0(const int32_t *dots, const uint8_t *kexp, int n, int32_t m, int sbase, int32_t *out);
 #endif
 void atm_ek_scores_m3(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out) {
     const int32_t m = (int32_t)ms;                                           /* 0 <= ms < 2^30 */
 #if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
     const int done = atm_ek_scores_m3s(dots, kexp, n, m, sbase, out);
+    dots += done; kexp += done; out += done; n -= done;
+#elif defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    const int done = atm_ek_scores16_m0(dots, kexp, n, m, sbase, out);
     dots += done; kexp += done; out += done; n -= done;
 #endif
     for (int j = 0; j < n; j++) {
