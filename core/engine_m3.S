@@ -96,7 +96,8 @@ atm_ek_lut_rows4_m3:
  * sum_j t[256 j + b[r nb + j]]. Four rows walk the tables together, a row
  * byte being one post-incremented byte load, one table load and one add;
  * 3.4 instructions a row byte (a second copy of the loop takes the last
- * nb % 4 bytes of each row one at a time).
+ * nb % 4 bytes of each row one at a time; a third, for nb = 16, has the
+ * row bytes unrolled: 3.3).
  *   r0-r2, lr scratch   r3 row 0's end   r4-r7 the sums   r8-r11 the rows
  *   r12 the table walker (256 words a column group) */
     .macro LUT8GROUP
@@ -115,17 +116,19 @@ atm_ek_lut_rows4_m3:
     add  r12, r12, #1024
     .endm
 
-    /* the rows' loop; tail: nb % 4 may be nonzero (nb >= 1), else nb % 4 == 0 */
+    /* the rows' loop; tail: nb % 4 may be nonzero (nb >= 1), else nb % 4 == 0;
+     * tail 2: nb == 16 (64-column rows, every row of the board model), the
+     * row bytes unrolled with no inner loop */
     .macro LUT8ROWS tail
 1:
     ldr  r0, [sp]
     add  r9, r8, r0
     add  r10, r9, r0
     add  r11, r10, r0
-    .if \tail
+    .if \tail == 1
     bic  r3, r0, #3
     add  r3, r8, r3              /* row 0's end of its 4-byte blocks */
-    .else
+    .elseif \tail == 0
     mov  r3, r9
     .endif
     ldr  r12, [sp, #8]
@@ -133,17 +136,23 @@ atm_ek_lut_rows4_m3:
     movs r5, #0
     movs r6, #0
     movs r7, #0
-    .if \tail
+    .if \tail == 1
     cmp  r8, r3
     beq  5f
     .endif
+    .if \tail == 2
+    .rept 16
+    LUT8GROUP
+    .endr
+    .else
 2:
     .rept 4
     LUT8GROUP
     .endr
     cmp  r8, r3
     bne  2b
-    .if \tail
+    .endif
+    .if \tail == 1
 5:
     ldr  r3, [sp]
     and  r3, r3, #3              /* the last nb % 4 bytes one at a time */
@@ -176,11 +185,15 @@ atm_ek_lut8_rows4_m3:
     str  r2, [sp, #4]
     str  r3, [sp, #8]
     mov  r8, r0
+    cmp  r1, #16
+    beq  .Llut8_16
     tst  r1, #3
     bne  .Llut8_tail
     LUT8ROWS 0
 .Llut8_tail:
     LUT8ROWS 1
+.Llut8_16:
+    LUT8ROWS 2
     .size atm_ek_lut8_rows4_m3, . - atm_ek_lut8_rows4_m3
 
 /* void atm_ek_lut8_build_m3(const int16_t *x, uint32_t cols, int32_t *t);
