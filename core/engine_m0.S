@@ -149,7 +149,9 @@ atm_ek_planes_rows_m0:
  * two rows share the table walker and the loop, and the second row's bytes
  * are immediate offsets (#16 + k) from the first's: 15 instructions a pair
  * of row bytes plus 3 per 4 (8.75 a row byte alone), and one row epilogue
- * a pair. The second row's sums live in r8 / r9 (ADD takes high registers).
+ * a pair; for nbytes = 8 (the micro:bit's 32-column chunks) the bytes are
+ * unrolled with no inner loop (7.5 instructions a row byte). The second
+ * row's sums live in r8 / r9 (ADD takes high registers).
  *   r0 b   r1 t   r2 s0   r3 s1   r4 v   r5 a   r6 PL0   r7 PL1
  *   r8 s0'  r9 s1'  r10 32 - nbytes  r11 out  r12 out + 2 pairs  lr tab + 64 nbytes
  *   [sp] tab */
@@ -179,6 +181,11 @@ atm_ek_planes_pairs16_m0:
     movs r7, r6
     adds r7, #255
     adds r7, #1                 /* PL1 = PL0 + 256 */
+    mov r4, r10
+    cmp r4, #24                 /* nbytes 8 */
+    bne 3f
+    b .Lp8
+3:
     cmp r3, #0
     bne .Lpadd
 
@@ -224,9 +231,58 @@ atm_ek_planes_pairs16_m0:
     b .Lpdone
     .endm
 
+    /* nbytes = 8 (32-column chunks: the micro:bit's): the 8 row bytes
+     * unrolled, no inner loop; b walks on by 32 a pair in the epilogue */
+    .macro PPAIRS8 addflag
+1:
+    ldr r1, [sp]
+    movs r2, #0
+    movs r3, #0
+    mov r8, r2
+    mov r9, r2
+    PBYTE2 0
+    PBYTE2 1
+    PBYTE2 2
+    PBYTE2 3
+    PBYTE2 4
+    PBYTE2 5
+    PBYTE2 6
+    PLOOK 7, adds, r2, r3
+    PLOOK 23, add, r8, r9
+    lsls r3, r3, #1
+    subs r2, r2, r3             /* the first row's S0 - 2 S1 */
+    mov r4, r8
+    mov r5, r9
+    lsls r5, r5, #1
+    subs r4, r4, r5             /* the second row's */
+    mov r5, r11
+    .if \addflag
+    ldr r3, [r5]
+    adds r2, r2, r3
+    ldr r3, [r5, #4]
+    adds r4, r4, r3
+    .endif
+    stmia r5!, {r2, r4}
+    mov r11, r5
+    adds r0, #32
+    cmp r11, r12
+    beq 2f
+    b 1b                        /* beyond a conditional branch's reach */
+2:
+    b .Lpdone
+    .endm
+
     PPAIRS 0
 .Lpadd:
     PPAIRS 1
+.Lp8:
+    cmp r3, #0
+    beq 4f
+    b .Lp8add                   /* beyond a conditional branch's reach */
+4:
+    PPAIRS8 0
+.Lp8add:
+    PPAIRS8 1
 .Lpdone:
     add sp, #8
     MS_POP
