@@ -567,10 +567,15 @@ static void vin_prep(vin *in, const int16_t *x, int d, int kernel, int32_t *tab)
 }
 
 #ifdef ATM_PLANES
+/* one matrix of a bit-plane product: its ATOME01 rows and their count */
+typedef struct { const uint8_t *b; uint32_t rows; } prow;
+
 /* The bit-plane kernel over column chunks of at most PLANE_COLS, starting
  * with the chunk whose tables are built (the sums are exact, so the order
- * of the chunks changes nothing). */
-static void planes_matvec(const uint8_t *b, uint32_t rows, uint32_t cols, vin *in, int32_t *out) {
+ * of the chunks changes nothing), for nm matrices of the same input at
+ * once (their sums one after another in out): a chunk's tables are built
+ * once for all of them. */
+static void planes_matvecs(const prow *p, int nm, uint32_t cols, vin *in, int32_t *out) {
     const uint32_t nb = cols / 4, nch = (cols + PLANE_COLS - 1) / PLANE_COLS;
     uint32_t k = in->pchunk >= 0 && (uint32_t)in->pchunk < nch ? (uint32_t)in->pchunk : 0;
     for (uint32_t i = 0; i < nch; i++) {
@@ -579,7 +584,11 @@ static void planes_matvec(const uint8_t *b, uint32_t rows, uint32_t cols, vin *i
             atm_ek_planes_build(in->x + c0, cc, in->ptab);
             in->pchunk = (int32_t)k;
         }
-        atm_ek_planes_rows(b + c0 / 4, nb, rows, cc / 4, in->ptab, out, i != 0);
+        int32_t *o = out;
+        for (int j = 0; j < nm; j++) {
+            atm_ek_planes_rows(p[j].b + c0 / 4, nb, p[j].rows, cc / 4, in->ptab, o, i != 0);
+            o += p[j].rows;
+        }
         if (++k == nch) k = 0;
     }
 }
@@ -591,7 +600,8 @@ static void matvec(const tview *T, int enc, uint32_t rows, uint32_t cols,
     const int16_t *x = in->x;
 #ifdef ATM_PLANES
     if (in->planes && enc == ATM_ENC_ATOME01 && cols % 4u == 0) {
-        planes_matvec(T->data, rows, cols, in, out);
+        const prow p = { T->data, rows };
+        planes_matvecs(&p, 1, cols, in, out);
         return;
     }
 #endif
@@ -1301,17 +1311,28 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
     int8_t *vc = e->vc + (size_t)l * (size_t)W * (size_t)d;
     uint8_t *kexp = e->kexp + (size_t)l * (size_t)W, *vexp = e->vexp + (size_t)l * (size_t)W;
 
-    /* q: int16 with the smallest exponent that fits */
+    /* q, k, v sums into wide[0, dh), [dh, 2 dh), [2 dh, 2 dh + d): by the
+     * bit-plane kernel, one table build a chunk for the three */
+    int32_t *wk = wide, *wv = wide;
+#ifdef ATM_PLANES
+    if (in->planes && m->encoding == ATM_ENC_ATOME01 && d % 4 == 0 && (uint32_t)(2 * dh + d) <= wide_cap(&m->cfg)) {
+        const prow p[3] = { { Q.data, (uint32_t)dh }, { Kt.data, (uint32_t)dh }, { V.data, (uint32_t)d } };
+        planes_matvecs(p, 3, (uint32_t)d, in, wide);
+        wk = wide + dh;
+        wv = wide + 2 * dh;
+    } else
+#endif
     matvec(&Q, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
+    /* q: int16 with the smallest exponent that fits */
     uint32_t mx = 0;
     for (int i = 0; i < dh; i++) { uint32_t a = atm_abs32(wide[i]); if (a > mx) mx = a; }
     const int qe = atm_fit_shift(mx, 32767);
     for (int i = 0; i < dh; i++) e->q[i] = atm_sat16(rnd32(wide[i], qe));
     /* k, v rows: int8 with their exponents (|matvec sums| < 2^25) */
-    matvec(&Kt, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
-    kexp[slot] = ks->quant32(wide, dh, kc + (size_t)slot * (size_t)dh);
-    matvec(&V, m->encoding, (uint32_t)d, (uint32_t)d, in, wide);
-    vexp[slot] = ks->quant32(wide, d, vc + (size_t)slot * (size_t)d);
+    if (wk == wide) matvec(&Kt, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
+    kexp[slot] = ks->quant32(wk, dh, kc + (size_t)slot * (size_t)dh);
+    if (wv == wide) matvec(&V, m->encoding, (uint32_t)d, (uint32_t)d, in, wide);
+    vexp[slot] = ks->quant32(wv, d, vc + (size_t)slot * (size_t)d);
 
     /* score scale: alpha_q alpha_k / sqrt(dh) * 2^(16 - 2 FU)
      *   = ms * 2^(32 - Q.exp - K.exp - rsh) * 2^(16 - 2 FU), ms <= 2^30 */
