@@ -991,8 +991,9 @@ atm_ek_ssm0_m0:
  * halfword boundaries (the C wrapper checks): gr = r15 g, u gr as
  * 2^16 A + B (A = u (gr >> 16), B = u (gr & 0xFFFF)), q = ((A + (B >> 16) +
  * 2^(sg-17)) >> (sg - 16)) + ((b + 2^(sb-1)) >> sb), clamped to +-32767.
- * 33 instructions an element (the C: 42).
- *   r0 u   r1 g   r2 b   r3 -32767   r4-r6 scratch   r7 32767   r8 u's end
+ * u, g and b at one index register (LDRSH's register offset sign-extends):
+ * 28 instructions an element (the C: 42).
+ *   r0 u   r1 g   r2 b   r3 the index (bytes)   r4-r6 scratch   r7 32767   r8 2 d
  *   r9 r15   r10 2^(sg-17)   r11 sg - 16   r12 2^(sb-1)   [sp] sb */
     .align 2
     .global atm_ek_lnout_m0
@@ -1006,8 +1007,7 @@ atm_ek_lnout_m0:
     sub  sp, #4
     /* 10 words pushed + 4: r15 at [sp, #44], sg at [sp, #48], sb at [sp, #52] */
     lsls r3, r3, #1
-    adds r3, r0, r3
-    mov  r8, r3
+    mov  r8, r3                      /* d's bytes */
     ldr  r4, [sp, #44]
     mov  r9, r4
     ldr  r4, [sp, #48]
@@ -1025,16 +1025,14 @@ atm_ek_lnout_m0:
     lsls r6, r4
     mov  r12, r6                     /* 2^(sb-1) */
     ldr  r7, =32767
-    negs r3, r7
+    movs r3, #0
 1:
-    ldrh r4, [r1, #0]
-    sxth r4, r4
+    ldrsh r4, [r1, r3]
     mov  r5, r9
     muls r4, r5                      /* gr */
     asrs r5, r4, #16
     uxth r4, r4
-    ldrh r6, [r0, #0]
-    sxth r6, r6                      /* u */
+    ldrsh r6, [r0, r3]               /* u */
     muls r5, r6                      /* A */
     muls r4, r6                      /* B */
     asrs r4, r4, #16
@@ -1043,8 +1041,7 @@ atm_ek_lnout_m0:
     adds r5, r5, r4
     mov  r4, r11
     asrs r5, r4
-    ldrh r6, [r2, #0]
-    sxth r6, r6
+    ldrsh r6, [r2, r3]
     mov  r4, r12
     adds r6, r6, r4
     ldr  r4, [sp, #0]
@@ -1054,15 +1051,13 @@ atm_ek_lnout_m0:
     ble  2f
     movs r5, r7
 2:
-    cmp  r5, r3
+    cmn  r5, r7                      /* below -32767? */
     bge  3f
-    movs r5, r3
+    negs r5, r7
 3:
-    strh r5, [r0, #0]
-    adds r0, #2
-    adds r1, #2
-    adds r2, #2
-    cmp  r0, r8
+    strh r5, [r0, r3]
+    adds r3, #2
+    cmp  r3, r8
     bne  1b
     add  sp, #4
     pop  {r4}
