@@ -913,12 +913,13 @@ atm_ek_conv5_m0:
  *                         const int16_t *u, int d, int ls);
  * atm_ek_ssm_i32 for sb = -ls, ls 0 or 1 (the shift of the shipped models),
  * d >= 1, a, bc and u halfword-aligned (the C wrapper checks): s = a s
- * rounded to Q(FS) from two 16 x 32-bit halves (2 A + (B + 2^14) >> 15),
- * plus bc u << ls, ADDS with the overflow flag for the wrap (beyond the
- * clamp on the operands' side), then the clamp to +-(2^30 - 1). 36
- * instructions an element (the C: 52).
- *   r0 s   r1 a   r2 bc   r3 u   r4-r7 scratch   r8 s's end   r9 2^14
- *   r10 2^30 - 1   r11 ls */
+ * rounded to Q(FS) from two 16 x 32-bit halves (2 A + (B + 2^14) >> 15,
+ * the second term as ((B >> 14) + 1) >> 1), plus bc u << ls, ADDS with the
+ * overflow flag for the wrap (beyond the clamp on the operands' side), then
+ * the clamp to +-(2^30 - 1). a, bc and u at one index register (LDRSH's
+ * register offset sign-extends): 31 instructions an element (the C: 52).
+ *   r0 s   r1 a   r2 bc   r3 u   r4-r6 scratch   r7 the index (bytes)
+ *   r8 s's end   r10 2^30 - 1   r11 ls */
     .align 2
     .global atm_ek_ssm0_m0
     .type atm_ek_ssm0_m0, %function
@@ -930,57 +931,50 @@ atm_ek_ssm0_m0:
     lsls r4, r4, #2
     adds r4, r0, r4
     mov  r8, r4
-    movs r4, #1
-    lsls r4, r4, #14
-    mov  r9, r4
     ldr  r4, =0x3FFFFFFF
     mov  r10, r4
     ldr  r4, [sp, #40]               /* ls */
     mov  r11, r4
+    movs r7, #0
 1:
-    ldrh r4, [r1, #0]
-    sxth r4, r4                      /* a */
+    ldrsh r4, [r1, r7]               /* a */
     ldr  r5, [r0, #0]
     asrs r6, r5, #16
     uxth r5, r5
     muls r6, r4                      /* A = a sh */
     muls r5, r4                      /* B = a sl */
-    mov  r7, r9
-    adds r5, r5, r7
-    asrs r5, r5, #15
+    asrs r5, r5, #14
+    adds r5, #1
+    asrs r5, r5, #1                  /* (B + 2^14) >> 15 */
     lsls r6, r6, #1
     adds r6, r6, r5                  /* t1 */
-    ldrh r4, [r2, #0]
-    sxth r4, r4
-    ldrh r5, [r3, #0]
-    sxth r5, r5
+    ldrsh r4, [r2, r7]
+    ldrsh r5, [r3, r7]
     muls r4, r5
     mov  r5, r11
     lsls r4, r5                      /* t2 */
-    adds r7, r6, r4
+    adds r6, r6, r4
     bvs  4f
     mov  r5, r10
-    cmp  r7, r5
+    cmp  r6, r5
     bgt  5f
     negs r5, r5
-    cmp  r7, r5
+    cmp  r6, r5
     bge  2f
 5:
-    movs r7, r5                      /* r5: the bound crossed */
+    movs r6, r5                      /* r5: the bound crossed */
 2:
-    stmia r0!, {r7}
-    adds r1, #2
-    adds r2, #2
-    adds r3, #2
+    stmia r0!, {r6}
+    adds r7, #2
     cmp  r0, r8
     bne  1b
     POP_HI
     pop  {r4, r5, r6, r7, pc}
 4:                                   /* t1 + t2 wrapped: beyond the clamp on t2's side */
-    mov  r7, r10
+    mov  r6, r10
     cmp  r4, #0
     bge  2b
-    negs r7, r7
+    negs r6, r6
     b    2b
     .ltorg
     .size atm_ek_ssm0_m0, . - atm_ek_ssm0_m0
