@@ -660,6 +660,40 @@ atm_smull_m0:
     bx lr
     .size atm_smull_m0, . - atm_smull_m0
 
+/* ---- uint64_t atm_umull_m0(uint32_t a, uint32_t b): a * b exactly --------
+ * fixmath.h's atm_umull on the Cortex-M0 (LayerNorm's reciprocal square
+ * root) when this file is assembled; its C version atm_umull_halves is the
+ * twin: atm_smull_m0 with the halves and the cross products' high parts
+ * unsigned. 19 instructions with the return. */
+    .align 2
+    .global atm_umull_m0
+    .type atm_umull_m0, %function
+    .thumb_func
+atm_umull_m0:
+    push {r4, r5, r6}
+    uxth r2, r0               /* al */
+    lsrs r0, r0, #16          /* ah */
+    uxth r3, r1               /* bl */
+    lsrs r1, r1, #16          /* bh */
+    movs r4, r2
+    muls r4, r3               /* al bl: the low word */
+    movs r5, r0
+    muls r5, r1               /* ah bh: the high word */
+    muls r2, r1               /* al bh */
+    muls r3, r0               /* bl ah */
+    lsls r6, r2, #16
+    lsrs r2, r2, #16
+    adds r4, r4, r6
+    adcs r5, r2
+    lsls r6, r3, #16
+    lsrs r3, r3, #16
+    adds r0, r4, r6
+    adcs r5, r3
+    movs r1, r5
+    pop {r4, r5, r6}
+    bx lr
+    .size atm_umull_m0, . - atm_umull_m0
+
 /* ---- void atm_ek_planes_build_m0(const int16_t *x, uint32_t cols, int32_t *tab)
  * atm_ek_planes_build (engine.c, the twin) in Thumb-1 for a 4-aligned x and
  * cols a positive multiple of 4: per group of 4 columns (a, b, c, d) the

@@ -61,8 +61,13 @@ static inline uint64_t atm_umull_halves(uint32_t a, uint32_t b) {
     const uint32_t hi = ah * bh + (t >> 16) + ((uint32_t)(t < m1) << 16) + (uint32_t)(lo2 < lo);
     return (uint64_t)hi << 32 | lo2;
 }
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+uint64_t atm_umull_m0(uint32_t a, uint32_t b);   /* core/engine_m0.S: the same product in Thumb-1 */
+#endif
 static inline uint64_t atm_umull(uint32_t a, uint32_t b) {
-#if defined(__ARM_ARCH_6M__)
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    return atm_umull_m0(a, b);
+#elif defined(__ARM_ARCH_6M__)
     return atm_umull_halves(a, b);
 #else
     return (uint64_t)a * b;

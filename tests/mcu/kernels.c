@@ -347,6 +347,7 @@ static int test_first_above(void) {
 #if defined(__ARM_ARCH_6M__)
 /* the Thumb-1 32 x 32 -> 64 product against libgcc's 64 x 64 one */
 int64_t atm_smull_m0(int32_t a, int32_t b);
+uint64_t atm_umull_m0(uint32_t a, uint32_t b);
 static int test_smull(void) {
     static const int32_t ext[] = { 0, 1, -1, 32767, 32768, -32768, 65535, 65536, -65536, INT32_MAX, INT32_MIN, INT32_MIN + 1 };
     uint32_t cases = 0, bad = 0;
@@ -356,7 +357,15 @@ static int test_smull(void) {
         const int32_t a = (int32_t)rnd32() >> (k % 31), b = (int32_t)rnd32() >> (k / 31 % 31);
         bad += atm_smull_m0(a, b) != (int64_t)a * b;
     }
-    return report("smull_m0", cases, bad);
+    uint32_t ucases = 0, ubad = 0;
+    for (unsigned i = 0; i < 12; i++)
+        for (unsigned j = 0; j < 12; j++, ucases++)
+            ubad += atm_umull_m0((uint32_t)ext[i], (uint32_t)ext[j]) != (uint64_t)(uint32_t)ext[i] * (uint32_t)ext[j];
+    for (int k = 0; k < 20000; k++, ucases++) {
+        const uint32_t a = rnd32() >> (k % 32), b = rnd32() >> (k / 32 % 32);
+        ubad += atm_umull_m0(a, b) != (uint64_t)a * b;
+    }
+    return report("smull_m0", cases, bad) | report("umull_m0", ucases, ubad);
 }
 #define HAVE_M0 1
 void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
