@@ -23,7 +23,8 @@
  * entry (the reader validated the table; docs/format.md §3). */
 typedef struct {
     const uint8_t *data;
-    uint32_t mant, bytes;      /* bytes: payload length */
+    const uint8_t *en;         /* the table entry (tview_bytes) */
+    uint32_t mant;
     int exp, aux;
 } tview;
 
@@ -43,16 +44,15 @@ static tview tensor(const atm_model *m, int kind, int layer) {
     default: idx = 1 + layer * m->per_layer + m->slot[kind];
     }
     const uint8_t *en = m->blob + ATM_CONTAINER_HEADER_BYTES + (size_t)idx * ATM_CONTAINER_ENTRY_BYTES;
-    const uint32_t count = rd_u32(en + 8);
     tview t;
     t.data = m->blob + rd_u32(en + 12);
     t.aux = en[3];
     t.exp = en[4];
     t.mant = atm_rd_u16le(en + 6);
-    t.bytes = en[2] != ATM_DT_TRITS ? 2 * count
-              : (m->encoding == ATM_ENC_ATOME01 ? (count + 3) / 4 : (count + 4) / 5);
+    t.en = en;
     return t;
 }
+
 
 /* ---- trit decoding -------------------------------------------------------
  * Rows are decoded in chunks of up to CH trits into a small stack buffer and
@@ -594,6 +594,14 @@ static void planes_matvecs(const prow *p, int nm, uint32_t cols, vin *in, int32_
 }
 #endif
 
+#ifdef ATM_T5_RECODE
+/* a tensor's payload length (computed where needed: a division by 5) */
+static uint32_t tview_bytes(int enc, const tview *t) {
+    const uint32_t count = rd_u32(t->en + 8);
+    return t->en[2] != ATM_DT_TRITS ? 2 * count : (enc == ATM_ENC_ATOME01 ? (count + 3) / 4 : (count + 4) / 5);
+}
+#endif
+
 /* out[r] = sum_c T[r][c] * x[c] for r < rows (T is rows x cols). */
 static void matvec(const tview *T, int enc, uint32_t rows, uint32_t cols,
                    vin *in, int32_t *out) {
@@ -609,12 +617,12 @@ static void matvec(const tview *T, int enc, uint32_t rows, uint32_t cols,
         if (enc == ATM_ENC_ATOME01) { in->rk(T->data, rows, cols, in, out); return; }
 #ifdef ATM_T5_RECODE
         uint8_t buf[RECODE_GROUPS * 5];
-        const uint32_t maxr = (RECODE_GROUPS * 20 - 16) / cols;
+        const uint32_t maxr = (RECODE_GROUPS * 20 - 16) / cols, tb = tview_bytes(enc, T);
         for (uint32_t r0 = 0; r0 < rows; ) {
             const uint32_t nr = rows - r0 < maxr ? rows - r0 : maxr;
             const uint32_t first = r0 * cols, g0 = first / 20;
             const uint32_t ng = ((r0 + nr) * cols - 20 * g0 + 19) / 20;
-            in->t5(T->data, T->bytes, g0, ng, buf);
+            in->t5(T->data, tb, g0, ng, buf);
             in->rk(buf + (first - 20 * g0) / 4, nr, cols, in, out + r0);
             r0 += nr;
         }
