@@ -1119,7 +1119,7 @@ static void conv_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
 #endif
     int8_t *ring = e->ring + (size_t)l * (size_t)kh * (size_t)d;
     uint8_t *rexp = e->ringexp + (size_t)l * (size_t)kh;
-    const scaler sc = mk_scaler((int64_t)r * (int64_t)C.mant, C.exp + fu + 15 - m->cfg.fx);
+    const scaler sc = mk_scaler(atm_smull(r, (int32_t)C.mant), C.exp + fu + 15 - m->cfg.fx);
     const int taps = 1 + ((int)e->ring_count < kh ? (int)e->ring_count : kh);
     int32_t *acc = e->wide;
     const int g = ks->conv_ch / K;                         /* channels per decoded chunk */
@@ -1346,7 +1346,8 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
      *   = ms * 2^(32 - Q.exp - K.exp - rsh) * 2^(16 - 2 FU), ms <= 2^30 */
     int rsh;
     const uint32_t rs = atm_rsqrt64((uint64_t)dh, &rsh);
-    const int64_t ms = (int64_t)(((((uint64_t)Q.mant * Kt.mant) >> 2) * (rs >> 14)) >> 16);
+    /* mantissas below 2^16: their product fits 32 bits (atm_umull: no libgcc 64-bit multiply on the M0) */
+    const int64_t ms = (int64_t)(atm_umull((Q.mant * Kt.mant) >> 2, rs >> 14) >> 16);
     const int sbase = Q.exp + Kt.exp + rsh + 2 * fu - 48 - qe;
     const int keff = (uint32_t)tk < n ? tk : (int)n;
     const uint32_t cap = wide_cap(&m->cfg);   /* wide's words before the selection */
@@ -1374,7 +1375,7 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
     }
     /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15;
      * the sums (|.| < 2^22) collect in wide, free again after the scores */
-    const scaler sv = mk_scaler((int64_t)r * (int64_t)V.mant, V.exp + fu + 30 - m->cfg.fx - emax);
+    const scaler sv = mk_scaler(atm_smull(r, (int32_t)V.mant), V.exp + fu + 30 - m->cfg.fx - emax);
     if (nz > 0) ks->mix(e->sel_s, e->sel_i, vc, nz, d, wide);
     else for (int c = 0; c < d; c++) wide[c] = 0;
     add_scaled(ks, e->x, wide, d, &sv);
@@ -1487,7 +1488,7 @@ static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
         const tview R = tensor(m, ATM_T_ROUTER, l);
         matvec(&R, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);
         for (int p = 0; p < P; p++)
-            e->rw[p] = atm_clamp32(atm_rnd64((int64_t)e->rw[p] * R.mant, R.exp + fu - 16), X_LIM);
+            e->rw[p] = atm_clamp32(atm_rnd64(atm_smull(e->rw[p], (int32_t)R.mant), R.exp + fu - 16), X_LIM);
         uint32_t ex[4];                               /* P <= 3 */
         ks->softmax(e->rw, P, e->rw, ex);
         int np = 0;
