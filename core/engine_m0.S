@@ -1472,3 +1472,269 @@ atm_ek_scores16_m0:
     mov  r11, r7
     pop  {r4, r5, r6, r7, pc}
     .size atm_ek_scores16_m0, . - atm_ek_scores16_m0
+
+/* ---- the quantisers' and LayerNorm's loops on the Cortex-M0 ---------------
+ * (twins in core/engine_ref.c; tests/mcu/kernels.c compares on QEMU.) */
+
+/* void atm_ek_minmax32_m0(const int32_t *v, int n, int32_t *mm);
+ * n >= 1: mm[0] = the smallest v, mm[1] = the largest; two values a load,
+ * a compare and a branch around each rare move: 5.5 instructions a value. */
+    .align 2
+    .global atm_ek_minmax32_m0
+    .type atm_ek_minmax32_m0, %function
+    .thumb_func
+atm_ek_minmax32_m0:
+    push {r4, r5, r6, lr}
+    ldm  r0!, {r3}                   /* lo */
+    movs r4, r3                      /* hi */
+    subs r1, r1, #1
+    lsrs r6, r1, #1                  /* pairs left; C: one single first */
+    bcc  1f
+    ldm  r0!, {r5}
+    cmp  r5, r3
+    bge  5f
+    movs r3, r5
+5:
+    cmp  r5, r4
+    ble  1f
+    movs r4, r5
+1:
+    cmp  r6, #0
+    beq  9f
+2:
+    ldm  r0!, {r1, r5}
+    cmp  r1, r3
+    bge  3f
+    movs r3, r1
+3:
+    cmp  r1, r4
+    ble  4f
+    movs r4, r1
+4:
+    cmp  r5, r3
+    bge  6f
+    movs r3, r5
+6:
+    cmp  r5, r4
+    ble  7f
+    movs r4, r5
+7:
+    subs r6, #1
+    bne  2b
+9:
+    str  r3, [r2]
+    str  r4, [r2, #4]
+    pop  {r4, r5, r6, pc}
+    .size atm_ek_minmax32_m0, . - atm_ek_minmax32_m0
+
+/* void atm_ek_minmax16_m0(const int16_t *v, int n, int32_t *mm);
+ * the same for int16 values, n >= 2 even and v word aligned (the caller
+ * checks): a word, its two halves sign-extended. */
+    .align 2
+    .global atm_ek_minmax16_m0
+    .type atm_ek_minmax16_m0, %function
+    .thumb_func
+atm_ek_minmax16_m0:
+    push {r4, r5, r6, lr}
+    ldr  r3, [r0]
+    sxth r3, r3                      /* lo */
+    movs r4, r3                      /* hi */
+    lsrs r6, r1, #1                  /* words */
+2:
+    ldm  r0!, {r5}
+    sxth r1, r5
+    asrs r5, r5, #16
+    cmp  r1, r3
+    bge  3f
+    movs r3, r1
+3:
+    cmp  r1, r4
+    ble  4f
+    movs r4, r1
+4:
+    cmp  r5, r3
+    bge  6f
+    movs r3, r5
+6:
+    cmp  r5, r4
+    ble  7f
+    movs r4, r5
+7:
+    subs r6, #1
+    bne  2b
+    str  r3, [r2]
+    str  r4, [r2, #4]
+    pop  {r4, r5, r6, pc}
+    .size atm_ek_minmax16_m0, . - atm_ek_minmax16_m0
+
+/* void atm_ek_qstore32_m0(const int32_t *src, int n, int8_t *dst, int sh);
+ * dst[i] = (src[i] + (2^sh >> 1)) >> sh for n >= 1, 0 <= sh <= 31 (the
+ * quantisers' second loop: the result fits int8 by the choice of sh);
+ * four values a load: 4 instructions a value. */
+    .align 2
+    .global atm_ek_qstore32_m0
+    .type atm_ek_qstore32_m0, %function
+    .thumb_func
+atm_ek_qstore32_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    push {r4}
+    movs r4, #1
+    lsls r4, r3
+    lsrs r4, r4, #1                  /* half */
+    lsls r5, r1, #30
+    lsrs r5, r5, #30
+    mov  r12, r5                     /* n % 4 */
+    lsrs r5, r1, #2
+    lsls r5, r5, #4
+    adds r5, r0, r5
+    mov  r8, r5                      /* the end of the blocks of four */
+    cmp  r0, r8
+    beq  3f
+2:
+    ldm  r0!, {r1, r5, r6, r7}
+    adds r1, r1, r4
+    asrs r1, r3
+    strb r1, [r2, #0]
+    adds r5, r5, r4
+    asrs r5, r3
+    strb r5, [r2, #1]
+    adds r6, r6, r4
+    asrs r6, r3
+    strb r6, [r2, #2]
+    adds r7, r7, r4
+    asrs r7, r3
+    strb r7, [r2, #3]
+    adds r2, #4
+    cmp  r0, r8
+    bne  2b
+3:
+    mov  r1, r12
+    cmp  r1, #0
+    beq  9f
+4:
+    ldm  r0!, {r5}
+    adds r5, r5, r4
+    asrs r5, r3
+    strb r5, [r2, #0]
+    adds r2, #1
+    subs r1, #1
+    bne  4b
+9:
+    pop  {r4}
+    mov  r8, r4
+    pop  {r4, r5, r6, r7, pc}
+    .size atm_ek_qstore32_m0, . - atm_ek_qstore32_m0
+
+/* void atm_ek_qstore16_m0(const int16_t *src, int n, int8_t *dst, int sh);
+ * the same from int16 values, n >= 2 even and src word aligned (the caller
+ * checks): a word, its two halves sign-extended. */
+    .align 2
+    .global atm_ek_qstore16_m0
+    .type atm_ek_qstore16_m0, %function
+    .thumb_func
+atm_ek_qstore16_m0:
+    push {r4, r5, r6, lr}
+    movs r4, #1
+    lsls r4, r3
+    lsrs r4, r4, #1                  /* half */
+    lsrs r1, r1, #1                  /* words */
+2:
+    ldm  r0!, {r5}
+    sxth r6, r5
+    asrs r5, r5, #16
+    adds r6, r6, r4
+    asrs r6, r3
+    strb r6, [r2, #0]
+    adds r5, r5, r4
+    asrs r5, r3
+    strb r5, [r2, #1]
+    adds r2, #2
+    subs r1, #1
+    bne  2b
+    pop  {r4, r5, r6, pc}
+    .size atm_ek_qstore16_m0, . - atm_ek_qstore16_m0
+
+/* void atm_ek_ln_stats_m0(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);
+ * atm_ek_ln_stats_ref for d >= 1: the 64-bit sum by ADDS / ADCS of the
+ * sign word, the extremes with branches around the rare moves. */
+    .align 2
+    .global atm_ek_ln_stats_m0
+    .type atm_ek_ln_stats_m0, %function
+    .thumb_func
+atm_ek_ln_stats_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    mov  r5, r9
+    push {r4, r5}
+    mov  r8, r2                      /* sum */
+    mov  r9, r3                      /* lo */
+    lsls r1, r1, #2
+    adds r1, r0, r1                  /* the end */
+    ldr  r5, [r0]                    /* min */
+    movs r6, r5                      /* max */
+    movs r2, #0                      /* the sum's low word */
+    movs r3, #0                      /* its high word */
+1:
+    ldm  r0!, {r4}
+    asrs r7, r4, #31                 /* (before ADDS: ASRS sets the carry) */
+    adds r2, r2, r4
+    adcs r3, r7
+    cmp  r4, r5
+    bge  2f
+    movs r5, r4
+2:
+    cmp  r4, r6
+    ble  3f
+    movs r6, r4
+3:
+    cmp  r0, r1
+    bne  1b
+    mov  r4, r8
+    str  r2, [r4]
+    str  r3, [r4, #4]
+    mov  r4, r9
+    str  r5, [r4]
+    ldr  r4, [sp, #28]               /* hi */
+    str  r6, [r4]
+    pop  {r4, r5}
+    mov  r8, r4
+    mov  r9, r5
+    pop  {r4, r5, r6, r7, pc}
+    .size atm_ek_ln_stats_m0, . - atm_ek_ln_stats_m0
+
+/* int64_t atm_ek_ln_center_m0(const int32_t *x, int d, int32_t mean, int k, int16_t *u);
+ * atm_ek_ln_center_ref for k >= 1 and d >= 1: u = (x - mean) >> k and the
+ * sum of u^2 (each below 2^30) in two words. */
+    .align 2
+    .global atm_ek_ln_center_m0
+    .type atm_ek_ln_center_m0, %function
+    .thumb_func
+atm_ek_ln_center_m0:
+    push {r4, r5, r6, r7, lr}
+    mov  r4, r8
+    push {r4}
+    ldr  r7, [sp, #24]               /* u */
+    lsls r1, r1, #2
+    adds r1, r0, r1
+    mov  r8, r1                      /* the end */
+    movs r1, #0                      /* the sum's low word */
+    movs r6, #0                      /* its high word */
+    movs r5, #0                      /* 0, for ADCS */
+1:
+    ldm  r0!, {r4}
+    subs r4, r4, r2
+    asrs r4, r3
+    strh r4, [r7, #0]
+    adds r7, #2
+    muls r4, r4
+    adds r1, r1, r4
+    adcs r6, r5
+    cmp  r0, r8
+    bne  1b
+    movs r0, r1
+    movs r1, r6
+    pop  {r4}
+    mov  r8, r4
+    pop  {r4, r5, r6, r7, pc}
+    .size atm_ek_ln_center_m0, . - atm_ek_ln_center_m0

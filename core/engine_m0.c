@@ -279,15 +279,36 @@ static inline int fit127(uint32_t mx) {
 /* engine_m3.S: the extremes with branches around the moves */
 void atm_ek_minmax32_m3(const int32_t *v, int n, int32_t *mm);
 void atm_ek_minmax16_m3(const int16_t *v, int n, int32_t *mm);
-#define MINMAX_ASM(F)                                                                   \
-    if (n >= 1) { int32_t mm[2]; F(src, n, mm); lo = mm[0]; hi = mm[1]; i = n; }
+#define MINMAX_ASM(F, OK)                                                               \
+    if (OK) { int32_t mm[2]; F(src, n, mm); lo = mm[0] < 0 ? mm[0] : 0; hi = mm[1] > 0 ? mm[1] : 0; i = n; }
+#define QSTORE_ASM(G, OK)
+#elif defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+/* engine_m0.S: the extremes two values a load, the stores four */
+void atm_ek_minmax32_m0(const int32_t *v, int n, int32_t *mm);
+void atm_ek_minmax16_m0(const int16_t *v, int n, int32_t *mm);
+void atm_ek_qstore32_m0(const int32_t *src, int n, int8_t *dst, int sh);
+void atm_ek_qstore16_m0(const int16_t *src, int n, int8_t *dst, int sh);
+#define MINMAX_ASM(F, OK)                                                               \
+    if (OK) { int32_t mm[2]; F(src, n, mm); lo = mm[0] < 0 ? mm[0] : 0; hi = mm[1] > 0 ? mm[1] : 0; i = n; }
+#define QSTORE_ASM(G, OK) if (OK) { G(src, n, dst, sh); return (uint8_t)sh; }
 #else
-#define MINMAX_ASM(F)
+#define MINMAX_ASM(F, OK)
+#define QSTORE_ASM(G, OK)
 #endif
-#define QUANT_BODY(T, F)                                                                \
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+#define MINMAX32 atm_ek_minmax32_m0
+#define MINMAX16 atm_ek_minmax16_m0
+#else
+#define MINMAX32 atm_ek_minmax32_m3
+#define MINMAX16 atm_ek_minmax16_m3
+#endif
+/* the assembly's conditions: int16 values as whole aligned words */
+#define OK32 (n >= 1)
+#define OK16 (n >= 2 && (n & 1) == 0 && ((uintptr_t)src & 3u) == 0)
+#define QUANT_BODY(T, F, G, OK)                                                         \
     int32_t lo = 0, hi = 0;                                                             \
     int i = 0;                                                                          \
-    MINMAX_ASM(F)                                                                       \
+    MINMAX_ASM(F, OK)                                                                   \
     for (; i + 4 <= n; i += 4) {                                                        \
         const int32_t a = src[i], b = src[i + 1], c = src[i + 2], e = src[i + 3];       \
         if (a > hi) hi = a;                                                             \
@@ -307,6 +328,7 @@ void atm_ek_minmax16_m3(const int16_t *v, int n, int32_t *mm);
     const uint32_t nl = 0u - (uint32_t)lo, mx = (uint32_t)hi > nl ? (uint32_t)hi : nl;  \
     if (mx > (1u << 30)) return T(src, n, dst);                                         \
     const int sh = fit127(mx);                                                          \
+    QSTORE_ASM(G, OK)                                                                   \
     const int32_t half = (int32_t)(((uint32_t)1 << sh) >> 1);                           \
     i = 0;                                                                              \
     for (; i + 4 <= n; i += 4) {                                                        \
@@ -318,17 +340,27 @@ void atm_ek_minmax16_m3(const int16_t *v, int n, int32_t *mm);
     for (; i < n; i++) dst[i] = (int8_t)((src[i] + half) >> sh);                        \
     return (uint8_t)sh
 
-uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst) { QUANT_BODY(atm_ek_quant32_ref, atm_ek_minmax32_m3); }
-uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst) { QUANT_BODY(atm_ek_quant16_ref, atm_ek_minmax16_m3); }
+uint8_t atm_ek_quant32_i32(const int32_t *src, int n, int8_t *dst) {
+    QUANT_BODY(atm_ek_quant32_ref, MINMAX32, atm_ek_qstore32_m0, OK32);
+}
+uint8_t atm_ek_quant16_i32(const int16_t *src, int n, int8_t *dst) {
+    QUANT_BODY(atm_ek_quant16_ref, MINMAX16, atm_ek_qstore16_m0, OK16);
+}
 
 /* the sum as 2^16 (sum of the high halves) + (sum of the low halves):
  * |x| <= 2^30 and d < 2^16 keep both in 32 bits */
 #if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
 void atm_ek_ln_stats_m3s(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);   /* engine_m3.S */
 #endif
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+void atm_ek_ln_stats_m0(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi);   /* engine_m0.S */
+int64_t atm_ek_ln_center_m0(const int32_t *x, int d, int32_t mean, int k, int16_t *u);
+#endif
 void atm_ek_ln_stats_i32(const int32_t *x, int d, int64_t *sum, int32_t *lo, int32_t *hi) {
 #if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
     if (d >= 1) { atm_ek_ln_stats_m3s(x, d, sum, lo, hi); return; }   /* the M3: ADDS / ADC and branches */
+#elif defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    if (d >= 1) { atm_ek_ln_stats_m0(x, d, sum, lo, hi); return; }    /* the M0: ADDS / ADCS and branches */
 #endif
     if (d >= 65536) { atm_ek_ln_stats_ref(x, d, sum, lo, hi); return; }
     int32_t sh = 0, l = x[0], h = x[0];
@@ -347,6 +379,9 @@ void atm_ek_ln_stats_i32(const int32_t *x, int d, int64_t *sum, int32_t *lo, int
 /* y^2 <= 2^30 summed in a 32-bit word whose carries count in a second
  * (the M3: one SMLAL each, two elements a round) */
 int64_t atm_ek_ln_center_i32(const int32_t *x, int d, int32_t mean, int k, int16_t *u) {
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    if (k > 0 && d >= 1) return atm_ek_ln_center_m0(x, d, mean, k, u);   /* engine_m0.S */
+#endif
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
     if (k > 0) {
         int64_t vs = 0;

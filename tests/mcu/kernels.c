@@ -328,6 +328,30 @@ static int test_topk_ins(void) {
     return report(TOPK_NAME, cases, bad);
 }
 
+/* the quantisers and LayerNorm's sums (the sets' C, with the assembly
+ * extremes and stores of each CPU) against the twins */
+static int test_quant(void) {
+    static const int lens[] = { 1, 2, 3, 5, 16, 17, 64, 255, 256 };
+    static const int32_t lims[] = { 127, 255, 32384, 40000, 1 << 30 };
+    uint32_t cases = 0, bad = 0;
+    int8_t *q0 = EK, *q1 = EK + 300;
+    for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int p = 0; p < 4; p++)
+            for (unsigned mi = 0; mi < sizeof lims / sizeof lims[0]; mi++) {
+                const int n = lens[li];
+                for (int i = 0; i < n; i++) EX0[i] = pick(p, (uint32_t)i, lims[mi]);
+                bad += atm_ek_quant32_ref(EX0, n, q0) != atm_ek_quant32_i32(EX0, n, q1) || memcmp(q0, q1, (size_t)n) != 0;
+                for (int i = 0; i < n; i++) EU0[i] = (int16_t)pick(p, (uint32_t)i, lims[mi] > 32767 ? 32767 : lims[mi]);
+                bad += atm_ek_quant16_ref(EU0, n, q0) != atm_ek_quant16_i32(EU0, n, q1) || memcmp(q0, q1, (size_t)n) != 0;
+                int64_t s0, s1; int32_t l0, l1, h0, h1;
+                atm_ek_ln_stats_ref(EX0, n, &s0, &l0, &h0);
+                atm_ek_ln_stats_i32(EX0, n, &s1, &l1, &h1);
+                bad += s0 != s1 || l0 != l1 || h0 != h1;
+                cases += 3;
+            }
+    return report("quant_lnstats", cases, bad);
+}
+
 /* the scan for the first value above a threshold: every n to 40 (the
  * blocks of four and the tail), thresholds at, between and beyond the
  * values, INT32_MIN / INT32_MAX among them */
@@ -616,32 +640,6 @@ static int test_conv_m3(void) {
 }
 #endif
 
-#if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
-/* the quantisers and LayerNorm's sums of the M0 / M3 sets (engine_m0.c;
- * on the M3 their extremes and sums in engine_m3.S) against the twins:
- * lengths 1 to 256, extremes, half-way maxima (255, 32384) */
-static int test_quant_m3(void) {
-    static const int lens[] = { 1, 2, 3, 5, 16, 17, 64, 255, 256 };
-    static const int32_t lims[] = { 127, 255, 32384, 40000, 1 << 30 };
-    uint32_t cases = 0, bad = 0;
-    int8_t *q0 = (int8_t *)(__arena_start + 203000), *q1 = (int8_t *)(__arena_start + 203300);
-    for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++)
-        for (int p = 0; p < 4; p++)
-            for (unsigned mi = 0; mi < sizeof lims / sizeof lims[0]; mi++) {
-                const int n = lens[li];
-                for (int i = 0; i < n; i++) EX0[i] = pick(p, (uint32_t)i, lims[mi]);
-                bad += atm_ek_quant32_ref(EX0, n, q0) != atm_ek_quant32_i32(EX0, n, q1) || memcmp(q0, q1, (size_t)n) != 0;
-                for (int i = 0; i < n; i++) EU0[i] = (int16_t)pick(p, (uint32_t)i, lims[mi] > 32767 ? 32767 : lims[mi]);
-                bad += atm_ek_quant16_ref(EU0, n, q0) != atm_ek_quant16_i32(EU0, n, q1) || memcmp(q0, q1, (size_t)n) != 0;
-                int64_t s0, s1; int32_t l0, l1, h0, h1;
-                atm_ek_ln_stats_ref(EX0, n, &s0, &l0, &h0);
-                atm_ek_ln_stats_i32(EX0, n, &s1, &l1, &h1);
-                bad += s0 != s1 || l0 != l1 || h0 != h1;
-                cases += 3;
-            }
-    return report("quant_lnstats_m3", cases, bad);
-}
-#endif
 
 /* the M0 set's exponential (engine_m0.S's Horner steps on the M0) against
  * atm_exp_q16: every 7th x in [-2^21 - 64, 0] and random ones */
@@ -722,6 +720,7 @@ int mcu_main(void) {
 #endif
     fail |= test_elementwise();
     fail |= test_first_above();
+    fail |= test_quant();
     fail |= test_topk_ins();
     fail |= test_ln_center();
     fail |= test_exp();
@@ -731,7 +730,6 @@ int mcu_main(void) {
     fail |= test_lut8_m3();
     fail |= test_dots_m3();
     fail |= test_conv_m3();
-    fail |= test_quant_m3();
 #endif
     out_str(fail ? "FAIL\n" : "ok\n");
     return fail ? 1 : 0;
