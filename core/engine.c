@@ -1123,6 +1123,27 @@ static void conv_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
     const int taps = 1 + ((int)e->ring_count < kh ? (int)e->ring_count : kh);
     int32_t *acc = e->wide;
     const int g = ks->conv_ch / K;                         /* channels per decoded chunk */
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    /* the M0's Thumb-1 taps (K = 5, all taps) straight from step: the ring
+     * rows and shifts found once a layer, not once a chunk, and kept in
+     * wide after conv's sums (the micro:bit's stack has no room) */
+    if (ks->conv == atm_ek_conv_m0 && K == 5 && taps == 5 && kh == 4 && (uint32_t)d + 8u <= wide_cap(&m->cfg)) {
+        const int8_t **rp = (const int8_t **)(void *)(acc + d);
+        int32_t *ex = acc + d + 4;
+        atm_ek_conv_rows4(ring, d, rexp, (int)e->ring_next, rp, ex);
+        if ((uint32_t)d + 8u + ((uint32_t)(d * K) + BUF - CH + 3u) / 4u <= wide_cap(&m->cfg)) {
+            /* the layer's trits decoded at once, after them in wide */
+            const int8_t *t = decode(C.data, m->encoding, 0, d * K, (int8_t *)(void *)(acc + d + 8));
+            atm_ek_conv5_m0(t, d, e->u, rp, ex, acc);
+        } else
+            for (int c0 = 0; c0 < d; c0 += g) {
+                const int nc = d - c0 < g ? d - c0 : g;
+                const int8_t *t = decode(C.data, m->encoding, (uint32_t)c0 * (uint32_t)K, nc * K, buf);
+                atm_ek_conv5_m0(t, nc, e->u + c0, rp, ex, acc + c0);
+                for (int j = 0; j < 4; j++) rp[j] += nc;
+            }
+    } else
+#endif
     for (int c0 = 0; c0 < d; c0 += g) {
         const int nc = d - c0 < g ? d - c0 : g;
         const int8_t *t = decode(C.data, m->encoding, (uint32_t)c0 * (uint32_t)K, nc * K, buf);

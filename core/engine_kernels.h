@@ -169,6 +169,10 @@ int atm_ek_dots_m3(const int16_t *q, const int8_t *k, int dh, int n, int32_t *ou
 int atm_ek_mix_m3(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
 /* conv's four ring rows back from slot next (K = 5, kh = 4) and their
  * shifts, the arguments of the assembly taps of both boards */
+/* engine_m0.S: the taps for K = 5 with all 5, rp / e as atm_ek_conv_rows4
+ * gives them (the Cortex-M0 board builds) */
+void atm_ek_conv5_m0(const int8_t *t, int nc, const int16_t *u, const int8_t *const *rp, const int32_t *e,
+                     int32_t *acc);
 static inline void atm_ek_conv_rows4(const int8_t *ring, int ld, const uint8_t *rexp, int next,
                                      const int8_t **rp, int32_t *e) {
     int sl = next;

@@ -211,10 +211,6 @@ void atm_ek_scale_i32(int32_t *v, int n, int32_t mul, int s) {
  * atm_ek_conv_ref channel by channel: each channel's K trits and its taps'
  * ring values summed in a register (the twin walks tap by tap over all
  * channels, loading and storing acc each time); up to 5 taps, else the twin. */
-#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-void atm_ek_conv5_m0(const int8_t *t, int nc, const int16_t *u, const int8_t *const *rp, const int32_t *e,
-                     int32_t *acc);   /* engine_m0.S: K = 5, all taps */
-#endif
 void atm_ek_conv_m0(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                     const uint8_t *rexp, int next, int kh, int taps, int32_t *acc) {
     if (taps > 5 || taps < 1) { atm_ek_conv_ref(t, K, nc, u, ring, ld, rexp, next, kh, taps, acc); return; }
