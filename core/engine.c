@@ -1397,6 +1397,14 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
     /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15;
      * the sums (|.| < 2^22) collect in wide, free again after the scores */
     const scaler sv = mk_scaler(atm_smull(r, (int32_t)V.mant), V.exp + fu + 30 - m->cfg.fx - emax);
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    /* the M0: the pairs in wide after the mixed row (cap: the selection's
+     * sel_s / sel_i, which the mix reads, lie beyond) */
+    if (nz > 0 && ks->mix == atm_ek_mix_m0 && d >= 4 && d % 4 == 0 && ((uintptr_t)vc & 3u) == 0 &&
+        (uint32_t)(d + 2 * nz) <= cap)
+        atm_ek_mix4w_m0(e->sel_s, e->sel_i, vc, nz, d, wide, wide + d);
+    else
+#endif
     if (nz > 0) ks->mix(e->sel_s, e->sel_i, vc, nz, d, wide);
     else for (int c = 0; c < d; c++) wide[c] = 0;
     add_scaled(ks, e->x, wide, d, &sv);

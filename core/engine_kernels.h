@@ -169,6 +169,11 @@ int atm_ek_dots_m3(const int16_t *q, const int8_t *k, int dh, int n, int32_t *ou
 int atm_ek_mix_m3(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out);
 /* conv's four ring rows back from slot next (K = 5, kh = 4) and their
  * shifts, the arguments of the assembly taps of both boards */
+/* engine_m0.S: attention's mix (atm_ek_mix_ref) with the (weight, row)
+ * pairs of all n positions in pairs[0, 2 n): n >= 1, d >= 4 a multiple of
+ * 4, base word aligned (the Cortex-M0 board builds) */
+void atm_ek_mix4w_m0(const int32_t *w, const int32_t *idx, const int8_t *base, int n, int d, int32_t *out,
+                     int32_t *pairs);
 /* engine_m0.S: the taps for K = 5 with all 5, rp / e as atm_ek_conv_rows4
  * gives them (the Cortex-M0 board builds) */
 void atm_ek_conv5_m0(const int8_t *t, int nc, const int16_t *u, const int8_t *const *rp, const int32_t *e,

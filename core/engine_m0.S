@@ -1110,6 +1110,27 @@ atm_ek_lnout_m0:
  *   r5 column offset   r10 the pairs' end   r11 out walker
  *   [sp] w   [sp, #4] idx   [sp, #8] positions left   [sp, #12] base
  *   [sp, #16] the pairs (64 bytes)   [sp, #120] d   [sp, #124] out */
+    /* one (weight, row) pair at r4 (advanced) times the row's four values
+     * at column offset r5, into r6, r7, r8, r9 */
+    .macro MIXPAIR
+    ldm  r4!, {r2, r3}
+    ldr  r0, [r3, r5]
+    sxtb r1, r0
+    muls r1, r2
+    adds r6, r6, r1
+    lsls r1, r0, #16
+    asrs r1, r1, #24
+    muls r1, r2
+    adds r7, r7, r1
+    lsls r1, r0, #8
+    asrs r1, r1, #24
+    muls r1, r2
+    add  r8, r1
+    asrs r1, r0, #24
+    muls r1, r2
+    add  r9, r1
+    .endm
+
     .align 2
     .global atm_ek_mix4_m0
     .type atm_ek_mix4_m0, %function
@@ -1170,22 +1191,7 @@ atm_ek_mix4_m0:
     mov  r9, r4
     add  r4, sp, #16
 6:
-    ldm  r4!, {r2, r3}
-    ldr  r0, [r3, r5]
-    sxtb r1, r0
-    muls r1, r2
-    adds r6, r6, r1
-    lsls r1, r0, #16
-    asrs r1, r1, #24
-    muls r1, r2
-    adds r7, r7, r1
-    lsls r1, r0, #8
-    asrs r1, r1, #24
-    muls r1, r2
-    add  r8, r1
-    asrs r1, r0, #24
-    muls r1, r2
-    add  r9, r1
+    MIXPAIR
     cmp  r4, r10
     bne  6b
     mov  r0, r11
@@ -1738,3 +1744,62 @@ atm_ek_ln_center_m0:
     mov  r8, r4
     pop  {r4, r5, r6, r7, pc}
     .size atm_ek_ln_center_m0, . - atm_ek_ln_center_m0
+
+/* void atm_ek_mix4w_m0(const int32_t *w, const int32_t *idx, const int8_t *base,
+ *                      int n, int d, int32_t *out, int32_t *pairs);
+ * atm_ek_mix4_m0 with the (weight, row) pairs of all n positions in the
+ * caller's words pairs[0, 2 n) (the engine's wide, after the mixed row),
+ * not 8 at a time on the stack: each group of four output columns is one
+ * walk over the pairs, with no second pass adding to out. n >= 1, d >= 4 a
+ * multiple of 4, base word aligned.
+ *   r0 four values   r1 a value   r2 weight   r3 row   r4 pair walker
+ *   r5 column offset   r6-r9 the sums   r10 the pairs' end   r11 out walker
+ *   r12 the pairs   [sp] d */
+    .align 2
+    .global atm_ek_mix4w_m0
+    .type atm_ek_mix4w_m0, %function
+    .thumb_func
+atm_ek_mix4w_m0:
+    MS_PUSH
+    sub  sp, #4
+    /* 10 words pushed + 4: d at [sp, #44], out at [sp, #48], pairs at [sp, #52] */
+    ldr  r5, [sp, #44]
+    str  r5, [sp]
+    ldr  r4, [sp, #48]
+    mov  r11, r4
+    ldr  r4, [sp, #52]
+    mov  r12, r4
+1:                                /* pairs: (w[i], base + idx[i] d) */
+    ldm  r0!, {r6}
+    ldm  r1!, {r7}
+    muls r7, r5
+    adds r7, r7, r2
+    stm  r4!, {r6, r7}
+    subs r3, #1
+    bne  1b
+    mov  r10, r4
+    movs r5, #0
+2:                                /* four columns */
+    movs r6, #0
+    movs r7, #0
+    mov  r8, r6
+    mov  r9, r6
+    mov  r4, r12
+3:
+    MIXPAIR
+    cmp  r4, r10
+    bne  3b
+    mov  r0, r11
+    movs r1, r6
+    movs r2, r7
+    mov  r3, r8
+    mov  r4, r9
+    stm  r0!, {r1, r2, r3, r4}
+    mov  r11, r0
+    adds r5, #4
+    ldr  r0, [sp]
+    cmp  r5, r0
+    bne  2b
+    add  sp, #4
+    MS_POP
+    .size atm_ek_mix4w_m0, . - atm_ek_mix4w_m0

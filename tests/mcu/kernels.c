@@ -232,6 +232,13 @@ static int test_elementwise(void) {
                     EX1[d] = 0x5A5A5A5A;
                     atm_ek_mix_m0(EV, EX0 + 128, EK, n, d, EX1);
                     bad_m += memcmp(EX0, EX1, (size_t)d * 4) != 0 || EX1[d] != 0x5A5A5A5A;
+#if defined(__ARM_ARCH_6M__)
+                    if (d % 4 == 0) {   /* the engine's M0 mix, its pairs after out (and a guard word) */
+                        for (int i = 0; i < d; i++) EX1[i] = 0x3C3C3C3C;
+                        atm_ek_mix4w_m0(EV, EX0 + 128, EK, n, d, EX1, EX1 + d + 1);
+                        bad_m += memcmp(EX0, EX1, (size_t)d * 4) != 0 || EX1[d] != 0x5A5A5A5A;
+                    }
+#endif
                     for (int i = 0; i < d; i++) EU0[i] = (int16_t)pick(p, (uint32_t)i, 32767);
                     const int nk = rows < n ? rows : n;
                     atm_ek_dots_ref(EU0, EK, d, nk, EX0);
