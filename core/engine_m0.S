@@ -195,21 +195,8 @@ atm_ek_planes_pairs16_m0:
     adds r1, #64
     .endm
 
-    .macro PPAIRS addflag
-1:
-    ldr r1, [sp]
-    movs r2, #0
-    movs r3, #0
-    mov r8, r2
-    mov r9, r2
-2:
-    PBYTE2 0
-    PBYTE2 1
-    PBYTE2 2
-    PBYTE2 3
-    adds r0, #4
-    cmp r1, lr
-    bne 2b
+    /* a pair's two sums S0 - 2 S1 (plus out's, addflag), stored; out walks on */
+    .macro PEPI addflag
     lsls r3, r3, #1
     subs r2, r2, r3             /* the first row's S0 - 2 S1 */
     mov r4, r8
@@ -225,6 +212,24 @@ atm_ek_planes_pairs16_m0:
     .endif
     stmia r5!, {r2, r4}
     mov r11, r5
+    .endm
+
+    .macro PPAIRS addflag
+1:
+    ldr r1, [sp]
+    movs r2, #0
+    movs r3, #0
+    mov r8, r2
+    mov r9, r2
+2:
+    PBYTE2 0
+    PBYTE2 1
+    PBYTE2 2
+    PBYTE2 3
+    adds r0, #4
+    cmp r1, lr
+    bne 2b
+    PEPI \addflag
     add r0, r10
     cmp r11, r12
     bne 1b
@@ -249,21 +254,7 @@ atm_ek_planes_pairs16_m0:
     PBYTE2 6
     PLOOK 7, adds, r2, r3
     PLOOK 23, add, r8, r9
-    lsls r3, r3, #1
-    subs r2, r2, r3             /* the first row's S0 - 2 S1 */
-    mov r4, r8
-    mov r5, r9
-    lsls r5, r5, #1
-    subs r4, r4, r5             /* the second row's */
-    mov r5, r11
-    .if \addflag
-    ldr r3, [r5]
-    adds r2, r2, r3
-    ldr r3, [r5, #4]
-    adds r4, r4, r3
-    .endif
-    stmia r5!, {r2, r4}
-    mov r11, r5
+    PEPI \addflag
     adds r0, #32
     cmp r11, r12
     beq 2f
@@ -627,6 +618,33 @@ atm_ek_scale_m0:
     .word 0x3FFFFFFF
     .size atm_ek_scale_m0, . - atm_ek_scale_m0
 
+/* a * b exactly from four 16 x 16-bit products: sh is ASRS for the signed
+ * product (atm_smull_m0), LSRS for the unsigned one (atm_umull_m0) */
+    .macro MULL64 sh
+    push {r4, r5, r6}
+    uxth r2, r0               /* al */
+    \sh r0, r0, #16          /* ah */
+    uxth r3, r1               /* bl */
+    \sh r1, r1, #16          /* bh */
+    movs r4, r2
+    muls r4, r3               /* al bl: the low word */
+    movs r5, r0
+    muls r5, r1               /* ah bh: the high word */
+    muls r2, r1               /* al bh */
+    muls r3, r0               /* bl ah */
+    lsls r6, r2, #16
+    \sh r2, r2, #16
+    adds r4, r4, r6
+    adcs r5, r2
+    lsls r6, r3, #16
+    \sh r3, r3, #16
+    adds r0, r4, r6
+    adcs r5, r3
+    movs r1, r5
+    pop {r4, r5, r6}
+    bx lr
+    .endm
+
 /* ---- int64_t atm_smull_m0(int32_t a, int32_t b): a * b exactly ----------
  * fixmath.h's atm_smull on the Cortex-M0 when this file is assembled (its C
  * version, atm_smull_halves, is the twin): four 16 x 16-bit products, 19
@@ -636,28 +654,7 @@ atm_ek_scale_m0:
     .type atm_smull_m0, %function
     .thumb_func
 atm_smull_m0:
-    push {r4, r5, r6}
-    uxth r2, r0               /* al */
-    asrs r0, r0, #16          /* ah */
-    uxth r3, r1               /* bl */
-    asrs r1, r1, #16          /* bh */
-    movs r4, r2
-    muls r4, r3               /* al bl: the low word */
-    movs r5, r0
-    muls r5, r1               /* ah bh: the high word */
-    muls r2, r1               /* al bh */
-    muls r3, r0               /* bl ah */
-    lsls r6, r2, #16
-    asrs r2, r2, #16
-    adds r4, r4, r6
-    adcs r5, r2
-    lsls r6, r3, #16
-    asrs r3, r3, #16
-    adds r0, r4, r6
-    adcs r5, r3
-    movs r1, r5
-    pop {r4, r5, r6}
-    bx lr
+    MULL64 asrs
     .size atm_smull_m0, . - atm_smull_m0
 
 /* ---- uint64_t atm_umull_m0(uint32_t a, uint32_t b): a * b exactly --------
@@ -670,28 +667,7 @@ atm_smull_m0:
     .type atm_umull_m0, %function
     .thumb_func
 atm_umull_m0:
-    push {r4, r5, r6}
-    uxth r2, r0               /* al */
-    lsrs r0, r0, #16          /* ah */
-    uxth r3, r1               /* bl */
-    lsrs r1, r1, #16          /* bh */
-    movs r4, r2
-    muls r4, r3               /* al bl: the low word */
-    movs r5, r0
-    muls r5, r1               /* ah bh: the high word */
-    muls r2, r1               /* al bh */
-    muls r3, r0               /* bl ah */
-    lsls r6, r2, #16
-    lsrs r2, r2, #16
-    adds r4, r4, r6
-    adcs r5, r2
-    lsls r6, r3, #16
-    lsrs r3, r3, #16
-    adds r0, r4, r6
-    adcs r5, r3
-    movs r1, r5
-    pop {r4, r5, r6}
-    bx lr
+    MULL64 lsrs
     .size atm_umull_m0, . - atm_umull_m0
 
 /* ---- void atm_ek_planes_build_m0(const int16_t *x, uint32_t cols, int32_t *tab)
@@ -1482,6 +1458,26 @@ atm_ek_scores16_m0:
 /* ---- the quantisers' and LayerNorm's loops on the Cortex-M0 ---------------
  * (twins in core/engine_ref.c; tests/mcu/kernels.c compares on QEMU.) */
 
+/* r1 and r5 into the running extremes r3 (min) and r4 (max) */
+    .macro MINMAX2
+    cmp  r1, r3
+    bge  3f
+    movs r3, r1
+3:
+    cmp  r1, r4
+    ble  4f
+    movs r4, r1
+4:
+    cmp  r5, r3
+    bge  6f
+    movs r3, r5
+6:
+    cmp  r5, r4
+    ble  7f
+    movs r4, r5
+7:
+    .endm
+
 /* void atm_ek_minmax32_m0(const int32_t *v, int n, int32_t *mm);
  * n >= 1: mm[0] = the smallest v, mm[1] = the largest; two values a load,
  * a compare and a branch around each rare move: 5.5 instructions a value. */
@@ -1509,22 +1505,7 @@ atm_ek_minmax32_m0:
     beq  9f
 2:
     ldm  r0!, {r1, r5}
-    cmp  r1, r3
-    bge  3f
-    movs r3, r1
-3:
-    cmp  r1, r4
-    ble  4f
-    movs r4, r1
-4:
-    cmp  r5, r3
-    bge  6f
-    movs r3, r5
-6:
-    cmp  r5, r4
-    ble  7f
-    movs r4, r5
-7:
+    MINMAX2
     subs r6, #1
     bne  2b
 9:
@@ -1550,22 +1531,7 @@ atm_ek_minmax16_m0:
     ldm  r0!, {r5}
     sxth r1, r5
     asrs r5, r5, #16
-    cmp  r1, r3
-    bge  3f
-    movs r3, r1
-3:
-    cmp  r1, r4
-    ble  4f
-    movs r4, r1
-4:
-    cmp  r5, r3
-    bge  6f
-    movs r3, r5
-6:
-    cmp  r5, r4
-    ble  7f
-    movs r4, r5
-7:
+    MINMAX2
     subs r6, #1
     bne  2b
     str  r3, [r2]

@@ -599,6 +599,21 @@ atm_ek_ssm_m3s:
  * the low word's top bit (floor((P + 2^31) / 2^32), P = u gr 2^(32 - sg)).
  *   r0 u   r1 g   r2 b   r3 u's end   r4 r15   r5 sg   r6 32 - sg
  *   r7 2^(sg-1)   r8 sb   r9 2^(sb-1)   r10-r12, lr scratch */
+    /* the quotient in r12 plus the rounded beta, saturated and stored; the
+     * loop's compare */
+    .macro LNOUT_TAIL
+    ldrsh r11, [r2], #2
+    add  r11, r11, r9
+    asr  r11, r11, r8                /* the rounded beta */
+    add  r12, r12, r11
+    ssat r12, #16, r12
+    cmn  r12, #32768
+    it   eq
+    addeq r12, r12, #1
+    strh r12, [r0], #2
+    cmp  r0, r3
+    .endm
+
     .align 2
     .global atm_ek_ln_out_m3s
     .type atm_ek_ln_out_m3s, %function
@@ -624,16 +639,7 @@ atm_ek_ln_out_m3s:
     lsl  r11, r11, r6
     smull r12, lr, r11, r10          /* u gr 2^(32-sg) */
     add  r12, lr, r12, lsr #31       /* its high word, rounded: the quotient */
-    ldrsh r11, [r2], #2
-    add  r11, r11, r9
-    asr  r11, r11, r8                /* the rounded beta */
-    add  r12, r12, r11
-    ssat r12, #16, r12
-    cmn  r12, #32768
-    it   eq
-    addeq r12, r12, #1
-    strh r12, [r0], #2
-    cmp  r0, r3
+    LNOUT_TAIL
     bne  2b
     pop  {r4-r11, pc}
 1:
@@ -646,16 +652,7 @@ atm_ek_ln_out_m3s:
     lsr  r12, r12, r5
     lsl  lr, lr, r6
     orr  r12, r12, lr                /* the rounded quotient */
-    ldrsh r11, [r2], #2
-    add  r11, r11, r9
-    asr  r11, r11, r8                /* the rounded beta */
-    add  r12, r12, r11
-    ssat r12, #16, r12
-    cmn  r12, #32768
-    it   eq
-    addeq r12, r12, #1
-    strh r12, [r0], #2
-    cmp  r0, r3
+    LNOUT_TAIL
     bne  1b
     pop  {r4-r11, pc}
     .size atm_ek_ln_out_m3s, . - atm_ek_ln_out_m3s
