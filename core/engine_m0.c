@@ -526,7 +526,13 @@ uint32_t atm_ek_exp_q16_w(int32_t x) {
     int32_t mx = z[0];                                                                  \
     for (int i = 1; i < n; i++) if (z[i] > mx) mx = z[i];                               \
     uint32_t sum = 0;                                                                   \
-    for (int i = 0; i < n; i++) { e[i] = EXP(atm_sat32((int64_t)z[i] - mx)); sum += e[i]; } \
+    for (int i = 0; i < n; i++) {                                                       \
+        /* dd = mx - z[i] in [0, 2^32): exp(sat32(-dd)) is 0 beyond 2^21 (a    */       \
+        /* saturated -2^31 included), so no 64-bit difference is needed         */       \
+        const uint32_t dd = (uint32_t)mx - (uint32_t)z[i];                             \
+        e[i] = dd > (1u << 21) ? 0u : EXP(-(int32_t)dd);                                 \
+        sum += e[i];                                                                    \
+    }                                                                                   \
     const int ns = atm_bitlen32(sum) - 16;                                              \
     const uint32_t r = 0x7FFFFFFFu / (sum >> ns);                                       \
     for (int i = 0; i < n; i++)                                                         \

@@ -524,9 +524,12 @@ static void test_softmax(void) {
     int bad = 0, bad2 = 0, bad3 = 0, cases = 0;
     const int run = atm_ek_x86_supported(ATM_KERNEL_AVX2);
     for (int n = 1; n <= 64; n++)
-        for (int p = 0; p < 6; p++) {
+        for (int p = 0; p < 8; p++) {
+            /* p 6: the int32 extremes (differences past 2^31); p 7: around 2^21 below the max */
             for (int i = 0; i < n; i++)
-                z[i] = p < 4 ? pick(p, (uint32_t)i, (1 << 30) - 1) : (p == 4 ? pick(0, (uint32_t)i, 1 << 20) : 7);
+                z[i] = p < 4 ? pick(p, (uint32_t)i, (1 << 30) - 1) : (p == 4 ? pick(0, (uint32_t)i, 1 << 20) : p == 5 ? 7
+                       : p == 6 ? (i % 3 == 0 ? INT32_MAX : (i % 3 == 1 ? INT32_MIN : 0))
+                                : (i == 0 ? 0 : -(1 << 21) - 2 + (int32_t)rnd(5)));
             atm_softmax_q15(z, n, p0);
             memcpy(p1, z, sizeof z);
             atm_ek_softmax_q15(p1, n, p1, e);                     /* aliased, as the engine calls it */
