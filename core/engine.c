@@ -1322,6 +1322,22 @@ static void select_topk(atm_engine *e, const kset *ks, const int8_t *kc, const u
     to_slots(si, keff, oldest, W);
 }
 
+/* q: int16 with the smallest exponent that fits, returned; q =
+ * atm_sat16(rnd32(w, qe)) without the branches: below 31 the shift leaves
+ * every |rounded value| <= 32767 (round(-a) >= -round(a)), at 31 rnd32
+ * gives 0 */
+static inline int quant_q(int16_t *q, const int32_t *w, int dh) {
+    uint32_t mx = 0;
+    for (int i = 0; i < dh; i++) { uint32_t a = atm_abs32(w[i]); if (a > mx) mx = a; }
+    const int qe = atm_fit_shift(mx, 32767);
+    if (qe == 0) for (int i = 0; i < dh; i++) q[i] = (int16_t)w[i];
+    else if (qe < 31) {
+        const int32_t h = (int32_t)1 << (qe - 1);
+        for (int i = 0; i < dh; i++) q[i] = (int16_t)((w[i] + h) >> qe);
+    } else for (int i = 0; i < dh; i++) q[i] = 0;
+    return qe;
+}
+
 /* attention: k, v of the current position enter cache slot `slot`; scores
  * q . k_j / sqrt(dh) over the n cached positions, oldest first, in Q16; the
  * top_k highest are kept (a later position replaces the last kept one only
@@ -1352,11 +1368,7 @@ static void attn_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu, v
     } else
 #endif
     matvec(&Q, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
-    /* q: int16 with the smallest exponent that fits */
-    uint32_t mx = 0;
-    for (int i = 0; i < dh; i++) { uint32_t a = atm_abs32(wide[i]); if (a > mx) mx = a; }
-    const int qe = atm_fit_shift(mx, 32767);
-    for (int i = 0; i < dh; i++) e->q[i] = atm_sat16(rnd32(wide[i], qe));
+    const int qe = quant_q(e->q, wide, dh);
     /* k, v rows: int8 with their exponents (|matvec sums| < 2^25) */
     if (wk == wide) matvec(&Kt, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
     kexp[slot] = ks->quant32(wk, dh, kc + (size_t)slot * (size_t)dh);
