@@ -730,15 +730,16 @@ static int16_t rd16(const tview *t, uint32_t i) { return atm_rd_i16le(t->data + 
  * and a 16-bit mantissa, < 2^31), computed as (v mul + 2^(s-1)) >> s with
  * a 32 x 32 -> 64-bit product; otherwise atm_rnd64 (saturating left shifts,
  * s >= 63 -> 0). Both give the same value where both apply. */
-typedef struct { int64_t mul, half; int s, fast; } scaler;
+typedef struct { int64_t mul; int s, fast; } scaler;
 static scaler mk_scaler(int64_t mul, int s) {
     scaler k;
     k.mul = mul; k.s = s; k.fast = s >= 1 && s <= 62 && mul >= -INT32_MAX && mul <= INT32_MAX;
-    k.half = k.fast ? (int64_t)1 << (s - 1) : 0;
     return k;
 }
+/* (the half is made here, not in mk_scaler: the kernels take mul and s, and
+ * a 64-bit shift is a libgcc call on the M0) */
 static int64_t scale(const scaler *k, int64_t v) {
-    return k->fast ? atm_asr64(v * k->mul + k->half, k->s) : atm_rnd64(v * k->mul, k->s);
+    return k->fast ? atm_asr64(v * k->mul + ((int64_t)1 << (k->s - 1)), k->s) : atm_rnd64(v * k->mul, k->s);
 }
 /* atm_rnd64(v, s) for |v| < 2^30 and s >= 0 in 32-bit arithmetic (for s
  * >= 31 every such v rounds to 0) */
