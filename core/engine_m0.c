@@ -271,15 +271,9 @@ static inline int fit127(uint32_t mx) {
     return sh;
 }
 /* the quantisers' two loops four elements at a time */
-#if (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)) && defined(ATM_M3_ASM)
-/* engine_m3.S: the extremes with branches around the moves */
-void atm_ek_minmax32_m3(const int32_t *v, int n, int32_t *mm);
-void atm_ek_minmax16_m3(const int16_t *v, int n, int32_t *mm);
-#define MINMAX_ASM(F, OK)                                                               \
-    if (OK) { int32_t mm[2]; F(src, n, mm); lo = mm[0] < 0 ? mm[0] : 0; hi = mm[1] > 0 ? mm[1] : 0; i = n; }
-#define QSTORE_ASM(G, OK)
-#elif defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-/* engine_m0.S: the extremes two values a load, the stores four */
+#if defined(ATM_ARM_ASM)
+/* engine_arm.S (Thumb-1, both boards): the extremes two values a load, the
+ * stores four */
 void atm_ek_minmax32_m0(const int32_t *v, int n, int32_t *mm);
 void atm_ek_minmax16_m0(const int16_t *v, int n, int32_t *mm);
 void atm_ek_qstore32_m0(const int32_t *src, int n, int8_t *dst, int sh);
@@ -291,13 +285,8 @@ void atm_ek_qstore16_m0(const int16_t *src, int n, int8_t *dst, int sh);
 #define MINMAX_ASM(F, OK)
 #define QSTORE_ASM(G, OK)
 #endif
-#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
 #define MINMAX32 atm_ek_minmax32_m0
 #define MINMAX16 atm_ek_minmax16_m0
-#else
-#define MINMAX32 atm_ek_minmax32_m3
-#define MINMAX16 atm_ek_minmax16_m3
-#endif
 /* the assembly's conditions: int16 values as whole aligned words */
 #define OK32 (n >= 1)
 #define OK16 (n >= 2 && (n & 1) == 0 && ((uintptr_t)src & 3u) == 0)
@@ -511,8 +500,14 @@ uint32_t atm_ek_exp_q16_w(int32_t x) {
     const int32_t n = (int32_t)(y >> 46);
     if (n < -26) return 0;
     const int32_t g4 = (int32_t)((((uint32_t)((uint64_t)y >> 16) & 0x3FFFFFFFu) - (1u << 29)) << 2);
-    int32_t p = atm_exp2_c[7];
-    for (int k = 6; k >= 0; k--) p = mr32_w(p, g4) + atm_exp2_c[k];
+    const int32_t *c = atm_exp2_c;   /* the seven steps unrolled: no loop compare a step */
+    int32_t p = mr32_w(c[7], g4) + c[6];
+    p = mr32_w(p, g4) + c[5];
+    p = mr32_w(p, g4) + c[4];
+    p = mr32_w(p, g4) + c[3];
+    p = mr32_w(p, g4) + c[2];
+    p = mr32_w(p, g4) + c[1];
+    p = mr32_w(p, g4) + c[0];
     const uint64_t w = (uint64_t)(2u * (uint32_t)p) * (2u * (uint32_t)ATM_SQRT2_Q30);
     const uint32_t v = (uint32_t)(w >> 32) + ((uint32_t)w >> 31);
     const int s = 6 - n;
