@@ -4,8 +4,8 @@
 static const struct { const char *board; int encoding; int64_t c[6]; } ATM_MCU_COST[] = {
     { "microbit", ATM_ENC_ATOME01, { 13153228, 1562, 2167, 2159, 116616, 564249 } },
     { "microbit", ATM_ENC_ATOME02, { 32084272, 8346, 8421, 11870, 1752, 650594 } },
-    { "mps2-an385", ATM_ENC_ATOME01, { 7789057, 693, 0, 1669, 29592, 326677 } },
-    { "mps2-an385", ATM_ENC_ATOME02, { 7789057, 693, 0, 1669, 29592, 326677 } },
+    { "mps2-an385", ATM_ENC_ATOME01, { 7833379, 700, 0, 1673, 29656, 318031 } },
+    { "mps2-an385", ATM_ENC_ATOME02, { 7833379, 700, 0, 1673, 29656, 318031 } },
     { "pico", ATM_ENC_ATOME01, { 25378191, 2114, 3012, 2309, 24726, 810185 } },
     { "pico", ATM_ENC_ATOME02, { 52434657, 10205, 10520, 8331, -38532, 963525 } },
 };
