@@ -53,7 +53,6 @@ static tview tensor(const atm_model *m, int kind, int layer) {
     return t;
 }
 
-
 /* ---- trit decoding -------------------------------------------------------
  * Rows are decoded in chunks of up to CH trits into a small stack buffer and
  * then dotted with int16 activations. ATOME01 bytes map through T2 (4 trits

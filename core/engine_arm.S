@@ -92,6 +92,17 @@ atm_ek_first_above:
 7:
     .endm
 
+/* the extremes' loop end (r6 pairs left, back to 2:) and the stores */
+    .macro MMLOOP
+    MINMAX2
+    subs r6, #1
+    bne  2b
+9:
+    str  r3, [r2]
+    str  r4, [r2, #4]
+    pop  {r4, r5, r6, pc}
+    .endm
+
 /* void atm_ek_minmax32_m0(const int32_t *v, int n, int32_t *mm);
  * n >= 1: mm[0] = the smallest v, mm[1] = the largest; two values a load,
  * a compare and a branch around each rare move: 5.5 instructions a value. */
@@ -119,13 +130,7 @@ atm_ek_minmax32_m0:
     beq  9f
 2:
     ldm  r0!, {r1, r5}
-    MINMAX2
-    subs r6, #1
-    bne  2b
-9:
-    str  r3, [r2]
-    str  r4, [r2, #4]
-    pop  {r4, r5, r6, pc}
+    MMLOOP
     .size atm_ek_minmax32_m0, . - atm_ek_minmax32_m0
 
 /* void atm_ek_minmax16_m0(const int16_t *v, int n, int32_t *mm);
@@ -145,12 +150,7 @@ atm_ek_minmax16_m0:
     ldm  r0!, {r5}
     sxth r1, r5
     asrs r5, r5, #16
-    MINMAX2
-    subs r6, #1
-    bne  2b
-    str  r3, [r2]
-    str  r4, [r2, #4]
-    pop  {r4, r5, r6, pc}
+    MMLOOP
     .size atm_ek_minmax16_m0, . - atm_ek_minmax16_m0
 
 /* void atm_ek_qstore32_m0(const int32_t *src, int n, int8_t *dst, int sh);

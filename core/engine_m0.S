@@ -195,6 +195,15 @@ atm_ek_planes_pairs16_m0:
     adds r1, #64
     .endm
 
+    /* a pair's start: the table walker from [sp], the four sums zeroed */
+    .macro PPRO
+    ldr r1, [sp]
+    movs r2, #0
+    movs r3, #0
+    mov r8, r2
+    mov r9, r2
+    .endm
+
     /* a pair's two sums S0 - 2 S1 (plus out's, addflag), stored; out walks on */
     .macro PEPI addflag
     lsls r3, r3, #1
@@ -216,11 +225,7 @@ atm_ek_planes_pairs16_m0:
 
     .macro PPAIRS addflag
 1:
-    ldr r1, [sp]
-    movs r2, #0
-    movs r3, #0
-    mov r8, r2
-    mov r9, r2
+    PPRO
 2:
     PBYTE2 0
     PBYTE2 1
@@ -240,11 +245,7 @@ atm_ek_planes_pairs16_m0:
      * unrolled, no inner loop; b walks on by 32 a pair in the epilogue */
     .macro PPAIRS8 addflag
 1:
-    ldr r1, [sp]
-    movs r2, #0
-    movs r3, #0
-    mov r8, r2
-    mov r9, r2
+    PPRO
     PBYTE2 0
     PBYTE2 1
     PBYTE2 2
@@ -1107,6 +1108,18 @@ atm_ek_lnout_m0:
     add  r9, r1
     .endm
 
+    /* the four sums r6-r9 to out (r11, advanced); the next four columns */
+    .macro MIXSTORE
+    mov  r0, r11
+    movs r1, r6
+    movs r2, r7
+    mov  r3, r8
+    mov  r4, r9
+    stm  r0!, {r1, r2, r3, r4}
+    mov  r11, r0
+    adds r5, #4
+    .endm
+
     .align 2
     .global atm_ek_mix4_m0
     .type atm_ek_mix4_m0, %function
@@ -1170,14 +1183,7 @@ atm_ek_mix4_m0:
     MIXPAIR
     cmp  r4, r10
     bne  6b
-    mov  r0, r11
-    movs r1, r6
-    movs r2, r7
-    mov  r3, r8
-    mov  r4, r9
-    stm  r0!, {r1, r2, r3, r4}
-    mov  r11, r0
-    adds r5, #4
+    MIXSTORE
     ldr  r0, [sp, #120]
     cmp  r5, r0
     bne  5b
@@ -1198,26 +1204,23 @@ atm_ek_mix4_m0:
  * per 8 products, about 70 a key (atm_ek_dots16_m0: 87).
  *   r0 the keys   r1 a value   r2, r3 the two sums   r4, r5 the two words
  *   r6 a query value   r7 out   r8 out's end   [sp] .. [sp, #60] q */
+    /* r1 = the signed byte `lane` of word w */
+    .macro SXLANE w, lane
+    .if \lane == 0
+    sxtb r1, \w
+    .elseif \lane == 3
+    asrs r1, \w, #24
+    .else
+    lsls r1, \w, #(24 - 8 * \lane)
+    asrs r1, r1, #24
+    .endif
+    .endm
     .macro D2LANE j, lane
     ldr  r6, [sp, #(16 * \j + 4 * \lane)]
-    .if \lane == 0
-    sxtb r1, r4
-    .elseif \lane == 3
-    asrs r1, r4, #24
-    .else
-    lsls r1, r4, #(24 - 8 * \lane)
-    asrs r1, r1, #24
-    .endif
+    SXLANE r4, \lane
     muls r1, r6
     adds r2, r2, r1
-    .if \lane == 0
-    sxtb r1, r5
-    .elseif \lane == 3
-    asrs r1, r5, #24
-    .else
-    lsls r1, r5, #(24 - 8 * \lane)
-    asrs r1, r1, #24
-    .endif
+    SXLANE r5, \lane
     muls r1, r6
     adds r3, r3, r1
     .endm
@@ -1283,6 +1286,7 @@ atm_ek_dots16x2_m0:
  *   r10 keff */
     .macro TOPK_SHIFT_M0
 1:
+    .rept 2                          /* two shifts a round */
     ldr  r1, [r3]
     cmp  r1, r4
     bge  2f
@@ -1290,13 +1294,7 @@ atm_ek_dots16x2_m0:
     str  r1, [r3, #8]
     str  r5, [r3, #12]
     subs r3, #8
-    ldr  r1, [r3]
-    cmp  r1, r4
-    bge  2f
-    ldr  r5, [r3, #4]
-    str  r1, [r3, #8]
-    str  r5, [r3, #12]
-    subs r3, #8
+    .endr
     b    1b
 2:
     lsrs r1, r0, #2
@@ -1587,14 +1585,7 @@ atm_ek_mix4w_m0:
     MIXPAIR
     cmp  r4, r10
     bne  3b
-    mov  r0, r11
-    movs r1, r6
-    movs r2, r7
-    mov  r3, r8
-    mov  r4, r9
-    stm  r0!, {r1, r2, r3, r4}
-    mov  r11, r0
-    adds r5, #4
+    MIXSTORE
     ldr  r0, [sp]
     cmp  r5, r0
     bne  2b

@@ -733,14 +733,12 @@ atm_ek_ln_stats_m3s:
  *   r10, r11, lr scratch */
     .macro TOPK_SHIFT
 1:
+    .rept 2                          /* two shifts a round */
     ldrd lr, r11, [r9], #-8
     cmp  lr, r8
     bge  2f
     strd lr, r11, [r9, #16]
-    ldrd lr, r11, [r9], #-8
-    cmp  lr, r8
-    bge  2f
-    strd lr, r11, [r9, #16]
+    .endr
     b    1b
 2:
     add  r10, r2, r0, lsr #2

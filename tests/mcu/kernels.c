@@ -446,6 +446,17 @@ void atm_ek_planes_pairs16_m0(const uint8_t *b, uint32_t pairs, uint32_t nbytes,
  * whole 64-column rows, and 16-, 32- and 48-column chunks of them (the rest
  * added by the one-row loop), at odd addresses, every value pattern; the
  * words after the pairs' outputs stay untouched */
+/* 64-column rows (16 bytes each) of pattern p at WBUF (odd p: an odd
+ * address), an input XV, their exact products in REF and GOT poisoned */
+static uint8_t *rows64(uint32_t rows, int p) {
+    uint8_t *b = WBUF + (p & 1);
+    fill_rows(b, rows * 16u, p);
+    for (uint32_t c = 0; c < 64; c++) XV[c] = (int16_t)pick(p, c, 32767);
+    atm_ek_matvec_ref(b, rows, 64, XV, REF);
+    memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+    return b;
+}
+
 static int test_pairs16(void) {
     static const uint32_t pairss[] = { 1, 2, 3, 8 };
     uint32_t cases = 0, bad = 0;
@@ -453,11 +464,7 @@ static int test_pairs16(void) {
         for (uint32_t h = 4; h <= 16; h += 4)
             for (int p = 0; p < 4; p++) {
                 const uint32_t pairs = pairss[pi], rows = 2 * pairs, cols = 64, nb = 16;
-                uint8_t *b = WBUF + (p & 1);
-                fill_rows(b, rows * nb, p);
-                for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, 32767);
-                atm_ek_matvec_ref(b, rows, cols, XV, REF);
-                memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                uint8_t *b = rows64(rows, p);
                 atm_ek_planes_build(XV, 4 * h, TAB);
                 atm_ek_planes_pairs16_m0(b, pairs, h, TAB, GOT, 0);
                 if (h < nb) {
@@ -484,11 +491,7 @@ static int test_pairs16(void) {
         for (uint32_t h = 4; h <= 16; h += 4)
             for (int p = 0; p < 4; p++) {
                 const uint32_t cols = 64, nb = 16;
-                uint8_t *b = WBUF + (p & 1);
-                fill_rows(b, rows * nb, p);
-                for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, 32767);
-                atm_ek_matvec_ref(b, rows, cols, XV, REF);
-                memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                uint8_t *b = rows64(rows, p);
                 atm_ek_planes_build(XV, 4 * h, TAB);
                 atm_ek_planes_rows(b, nb, rows, h, TAB, GOT, 0);
                 if (h < nb) {
