@@ -286,7 +286,9 @@ static void print_firmware(const fw_job *j) {
     if (strcmp(j->format, "elf") != 0) printf(",\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu", (unsigned)j->base, j->flash_bytes);
     if (strcmp(j->format, "uf2") == 0)   /* one 512-byte block per 256 flash bytes */
         printf(",\"uf2_blocks\":%zu,\"uf2_family\":\"0x%08X\"", (j->flash_bytes + 255) / 256, (unsigned)atm_fw_uf2_family(j->board));
-    const uint64_t ipb = atm_cost_insns_per_byte(&j->m.cfg, j->m.encoding, j->board, w);
+    const int ox = atm_fw_offsets(j->board, j->m.encoding, j->blen, j->slot.capacity);
+    printf(",\"offset_stream\":%s", ox ? "true" : "false");
+    const uint64_t ipb = atm_cost_insns_per_byte(&j->m.cfg, j->m.encoding, j->board, w, ox);
     const uint32_t hz = atm_cost_clock_hz(j->board);
     if (ipb && hz)   /* docs/mcu-cost.md: one instruction per cycle, an upper bound */
         printf(",\"estimate_insns_per_byte\":%llu,\"estimate_bytes_per_s\":%.1f,\"clock_hz\":%u",

@@ -278,6 +278,7 @@ struct vin {
 #ifdef ATM_PLANES
     int32_t planes;              /* 1: the bit-plane kernel */
     int32_t pchunk;              /* the column chunk whose tables ptab holds, -1 none */
+    uintptr_t oxd;               /* offset stream: a model byte b's pair at oxd + 2 b; 0 none */
     int32_t ptab[PLANE_COLS * 4];
 #endif
 };
@@ -388,6 +389,8 @@ void atm_ek_planes_rows_m0(const uint8_t *b, uint32_t stride, uint32_t rows, uin
 void atm_ek_planes_build_m0(const int16_t *x, uint32_t cols, int32_t *tab);
 void atm_ek_planes_pairs16_m0(const uint8_t *b, uint32_t pairs, uint32_t nbytes, const int32_t *tab,
                               int32_t *out, int add);
+void atm_ek_planes_pairso_m0(const uint8_t *o, uint32_t stride, uint32_t pairs, uint32_t nbytes,
+                             const int32_t *tab, int32_t *out, int add);
 #endif
 
 void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab) {
@@ -428,6 +431,71 @@ void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32
         const int32_t s = a0 - 2 * a1;
         out[r] = add ? out[r] + s : s;
     }
+}
+
+/* The bit-plane rows from the offset stream (engine.h): row r's byte j at
+ * o + 2 (r stride + j), its two table offsets already include 64 (j % 4),
+ * so the table walker moves by 256 bytes every 4 row bytes (the stream
+ * holds 64 (i % 4) of the file offset i: callers pass rows at 4-aligned
+ * offsets). b is the same rows' model bytes (the Thumb-1 path runs an odd
+ * last row and the chunks its pair loop does not take from them); the
+ * result equals atm_ek_planes_rows'. */
+void atm_ek_planes_rows_ox(const uint8_t *b, const uint8_t *o, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                           const int32_t *tab, int32_t *out, int add) {
+#ifdef PLANES_ROWS_ASM
+    /* Thumb-1: row pairs from the stream, an odd last row from the model's
+     * bytes; chunks the pair loop does not take, from the model's bytes */
+    if ((nbytes == 4 || nbytes == 8 || nbytes == 16) && stride <= 63 && rows >= 2) {
+        const uint32_t pairs = rows / 2;
+        atm_ek_planes_pairso_m0(o, stride, pairs, nbytes, tab, out, add);
+        if ((rows & 1u) == 0) return;
+        atm_ek_planes_rows_m0(b + 2 * pairs * stride, stride, 1, nbytes, tab, out + 2 * pairs, add);
+        return;
+    }
+    atm_ek_planes_rows(b, stride, rows, nbytes, tab, out, add);
+    return;
+#else
+    (void)b;
+#endif
+    for (uint32_t r = 0; r < rows; r++, o += 2 * stride) {
+        int32_t a0 = 0, a1 = 0;
+        for (uint32_t j = 0; j < nbytes; j++) {
+            const uint8_t *t = (const uint8_t *)tab + 256 * (j / 4);
+            a0 += *(const int32_t *)(const void *)(t + o[2 * j]);
+            a1 += *(const int32_t *)(const void *)(t + o[2 * j + 1]);
+        }
+        const int32_t s = a0 - 2 * a1;
+        out[r] = add ? out[r] + s : s;
+    }
+}
+
+size_t atm_engine_offsets_bytes(size_t model_len) { return 2 * model_len; }
+
+void atm_engine_offsets_make(const uint8_t *model, size_t n, uint8_t *out) {
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t g = (uint8_t)(64 * (i & 3u));
+        out[2 * i] = (uint8_t)(PL0[model[i]] + g);
+        out[2 * i + 1] = (uint8_t)(PL1[model[i]] + g);
+    }
+}
+
+int atm_engine_set_offsets(atm_engine *e, const uint8_t *o, size_t len) {
+    if (!e || !e->m) return -1;
+    if (!o) { e->ox = 0; return 0; }
+#ifdef ATM_PLANES
+    const uint8_t *m = e->m->blob;
+    const size_t n = e->m->size;
+    if (len != atm_engine_offsets_bytes(n) || ((uintptr_t)m & 3u) != 0) return -1;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t g = (uint8_t)(64 * (i & 3u));
+        if (o[2 * i] != (uint8_t)(PL0[m[i]] + g) || o[2 * i + 1] != (uint8_t)(PL1[m[i]] + g)) return -1;
+    }
+    e->ox = o;
+    return 0;
+#else
+    (void)len;
+    return -1;
+#endif
 }
 
 /* The byte-table kernel (engine_kernels.h): per group of 4 columns, the
@@ -502,6 +570,13 @@ static int pick_kernel(int want, int d) {
         if (kernel_fits(order[i], d)) return order[i];
     return ATM_KERNEL_PORTABLE;
 }
+
+/* the offset stream for the bit-plane kernel (after vin_prep) */
+#ifdef ATM_PLANES
+#define VIN_OX(in, e) ((in)->oxd = (e)->ox ? (uintptr_t)(e)->ox - 2 * (uintptr_t)(e)->m->blob : 0)
+#else
+#define VIN_OX(in, e) ((void)0)
+#endif
 
 static void vin_prep(vin *in, const int16_t *x, int d, int kernel, int32_t *tab) {
     in->x = x;
@@ -585,7 +660,12 @@ static void planes_matvecs(const prow *p, int nm, uint32_t cols, vin *in, int32_
         }
         int32_t *o = out;
         for (int j = 0; j < nm; j++) {
-            atm_ek_planes_rows(p[j].b + c0 / 4, nb, p[j].rows, cc / 4, in->ptab, o, i != 0);
+            const uint8_t *b = p[j].b + c0 / 4;
+            if (in->oxd && ((uintptr_t)b & 3u) == 0)
+                atm_ek_planes_rows_ox(b, (const uint8_t *)(in->oxd + 2 * (uintptr_t)b), nb, p[j].rows, cc / 4,
+                                      in->ptab, o, i != 0);
+            else
+                atm_ek_planes_rows(b, nb, p[j].rows, cc / 4, in->ptab, o, i != 0);
             o += p[j].rows;
         }
         if (++k == nch) k = 0;
@@ -1016,6 +1096,7 @@ atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window, void *
     e->ring = (int8_t *)(b + p.ring);
     e->ringexp = b + p.ringexp;
     e->tab = 0;
+    e->ox = 0;
     for (size_t i = 0; i < p.total; i++) b[i] = 0;
     atm_engine_reset(e);
     return ATM_OK;
@@ -1478,6 +1559,7 @@ static inline __attribute__((always_inline)) int head(atm_engine *e, const kset 
     const tview G = tensor(m, ATM_T_LNF_G, 0), B = tensor(m, ATM_T_LNF_B, 0);
     layernorm(ks, e->x, d, m->cfg.fx, &G, &B, e->u);
     vin_prep(in, e->u, d, kern, tab);
+    VIN_OX(in, e);
     const tview U = tensor(m, ATM_T_UNEMBED, 0);
     matvec(&U, m->encoding, (uint32_t)V, (uint32_t)d, in, e->wide);
     const scaler sl = mk_scaler(U.mant, U.exp + G.aux - ATM_LOGIT_FRAC);
@@ -1525,6 +1607,7 @@ static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
         const int fu = G.aux;
         layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
         vin_prep(&in, e->u, d, kern, tab);
+        VIN_OX(&in, e);
         /* router: logits in Q16, weights in Q15 */
         const tview R = tensor(m, ATM_T_ROUTER, l);
         matvec(&R, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);

@@ -68,6 +68,7 @@ typedef struct {
     uint32_t ring_next, ring_count;  /* next ring slot; remembered positions (<= K-1) */
     uint32_t pos_lo, pos_hi;         /* bytes fed since init/reset (64-bit counter) */
     int32_t *tab;      /* optional table RAM of the byte-table kernel (atm_engine_set_tables), NULL none */
+    const uint8_t *ox; /* the model's offset stream (atm_engine_set_offsets), NULL none */
 } atm_engine;
 
 /* Arena bytes for a model and window (window 0 = the model's default);
@@ -104,6 +105,22 @@ int atm_engine_kernel(const atm_engine *e);
  * arena (whose size stays as atm_engine_arena_bytes says). */
 size_t atm_engine_tables_bytes(const atm_model *m);
 int atm_engine_set_tables(atm_engine *e, void *buf, size_t len);
+
+/* The bit-plane kernel's offset stream: for every byte v at offset i of
+ * the model file, the two table offsets that kernel looks up for v (PL0[v]
+ * and PL1[v], core/engine.c) plus 64 (i % 4), two bytes per model byte. A
+ * board that keeps it in flash beside the model (the micro:bit's firmware
+ * image, fwimage/fwimage.c) runs a row byte as two loads and two adds fewer
+ * per byte than from the model's bytes alone: the same integers, the same
+ * logits. atm_engine_offsets_make writes the 2 n bytes of model[n];
+ * atm_engine_set_offsets checks every byte of o[len] against e's model
+ * (len = 2 x the model's size, the blob 4-byte aligned) and keeps it
+ * (it must outlive the engine): 0, or -1 (nothing changed) if it does not
+ * match or this build has no bit-plane kernel; (e, NULL, 0) goes back to
+ * none. Only a step whose kernel resolves to the bit-plane kernel uses it. */
+size_t atm_engine_offsets_bytes(size_t model_len);
+void atm_engine_offsets_make(const uint8_t *model, size_t n, uint8_t *out);
+int atm_engine_set_offsets(atm_engine *e, const uint8_t *o, size_t len);
 
 /* Forgets every position (fresh conv ring, SSM state, caches). */
 void atm_engine_reset(atm_engine *e);

@@ -41,6 +41,10 @@ void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab);
 extern const uint8_t atm_ek_pl[512];   /* the byte -> table offset maps (engine.c) */
 void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
                         const int32_t *tab, int32_t *out, int add);
+/* the same rows from the model's offset stream (engine.h, atm_engine_set_offsets):
+ * o = the stream at row 0's first byte b (b 4-aligned in the model) */
+void atm_ek_planes_rows_ox(const uint8_t *b, const uint8_t *o, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                           const int32_t *tab, int32_t *out, int add);
 
 /* The byte-table row kernel (engine.c; the Cortex-M3 default where the
  * caller gives the engine table RAM, atm_engine_set_tables): build fills

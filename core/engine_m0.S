@@ -281,6 +281,156 @@ atm_ek_planes_pairs16_m0:
     .ltorg
     .size atm_ek_planes_pairs16_m0, . - atm_ek_planes_pairs16_m0
 
+/* The bit-plane rows two at a time from the model's offset stream
+ * (core/engine.h, atm_engine_set_offsets; twin: atm_ek_planes_rows_ox's C
+ * loop):
+ *
+ * void atm_ek_planes_pairso_m0(const uint8_t *o, uint32_t stride, uint32_t pairs,
+ *                              uint32_t nbytes, const int32_t *tab, int32_t *out, int add);
+ * pairs >= 1, nbytes 4, 8 or 16, stride (model bytes between rows) <= 63:
+ * rows 2i and 2i + 1, their stream bytes at o + 4 i stride and
+ * o + (4 i + 2) stride (two a row byte: the table offsets of its two bit
+ * planes, 64 (j % 4) included), so a row byte is two loads of offsets, two
+ * table loads and two adds (6 instructions; 7 from the model's bytes) and
+ * the table walker moves once every 4 row bytes; a pair's first byte starts
+ * the four sums (no zeroing). The row bytes unrolled, no inner loop.
+ *   r0 oA  r1 t  r2 s0A  r3 s1A  r4 s0B  r5 s1B  r6 oB = oA + 2 stride
+ *   r7 offset / value  r8 256  r9 tab  r10 4 stride  r11 out  r12 out + 2 pairs */
+    .align 2
+    .global atm_ek_planes_pairso_m0
+    .type atm_ek_planes_pairso_m0, %function
+    .thumb_func
+atm_ek_planes_pairso_m0:
+    MS_PUSH
+    /* 10 words pushed: tab at [sp, #40], out at [sp, #44], add at [sp, #48] */
+    lsls r1, r1, #1
+    movs r6, r0
+    adds r6, r6, r1             /* the second row's stream */
+    lsls r1, r1, #1
+    mov r10, r1                 /* 4 stride: a pair */
+    ldr r4, [sp, #40]
+    mov r9, r4                  /* tab */
+    ldr r4, [sp, #44]
+    mov r11, r4                 /* out */
+    lsls r2, r2, #3
+    adds r4, r4, r2
+    mov r12, r4                 /* out + 2 pairs */
+    movs r4, #1
+    lsls r4, r4, #8
+    mov r8, r4                  /* 256 */
+    ldr r2, [sp, #48]           /* add */
+    cmp r3, #8
+    bne 6f
+    cmp r2, #0
+    beq 5f
+    b .Lo8add                   /* beyond a conditional branch's reach */
+5:
+    b .Lo8
+6:
+    cmp r3, #4
+    beq 7f
+    b .Lo16                     /* beyond a conditional branch's reach */
+7:
+    cmp r2, #0
+    beq .Lo4
+    b .Lo4add
+
+    /* a pair's byte k: both rows' two offsets, their table values added */
+    .macro OBYTE k
+    ldrb r7, [r0, #(2 * \k)]
+    ldr  r7, [r1, r7]
+    adds r2, r2, r7
+    ldrb r7, [r0, #(2 * \k + 1)]
+    ldr  r7, [r1, r7]
+    adds r3, r3, r7
+    ldrb r7, [r6, #(2 * \k)]
+    ldr  r7, [r1, r7]
+    adds r4, r4, r7
+    ldrb r7, [r6, #(2 * \k + 1)]
+    ldr  r7, [r1, r7]
+    adds r5, r5, r7
+    .endm
+
+    /* a pair's S0 - 2 S1 (plus out's, addflag), stored; the streams walk on */
+    .macro OEPI addflag
+    lsls r3, r3, #1
+    subs r2, r2, r3
+    lsls r5, r5, #1
+    subs r4, r4, r5
+    mov r7, r11
+    .if \addflag
+    ldr r3, [r7]
+    adds r2, r2, r3
+    ldr r3, [r7, #4]
+    adds r4, r4, r3
+    .endif
+    stmia r7!, {r2, r4}
+    mov r11, r7
+    add r0, r10
+    add r6, r10
+    .endm
+
+    .macro OPAIRS nb, addflag
+1:
+    mov r1, r9
+    ldrb r7, [r0, #0]           /* byte 0's values start the four sums */
+    ldr  r2, [r1, r7]
+    ldrb r7, [r0, #1]
+    ldr  r3, [r1, r7]
+    ldrb r7, [r6, #0]
+    ldr  r4, [r1, r7]
+    ldrb r7, [r6, #1]
+    ldr  r5, [r1, r7]
+    OBYTE 1
+    OBYTE 2
+    OBYTE 3
+    .if \nb >= 8
+    add r1, r8
+    OBYTE 4
+    OBYTE 5
+    OBYTE 6
+    OBYTE 7
+    .endif
+    .if \nb == 16
+    add r1, r8
+    OBYTE 8
+    OBYTE 9
+    OBYTE 10
+    OBYTE 11
+    add r1, r8
+    OBYTE 12
+    OBYTE 13
+    OBYTE 14
+    OBYTE 15
+    .endif
+    OEPI \addflag
+    cmp r11, r12
+    beq 2f
+    b 1b                        /* beyond a conditional branch's reach */
+2:
+    b .Lodone
+    .endm
+
+.Lo4:
+    OPAIRS 4, 0
+.Lo4add:
+    OPAIRS 4, 1
+.Lo8:
+    OPAIRS 8, 0
+.Lo8add:
+    OPAIRS 8, 1
+.Lo16:
+    cmp r2, #0
+    beq 3f
+    b .Lo16add                  /* beyond a conditional branch's reach */
+3:
+    OPAIRS 16, 0
+.Lo16add:
+    OPAIRS 16, 1
+.Lodone:
+    MS_POP
+    .size atm_ek_planes_pairso_m0, . - atm_ek_planes_pairso_m0
+
 /* ---- the residual update and the logit scale ----------------------------
  * void atm_ek_addsc_m0(int32_t *x, const int32_t *v, int n, int32_t mul, int s);
  * void atm_ek_scale_m0(int32_t *v, int n, int32_t mul, int s);

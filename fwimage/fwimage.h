@@ -61,9 +61,20 @@ typedef struct {
 int atm_fw_find_slot(const uint8_t *elf, size_t len, atm_fw_slot *slot, char *err, size_t errlen);
 
 /* Writes model[mlen] into the slot of elf[len] in place. board (may be
- * NULL to skip the check) must equal the slot's board name. */
+ * NULL to skip the check) must equal the slot's board name. Where
+ * atm_fw_offsets says so, the model's offset stream follows it: "ATMOFS01"
+ * at the first 4-byte boundary after the model, then the 2 mlen bytes of
+ * atm_engine_offsets_make (core/engine.h); the firmware checks it against
+ * the model and runs its bit-plane rows from it (docs/mcu.md). */
 int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *model, size_t mlen,
                  char *err, size_t errlen);
+
+#define ATM_FW_OFFSETS_MAGIC "ATMOFS01"
+/* 1 if a `board` image with a model of `encoding` (ATM_ENC_*) and mlen
+ * bytes in a slot of `capacity` bytes holds the offset stream: ATOME01 only, the micro:bit (whose engine
+ * runs the bit-plane kernel), when the stream fits beside the model with
+ * room left for a settings block. */
+int atm_fw_offsets(const char *board, int encoding, size_t mlen, size_t capacity);
 
 /* The trit encoding the engine runs fastest from on a board: ATOME01 on
  * every board today (mps2-an385, microbit, pico; the instruction counts of

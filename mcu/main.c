@@ -45,6 +45,7 @@
 #define SLOT_HEADER 32u
 #define SLOT_MAGIC "ATMSLOT1"
 #define ORDER_BYTES 256u   /* sampler scratch: the truncation order of V <= 256 bytes */
+#define OFFS_MAGIC "ATMOFS01"   /* the offset stream after the model (docs/mcu.md, "model slot") */
 
 extern const uint8_t __model_slot_start[], __model_slot_end[];
 extern uint8_t __arena_start[], __arena_end[];
@@ -104,6 +105,25 @@ static size_t give_tables(uint8_t *at, size_t room) {
     if (n == 0 || n > room || atm_engine_set_tables(&engine, at, n) != 0) return 0;
     return n;
 #endif
+}
+
+/* The model's offset stream (core/engine.h, atm_engine_set_offsets), when
+ * the slot holds one: OFFS_MAGIC at the first 4-byte boundary after the
+ * slot's model (n bytes, the header's length), then 2 n bytes, all before `end` (the slot's usable
+ * length: less the settings block in a standalone image). It is used only
+ * if every byte matches the model (checked once here), so a stale or
+ * damaged stream costs speed, never bytes. After atm_engine_init; 1 if in use. */
+static int offsets_used;
+static void give_offsets(uint32_t end) {
+    offsets_used = 0;
+    const uint32_t n = atm_rd_u32le(__model_slot_start + 12);
+    const uint32_t at = SLOT_HEADER + ((n + 3u) & ~3u);
+    const size_t len = atm_engine_offsets_bytes(n);
+    if (at > end || end - at < 8u || end - at - 8u < len) return;
+    const uint8_t *s = __model_slot_start + at;
+    const char *m = OFFS_MAGIC;
+    for (int i = 0; i < 8; i++) if (s[i] != (uint8_t)m[i]) return;
+    offsets_used = atm_engine_set_offsets(&engine, s + 8, len) == 0;
 }
 
 /* An ATOME02 model runs from an ATOME01 copy at `at` when room holds it
@@ -406,6 +426,7 @@ static void report(const char *mode, uint32_t model_len, int32_t window, size_t 
     line_add(&l, ",\"tail_bytes\":"); line_add_u64(&l, tail_bytes);
     line_add(&l, ",\"copy_bytes\":"); line_add_u64(&l, copy_bytes);
     line_add(&l, ",\"table_bytes\":"); line_add_u64(&l, table_bytes);
+    line_add(&l, ",\"offsets\":"); line_add_u64(&l, (uint64_t)offsets_used);
     line_add(&l, ",\"arena_bytes\":"); line_add_u64(&l, (uint64_t)(__arena_end - __arena_start));
     line_add(&l, ",\"static_bytes\":"); line_add_u64(&l, (uint64_t)((uintptr_t)__arena_start - (uintptr_t)__data_start));
     line_add(&l, ",\"stack_used\":"); line_add_u64(&l, mcu_stack_used());
@@ -487,6 +508,7 @@ static int run(void) {
     st = atm_engine_init(&engine, &model, window, a0, need);
     if (st != ATM_OK) return fail(MCU_EXIT_ARENA, "engine: ", atm_status_str((int)st), 0);
     SET_TABLES(give_tables(a0 + need4 + copy_bytes, have - tail - need4 - copy_bytes));
+    give_offsets((uint32_t)(__model_slot_end - __model_slot_start));
     uint8_t *order = a0 + (have - tail);   /* free once the prompt is fed */
 
     atm_rng rng;
@@ -605,6 +627,7 @@ static void sa_setup(sa_run *r) {
     if (have - ORDER_BYTES - need >= ATM_FWSET_PROMPT_MAX + 4u)   /* the prompt line keeps its full length */
         SET_COPY(run_from_atome01_copy(a0 + need4, have - ORDER_BYTES - need4 - ATM_FWSET_PROMPT_MAX));
     if (atm_engine_init(&engine, &model, v->window, a0, need) != ATM_OK) sa_fail("engine: cannot initialise", 0);
+    give_offsets((uint32_t)(__model_slot_end - __model_slot_start) - ATM_FWSET_BYTES);
     const size_t used = need4 + copy_bytes;
     if (have - ORDER_BYTES - used >= ATM_FWSET_PROMPT_MAX + 4u)
         SET_TABLES(give_tables(a0 + used, have - ORDER_BYTES - used - ATM_FWSET_PROMPT_MAX));
@@ -671,7 +694,8 @@ static void sa_story(const sa_run *r, const uint8_t *prompt, uint32_t plen, uint
     }
     /* what the real board should do: the cost model's instructions per byte
      * at one instruction per cycle (core/cost.h), an upper bound */
-    const uint64_t ipb = atm_cost_insns_per_byte(&model.cfg, model.encoding, MCU_BOARD, (int)v->window);
+    const uint64_t ipb = atm_cost_insns_per_byte(&model.cfg, model.encoding, MCU_BOARD, (int)v->window,
+                                                 offsets_used);
     const uint64_t mhz = atm_cost_clock_hz(MCU_BOARD) / 1000000u;
     if (ipb && mhz) {
         const uint64_t tenths = (mhz * 10000000u + ipb / 2) / ipb;   /* bytes/s x 10, rounded */

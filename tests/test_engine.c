@@ -224,6 +224,31 @@ static void test_random_models(void) {
                 }
                 CHECKF(same, "%s: kernel %d on ATOME01 differs from ATOME02", name, kernels[kk]);
             }
+            /* the offset stream (atm_engine_set_offsets): the bit-plane kernel
+             * from it gives the same logits; a stream one byte off, of the
+             * wrong length, or for another model is refused and changes nothing */
+            {
+                const size_t ol = atm_engine_offsets_bytes(l1);
+                uint8_t *ox = malloc(ol);
+                atm_engine_offsets_make(b1, l1, ox);
+                CHECK(atm_engine_init(&e1, &m1, cases[k].window, a1, ab) == ATM_OK);
+                CHECK(atm_engine_init(&e2, &m2, cases[k].window, a2, ab) == ATM_OK);
+                CHECK(atm_engine_set_kernel(&e1, ATM_KERNEL_PLANES) == 0);
+                CHECK(atm_engine_set_offsets(&e1, ox, ol - 2) == -1);
+                CHECK(atm_engine_set_offsets(&e2, ox, ol) == -1);   /* the ATOME02 model's bytes differ */
+                ox[ol / 2] ^= 4;
+                CHECK(atm_engine_set_offsets(&e1, ox, ol) == -1 && e1.ox == NULL);
+                ox[ol / 2] ^= 4;
+                CHECK(atm_engine_set_offsets(&e1, ox, ol) == 0 && e1.ox == ox);
+                int same = 1;
+                for (size_t t = 0; t < 150; t++) {
+                    const int32_t *x1 = atm_engine_step(&e1, text[t]), *x2 = atm_engine_step(&e2, text[t]);
+                    same &= memcmp(x1, x2, sizeof(int32_t) * (size_t)L.cfg.vocab) == 0;
+                }
+                CHECKF(same, "%s: the bit-plane kernel from the offset stream differs", name);
+                CHECK(atm_engine_set_offsets(&e1, NULL, 0) == 0 && e1.ox == NULL);
+                free(ox);
+            }
             /* the byte tables (atm_engine_set_tables), on either encoding, forced or by AUTO's pick */
             const size_t tb = atm_engine_tables_bytes(&m1);
             if (tb > 0) {

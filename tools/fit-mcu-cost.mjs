@@ -14,11 +14,13 @@
 // several windows with tools/bench-mcu (greedy, 256 bytes after "Once upon a
 // time"), fits by least squares
 //
-//   insns/byte = c0 + c1*Mlut + c2*Mdec + c3*A + c4*S + c5*E
+//   insns/byte = c0 + c1*Mlut + c2*Mdec + c3*A + c4*S + c5*E + c6*Mox
 //     M = ternary matrix weights a byte passes (per layer wq, wk, wv and the
 //         router, 2*d_head*d + d*d + 3*d; the unembedding 256*d), as Mlut
 //         when the engine takes its table path (d % 4 == 0, d <= 128), else
-//         as Mdec
+//         as Mdec; as Mox instead of Mlut where the image holds the model's
+//         offset stream (the firmware's report says "offsets":1: the
+//         micro:bit's ATOME01 images) and d % 16 == 0 (core/cost.c)
 //     A = layers*window*d_head (attention scores)
 //     S = layers*window        (the top-k selection over the window)
 //     E = layers*d             (per-channel work: LayerNorm, conv, SSM, mix)
@@ -45,6 +47,9 @@ const SHAPES = [
   ['tiny', ['--config', 'atome-tiny']],
   ['d32-l2', ['--config', 'atome-60k', '--d-model', '32', '--layers', '2', '--d-head', '8']],
   ['d48-l3', ['--config', 'atome-60k', '--d-model', '48', '--layers', '3', '--d-head', '16']],
+  // d % 16 != 0: the micro:bit's ATOME01 rows without the offset stream (its Mlut); counted on the micro:bit
+  // only, since its 10-byte rows take the C loop of the bit-plane kernel, which the linear model does not know
+  ['d40-l2', ['--config', 'atome-60k', '--d-model', '40', '--layers', '2', '--d-head', '8'], ['microbit']],
   ['d64-l1', ['--config', 'atome-60k', '--layers', '1']],
   ['d64-l2-h32', ['--config', 'atome-60k', '--layers', '2', '--d-head', '32']],
   ['atome-60k', 'models/atome-60k.atome'],
@@ -56,7 +61,7 @@ const SHAPES = [
 const BOARDS = { microbit: [8, 16, 32], 'mps2-an385': [16, 32, 64], pico: [16, 32, 64] };
 const ENCODINGS = ['atome01', 'atome02'];
 
-const shapeOf = (p, board) => {
+const shapeOf = (p, board, ox) => {
   const D = p.d_model, L = p.layers, H = p.d_head;
   // the engine's ternary products take a per-input table path when d % 4 == 0
   // and d <= 128 (core/engine.c, ATM_LUT_MAX_D), or at any d % 4 == 0 where
@@ -64,13 +69,14 @@ const shapeOf = (p, board) => {
   // + multiply
   const lut = D % 4 === 0 && (D <= 128 || board === 'mps2-an385');
   const M = L * (2 * H * D + D * D + 3 * D) + p.vocab * D;
-  return { D, L, H, Mlut: lut ? M : 0, Mdec: lut ? 0 : M };
+  const o = lut && ox && D % 16 === 0;
+  return { D, L, H, Mlut: lut && !o ? M : 0, Mdec: lut ? 0 : M, Mox: o ? M : 0 };
 };
-const features = (s, W) => [1, s.Mlut, s.Mdec, s.L * W * s.H, s.L * W, s.L * s.D];
+const features = (s, W) => [1, s.Mlut, s.Mdec, s.L * W * s.H, s.L * W, s.L * s.D, s.Mox];
 
 // Least squares on relative errors (each row divided by its count, so a
 // large model does not outweigh the small ones), by the normal equations
-// (6 unknowns) and Gaussian elimination.
+// (7 unknowns) and Gaussian elimination.
 // A feature that is 0 in every row (mps2-an385 has no decode path: its byte
 // tables take every d % 4 == 0) gets the coefficient 0 and is left out.
 function fit(rows) {
@@ -97,7 +103,7 @@ function fitCols(rows) {
 
 function models(tmp) {
   const out = [];
-  for (const [name, flags] of SHAPES) {
+  for (const [name, flags, boards] of SHAPES) {
     const files = {};
     let config = flags;
     if (typeof flags === 'string') {   // a shipped model (ATOME02), and it re-encoded
@@ -115,7 +121,7 @@ function models(tmp) {
       }
     }
     const p = JSON.parse(execFileSync(ATOME, ['params', ...config]).toString());
-    out.push({ name, files, params: p });
+    out.push({ name, files, params: p, boards });
   }
   return out;
 }
@@ -127,7 +133,7 @@ function count(file, board, W) {
     const r = execFileSync(path.join(repo, 'tools/bench-mcu'), ['--model', file, '--board', board, '--window', String(W)],
       { stdio: ['ignore', 'pipe', 'ignore'] });
     const j = JSON.parse(r.toString());
-    return board === 'pico' ? j.cycles_per_byte : j.insns_per_byte;
+    return { y: board === 'pico' ? j.cycles_per_byte : j.insns_per_byte, ox: !!(j.report && j.report.offsets) };
   } catch { return null; }   // the window does not fit the board's RAM
 }
 
@@ -147,8 +153,9 @@ try {
     for (const enc of ENCODINGS) {
       const rows = [];
       for (const m of ms) for (const W of windows) {
-        const y = count(m.files[enc], board, W);
-        if (y != null) rows.push({ name: m.name, W, y, x: features(shapeOf(m.params, board), W) });
+        if (m.boards && !m.boards.includes(board)) continue;
+        const k = count(m.files[enc], board, W);
+        if (k != null) rows.push({ name: m.name, W, y: k.y, x: features(shapeOf(m.params, board, k.ox), W) });
       }
       const c = fit(rows);
       for (const r of rows) r.pred = r.x.reduce((s, v, i) => s + v * c[i], 0);
@@ -165,9 +172,9 @@ try {
     const rows = fits.map((f) => `    { "${f.board}", ATM_ENC_${f.enc.toUpperCase()}, { ${f.c.map((v) => `${q(v)}`).join(', ')} } },`);
     writeFileSync(path.join(repo, 'core/mcu_cost.h'),
       `/* core/mcu_cost.h — generated by \`node tools/fit-mcu-cost.mjs --write\`; do not edit.\n` +
-      ` * Emulated instructions (pico: emulated cycles) per generated byte = (c0 + c1*Mlut + c2*Mdec + c3*A + c4*S + c5*E) / 1000,\n` +
+      ` * Emulated instructions (pico: emulated cycles) per generated byte = (c0 + c1*Mlut + c2*Mdec + c3*A + c4*S + c5*E + c6*Mox) / 1000,\n` +
       ` * the features as tools/fit-mcu-cost.mjs defines them (core/cost.c computes them). */\n` +
-      `static const struct { const char *board; int encoding; int64_t c[6]; } ATM_MCU_COST[] = {\n${rows.join('\n')}\n};\n`);
+      `static const struct { const char *board; int encoding; int64_t c[7]; } ATM_MCU_COST[] = {\n${rows.join('\n')}\n};\n`);
     writeFileSync(path.join(repo, 'docs/mcu-cost.md'),
       `# The engine's cost on the boards\n\n` +
       `How many instructions the engine spends per generated byte, as a linear function of a model's shape, fitted to\n` +
@@ -181,11 +188,13 @@ try {
       `Generated by:\n\n\`\`\`\nnode tools/fit-mcu-cost.mjs --write\n\`\`\`\n\n` +
       `Features (per generated byte): M, the ternary matrix weights a byte passes (per layer 2·d_head·d + d² + 3·d for\n` +
       `wq, wk, wv and the router, plus vocab·d for the unembedding), counted as Mlut when the engine takes its\n` +
-      `per-input table path (d % 4 = 0 and d ≤ 128, core/engine.c) and as Mdec otherwise; A = layers·window·d_head\n` +
+      `per-input table path (d % 4 = 0 and d ≤ 128, core/engine.c) and as Mdec otherwise, and as Mox instead of Mlut\n` +
+      `where the firmware runs the bit-plane rows from the model's offset stream (the micro:bit's ATOME01 images, d % 16 = 0;\n` +
+      `docs/mcu.md); A = layers·window·d_head\n` +
       `(attention scores); S = layers·window (the top-k selection); E = layers·d (LayerNorm, conv, SSM, the\n` +
       `router's mix). The shapes are trained for 300 steps (the router and the formats of a trained model) and\n` +
       `the shipped models are among them.\n\n` +
-      `| board | encoding | c0 | per Mlut | per Mdec | per A | per S | per E | counts | worst error |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n` +
+      `| board | encoding | c0 | per Mlut | per Mdec | per A | per S | per E | per Mox | counts | worst error |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n` +
       fits.map((f) => `| ${f.board} | ${f.enc.toUpperCase()} | ${f.c.map((v) => v.toFixed(2)).join(' | ')} | ${f.rows.length} | ${(100 * f.worst).toFixed(1)} % |`).join('\n') +
       `\n\nEvery count beside what the model says of it:\n\n${t}\n`);
     console.log('wrote core/mcu_cost.h and docs/mcu-cost.md');

@@ -67,13 +67,13 @@ static void info_add_choice(void);
  *  "max_window","fits_flash"}. 0, or -1. */
 /* ,"estimate_insns_per_byte":N,"estimate_bytes_per_s":R,"clock_hz":H for
  * model m on board at window w (nothing when there is no fit for it). */
-static void estimate_json(char *dst, size_t cap, const atm_model *m, const char *board, int w) {
-    const uint64_t ipb = atm_cost_insns_per_byte(&m->cfg, m->encoding, board, w);
+static void estimate_json(char *dst, size_t cap, const atm_model *m, const char *board, int w, int ox) {
+    const uint64_t ipb = atm_cost_insns_per_byte(&m->cfg, m->encoding, board, w, ox);
     const uint32_t hz = atm_cost_clock_hz(board);
     dst[0] = 0;
     if (ipb && hz)
-        snprintf(dst, cap, ",\"estimate_insns_per_byte\":%llu,\"estimate_bytes_per_s\":%.1f,\"clock_hz\":%u",
-                 (unsigned long long)ipb, (double)hz / (double)ipb, (unsigned)hz);
+        snprintf(dst, cap, ",\"offset_stream\":%s,\"estimate_insns_per_byte\":%llu,\"estimate_bytes_per_s\":%.1f,\"clock_hz\":%u",
+                 ox ? "true" : "false", (unsigned long long)ipb, (double)hz / (double)ipb, (unsigned)hz);
 }
 
 static int fit_json(const uint8_t *tmpl, size_t tlen, const atm_model *m, size_t mlen, atm_fw_slot *slot) {
@@ -148,7 +148,7 @@ API int atome_fw_fit(const uint8_t *tmpl, size_t tlen, const uint8_t *model, siz
     if (rc) return rc;
     info_add_choice();
     char est[200];
-    estimate_json(est, sizeof est, &m, slot.board, window);
+    estimate_json(est, sizeof est, &m, slot.board, window, atm_fw_offsets(slot.board, m.encoding, mlen, slot.capacity));
     const size_t n = strlen(g_info);
     if (est[0] && n > 1 && g_info[n - 1] == '}') snprintf(g_info + n - 1, sizeof g_info - (n - 1), "%s}", est);
     return 0;

@@ -78,7 +78,10 @@ async function fitVerdict(page, bs, b, key, w) {
       f.max_window === 0 ? 'Too big: the engine does not fit the board\'s RAM at any window' :
       ramOk ? `Fits at window ${w}` : `Fits at window ${f.max_window} or less (not at ${w})`;
     const cls = flashOk && f.max_window > 0 ? (ramOk ? 'ok' : 'warn') : 'bad';
-    const rows = [['Flash (model slot)', `${fmt(f.model_bytes)} of ${fmt(f.capacity)} bytes`],
+    // the micro:bit's ATOME01 image also holds the model's offset stream (docs/mcu.md, "the model slot")
+    const ox = f.offset_stream
+      ? `; ${fmt(((f.model_bytes + 3) & ~3) + 8 + 2 * f.model_bytes)} with the model's offset stream (faster rows)` : '';
+    const rows = [['Flash (model slot)', `${fmt(f.model_bytes)} of ${fmt(f.capacity)} bytes${ox}`],
       [`RAM at window ${w}`, `${fmt(f.ram_at_window)} of ${fmt(f.arena_bytes)} bytes`],
       ['Largest window that fits', f.max_window ? fmt(f.max_window) : 'none']];
     if (f.encoding_choice) rows.push(['Encoding', f.encoding_choice]);

@@ -165,9 +165,9 @@ ok 'one_line $rc 2 e.err && grep -q "must be elf, hex, bin or uf2 (got .ihex.)" 
 ok 'one_line $rc 2 e.err && grep -q "built for board .pico., not .microbit." e.err && [ ! -e e.elf ]' "the pico template is the pico's: $(cat e.err)"
 
 # --- errors: one line, exit status, no output file ---
-"$ATOME" init --config atome-60k --seed 1 --d-model 160 --out big.ckpt && "$ATOME" export --quiet --model big.ckpt --format atome01 --out big.atome > /dev/null
+"$ATOME" init --config atome-60k --seed 1 --d-model 256 --out big.ckpt && "$ATOME" export --quiet --model big.ckpt --format atome01 --out big.atome > /dev/null
 "$ATOME" firmware --model big.atome --board microbit --out e.elf 2> e.err > e.out; rc=$?
-ok 'one_line $rc 1 e.err && grep -q "too big for the microbit model slot of 32736 bytes" e.err && [ ! -e e.elf ] && [ ! -s e.out ]' "model too big for the slot: $(cat e.err)"
+ok 'one_line $rc 1 e.err && grep -q "too big for the microbit model slot of 65504 bytes" e.err && [ ! -e e.elf ] && [ ! -s e.out ]' "model too big for the slot: $(cat e.err)"
 "$ATOME" firmware --model big.atome --board mps2-an385 --out e3.elf > /dev/null 2>&1; rc=$?
 ok '[ $rc -eq 0 ] && [ -s e3.elf ]' "the same model fits the mps2-an385 slot"
 "$ATOME" init --config atome-60k --seed 1 --d-model 96 --layers 12 --pathways conv --kernel 64 --out deep.ckpt \

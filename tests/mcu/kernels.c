@@ -7,6 +7,7 @@
  * Freestanding like the firmware: no C library, output through semihosting. */
 #include <stdint.h>
 #include <stddef.h>
+#include "core/engine.h"
 #include "core/engine_kernels.h"
 #include "core/fixmath.h"
 #include "mcu/mcu.h"
@@ -505,6 +506,62 @@ static int test_pairs16(void) {
 }
 #endif
 
+#if defined(__ARM_ARCH_6M__)
+void atm_ek_planes_pairso_m0(const uint8_t *o, uint32_t stride, uint32_t pairs, uint32_t nbytes,
+                             const int32_t *tab, int32_t *out, int add);
+#define OXS (__arena_start + 6144)   /* the offset stream of up to 16 rows of 24 bytes: 768 B (EV's room) */
+/* the two-row Thumb-1 loop from the offset stream against atm_ek_matvec_ref:
+ * whole 64-column rows (nbytes 16) and 32-column halves (nbytes 8), the
+ * other half added by the same kernel, both orders; then the C dispatch
+ * (atm_ek_planes_rows_ox: pairs, an odd last row from the model bytes, the
+ * C loop for 4- and 12-byte chunks), every row count */
+static int test_pairs16o(void) {
+    static const uint32_t pairss[] = { 1, 2, 3, 8 };
+    uint32_t cases = 0, bad = 0;
+    for (unsigned pi = 0; pi < sizeof pairss / sizeof pairss[0]; pi++)
+        for (uint32_t h = 4; h <= 16; h *= 2)
+            for (int p = 0; p < 4; p++)
+                for (int order = 0; order < (h < 16 ? 2 : 1); order++) {
+                    const uint32_t pairs = pairss[pi], rows = 2 * pairs, first = order ? 16 - h : 0;
+                    uint8_t *b = rows64(rows, p);
+                    atm_engine_offsets_make(b, rows * 16u, OXS);
+                    atm_ek_planes_build(XV + 4 * first, 4 * h, TAB);
+                    atm_ek_planes_pairso_m0(OXS + 2 * first, 16, pairs, h, TAB, GOT, 0);
+                    /* the rest of the row: the same kernel in chunks of h, added */
+                    for (uint32_t c = 0; c < 16; c += h) {
+                        if (c == first) continue;
+                        atm_ek_planes_build(XV + 4 * c, 4 * h, TAB);
+                        atm_ek_planes_pairso_m0(OXS + 2 * c, 16, pairs, h, TAB, GOT, 1);
+                    }
+                    bad += memcmp(REF, GOT, rows * sizeof(int32_t)) != 0 || GOT[rows] != 0x5A5A5A5A;
+                    cases++;
+                }
+    /* the dispatch at 32, 64 and 96 columns (strides 8, 16, 24), every row
+     * count, the row cut into chunks of h bytes (the last one shorter) */
+    uint32_t dcases = 0, dbad = 0;
+    for (uint32_t nb = 8; nb <= 24; nb += 8)
+        for (uint32_t rows = 1; rows <= 16; rows++)
+            for (uint32_t h = 4; h <= 16; h += 4)
+                for (int p = 0; p < 4; p++) {
+                    const uint32_t cols = 4 * nb;
+                    uint8_t *b = WBUF + (p & 1);
+                    fill_rows(b, rows * nb, p);
+                    for (uint32_t c = 0; c < cols; c++) XV[c] = (int16_t)pick(p, c, 32767);
+                    atm_ek_matvec_ref(b, rows, cols, XV, REF);
+                    memset(GOT, 0x5A, MAXR * sizeof(int32_t));
+                    atm_engine_offsets_make(b, rows * nb, OXS);
+                    for (uint32_t c = 0; c < nb; c += h) {
+                        const uint32_t k = nb - c < h ? nb - c : h;
+                        atm_ek_planes_build(XV + 4 * c, 4 * k, TAB);
+                        atm_ek_planes_rows_ox(b + c, OXS + 2 * c, nb, rows, k, TAB, GOT, c != 0);
+                    }
+                    dbad += memcmp(REF, GOT, rows * sizeof(int32_t)) != 0 || GOT[rows] != 0x5A5A5A5A;
+                    dcases++;
+                }
+    return report("planes_pairso_m0", cases, bad) | report("planes_rows_ox_dispatch", dcases, dbad);
+}
+#endif
+
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
 void atm_ek_lut_rows4_m3(const uint8_t *b, uint32_t nb, uint32_t groups, const int32_t *lut, int32_t *out);
 /* the Thumb-2 pair-sum table rows (4 at a time) against atm_ek_matvec_ref,
@@ -726,6 +783,7 @@ int mcu_main(void) {
 #if defined(__ARM_ARCH_6M__)
     fail |= test_planes();
     fail |= test_pairs16();
+    fail |= test_pairs16o();
     fail |= test_smull();
 #endif
     fail |= test_elementwise();

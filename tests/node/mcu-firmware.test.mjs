@@ -261,6 +261,35 @@ test('patched models: both boards generate the same bytes, deterministically', a
   }
 });
 
+test('micro:bit images of ATOME01 models hold the offset stream; the same story from it, a damaged one, none', async () => {
+  const a01 = join(tmp, 'a60k-01.atome');
+  const c = await run(ATOME, ['convert', '--model', models.a60k, '--format', 'atome01', '--out', a01]);
+  assert.equal(c.code, 0, c.stderr);
+  const elf = await patched('microbit', a01, 'a60k-01'), info = await slotInfo(elf);
+  const src = readFileSync(elf), model = readFileSync(a01);
+  const at = info.file_offset + 32 + ((model.length + 3) & ~3);
+  assert.equal(src.toString('latin1', at, at + 8), 'ATMOFS01');
+  // every model byte v at offset i: the table offsets of its even and odd bits, plus 64 (i % 4)
+  const nib = (v) => (v & 1) | ((v >> 1) & 2) | ((v >> 2) & 4) | ((v >> 3) & 8);
+  let bad = 0;
+  for (let i = 0; i < model.length; i++) {
+    const g = 64 * (i % 4);
+    bad += src[at + 8 + 2 * i] !== 4 * nib(model[i]) + g || src[at + 9 + 2 * i] !== 4 * nib(model[i] >> 1) + g;
+  }
+  assert.equal(bad, 0);
+  const variant = (name, fn) => { const e = Buffer.from(src); fn(e); const p = join(tmp, `ox-${name}.elf`); writeFileSync(p, e); return p; };
+  const damaged = variant('damaged', (e) => { e[at + 8 + 2 * 5000] ^= 4; });
+  const nomagic = variant('nomagic', (e) => { e[at] ^= 1; });
+  const a02 = await patched('microbit', models.a60k, 'a60k-02');   // ATOME02: no stream
+  const args = ['--n', '48', '--prompt-hex', hex(Buffer.from('Once upon a time')), '--window', '32', '--report'];
+  const runs = await Promise.all([elf, damaged, nomagic, a02].map((f) => qemu(f, 'microbit', args)));
+  for (const r of runs) assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(runs.map((r) => JSON.parse(r.stderr).offsets), [1, 0, 0, 0]);
+  assert.equal(runs[0].stdout.length, 48);
+  for (const r of runs.slice(1)) assert.deepEqual(r.stdout, runs[0].stdout);
+  assert.equal(a02.length > 0 && (await slotInfo(a02)).model_bytes, readFileSync(models.a60k).length);
+});
+
 test('atome-60k on the micro:bit: window 32 fits in 16 KiB, window 64 does not', async () => {
   const elf = await patched('microbit', models.a60k, 'a60k');
   const prompt = hex(Buffer.from('Once upon a time'));
@@ -286,7 +315,7 @@ test('elfpatch: board check, slot capacity, invalid models, C header', async () 
     '--model', models.tiny, '--out', out]);
   assert.equal(r.code, 2, r.stderr);
   assert.ok(!existsSync(out));
-  const big = await makeModel('big', 'atome-60k', 'atome01', ['--d-model', '160']);
+  const big = await makeModel('big', 'atome-60k', 'atome01', ['--d-model', '256']);
   assert.ok(readFileSync(big).length > (await slotInfo(template('microbit'))).capacity);
   r = await run(ELFPATCH, ['--template', template('microbit'), '--board', 'microbit', '--model', big, '--out', out]);
   assert.equal(r.code, 1, r.stderr);

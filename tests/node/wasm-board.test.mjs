@@ -127,8 +127,8 @@ test('the same refusals as the CLI', async () => {
   const bb = readFileSync(big);
   const r = await native(['firmware', '--model', big, '--board', 'microbit', '--out', path.join(tmp, 'y.elf')]);
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /too big for the microbit model slot of 32736 bytes/);
-  assert.throws(() => atome.firmware(template('microbit'), 'microbit', bb), /too big for the microbit model slot of 32736 bytes/);
+  assert.match(r.stderr, /too big for the microbit model slot of 65504 bytes/);
+  assert.throws(() => atome.firmware(template('microbit'), 'microbit', bb), /too big for the microbit model slot of 65504 bytes/);
   const fit = atome.firmwareFit(template('microbit'), bb);
   assert.equal(fit.fits_flash, false);
   assert.equal(fit.max_window, 0);

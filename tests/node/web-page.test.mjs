@@ -260,6 +260,9 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
         assert.ok(fit[i].includes(`Speed (estimate)about ${Math.round(j.estimate_bytes_per_s).toLocaleString('en-US')} bytes/s at ` +
           `${Math.round(j.clock_hz / 1e6).toLocaleString('en-US')} MHz`), `${board}: ${fit[i]}`);
       } else assert.doesNotMatch(fit[i], /Speed/, `${board}: atome firmware gives no estimate`);
+      // the micro:bit's image holds the model's offset stream, and its card says so; the others' do not
+      assert.equal(j.offset_stream === true, board === 'microbit', `${board}: ${JSON.stringify(j)}`);
+      assert.equal(/offset stream/.test(fit[i]), board === 'microbit', `${board}: ${fit[i]}`);
     }
     assert.ok(est['mps2-an385'].estimate_bytes_per_s && est.microbit.estimate_bytes_per_s, 'the QEMU boards have a cost model');
     assert.ok(est.pico.estimate_bytes_per_s, 'the Pico has a cost model (rp2040js cycles)');
@@ -417,7 +420,7 @@ test('bad inputs show #error, keep what was there and the page still generates',
     await page.setInputFiles('#model-file', bigA);
     await page.waitForFunction(() => document.getElementById('model-select').value === 'big-944k.atome');
     await page.waitForFunction(() => document.querySelectorAll('#fit-table .board-card.bad').length === 1);
-    assert.match(await page.textContent('.board-card[data-board="microbit"] .verdict'), /Too big: the model does not fit the 32,736-byte model slot/);
+    assert.match(await page.textContent('.board-card[data-board="microbit"] .verdict'), /Too big: the model does not fit the 65,504-byte model slot/);
     assert.doesNotMatch(await page.textContent('.board-card[data-board="microbit"]'), /Speed/, 'no speed for a board that cannot run it');
     // its micro:bit buttons are off (the verdict says why); the mps2-an385's stay on
     await page.waitForFunction(() => document.getElementById('download-fw-microbit').disabled && document.getElementById('download-hex-microbit').disabled);
@@ -427,7 +430,7 @@ test('bad inputs show #error, keep what was there and the page still generates',
     // and the worker still refuses it with the CLI's message if asked
     await page.evaluate(() => { document.getElementById('download-fw-microbit').disabled = false; });
     await page.click('#download-fw-microbit');
-    await expectError(page, /micro:bit v1: the model is \d+ bytes, too big for the microbit model slot of 32736 bytes/, 'big model, micro:bit');
+    await expectError(page, /micro:bit v1: the model is \d+ bytes, too big for the microbit model slot of 65504 bytes/, 'big model, micro:bit');
     await shot(page, '10-too-big');
     await page.selectOption('#model-select', 'atome-60k.atome');
     await page.waitForFunction(() => !document.getElementById('generate').disabled);
