@@ -1102,9 +1102,29 @@ atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window, void *
     return ATM_OK;
 }
 
+/* The conv trits of every layer, decoded once into the table RAM after the
+ * byte tables (L K d int8, rounded to a word; 0 without a conv pathway):
+ * conv_path then reads them instead of decoding its layer's trits at every
+ * step. The same trits, so the same sums. */
+static size_t conv_cache_bytes(const atm_mconfig *c) {
+    if (!(c->pathways & ATM_PW_CONV) || c->kernel < 1) return 0;
+    return ((size_t)c->n_layers * (size_t)c->kernel * (size_t)c->d_model + 3u) & ~(size_t)3u;
+}
+
+static const int8_t *conv_cache(const atm_engine *e, int l) {
+#ifdef ATM_T2_LUT
+    const atm_mconfig *c = &e->m->cfg;
+    if (!e->tab || conv_cache_bytes(c) == 0) return 0;
+    return (const int8_t *)(e->tab + 64 * c->d_model) + (size_t)l * (size_t)c->kernel * (size_t)c->d_model;
+#else
+    (void)e; (void)l;
+    return 0;   /* no table RAM in this build */
+#endif
+}
+
 size_t atm_engine_tables_bytes(const atm_model *m) {
 #ifdef ATM_T2_LUT
-    if (m && m->cfg.d_model % 4 == 0) return (size_t)256 * (size_t)m->cfg.d_model;
+    if (m && m->cfg.d_model % 4 == 0) return (size_t)256 * (size_t)m->cfg.d_model + conv_cache_bytes(&m->cfg);
 #else
     (void)m;
 #endif
@@ -1117,6 +1137,19 @@ int atm_engine_set_tables(atm_engine *e, void *buf, size_t len) {
     const size_t need = atm_engine_tables_bytes(e->m);
     if (need == 0 || len < need || ((uintptr_t)buf & 3u) != 0) return -1;
     e->tab = (int32_t *)buf;
+    const atm_model *m = e->m;
+    const int n = m->cfg.kernel * m->cfg.d_model;
+    if (conv_cache_bytes(&m->cfg) == 0) return 0;
+    DECODE_BUF(tb, BUF);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const tview C = tensor(m, ATM_T_CONV, l);
+        int8_t *o = (int8_t *)(e->tab + 64 * m->cfg.d_model) + (size_t)l * (size_t)n;
+        for (int i = 0; i < n; i += CH) {
+            const int k = n - i < CH ? n - i : CH;
+            const int8_t *t = decode(C.data, m->encoding, (uint32_t)i, k, tb);
+            for (int j = 0; j < k; j++) o[i + j] = t[j];
+        }
+    }
     return 0;
 }
 
@@ -1204,6 +1237,7 @@ static void conv_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
     const int taps = 1 + ((int)e->ring_count < kh ? (int)e->ring_count : kh);
     int32_t *acc = e->wide;
     const int g = ks->conv_ch / K;                         /* channels per decoded chunk */
+    const int8_t *cached = conv_cache(e, l);   /* the layer's trits in the table RAM, or NULL */
 #if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
     /* the M0's Thumb-1 taps (K = 5, all taps) straight from step: the ring
      * rows and shifts found once a layer, not once a chunk, and kept in
@@ -1227,7 +1261,7 @@ static void conv_path(atm_engine *e, const kset *ks, int l, int32_t r, int fu) {
 #endif
     for (int c0 = 0; c0 < d; c0 += g) {
         const int nc = d - c0 < g ? d - c0 : g;
-        const int8_t *t = decode(C.data, m->encoding, (uint32_t)c0 * (uint32_t)K, nc * K, buf);
+        const int8_t *t = cached ? cached + c0 * K : decode(C.data, m->encoding, (uint32_t)c0 * (uint32_t)K, nc * K, buf);
         ks->conv(t, K, nc, e->u + c0, ring + c0, d, rexp, (int)e->ring_next, kh, taps, acc + c0);
     }
     add_scaled(ks, e->x, acc, d, &sc);

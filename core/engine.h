@@ -95,7 +95,9 @@ int atm_engine_kernel(const atm_engine *e);
 /* Optional RAM for the byte-table row kernel (Cortex-M3 / M4 and the
  * pair-sum table builds: per LayerNorm output, a table of 256 sums per
  * group of 4 columns, so a row byte costs one load and one add).
- * atm_engine_tables_bytes gives the bytes it needs (256 d), 0 where this
+ * atm_engine_tables_bytes gives the bytes it needs (256 d, plus L K d where
+ * the model has a conv pathway: its trits, decoded once by set_tables and
+ * read by every step instead of decoding them again), 0 where this
  * build has no such kernel or the model's width does not suit it. With
  * tables set, a step whose kernel resolves to the pair-sum table or the
  * bit-plane kernel runs the byte tables instead: the same integers, the

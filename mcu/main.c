@@ -94,7 +94,7 @@ static size_t table_bytes;  /* RAM of the engine's byte tables (0: none) */
 /* The engine's byte tables at `at` when room holds them (atm_engine_set_tables:
  * a row byte of a ternary product is then one load and one add, the same
  * logits). Only where MCU_TABLES is set: mps2-an385, whose 4 MiB hold any
- * model's tables (256 d bytes), so that the cost model knows each board's
+ * model's tables (256 d bytes and the conv trits), so that the cost model knows each board's
  * path. After atm_engine_init; returns the bytes given, 0 for none. */
 static size_t give_tables(uint8_t *at, size_t room) {
 #if !MCU_TABLES

@@ -330,7 +330,7 @@ p('From the firmware\'s `--report` (one JSON line on stderr): `stack_used` is th
 p('mark (`Reset_Handler` paints the reservation with 0xA5A5A5A5; the lowest overwritten word counts),');
 p('`engine_bytes` the engine state `atm_engine_arena_bytes(model, window)`, `tail_bytes` the command line /');
 p('sampler scratch at the arena\'s end, `copy_bytes` the ATOME01 copy an ATOME02 model runs from where the arena');
-p('has room for it (mps2-an385 only; docs/mcu.md), `table_bytes` the engine\'s byte tables (256 d bytes, mps2-an385');
+p('has room for it (mps2-an385 only; docs/mcu.md), `table_bytes` the engine\'s byte tables and conv trits (256 d + L K d bytes, mps2-an385');
 p('only; docs/fixed-point.md §9), `static_bytes` `.data` + `.bss`. Peak = stack used + static + engine + copy + tables + tail.');
 p();
 const ramRows = [
