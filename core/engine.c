@@ -661,7 +661,7 @@ static void planes_matvecs(const prow *p, int nm, uint32_t cols, vin *in, int32_
         int32_t *o = out;
         for (int j = 0; j < nm; j++) {
             const uint8_t *b = p[j].b + c0 / 4;
-            if (in->oxd && ((uintptr_t)b & 3u) == 0)
+            if (in->oxd && ((uintptr_t)b & 3u) == 0 && (nb & 3u) == 0)   /* every row 4-aligned */
                 atm_ek_planes_rows_ox(b, (const uint8_t *)(in->oxd + 2 * (uintptr_t)b), nb, p[j].rows, cc / 4,
                                       in->ptab, o, i != 0);
             else

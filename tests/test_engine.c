@@ -160,6 +160,7 @@ static void random_model(const char *cfgname, int pathways, uint32_t seed, atm_l
     if (slash) *slash = 0;
     CHECK(atm_config_by_name(base, &c) == 0);
     if (slash && strcmp(slash + 1, "top64") == 0) c.top_k = 64;   /* selection-free attention */
+    if (slash && strcmp(slash + 1, "d40") == 0) { c.d_model = 40; c.d_head = 8; }   /* rows of 10 bytes */
     if (pathways) c.pathways = pathways;
     CHECK(atm_layout_build(&c, L) == 0);
     *w = malloc(sizeof(float) * L->n_params);
@@ -192,6 +193,7 @@ static void test_random_models(void) {
         { "atome-60k", 0, 64, 300 },
         { "atome-60k", 0, 32, 200 },
         { "atome-60k/top64", 0, 64, 200 },
+        { "atome-60k/d40", 0, 32, 150 },
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         atm_layout L;
