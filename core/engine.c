@@ -436,12 +436,16 @@ void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32
 /* The bit-plane rows from the offset stream (engine.h): row r's byte j at
  * o + 2 (r stride + j), its two table offsets already include 64 (j % 4),
  * so the table walker moves by 256 bytes every 4 row bytes (the stream
- * holds 64 (i % 4) of the file offset i: callers pass rows at 4-aligned
- * offsets). b is the same rows' model bytes (the Thumb-1 path runs an odd
+ * holds 64 (i % 4) of the file offset i: callers pass b 4-aligned; a
+ * stride that is not a multiple of 4 runs from the model's bytes). b is the same rows' model bytes (the Thumb-1 path runs an odd
  * last row and the chunks its pair loop does not take from them); the
  * result equals atm_ek_planes_rows'. */
 void atm_ek_planes_rows_ox(const uint8_t *b, const uint8_t *o, uint32_t stride, uint32_t rows, uint32_t nbytes,
                            const int32_t *tab, int32_t *out, int add) {
+    if (stride & 3u) {   /* rows not all 4-aligned: the stream's 64 (i % 4) is not 64 (j % 4) */
+        atm_ek_planes_rows(b, stride, rows, nbytes, tab, out, add);
+        return;
+    }
 #ifdef PLANES_ROWS_ASM
     /* Thumb-1: row pairs from the stream, an odd last row from the model's
      * bytes; chunks the pair loop does not take, from the model's bytes */
@@ -661,7 +665,9 @@ static void planes_matvecs(const prow *p, int nm, uint32_t cols, vin *in, int32_
         int32_t *o = out;
         for (int j = 0; j < nm; j++) {
             const uint8_t *b = p[j].b + c0 / 4;
-            if (in->oxd && ((uintptr_t)b & 3u) == 0 && (nb & 3u) == 0)   /* every row 4-aligned */
+            /* every row 4-aligned (checked here too: the fallback inside
+             * atm_ek_planes_rows_ox is one frame deeper than the micro:bit's stack has room for) */
+            if (in->oxd && ((uintptr_t)b & 3u) == 0 && (nb & 3u) == 0)
                 atm_ek_planes_rows_ox(b, (const uint8_t *)(in->oxd + 2 * (uintptr_t)b), nb, p[j].rows, cc / 4,
                                       in->ptab, o, i != 0);
             else

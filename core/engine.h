@@ -119,7 +119,9 @@ int atm_engine_set_tables(atm_engine *e, void *buf, size_t len);
  * (len = 2 x the model's size, the blob 4-byte aligned) and keeps it
  * (it must outlive the engine): 0, or -1 (nothing changed) if it does not
  * match or this build has no bit-plane kernel; (e, NULL, 0) goes back to
- * none. Only a step whose kernel resolves to the bit-plane kernel uses it. */
+ * none. Only a step whose kernel resolves to the bit-plane kernel uses it,
+ * and only for matrices whose rows all start 4-aligned in the file (a
+ * multiple of 16 columns). */
 size_t atm_engine_offsets_bytes(size_t model_len);
 void atm_engine_offsets_make(const uint8_t *model, size_t n, uint8_t *out);
 int atm_engine_set_offsets(atm_engine *e, const uint8_t *o, size_t len);
