@@ -437,9 +437,10 @@ void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32
  * o + 2 (r stride + j), its two table offsets already include 64 (j % 4),
  * so the table walker moves by 256 bytes every 4 row bytes (the stream
  * holds 64 (i % 4) of the file offset i: callers pass b 4-aligned; a
- * stride that is not a multiple of 4 runs from the model's bytes). b is the same rows' model bytes (the Thumb-1 path runs an odd
- * last row and the chunks its pair loop does not take from them); the
- * result equals atm_ek_planes_rows'. */
+ * stride that is not a multiple of 4 runs from the model's bytes). b is
+ * the same rows' model bytes (the Thumb-1 path runs an odd last row and
+ * the chunks its pair loop does not take from them); the result equals
+ * atm_ek_planes_rows'. */
 void atm_ek_planes_rows_ox(const uint8_t *b, const uint8_t *o, uint32_t stride, uint32_t rows, uint32_t nbytes,
                            const int32_t *tab, int32_t *out, int add) {
     if (stride & 3u) {   /* rows not all 4-aligned: the stream's 64 (i % 4) is not 64 (j % 4) */
@@ -475,12 +476,13 @@ void atm_ek_planes_rows_ox(const uint8_t *b, const uint8_t *o, uint32_t stride, 
 
 size_t atm_engine_offsets_bytes(size_t model_len) { return 2 * model_len; }
 
+/* the stream's byte 2 i + plane: model byte i's table offset in that bit plane */
+static uint8_t ox_byte(const uint8_t *model, size_t i, int plane) {
+    return (uint8_t)(atm_ek_pl[256 * plane + model[i]] + 64 * (i & 3u));
+}
+
 void atm_engine_offsets_make(const uint8_t *model, size_t n, uint8_t *out) {
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t g = (uint8_t)(64 * (i & 3u));
-        out[2 * i] = (uint8_t)(PL0[model[i]] + g);
-        out[2 * i + 1] = (uint8_t)(PL1[model[i]] + g);
-    }
+    for (size_t i = 0; i < 2 * n; i++) out[i] = ox_byte(model, i / 2, (int)(i & 1u));
 }
 
 int atm_engine_set_offsets(atm_engine *e, const uint8_t *o, size_t len) {
@@ -490,10 +492,8 @@ int atm_engine_set_offsets(atm_engine *e, const uint8_t *o, size_t len) {
     const uint8_t *m = e->m->blob;
     const size_t n = e->m->size;
     if (len != atm_engine_offsets_bytes(n) || ((uintptr_t)m & 3u) != 0) return -1;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t g = (uint8_t)(64 * (i & 3u));
-        if (o[2 * i] != (uint8_t)(PL0[m[i]] + g) || o[2 * i + 1] != (uint8_t)(PL1[m[i]] + g)) return -1;
-    }
+    for (size_t i = 0; i < 2 * n; i++)
+        if (o[i] != ox_byte(m, i / 2, (int)(i & 1u))) return -1;
     e->ox = o;
     return 0;
 #else

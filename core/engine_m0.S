@@ -204,6 +204,20 @@ atm_ek_planes_pairs16_m0:
     mov r9, r2
     .endm
 
+    /* a pair's results r2, r4 (plus out's, addflag) stored at out (r11),
+     * which walks on; p: a free low register */
+    .macro PSTORE2 p, addflag
+    mov \p, r11
+    .if \addflag
+    ldr r3, [\p]
+    adds r2, r2, r3
+    ldr r3, [\p, #4]
+    adds r4, r4, r3
+    .endif
+    stmia \p!, {r2, r4}
+    mov r11, \p
+    .endm
+
     /* a pair's two sums S0 - 2 S1 (plus out's, addflag), stored; out walks on */
     .macro PEPI addflag
     lsls r3, r3, #1
@@ -212,15 +226,7 @@ atm_ek_planes_pairs16_m0:
     mov r5, r9
     lsls r5, r5, #1
     subs r4, r4, r5             /* the second row's */
-    mov r5, r11
-    .if \addflag
-    ldr r3, [r5]
-    adds r2, r2, r3
-    ldr r3, [r5, #4]
-    adds r4, r4, r3
-    .endif
-    stmia r5!, {r2, r4}
-    mov r11, r5
+    PSTORE2 r5, \addflag
     .endm
 
     .macro PPAIRS addflag
@@ -357,15 +363,7 @@ atm_ek_planes_pairso_m0:
     subs r2, r2, r3
     lsls r5, r5, #1
     subs r4, r4, r5
-    mov r7, r11
-    .if \addflag
-    ldr r3, [r7]
-    adds r2, r2, r3
-    ldr r3, [r7, #4]
-    adds r4, r4, r3
-    .endif
-    stmia r7!, {r2, r4}
-    mov r11, r7
+    PSTORE2 r7, \addflag
     add r0, r10
     add r6, r10
     .endm

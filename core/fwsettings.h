@@ -36,6 +36,11 @@
 #define ATM_FWSET_EXPECT 64u
 #define ATM_FWSET_PROMPT_OFF 148u
 #define ATM_FWSET_PROMPT_MAX (ATM_FWSET_BYTES - ATM_FWSET_PROMPT_OFF)   /* 364 */
+/* The model's offset stream in a model slot (docs/mcu.md, "the model
+ * slot"; core/engine.h atm_engine_offsets_make): this magic at the first
+ * 4-byte boundary after the model's n bytes, then 2 n bytes. */
+#define ATM_FW_OFFSETS_MAGIC "ATMOFS01"
+#define ATM_FW_OFFSETS_AT(n) (((n) + 3u) & ~(uint32_t)3u)   /* from the model's first byte */
 #define ATM_FWSET_LOOP 1u
 #define ATM_FWSET_INTERACTIVE 2u
 

@@ -100,7 +100,7 @@ int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *mod
     memset(p + ATM_FW_SLOT_HEADER + mlen, 0, s.capacity - mlen);
     atm_model m;
     if (mlen && atm_model_open(&m, model, mlen) == ATM_OK && atm_fw_offsets(s.board, m.encoding, mlen, s.capacity)) {
-        uint8_t *o = p + ATM_FW_SLOT_HEADER + ((mlen + 3u) & ~(size_t)3u);
+        uint8_t *o = p + ATM_FW_SLOT_HEADER + ATM_FW_OFFSETS_AT((uint32_t)mlen);
         memcpy(o, ATM_FW_OFFSETS_MAGIC, 8);
         atm_engine_offsets_make(model, mlen, o + 8);
     }
@@ -110,7 +110,8 @@ int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *mod
 int atm_fw_offsets(const char *board, int encoding, size_t mlen, size_t capacity) {
     /* the bit-plane kernel reads ATOME01 rows only */
     if (!board || strcmp(board, "microbit") != 0 || encoding != ATM_ENC_ATOME01 || mlen == 0) return 0;
-    const size_t need = ((mlen + 3u) & ~(size_t)3u) + 8u + atm_engine_offsets_bytes(mlen) + ATM_FWSET_BYTES;
+    if (mlen > capacity) return 0;
+    const size_t need = ATM_FW_OFFSETS_AT((uint32_t)mlen) + 8u + atm_engine_offsets_bytes(mlen) + ATM_FWSET_BYTES;
     return need <= capacity;
 }
 

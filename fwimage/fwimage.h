@@ -69,11 +69,11 @@ int atm_fw_find_slot(const uint8_t *elf, size_t len, atm_fw_slot *slot, char *er
 int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *model, size_t mlen,
                  char *err, size_t errlen);
 
-#define ATM_FW_OFFSETS_MAGIC "ATMOFS01"
 /* 1 if a `board` image with a model of `encoding` (ATM_ENC_*) and mlen
- * bytes in a slot of `capacity` bytes holds the offset stream: ATOME01 only, the micro:bit (whose engine
- * runs the bit-plane kernel), when the stream fits beside the model with
- * room left for a settings block. */
+ * bytes in a slot of `capacity` bytes holds the offset stream
+ * (ATM_FW_OFFSETS_MAGIC, core/fwsettings.h): ATOME01 on the micro:bit
+ * (whose engine runs the bit-plane kernel), when the stream fits beside
+ * the model with room left for a settings block. */
 int atm_fw_offsets(const char *board, int encoding, size_t mlen, size_t capacity);
 
 /* The trit encoding the engine runs fastest from on a board: ATOME01 on

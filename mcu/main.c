@@ -45,7 +45,6 @@
 #define SLOT_HEADER 32u
 #define SLOT_MAGIC "ATMSLOT1"
 #define ORDER_BYTES 256u   /* sampler scratch: the truncation order of V <= 256 bytes */
-#define OFFS_MAGIC "ATMOFS01"   /* the offset stream after the model (docs/mcu.md, "model slot") */
 
 extern const uint8_t __model_slot_start[], __model_slot_end[];
 extern uint8_t __arena_start[], __arena_end[];
@@ -94,8 +93,8 @@ static size_t table_bytes;  /* RAM of the engine's byte tables (0: none) */
 /* The engine's byte tables at `at` when room holds them (atm_engine_set_tables:
  * a row byte of a ternary product is then one load and one add, the same
  * logits). Only where MCU_TABLES is set: mps2-an385, whose 4 MiB hold any
- * model's tables (256 d bytes and the conv trits), so that the cost model knows each board's
- * path. After atm_engine_init; returns the bytes given, 0 for none. */
+ * model's tables (256 d bytes and the conv trits), so that the cost model
+ * knows each board's path. After atm_engine_init; returns the bytes given, 0 for none. */
 static size_t give_tables(uint8_t *at, size_t room) {
 #if !MCU_TABLES
     (void)at; (void)room;
@@ -108,20 +107,22 @@ static size_t give_tables(uint8_t *at, size_t room) {
 }
 
 /* The model's offset stream (core/engine.h, atm_engine_set_offsets), when
- * the slot holds one: OFFS_MAGIC at the first 4-byte boundary after the
- * slot's model (n bytes, the header's length), then 2 n bytes, all before `end` (the slot's usable
- * length: less the settings block in a standalone image). It is used only
- * if every byte matches the model (checked once here), so a stale or
- * damaged stream costs speed, never bytes. After atm_engine_init; 1 if in use. */
+ * the slot holds one (core/fwsettings.h: ATM_FW_OFFSETS_MAGIC after the
+ * slot's model of n bytes, the header's length, then 2 n bytes), all before
+ * `end` (the slot's usable length: less the settings block in a standalone
+ * image). It is used only if every byte matches the model (checked once
+ * here), so a stale or damaged stream costs speed, never bytes. After
+ * atm_engine_init; offsets_used = 1 if in use. */
 static int offsets_used;
 static void give_offsets(uint32_t end) {
     offsets_used = 0;
     const uint32_t n = atm_rd_u32le(__model_slot_start + 12);
-    const uint32_t at = SLOT_HEADER + ((n + 3u) & ~3u);
+    if (n > end) return;
+    const uint32_t at = SLOT_HEADER + ATM_FW_OFFSETS_AT(n);
     const size_t len = atm_engine_offsets_bytes(n);
     if (at > end || end - at < 8u || end - at - 8u < len) return;
     const uint8_t *s = __model_slot_start + at;
-    const char *m = OFFS_MAGIC;
+    const char *m = ATM_FW_OFFSETS_MAGIC;
     for (int i = 0; i < 8; i++) if (s[i] != (uint8_t)m[i]) return;
     offsets_used = atm_engine_set_offsets(&engine, s + 8, len) == 0;
 }
