@@ -4,7 +4,9 @@
  * every dispatched kernel of every available kernel set gives the same bytes
  * on 2, 3 and 4 threads as on one, at odd sizes and with every call split
  * (atm_par_min_flops(0)); and a few training steps of each family give the
- * same weights and AdamW moments on 3 threads as on one. */
+ * same weights, AdamW moments and (clipped) gradients on 3 threads as on
+ * one; the fused products (atm_matmul_forward_many / backward_many) give the
+ * bytes of separate calls. */
 #include "check.h"
 #include "core/train/atome_layers.h"
 #include "core/train/kernels.h"
@@ -98,9 +100,10 @@ typedef struct {
     float at_out[N * C], at_p[N * TK], at_dq[N * DH], at_dk[N * DH], at_dv[N * C];
     int32_t at_idx[N * TK];
     float mx_out[N * C], mx_r[N * P], mx_drl[N * P], mx_dp[P][N * C];
+    float mm3_out0[N * OC], mm3_out1[N * 7], mm3_out2[N], mm3_dinp[N * IC], mm3_dw0[OC * IC], mm3_dw2[IC];
 } outs;
 
-static float in_x[N * IC], in_w[OC * IC], in_dout[N * OC];
+static float in_x[N * IC], in_w[OC * IC], in_dout[N * OC], in_dout7[N * 7], in_dout1[N];
 static float in_h[N * C], in_g[C], in_b[C], in_dh[N * C], in_logit[N * V];
 static uint8_t in_tgt[N];
 static float in_cw[C * K], in_a[C], in_sb[C], in_sc[C];
@@ -131,10 +134,56 @@ static void run_all(outs *o) {
     float *dpaths[P] = { o->mx_dp[0], NULL, o->mx_dp[2] };
     atm_atome_mix_forward(o->mx_out, o->mx_r, in_h, paths, N, C, P);
     atm_atome_mix_backward(o->mx_drl, dpaths, in_dh, o->mx_r, paths, N, C, P);
+    /* three products of one input in one call (OC 43, 7 and 1; the middle dw not asked for) */
+    float *const mo[3] = { o->mm3_out0, o->mm3_out1, o->mm3_out2 };
+    const float *const mw[3] = { in_w, in_w + 5 * IC, in_w + 20 * IC };
+    const int moc[3] = { OC, 7, 1 };
+    atm_matmul_forward_many(3, mo, in_x, mw, N, IC, moc);
+    for (size_t i = 0; i < N * IC; i++) o->mm3_dinp[i] = 0.5f;
+    for (size_t i = 0; i < IC; i++) o->mm3_dw2[i] = 0.125f;
+    float *const mdw[3] = { o->mm3_dw0, NULL, o->mm3_dw2 };
+    const float *const md[3] = { in_dout, in_dout7, in_dout1 };
+    atm_matmul_backward_many(3, o->mm3_dinp, mdw, md, in_x, mw, N, IC, moc);
+}
+
+/* The fused calls give the bytes of separate calls in the same order. */
+static void test_many(void) {
+    static outs a;
+    atm_threads_set(3);
+    atm_par_min_flops(0);
+    run_all(&a);
+    static float out0[N * OC], out1[N * 7], out2[N], dinp[N * IC], dw0[OC * IC], dw2[IC];
+    atm_threads_set(1);
+    atm_matmul_forward(out0, in_x, in_w, N, IC, OC);
+    atm_matmul_forward(out1, in_x, in_w + 5 * IC, N, IC, 7);
+    atm_matmul_forward(out2, in_x, in_w + 20 * IC, N, IC, 1);
+    for (size_t i = 0; i < N * IC; i++) dinp[i] = 0.5f;
+    memset(dw0, 0, sizeof dw0);
+    for (size_t i = 0; i < IC; i++) dw2[i] = 0.125f;
+    atm_matmul_backward(dinp, dw0, in_dout, in_x, in_w, N, IC, OC);
+    atm_matmul_backward(dinp, NULL, in_dout7, in_x, in_w + 5 * IC, N, IC, 7);
+    atm_matmul_backward(dinp, dw2, in_dout1, in_x, in_w + 20 * IC, N, IC, 1);
+    CHECK(memcmp(out0, a.mm3_out0, sizeof out0) == 0 && memcmp(out1, a.mm3_out1, sizeof out1) == 0 &&
+          memcmp(out2, a.mm3_out2, sizeof out2) == 0);
+    CHECK(memcmp(dinp, a.mm3_dinp, sizeof dinp) == 0);
+    CHECK(memcmp(dw0, a.mm3_dw0, sizeof dw0) == 0 && memcmp(dw2, a.mm3_dw2, sizeof dw2) == 0);
+    /* and atm_zero_many clears exactly what it is given */
+    float *const zb[2] = { out1, out2 + 3 };
+    const size_t zn[2] = { N * 7 - 5, 4 };
+    for (size_t i = 0; i < N * 7; i++) out1[i] = 1.0f;
+    for (size_t i = 0; i < N; i++) out2[i] = 1.0f;
+    atm_threads_set(2);
+    atm_zero_many(zb, zn, 2);
+    int bad = 0;
+    for (size_t i = 0; i < N * 7; i++) bad += out1[i] != (i < N * 7 - 5 ? 0.0f : 1.0f);
+    for (size_t i = 0; i < N; i++) bad += out2[i] != (i >= 3 && i < 7 ? 0.0f : 1.0f);
+    CHECKF(bad == 0, "atm_zero_many: %d wrong", bad);
+    atm_par_min_flops(-1);
+    atm_threads_set(1);
 }
 
 static void test_kernels(void) {
-    fill(in_x, N * IC); fill(in_w, OC * IC); fill(in_dout, N * OC);
+    fill(in_x, N * IC); fill(in_w, OC * IC); fill(in_dout, N * OC); fill(in_dout7, N * 7); fill(in_dout1, N);
     fill(in_h, N * C); fill(in_g, C); fill(in_b, C); fill(in_dh, N * C); fill(in_logit, N * V);
     for (int i = 0; i < N; i++) in_tgt[i] = (uint8_t)((i * 7 + 3) % V);
     fill(in_cw, C * K); fill(in_a, C); fill(in_sb, C); fill(in_sc, C);
@@ -158,6 +207,7 @@ static void test_kernels(void) {
             SAME(probs); SAME(dlogits); SAME(cv_out); SAME(cv_du); SAME(cv_dw); SAME(ss_s); SAME(ss_out);
             SAME(ss_du); SAME(ss_da); SAME(ss_db); SAME(ss_dc); SAME(at_out); SAME(at_p); SAME(at_idx);
             SAME(at_dq); SAME(at_dk); SAME(at_dv); SAME(mx_out); SAME(mx_r); SAME(mx_drl); SAME(mx_dp);
+            SAME(mm3_out0); SAME(mm3_out1); SAME(mm3_out2); SAME(mm3_dinp); SAME(mm3_dw0); SAME(mm3_dw2);
 #undef SAME
             CHECKF(memcmp(&one.loss, &many.loss, sizeof one.loss) == 0, "%s, %d threads: loss", name, th);
         }
@@ -168,12 +218,12 @@ static void test_kernels(void) {
 }
 
 /* ---- training steps ---- */
-static void train_steps(const char *config, int quant, int threads, atm_trainer **out) {
+static void train_steps(const char *config, int quant, float clip, int threads, atm_trainer **out) {
     atm_config c;
     if (atm_config_by_name(config, &c)) { CHECKF(0, "no config %s", config); *out = NULL; return; }
     atm_train_opts o;
     atm_train_opts_default(&o);
-    o.batch = 6; o.seq = 48; o.steps = 4; o.seed = 5; o.quant = quant;
+    o.batch = 6; o.seq = 48; o.steps = 4; o.seed = 5; o.quant = quant; o.clip = clip;
     atm_threads_set(threads);
     atm_trainer *tr = atm_trainer_new(&c, &o);
     CHECK(tr != NULL);
@@ -186,20 +236,23 @@ static void train_steps(const char *config, int quant, int threads, atm_trainer 
 }
 
 static void test_training(void) {
-    const struct { const char *config; int quant; } runs[] = {
-        { "atome-60k", ATM_QUANT_TERNARY }, { "atome-60k", ATM_QUANT_FP32 },
-        { "vanilla-60k", ATM_QUANT_FP32 }, { "gssm-60k", ATM_QUANT_TERNARY },
+    /* clip 0.05: the clip's scale applies (the gradient norm is above it) */
+    const struct { const char *config; int quant; float clip; } runs[] = {
+        { "atome-60k", ATM_QUANT_TERNARY, 0.0f }, { "atome-60k", ATM_QUANT_FP32, 0.0f },
+        { "atome-60k", ATM_QUANT_TERNARY, 0.05f },
+        { "vanilla-60k", ATM_QUANT_FP32, 0.0f }, { "gssm-60k", ATM_QUANT_TERNARY, 0.0f },
     };
     atm_par_min_flops(0);
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         atm_trainer *a, *b;
-        train_steps(runs[r].config, runs[r].quant, 1, &a);
+        train_steps(runs[r].config, runs[r].quant, runs[r].clip, 1, &a);
         const unsigned long calls = atm_pool_calls();
-        train_steps(runs[r].config, runs[r].quant, 3, &b);
+        train_steps(runs[r].config, runs[r].quant, runs[r].clip, 3, &b);
         CHECKF(atm_pool_calls() > calls + 4, "%s: the threaded paths were not taken", runs[r].config);
         if (a && b) {
             size_t n = a->L.n_params * sizeof(float);
-            CHECKF(memcmp(a->w, b->w, n) == 0 && memcmp(a->m, b->m, n) == 0 && memcmp(a->v, b->v, n) == 0,
+            CHECKF(memcmp(a->w, b->w, n) == 0 && memcmp(a->m, b->m, n) == 0 && memcmp(a->v, b->v, n) == 0 &&
+                   memcmp(a->dw, b->dw, n) == 0,
                    "%s quant %d: 3 threads train other weights than one", runs[r].config, runs[r].quant);
         }
         atm_trainer_free(a);
@@ -213,6 +266,7 @@ int main(void) {
     test_pool();
     test_steal();
     test_kernels();
+    test_many();
     test_training();
     return CHECK_DONE();
 }

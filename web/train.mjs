@@ -267,7 +267,8 @@ function saveRun(page, ts, patch, why) {
   ts.saves = ts.saves.then(() => store.saveRun(rec, corpus)).then(() => {
     if (corpus) ts.savedCorpus = true;
     testSaved(rec.step);
-    $('train-saved').textContent = `Saved at step ${fmt(rec.step)}${why ? ` (${why})` : ''}.`;
+    // a save that lands after its run failed or another run started says nothing
+    if (ts.run === run) $('train-saved').textContent = `Saved at step ${fmt(rec.step)}${why ? ` (${why})` : ''}.`;
     page.runs.list();
     page.runs.announce();
   }, (e) => {

@@ -544,7 +544,14 @@ static double atome_forward(const atm_layout *L, const float *w, void *acts,
         int np = 0;
         atm_layernorm_forward(u, a->ln_mean + (size_t)l * NM, a->ln_rstd + (size_t)l * NM,
                               h, w + bo->ln_g, w + bo->ln_b, N, C);
-        atm_matmul_forward(r, u, w + bo->router, N, C, P);
+        if (pw & ATM_PATH_ATTN) {    /* the router's and the attention's products of u: one call */
+            float *const outs[4] = { r, a->q + (size_t)l * NM * DH, a->k + (size_t)l * NM * DH, a->v + (size_t)l * SC };
+            const float *const ws[4] = { w + bo->router, w + bo->wq, w + bo->wk, w + bo->wv };
+            const int ocs[4] = { P, DH, DH, C };
+            atm_matmul_forward_many(4, outs, u, ws, N, C, ocs);
+        } else {
+            atm_matmul_forward(r, u, w + bo->router, N, C, P);
+        }
         if (pw & ATM_PATH_CONV) {
             float *cv = a->conv + (size_t)l * SC;
             atm_atome_conv_forward(cv, u, w + bo->conv, a->scratch, B, T, C, K);
@@ -559,9 +566,6 @@ static double atome_forward(const atm_layout *L, const float *w, void *acts,
         if (pw & ATM_PATH_ATTN) {
             float *q = a->q + (size_t)l * NM * DH, *k = a->k + (size_t)l * NM * DH;
             float *v = a->v + (size_t)l * SC, *at = a->att + (size_t)l * SC;
-            atm_matmul_forward(q, u, w + bo->wq, N, C, DH);
-            atm_matmul_forward(k, u, w + bo->wk, N, C, DH);
-            atm_matmul_forward(v, u, w + bo->wv, N, C, C);
             if (cfg->attn_window > 0 && cfg->attn_window < T)
                 attn_forward_span(at, a->att_idx + (size_t)l * NM * TK, a->att_p + (size_t)l * NM * TK,
                                   q, k, v, a->attn_scratch, B, T, DH, C, TK, cfg->attn_window,
@@ -591,12 +595,14 @@ static void atome_backward(const atm_layout *L, const float *w, void *acts, floa
     const int P = a->P, B = a->B, T = a->T, N = B * T, pw = cfg->pathways;
     const size_t NM = a->NM, SC = NM * (size_t)C, NC = (size_t)N * C;
 
-    atm_zero(a->dlogits, (size_t)N * V);
+    {   /* the head's gradients, zeroed in one parallel call */
+        float *const zb[3] = { a->dlogits, a->du, a->dh };
+        const size_t zn[3] = { (size_t)N * V, NC, NC };
+        atm_zero_many(zb, zn, 3);
+    }
     atm_xent_backward(a->dlogits, a->probs, a->tgt, N, V, 1.0f / (float)N);
     if (a->soft && a->soft_w != 0.0f) atm_xent_soft_adjust(a->dlogits, a->tgt, a->soft, a->soft_w, N, V, 1.0f / (float)N);
-    atm_zero(a->du, NC);
     atm_matmul_backward(a->du, dw + o.unembed, a->dlogits, a->uf, w + o.unembed, N, C, V);
-    atm_zero(a->dh, NC);
     atm_layernorm_backward(a->dh, dw + o.lnf_g, dw + o.lnf_b, a->du, a->h + (size_t)cfg->n_layers * SC,
                            w + o.lnf_g, a->lnf_mean, a->lnf_rstd, N, C);
     for (int l = cfg->n_layers - 1; l >= 0; l--) {
@@ -607,11 +613,22 @@ static void atome_backward(const atm_layout *L, const float *w, void *acts, floa
         if (pw & ATM_PATH_CONV) paths[np++] = a->conv + (size_t)l * SC;
         if (pw & ATM_PATH_SSM) paths[np++] = a->ssm_o + (size_t)l * SC;
         if (pw & ATM_PATH_ATTN) paths[np++] = a->att + (size_t)l * SC;
-        for (int i = 0; i < P; i++) atm_zero(a->dpath[i], NC);
+        /* every buffer this layer accumulates into, zeroed in one parallel
+         * call (du and the attention's were last read by the layer above) */
+        float *zb[ATM_ATOME_MAX_PATHS + 4];
+        size_t zn[ATM_ATOME_MAX_PATHS + 4];
+        int nz = 0;
+        for (int i = 0; i < P; i++) { zb[nz] = a->dpath[i]; zn[nz++] = NC; }
+        zb[nz] = a->du; zn[nz++] = NC;
+        if (pw & ATM_PATH_ATTN) {
+            zb[nz] = a->dq; zn[nz++] = (size_t)N * DH;
+            zb[nz] = a->dk; zn[nz++] = (size_t)N * DH;
+            zb[nz] = a->dv; zn[nz++] = NC;
+        }
+        atm_zero_many(zb, zn, nz);
         memset(a->drl, 0, sizeof(float) * (size_t)N * P);
         atm_atome_mix_backward(a->drl, a->dpath, a->dh, r, paths, N, C, P);
 
-        atm_zero(a->du, NC);
         atm_matmul_backward(a->du, dw + bo->router, a->drl, u, w + bo->router, N, C, P);
         np = 0;
         if (pw & ATM_PATH_CONV)
@@ -623,14 +640,13 @@ static void atome_backward(const atm_layout *L, const float *w, void *acts, floa
         if (pw & ATM_PATH_ATTN) {
             const float *q = a->q + (size_t)l * NM * DH, *k = a->k + (size_t)l * NM * DH;
             const float *v = a->v + (size_t)l * SC;
-            atm_zero(a->dq, (size_t)N * DH);
-            atm_zero(a->dk, (size_t)N * DH);
-            atm_zero(a->dv, NC);
             atm_atome_attn_backward(a->dq, a->dk, a->dv, a->dpath[np++], a->att_idx + (size_t)l * NM * TK,
                                     a->att_p + (size_t)l * NM * TK, q, k, v, B, T, DH, C, TK);
-            atm_matmul_backward(a->du, dw + bo->wq, a->dq, u, w + bo->wq, N, C, DH);
-            atm_matmul_backward(a->du, dw + bo->wk, a->dk, u, w + bo->wk, N, C, DH);
-            atm_matmul_backward(a->du, dw + bo->wv, a->dv, u, w + bo->wv, N, C, C);
+            float *const dws[3] = { dw + bo->wq, dw + bo->wk, dw + bo->wv };
+            const float *const douts[3] = { a->dq, a->dk, a->dv };
+            const float *const ws[3] = { w + bo->wq, w + bo->wk, w + bo->wv };
+            const int ocs[3] = { DH, DH, C };
+            atm_matmul_backward_many(3, a->du, dws, douts, u, ws, N, C, ocs);   /* du += q's, then k's, then v's */
         }
         /* dh_l = dh_{l+1} (residual) + LN_l^T du */
         atm_layernorm_backward(a->dh, dw + bo->ln_g, dw + bo->ln_b, a->du, a->h + (size_t)l * SC,

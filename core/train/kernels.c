@@ -246,3 +246,75 @@ void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float 
     if (nt <= 1) j.ks->backward(dinp, dw, dout, inp, w, N, IC, OC);
     else atm_parallel(mm_backward_task, &j, nt);
 }
+
+/* k products at once: every task takes the same row share of each forward
+ * product (and of dinp), and its share of each dw's rows, in the order of k
+ * separate calls. Which task computes an element never changes its bits. */
+#define MM_MANY_MAX 8
+typedef struct {
+    const atm_kernel_set *ks;
+    int k, N, IC;
+    float *dinp;
+    float *const *out, *const *dw;
+    const float *inp;
+    const float *const *w, *const *dout;
+    const int *OC;
+} mm_many_job;
+
+static void mm_forward_many_task(void *ctx, int t, int nt) {
+    const mm_many_job *j = ctx;
+    int lo, hi;
+    atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
+    for (int i = 0; i < j->k && hi > lo; i++)
+        j->ks->forward(j->out[i] + (size_t)lo * j->OC[i], j->inp + (size_t)lo * j->IC, j->w[i], hi - lo, j->IC, j->OC[i]);
+}
+
+static void mm_backward_many_task(void *ctx, int t, int nt) {
+    const mm_many_job *j = ctx;
+    int lo, hi;
+    atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
+    for (int i = 0; i < j->k && j->dinp && hi > lo; i++)
+        j->ks->backward(j->dinp + (size_t)lo * j->IC, NULL, j->dout[i] + (size_t)lo * j->OC[i], NULL, j->w[i],
+                        hi - lo, j->IC, j->OC[i]);
+    for (int i = 0; i < j->k; i++) {
+        if (!j->dw[i]) continue;
+        atm_share_int(j->OC[i], t, nt, 1, &lo, &hi);
+        if (hi > lo)
+            j->ks->backward_dw(j->dw[i] + (size_t)lo * j->IC, j->dout[i] + lo, j->OC[i], j->inp, j->N, j->IC, hi - lo);
+    }
+}
+
+void atm_matmul_forward_many(int k, float *const *out, const float *inp, const float *const *w,
+                             int N, int IC, const int *OC) {
+    int ocs = 0;
+    for (int i = 0; i < k; i++) ocs += OC[i];
+    const int nt = k > MM_MANY_MAX ? 1 : mm_tasks(N, IC, ocs, 1);
+    if (nt <= 1) {
+        for (int i = 0; i < k; i++) atm_matmul_forward(out[i], inp, w[i], N, IC, OC[i]);
+        return;
+    }
+    for (int i = 0; i < k; i++) {
+        g_flops += mm_flops(N, IC, OC[i]);
+        if (g_recording) record(0, 0, 0, N, IC, OC[i]);
+    }
+    mm_many_job j = { current(), k, N, IC, NULL, out, NULL, inp, w, NULL, OC };
+    atm_parallel(mm_forward_many_task, &j, nt);
+}
+
+void atm_matmul_backward_many(int k, float *dinp, float *const *dw, const float *const *dout,
+                              const float *inp, const float *const *w, int N, int IC, const int *OC) {
+    int ocs = 0, prods = 0;
+    for (int i = 0; i < k; i++) ocs += OC[i];
+    for (int i = 0; i < k; i++) prods += (dinp != NULL) + (dw[i] != NULL);
+    const int nt = k > MM_MANY_MAX ? 1 : mm_tasks(N, IC, ocs, prods > 0 ? (prods + k - 1) / k : 1);
+    if (nt <= 1) {
+        for (int i = 0; i < k; i++) atm_matmul_backward(dinp, dw[i], dout[i], inp, w[i], N, IC, OC[i]);
+        return;
+    }
+    for (int i = 0; i < k; i++) {
+        g_flops += mm_flops(N, IC, OC[i]) * ((dinp != NULL) + (dw[i] != NULL));
+        if (g_recording) record(1, dinp != NULL, dw[i] != NULL, N, IC, OC[i]);
+    }
+    mm_many_job j = { current(), k, N, IC, dinp, NULL, dw, inp, w, dout, OC };
+    atm_parallel(mm_backward_many_task, &j, nt);
+}

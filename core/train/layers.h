@@ -20,6 +20,15 @@ void atm_matmul_forward(float *out, const float *inp, const float *w, int N, int
 /* dinp[N][IC] += dout[N][OC] . w[OC][IC];  dw[OC][IC] += dout^T . inp */
 void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
                          const float *w, int N, int IC, int OC);
+/* k products of one input in one parallel call (one dispatch, not k), the
+ * same bits as k calls of atm_matmul_forward: out[i] = inp . w[i]^T, N x OC[i]. */
+void atm_matmul_forward_many(int k, float *const *out, const float *inp, const float *const *w,
+                             int N, int IC, const int *OC);
+/* The same for k backward products into one dinp, accumulated in the order
+ * i = 0 .. k-1 (the bits of k calls of atm_matmul_backward in that order):
+ * dinp += dout[i] . w[i];  dw[i] += dout[i]^T . inp. */
+void atm_matmul_backward_many(int k, float *dinp, float *const *dw, const float *const *dout,
+                              const float *inp, const float *const *w, int N, int IC, const int *OC);
 void atm_matmul_forward_ref(float *out, const float *inp, const float *w, int N, int IC, int OC);
 void atm_matmul_backward_dw_ref(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC);
 void atm_matmul_backward_ref(float *dinp, float *dw, const float *dout, const float *inp,

@@ -142,6 +142,9 @@ float atm_ternary_quantize(const float *w, size_t n, float *wq);
 /* Effective weights for a whole layout: quant == TERNARY quantises every
  * ATM_TK_QUANT tensor, everything else is copied. */
 void  atm_quantize_layout(const atm_layout *L, int quant, const float *w, float *weff);
+/* The same, and zero[0 .. n_params) = 0 in the same parallel pass (NULL:
+ * none); the scales' sums run in parallel, tensor by tensor. */
+void  atm_quantize_layout_zero(const atm_layout *L, int quant, const float *w, float *weff, float *zero);
 
 /* Fills w per the layout's init rules from rng (Box-Muller normals). */
 void  atm_init_params(const atm_layout *L, float *w, atm_rng *rng);

@@ -351,3 +351,22 @@ void atm_zero(float *x, size_t n) {
     zero_job j = { x, n };
     atm_parallel(zero_task, &j, atm_par_tasks(4.0 * (double)n));
 }
+
+/* Several buffers in one call: each task zeroes its share of each, so a
+ * buffer's rows are zeroed by the thread that owns them in a row split. */
+typedef struct { float *const *x; const size_t *n; int k; } zero_many_job;
+static void zero_many_task(void *ctx, int t, int nt) {
+    const zero_many_job *j = ctx;
+    for (int i = 0; i < j->k; i++) {
+        size_t lo, hi;
+        atm_share(j->n[i], t, nt, 16, &lo, &hi);
+        if (hi > lo) memset(j->x[i] + lo, 0, (hi - lo) * sizeof(float));
+    }
+}
+
+void atm_zero_many(float *const *x, const size_t *n, int k) {
+    double total = 0.0;
+    for (int i = 0; i < k; i++) total += (double)n[i];
+    zero_many_job j = { x, n, k };
+    atm_parallel(zero_many_task, &j, atm_par_tasks(4.0 * total));
+}

@@ -56,15 +56,58 @@ static void quant_task(void *ctx, int t, int nt) {
     }
 }
 
-void atm_quantize_layout(const atm_layout *L, int quant, const float *w, float *weff) {
+/* The per-tensor scales, each tensor's sum by one task, in its serial order
+ * (atm_ternary_alpha): task t takes the quantised tensors whose middle falls
+ * in its t-th share of the quantised parameters. With `zero` set, each task
+ * also clears its share of zero[0 .. n_params) (the trainer's gradient),
+ * which costs no dispatch of its own. */
+typedef struct {
+    const atm_layout *L;
+    const float *w;
+    float *alpha;            /* NULL: fp32, no scales */
+    float *zero;
+    size_t quant_params;
+} alpha_job;
+
+static void alpha_task(void *ctx, int t, int nt) {
+    const alpha_job *j = ctx;
+    size_t at = 0;
+    for (int i = 0; j->alpha && i < j->L->n_tensors; i++) {
+        const atm_tensor *tt = &j->L->t[i];
+        if (tt->kind != ATM_TK_QUANT) continue;
+        const size_t n = (size_t)tt->rows * (size_t)tt->cols;
+        const size_t mid = at + n / 2;
+        at += n;
+        int owner = (int)((double)mid * (double)nt / (double)j->quant_params);
+        if (owner >= nt) owner = nt - 1;
+        if (owner == t) j->alpha[i] = atm_ternary_alpha(j->w + tt->off, n);
+    }
+    if (j->zero) {
+        size_t lo, hi;
+        atm_share(j->L->n_params, t, nt, 16, &lo, &hi);
+        if (hi > lo) memset(j->zero + lo, 0, sizeof(float) * (hi - lo));
+    }
+}
+
+void atm_quantize_layout_zero(const atm_layout *L, int quant, const float *w, float *weff, float *zero) {
     float alpha[ATM_MAX_TENSORS];
     const int tern = quant == ATM_QUANT_TERNARY;
-    for (int i = 0; tern && i < L->n_tensors; i++) {
-        const atm_tensor *t = &L->t[i];
-        alpha[i] = t->kind == ATM_TK_QUANT ? atm_ternary_alpha(w + t->off, (size_t)t->rows * (size_t)t->cols) : 0.0f;
+    size_t qp = 0;
+    for (int i = 0; i < L->n_tensors; i++) {
+        alpha[i] = 0.0f;
+        if (L->t[i].kind == ATM_TK_QUANT) qp += (size_t)L->t[i].rows * (size_t)L->t[i].cols;
+    }
+    if ((tern && qp > 0) || zero) {
+        alpha_job aj = { L, w, tern && qp > 0 ? alpha : NULL, zero, qp };
+        /* a scale's sum is about 4 flops' time per element (a chain of adds) */
+        atm_parallel(alpha_task, &aj, atm_par_tasks(4.0 * (double)(tern ? qp : 0) + 4.0 * (zero ? (double)L->n_params : 0.0)));
     }
     quant_job j = { L, w, weff, tern ? alpha : NULL };
     atm_parallel(quant_task, &j, atm_par_tasks(2.0 * (double)L->n_params));
+}
+
+void atm_quantize_layout(const atm_layout *L, int quant, const float *w, float *weff) {
+    atm_quantize_layout_zero(L, quant, w, weff, NULL);
 }
 
 static float uniform01(atm_rng *r) {            /* (0,1]: never 0, safe for log */

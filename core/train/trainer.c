@@ -203,9 +203,10 @@ static double grad_sumsq(const float *g, size_t n) {
  * costs about a quarter of AdamW's time per parameter (perf, atome-944k). */
 typedef struct {
     float *w, *m, *v;
-    const float *g;
+    float *g;
     size_t n;
     float b1, b2, eps, decay, step_size, bc2_sqrt;
+    float gscale;            /* the clip's scale (1: none); the scaled gradient is stored back */
     double *ss;
 } adam_job;
 
@@ -237,7 +238,10 @@ static void adam_task(void *ctx, int t, int nt) {
     adam_share(j, t, nt, &lo, &hi);
     const float b1 = j->b1, b2 = j->b2, eps = j->eps, ob1 = 1.0f - b1, ob2 = 1.0f - b2;
     float *w = j->w, *m = j->m, *v = j->v;
-    const float *g = j->g;
+    float *g = j->g;
+    const float gs = j->gscale;
+    if (gs != 1.0f)           /* g[i] *= scale, element by element as the serial loop did */
+        for (size_t i = lo; i < hi; i++) g[i] *= gs;
     for (size_t i = lo; i < hi; i++) {
         float gi = g[i];
         float mi = b1 * m[i] + ob1 * gi;
@@ -259,8 +263,7 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
         tr->adam_t = 0;
     }
     int quant = tr->stage == 0 ? ATM_QUANT_FP32 : o->quant;
-    atm_quantize_layout(&tr->L, quant, tr->w, tr->weff);
-    atm_zero(tr->dw, n);
+    atm_quantize_layout_zero(&tr->L, quant, tr->w, tr->weff, tr->dw);   /* and dw = 0, in the same calls */
     if (tr->teacher) {
         teacher_targets(tr, in);
         tr->fam->set_soft_targets(tr->acts, tr->teacher->q, tr->teacher->weight);
@@ -270,14 +273,12 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
 
     float *g = tr->dw;
     double ss = 0.0;
+    float gscale = 1.0f;                          /* applied inside AdamW's parallel pass */
     const int clip = o->clip > 0.0f;
     if (clip) {
         ss = grad_sumsq(g, n);
         double gnorm = sqrt(ss);
-        if (gnorm > (double)o->clip) {
-            float scale = (float)((double)o->clip / (gnorm + 1e-6));
-            for (size_t i = 0; i < n; i++) g[i] *= scale;
-        }
+        if (gnorm > (double)o->clip) gscale = (float)((double)o->clip / (gnorm + 1e-6));
     }
 
     float lr = atm_lr_at(o, tr->step, tr->stage);
@@ -288,7 +289,7 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
     double bc2 = 1.0 - pow((double)o->beta2, (double)tr->adam_t);
     adam_job j = { tr->w, tr->m, tr->v, g, n, o->beta1, o->beta2, o->eps,
                    (float)(1.0 - (double)lr * (double)o->wd), (float)((double)lr / bc1), (float)sqrt(bc2),
-                   clip ? NULL : &ss };
+                   gscale, clip ? NULL : &ss };
     /* element by element: any split over the parameters gives the same bits */
     atm_parallel(adam_task, &j, atm_par_tasks(15.0 * (double)n));
     tr->step++;
