@@ -4,7 +4,6 @@
  * the matmuls, kernels_layers.c for layernorm, cross-entropy, softmax and
  * exp). */
 #include "layers.h"
-#include "pool.h"
 #include <math.h>
 #include <string.h>
 
@@ -137,35 +136,13 @@ void atm_embed_forward(float *out, const uint8_t *tok, const float *table, const
     }
 }
 
-/* A task's columns [c0, c1) of every row, rows in order: each element of
- * the tables sees the one-thread chain of adds, so the pool may split the
- * columns (pool.h). */
-typedef struct {
-    float *dtable, *dpos;
-    const uint8_t *tok;
-    const float *dout;
-    int N, T, C;
-} embed_bwd_job;
-
-static void embed_bwd_task(void *ctx, int t, int nt) {
-    const embed_bwd_job *j = ctx;
-    int c0, c1;
-    atm_share_int(j->C, t, nt, 16, &c0, &c1);
-    const int C = j->C;
-    for (int n = 0; n < j->N && c1 > c0; n++) {
-        const float *d = j->dout + (size_t)n * C;
-        if (j->dtable) { float *e = j->dtable + (size_t)j->tok[n] * C; for (int i = c0; i < c1; i++) e[i] += d[i]; }
-        if (j->dpos) { float *p = j->dpos + (size_t)(n % j->T) * C; for (int i = c0; i < c1; i++) p[i] += d[i]; }
-    }
-}
-
 void atm_embed_backward(float *dtable, float *dpos, const uint8_t *tok, const float *dout,
                         int N, int T, int C) {
-    embed_bwd_job j = { dtable, dpos, tok, dout, N, T, C };
-    /* a column chunk is 16 floats; an add weighs about as much as a memset's store */
-    int nt = atm_par_tasks(4.0 * (double)N * (double)C * ((dtable != NULL) + (dpos != NULL)));
-    if (nt > (C + 15) / 16) nt = (C + 15) / 16;
-    atm_parallel(embed_bwd_task, &j, nt);
+    for (int n = 0; n < N; n++) {
+        const float *d = dout + (size_t)n * C;
+        if (dtable) { float *e = dtable + (size_t)tok[n] * C; for (int i = 0; i < C; i++) e[i] += d[i]; }
+        if (dpos) { float *p = dpos + (size_t)(n % T) * C; for (int i = 0; i < C; i++) p[i] += d[i]; }
+    }
 }
 
 void atm_exp_ref(float *y, const float *x, int n) {
