@@ -32,6 +32,9 @@ import { serve, Transfer } from './rpc.mjs';
 
 let saveEveryMs = 3000;            // checkpoint cadence while running (the page may set it)
 const SLICE_MS = 50;              // training time between looks at the message queue
+// progress to the page at most every 250 ms: the page's redraws take CPU time
+// from the training threads when they use every core
+const PROGRESS_MS = 250;
 const TRAIN_POINT_EVERY = 10;     // one train-loss point per 10 steps (their mean)
 const SAMPLE = { prompt: 'Once upon a time', n: 160, temperature: '0.8', topK: 40, seed: 1 };
 
@@ -185,7 +188,7 @@ async function loop() {
     if (failAt && step >= failAt) throw new Error(`test: the run was made to fail at step ${step} (?fail-at)`);
     atBoundaries(step, every);
     const now = performance.now();
-    if (now - pace.lastPost > 150 || step === m.steps) {
+    if (now - pace.lastPost > PROGRESS_MS || step === m.steps) {
       pace.lastPost = now;
       post('progress', { step, steps: m.steps, loss: m.loss, lr: m.lr, bytesPerSec: pace.rate,
         seconds: m.elapsed, stepMs: pace.stepMs, state, train: history.train.slice(-50) });

@@ -198,9 +198,11 @@ static double grad_sumsq(const float *g, size_t n) {
 }
 
 /* AdamW on parameters [lo, hi) of a task's share (pool.h). With ss set
- * (no clipping, so AdamW does not need the norm), task 0 first sums the
- * norm into *ss, in the serial order, and takes fewer parameters: the sum
- * costs about a quarter of AdamW's time per parameter (perf, atome-944k). */
+ * (no clipping, so AdamW does not need the norm) and more than one task,
+ * task 0 only sums the norm into *ss, in the serial order, and the other
+ * tasks share AdamW in chunks: the pool's threads take them as they come,
+ * so the thread that sums does fewer chunks, by as many as its sum took
+ * time on this machine (no fixed guess of the ratio). */
 typedef struct {
     float *w, *m, *v;
     float *g;
@@ -211,23 +213,12 @@ typedef struct {
 } adam_job;
 
 static void adam_share(const adam_job *j, int t, int nt, size_t *lo, size_t *hi) {
-    const double f0 = 1.25 / nt - 0.25;
-    if (!j->ss || nt < 2 || f0 <= 0.0) {
+    if (!j->ss || nt < 2) {
         atm_share(j->n, t, nt, 16, lo, hi);
-        if (j->ss && nt >= 2) {                   /* task 0: the sum only */
-            if (t == 0) *lo = *hi = 0;
-            else atm_share(j->n, t - 1, nt - 1, 16, lo, hi);
-        }
-        return;
-    }
-    const size_t n0 = (size_t)(f0 * (double)j->n) / 16 * 16;
-    if (t == 0) {
-        *lo = 0;
-        *hi = n0;
+    } else if (t == 0) {
+        *lo = *hi = 0;
     } else {
-        atm_share(j->n - n0, t - 1, nt - 1, 16, lo, hi);
-        *lo += n0;
-        *hi += n0;
+        atm_share(j->n, t - 1, nt - 1, 16, lo, hi);
     }
 }
 
@@ -291,7 +282,9 @@ double atm_trainer_step(atm_trainer *tr, const uint8_t *in, const uint8_t *tgt) 
                    (float)(1.0 - (double)lr * (double)o->wd), (float)((double)lr / bc1), (float)sqrt(bc2),
                    gscale, clip ? NULL : &ss };
     /* element by element: any split over the parameters gives the same bits */
-    atm_parallel(adam_task, &j, atm_par_tasks(15.0 * (double)n));
+    int nt = atm_par_tasks(15.0 * (double)n);
+    if (nt > 1 && !clip) nt = nt * 4 + 1 < ATM_THREADS_MAX ? nt * 4 + 1 : ATM_THREADS_MAX;   /* the sum, then chunks */
+    atm_parallel(adam_task, &j, nt);
     tr->step++;
     tr->last_loss = loss;
     tr->last_lr = lr;
