@@ -29,7 +29,7 @@ function resetChart(c, history, steps) {
       axes: [{ label: 'step' }, { label: 'bits per byte', size: 60 }],
       series: [{ label: 'step' },
         { label: 'train (mean of 10 steps)', stroke: '#3b6fd8', width: 1.5, points: { show: false } },
-        { label: 'validation (all held-out chunks)', stroke: '#d9480f', width: 1.5, dash: [5, 4], points: { show: true, size: 7 },
+        { label: 'validation (held-out text)', stroke: '#d9480f', width: 1.5, dash: [5, 4], points: { show: true, size: 7 },
           spanGaps: true }],
     }, [[], [], []], el);
     new ResizeObserver(() => c.plot.setSize({ width: Math.max(280, el.clientWidth), height: 260 })).observe(el);
