@@ -18,14 +18,15 @@ export const PRESETS = {
   quick: {
     fields: { ...COMMON, steps: '5000', batch: '16', lr: '1.2e-2', cosine: '1', 'lr-min': '1e-4', clip: '1' },
     warmupFraction: 0.02, corpus: 2000000,
-    // 2026-12-05, best of 2 rounds: 2.3241 valid.txt bpb; 53.2 s wall on 1 thread, 41.8 s on 2
-    expect: { bpb: 2.32, seconds: { 1: 53, 2: 42 } },
+    // 2026-12-06 (the AVX2 test machine, docs/web.md): 2.3241 valid.txt bpb; 79.1 s wall on 1 thread,
+    // 44.0 s on 2 (best of 2 rounds; 61.2 s in a slow spell of the machine)
+    expect: { bpb: 2.32, seconds: { 1: 79, 2: 44 } },
   },
   reference: {
     fields: { ...COMMON, steps: '3000', batch: '16', lr: '3e-4', warmup: '0', cosine: '0', 'lr-min': '0', clip: '0' },
     corpus: 500000,
-    // 2026-12-05, best of 3 rounds: 2.7776 valid.txt bpb; 27.8 s wall on 1 thread, 24.1 s on 2
-    expect: { bpb: 2.78, seconds: { 1: 28, 2: 24 } },
+    // 2026-12-06 (the AVX2 test machine), best of 3 rounds: 2.7776 valid.txt bpb; 47.2 s wall on 1 thread, 26.0 s on 2
+    expect: { bpb: 2.78, seconds: { 1: 47, 2: 26 } },
   },
 };
 const PRESET_IDS = [...new Set(Object.values(PRESETS).flatMap((p) => [...Object.keys(p.fields), 'warmup']))];
