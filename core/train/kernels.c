@@ -174,83 +174,10 @@ int atm_matmul_replay(const atm_matmul_call *calls, int n, float *scratch, size_
 #define ROWS_ALIGN 16
 #define SMALL_N 4
 
-typedef struct {
-    const atm_kernel_set *ks;
-    float *out, *dinp, *dw;
-    const float *inp, *w, *dout;
-    int N, IC, OC;
-} mm_job;
-
-static void mm_forward_task(void *ctx, int t, int nt) {
-    const mm_job *j = ctx;
-    int lo, hi;
-    atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
-    if (hi > lo)
-        j->ks->forward(j->out + (size_t)lo * j->OC, j->inp + (size_t)lo * j->IC, j->w, hi - lo, j->IC, j->OC);
-}
-
-/* Every task computes its share of dinp's rows and its share of dw's rows
- * (output channels, read from dout's columns in place: backward_dw takes
- * dout's row stride), so each task has about 1/nt of both products. A dinp
- * row is one chain over OC, a dw row one chain over N in slabs that depend
- * only on N: the bits are the one call's. (This split once crashed
- * atome-944k in atome-threads.wasm about one run in three; that was Node's
- * V8 losing the caller's stack pointer across memory.atomic.wait32, which
- * pool.c no longer lets the caller do there: issue #16.) */
-static void mm_backward_task(void *ctx, int t, int nt) {
-    const mm_job *j = ctx;
-    int lo, hi;
-    if (j->dinp) {
-        atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
-        if (hi > lo)
-            j->ks->backward(j->dinp + (size_t)lo * j->IC, NULL, j->dout + (size_t)lo * j->OC, NULL, j->w,
-                            hi - lo, j->IC, j->OC);
-    }
-    if (j->dw) {
-        atm_share_int(j->OC, t, nt, 1, &lo, &hi);
-        if (hi > lo) j->ks->backward_dw(j->dw + (size_t)lo * j->IC, j->dout + lo, j->OC, j->inp, j->N, j->IC, hi - lo);
-    }
-}
-
-/* Tasks for an N-row product: enough work per task, and at least two row
- * chunks of ROWS_ALIGN rows (the dw split alone would be too uneven). */
-static int mm_tasks(int N, int IC, int OC, int products) {
-    if (N < 2 * ROWS_ALIGN) return 1;
-    int n = atm_par_tasks(mm_flops(N, IC, OC) * products);
-    const int chunks = (N + ROWS_ALIGN - 1) / ROWS_ALIGN;
-    if (n > chunks) n = chunks;
-    /* the last chunk too must be longer than the small-N path */
-    for (; n > 1; n--) {
-        int lo, hi;
-        atm_share_int(N, n - 1, n, ROWS_ALIGN, &lo, &hi);
-        if (hi - lo > SMALL_N) break;
-    }
-    return n;
-}
-
-void atm_matmul_forward(float *out, const float *inp, const float *w, int N, int IC, int OC) {
-    g_flops += mm_flops(N, IC, OC);
-    if (g_recording) record(0, 0, 0, N, IC, OC);
-    mm_job j = { current(), out, NULL, NULL, inp, w, NULL, N, IC, OC };
-    const int nt = mm_tasks(N, IC, OC, 1);
-    if (nt <= 1) j.ks->forward(out, inp, w, N, IC, OC);
-    else atm_parallel(mm_forward_task, &j, nt);
-}
-
-void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
-                         const float *w, int N, int IC, int OC) {
-    g_flops += mm_flops(N, IC, OC) * ((dinp != NULL) + (dw != NULL));
-    if (g_recording) record(1, dinp != NULL, dw != NULL, N, IC, OC);
-    mm_job j = { current(), NULL, dinp, dw, inp, w, dout, N, IC, OC };
-    const int nt = mm_tasks(N, IC, OC, (dinp != NULL) + (dw != NULL));
-    if (nt <= 1) j.ks->backward(dinp, dw, dout, inp, w, N, IC, OC);
-    else atm_parallel(mm_backward_task, &j, nt);
-}
-
-/* k products at once: every task takes the same row share of each forward
- * product (and of dinp), and its share of each dw's rows, in the order of k
- * separate calls. Which task computes an element never changes its bits. */
-#define MM_MANY_MAX 8
+/* One call's k products of one input (k = 1 for atm_matmul_forward /
+ * backward): every task takes the same row share of each forward product
+ * (and of dinp) and its share of each dw's rows, in the order of k separate
+ * calls, so which task computes an element never changes its bits. */
 typedef struct {
     const atm_kernel_set *ks;
     int k, N, IC;
@@ -259,18 +186,27 @@ typedef struct {
     const float *inp;
     const float *const *w, *const *dout;
     const int *OC;
-} mm_many_job;
+} mm_job;
 
-static void mm_forward_many_task(void *ctx, int t, int nt) {
-    const mm_many_job *j = ctx;
+static void mm_forward_task(void *ctx, int t, int nt) {
+    const mm_job *j = ctx;
     int lo, hi;
     atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
     for (int i = 0; i < j->k && hi > lo; i++)
         j->ks->forward(j->out[i] + (size_t)lo * j->OC[i], j->inp + (size_t)lo * j->IC, j->w[i], hi - lo, j->IC, j->OC[i]);
 }
 
-static void mm_backward_many_task(void *ctx, int t, int nt) {
-    const mm_many_job *j = ctx;
+/* Every task computes its share of dinp's rows (each product in turn) and
+ * its share of each dw's rows (output channels, read from dout's columns in
+ * place: backward_dw takes dout's row stride), so each task has about 1/nt
+ * of every product. A dinp row is one chain over OC, a dw row one chain
+ * over N in slabs that depend only on N: the bits are the separate calls'.
+ * (This split once crashed atome-944k in atome-threads.wasm about one run
+ * in three; that was Node's V8 losing the caller's stack pointer across
+ * memory.atomic.wait32, which pool.c no longer lets the caller do there:
+ * issue #16.) */
+static void mm_backward_task(void *ctx, int t, int nt) {
+    const mm_job *j = ctx;
     int lo, hi;
     atm_share_int(j->N, t, nt, ROWS_ALIGN, &lo, &hi);
     for (int i = 0; i < j->k && j->dinp && hi > lo; i++)
@@ -284,37 +220,56 @@ static void mm_backward_many_task(void *ctx, int t, int nt) {
     }
 }
 
+/* Tasks for an N-row call of `flops` operations: enough work per task, and
+ * at least two row chunks of ROWS_ALIGN rows (the dw split alone would be
+ * too uneven). */
+static int mm_tasks(int N, double flops) {
+    if (N < 2 * ROWS_ALIGN) return 1;
+    int n = atm_par_tasks(flops);
+    const int chunks = (N + ROWS_ALIGN - 1) / ROWS_ALIGN;
+    if (n > chunks) n = chunks;
+    /* the last chunk too must be longer than the small-N path */
+    for (; n > 1; n--) {
+        int lo, hi;
+        atm_share_int(N, n - 1, n, ROWS_ALIGN, &lo, &hi);
+        if (hi - lo > SMALL_N) break;
+    }
+    return n;
+}
+
+/* The flop count and the recording of one product; returns its flops. */
+static double mm_count(int backward, int dinp, int dw, int N, int IC, int OC) {
+    const double f = mm_flops(N, IC, OC) * (backward ? dinp + dw : 1);
+    g_flops += f;
+    if (g_recording) record(backward, dinp, dw, N, IC, OC);
+    return f;
+}
+
 void atm_matmul_forward_many(int k, float *const *out, const float *inp, const float *const *w,
                              int N, int IC, const int *OC) {
-    int ocs = 0;
-    for (int i = 0; i < k; i++) ocs += OC[i];
-    const int nt = k > MM_MANY_MAX ? 1 : mm_tasks(N, IC, ocs, 1);
-    if (nt <= 1) {
-        for (int i = 0; i < k; i++) atm_matmul_forward(out[i], inp, w[i], N, IC, OC[i]);
-        return;
-    }
-    for (int i = 0; i < k; i++) {
-        g_flops += mm_flops(N, IC, OC[i]);
-        if (g_recording) record(0, 0, 0, N, IC, OC[i]);
-    }
-    mm_many_job j = { current(), k, N, IC, NULL, out, NULL, inp, w, NULL, OC };
-    atm_parallel(mm_forward_many_task, &j, nt);
+    double flops = 0.0;
+    for (int i = 0; i < k; i++) flops += mm_count(0, 0, 0, N, IC, OC[i]);
+    mm_job j = { current(), k, N, IC, NULL, out, NULL, inp, w, NULL, OC };
+    const int nt = mm_tasks(N, flops);
+    if (nt > 1) { atm_parallel(mm_forward_task, &j, nt); return; }
+    for (int i = 0; i < k; i++) j.ks->forward(out[i], inp, w[i], N, IC, OC[i]);
 }
 
 void atm_matmul_backward_many(int k, float *dinp, float *const *dw, const float *const *dout,
                               const float *inp, const float *const *w, int N, int IC, const int *OC) {
-    int ocs = 0, prods = 0;
-    for (int i = 0; i < k; i++) ocs += OC[i];
-    for (int i = 0; i < k; i++) prods += (dinp != NULL) + (dw[i] != NULL);
-    const int nt = k > MM_MANY_MAX ? 1 : mm_tasks(N, IC, ocs, prods > 0 ? (prods + k - 1) / k : 1);
-    if (nt <= 1) {
-        for (int i = 0; i < k; i++) atm_matmul_backward(dinp, dw[i], dout[i], inp, w[i], N, IC, OC[i]);
-        return;
-    }
-    for (int i = 0; i < k; i++) {
-        g_flops += mm_flops(N, IC, OC[i]) * ((dinp != NULL) + (dw[i] != NULL));
-        if (g_recording) record(1, dinp != NULL, dw[i] != NULL, N, IC, OC[i]);
-    }
-    mm_many_job j = { current(), k, N, IC, dinp, NULL, dw, inp, w, dout, OC };
-    atm_parallel(mm_backward_many_task, &j, nt);
+    double flops = 0.0;
+    for (int i = 0; i < k; i++) flops += mm_count(1, dinp != NULL, dw[i] != NULL, N, IC, OC[i]);
+    mm_job j = { current(), k, N, IC, dinp, NULL, dw, inp, w, dout, OC };
+    const int nt = mm_tasks(N, flops);
+    if (nt > 1) { atm_parallel(mm_backward_task, &j, nt); return; }
+    for (int i = 0; i < k; i++) j.ks->backward(dinp, dw[i], dout[i], inp, w[i], N, IC, OC[i]);
+}
+
+void atm_matmul_forward(float *out, const float *inp, const float *w, int N, int IC, int OC) {
+    atm_matmul_forward_many(1, &out, inp, &w, N, IC, &OC);
+}
+
+void atm_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
+                         const float *w, int N, int IC, int OC) {
+    atm_matmul_backward_many(1, dinp, &dw, &dout, inp, &w, N, IC, &OC);
 }

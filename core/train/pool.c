@@ -337,36 +337,27 @@ void *atm_task_scratch(int task, size_t bytes) {
 }
 
 /* ---- atm_zero ---- */
-typedef struct { float *x; size_t n; } zero_job;
-static void zero_task(void *ctx, int t, int nt) {
-    const zero_job *j = ctx;
+void atm_zero_share(float *x, size_t n, int t, int nt) {
     size_t lo, hi;
-    atm_share(j->n, t, nt, 16, &lo, &hi);
-    if (hi > lo) memset(j->x + lo, 0, (hi - lo) * sizeof(float));
-}
-
-/* A float's memset weighs 4 flops here: a dispatch (1-2 us) is then paid
- * by halves of 15,000 floats or more (about 3 us of stores each). */
-void atm_zero(float *x, size_t n) {
-    zero_job j = { x, n };
-    atm_parallel(zero_task, &j, atm_par_tasks(4.0 * (double)n));
+    atm_share(n, t, nt, 16, &lo, &hi);
+    if (hi > lo) memset(x + lo, 0, (hi - lo) * sizeof(float));
 }
 
 /* Several buffers in one call: each task zeroes its share of each, so a
  * buffer's rows are zeroed by the thread that owns them in a row split. */
-typedef struct { float *const *x; const size_t *n; int k; } zero_many_job;
-static void zero_many_task(void *ctx, int t, int nt) {
-    const zero_many_job *j = ctx;
-    for (int i = 0; i < j->k; i++) {
-        size_t lo, hi;
-        atm_share(j->n[i], t, nt, 16, &lo, &hi);
-        if (hi > lo) memset(j->x[i] + lo, 0, (hi - lo) * sizeof(float));
-    }
+typedef struct { float *const *x; const size_t *n; int k; } zero_job;
+static void zero_task(void *ctx, int t, int nt) {
+    const zero_job *j = ctx;
+    for (int i = 0; i < j->k; i++) atm_zero_share(j->x[i], j->n[i], t, nt);
 }
 
+/* A float's memset weighs 4 flops here: a dispatch (1-2 us) is then paid
+ * by halves of 15,000 floats or more (about 3 us of stores each). */
 void atm_zero_many(float *const *x, const size_t *n, int k) {
     double total = 0.0;
     for (int i = 0; i < k; i++) total += (double)n[i];
-    zero_many_job j = { x, n, k };
-    atm_parallel(zero_many_task, &j, atm_par_tasks(4.0 * total));
+    zero_job j = { x, n, k };
+    atm_parallel(zero_task, &j, atm_par_tasks(4.0 * total));
 }
+
+void atm_zero(float *x, size_t n) { atm_zero_many(&x, &n, 1); }

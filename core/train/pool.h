@@ -80,6 +80,8 @@ static inline void atm_share(size_t n, int t, int nt, size_t align, size_t *lo, 
 /* x[0 .. n) = 0, in parts over the pool when it is big enough to pay
  * (a memset: no bits to keep). */
 void atm_zero(float *x, size_t n);
+/* Task t's share of that (for a task that zeroes beside other work). */
+void atm_zero_share(float *x, size_t n, int t, int nt);
 /* x[i][0 .. n[i]) = 0 for i < k, in one parallel call (one dispatch, not k). */
 void atm_zero_many(float *const *x, const size_t *n, int k);
 

@@ -82,11 +82,7 @@ static void alpha_task(void *ctx, int t, int nt) {
         if (owner >= nt) owner = nt - 1;
         if (owner == t) j->alpha[i] = atm_ternary_alpha(j->w + tt->off, n);
     }
-    if (j->zero) {
-        size_t lo, hi;
-        atm_share(j->L->n_params, t, nt, 16, &lo, &hi);
-        if (hi > lo) memset(j->zero + lo, 0, sizeof(float) * (hi - lo));
-    }
+    if (j->zero) atm_zero_share(j->zero, j->L->n_params, t, nt);
 }
 
 void atm_quantize_layout_zero(const atm_layout *L, int quant, const float *w, float *weff, float *zero) {

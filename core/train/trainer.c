@@ -231,10 +231,12 @@ static void adam_task(void *ctx, int t, int nt) {
     float *w = j->w, *m = j->m, *v = j->v;
     float *g = j->g;
     const float gs = j->gscale;
-    if (gs != 1.0f)           /* g[i] *= scale, element by element as the serial loop did */
-        for (size_t i = lo; i < hi; i++) g[i] *= gs;
     for (size_t i = lo; i < hi; i++) {
         float gi = g[i];
+        if (gs != 1.0f) {     /* the clip: g[i] *= scale, as the serial loop did */
+            gi *= gs;
+            g[i] = gi;
+        }
         float mi = b1 * m[i] + ob1 * gi;
         float vi = b2 * v[i] + ob2 * gi * gi;
         m[i] = mi;
