@@ -22,7 +22,12 @@
  * on a bad argument or a config that cannot be trained (e.g. a family still
  * unimplemented). --threads 1,2 runs each config x kernel set on each
  * thread count (the trainer's pool, core/train/pool.h) and reports wall
- * time, with the ratio to one thread of the same run (vs_1thread). */
+ * time, with the ratio to one thread of the same run (vs_1thread), and,
+ * for each count above one, where a step's wall time goes (medians over the
+ * timed steps, atm_pool_timing): serial_ms on the calling thread alone
+ * (between parallel calls: batch-free serial work and the dispatch), wait_ms
+ * the caller's wait inside parallel calls after its own last task (the
+ * other threads' late finish). */
 #define _POSIX_C_SOURCE 200809L
 #include "core/train/kernels.h"
 #include "core/train/model.h"
@@ -65,6 +70,7 @@ typedef struct {
     double mm_gflop;            /* matmul work of one step, GFLOP */
     double mm_med;              /* seconds: that work replayed alone (median) */
     int mm_calls;
+    double serial_med, wait_med; /* seconds a step (threads > 1): on the caller alone; waiting for the others */
 } result;
 
 /* Median and minimum of n timings (sorts t). */
@@ -98,14 +104,16 @@ typedef struct {
 
 /* The buffers of one config x kernel set: a batch and the timings of each
  * timed step (ts thread CPU, tw wall; tf forward, tb forward + backward, tm
- * matmul replay). */
+ * matmul replay; tser wall time outside parallel calls, twait the caller's
+ * wait in them: atm_pool_timing). */
 typedef struct {
     uint8_t *in, *tgt;
-    double  *ts, *tf, *tb, *tw, *tm;
+    double  *ts, *tf, *tb, *tw, *tm, *tser, *twait;
 } run_bufs;
 
 static void bufs_free(run_bufs *b) {
     free(b->in); free(b->tgt); free(b->ts); free(b->tf); free(b->tb); free(b->tw); free(b->tm);
+    free(b->tser); free(b->twait);
 }
 
 static int bufs_alloc(run_bufs *b, int N, int steps) {
@@ -116,7 +124,9 @@ static int bufs_alloc(run_bufs *b, int N, int steps) {
     b->tb = malloc(sizeof(double) * (size_t)steps);
     b->tw = malloc(sizeof(double) * (size_t)steps);
     b->tm = malloc(sizeof(double) * (size_t)steps);
-    if (!b->in || !b->tgt || !b->ts || !b->tf || !b->tb || !b->tw || !b->tm) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
+    b->tser = malloc(sizeof(double) * (size_t)steps);
+    b->twait = malloc(sizeof(double) * (size_t)steps);
+    if (!b->in || !b->tgt || !b->ts || !b->tf || !b->tb || !b->tw || !b->tm || !b->tser || !b->twait) { fprintf(stderr, "bench_train: out of memory\n"); return -1; }
     return 0;
 }
 
@@ -158,13 +168,23 @@ static double time_steps(const bench_args *a, atm_trainer *tr, run_bufs *b) {
     atm_rng rng;
     atm_rng_seed(&rng, (uint32_t)a->seed ^ 0x5eedu);
     double loss = 0.0;
+    atm_pool_timing(1);
     for (int s = 0; s < warmup + steps; s++) {
         for (int i = 0; i < N; i++) { b->in[i] = (uint8_t)atm_rng_u32(&rng); b->tgt[i] = (uint8_t)atm_rng_u32(&rng); }
+        double c0, wt0, c1, wt1;
+        atm_pool_timing_read(&c0, &wt0);
         double w0 = wall_s(), t0 = now_s();
         loss = atm_trainer_step(tr, b->in, b->tgt);
         double t1 = now_s(), w1 = wall_s();
-        if (s >= warmup) { b->ts[s - warmup] = t1 - t0; b->tw[s - warmup] = w1 - w0; }
+        atm_pool_timing_read(&c1, &wt1);
+        if (s >= warmup) {
+            b->ts[s - warmup] = t1 - t0;
+            b->tw[s - warmup] = w1 - w0;
+            b->tser[s - warmup] = (w1 - w0) - (c1 - c0);
+            b->twait[s - warmup] = wt1 - wt0;
+        }
     }
+    atm_pool_timing(0);
     /* Split of the step: forward alone, and forward + backward, on the
      * trainer's own effective weights and buffers (dw is scratch here). */
     for (int s = 0; s < steps; s++) {
@@ -228,6 +248,8 @@ static int run_one(const bench_args *a, const char *cfgname, const char *kname, 
         stats(b.tb, steps, &r->fwdbwd_med, &dummy);
         stats(b.tw, steps, &r->wall_med, &dummy);
         stats(b.tm, steps, &r->mm_med, &dummy);
+        stats(b.tser, steps, &r->serial_med, &dummy);
+        stats(b.twait, steps, &r->wait_med, &dummy);
         r->loss = loss;
     }
     bufs_free(&b);
@@ -394,8 +416,9 @@ static int run_table(const bench_args *a, char **cfgs, int ncfg, const char **kl
     int nres = 0;
     printf("bench_train: batch %d x seq %d (%d predicted bytes/step), threads %s, %s clock, %d timed steps after %d warm-up\n",
            B, a->seq, B * T, a->tlist, a->wall ? "wall" : "thread CPU", a->steps, a->warmup);
-    printf("%-12s %-8s %-7s %3s %9s %9s %9s %9s %9s %9s %12s %12s %8s %8s\n", "config", "kernels", "quant", "thr", "step_ms",
-           "wall_ms", "fwd_ms", "bwd_ms", "rest_ms", "matmul_ms", "bytes/s", "B*seq/s", "vs_ref", "vs_1t");
+    printf("%-12s %-8s %-7s %3s %9s %9s %9s %9s %9s %9s %12s %12s %8s %8s %9s %9s\n", "config", "kernels", "quant", "thr",
+           "step_ms", "wall_ms", "fwd_ms", "bwd_ms", "rest_ms", "matmul_ms", "bytes/s", "B*seq/s", "vs_ref", "vs_1t",
+           "serial_ms", "wait_ms");
     for (int c = 0; c < ncfg; c++) {
         double ref_bps = 0.0;
         for (int k = 0; k < nkk; k++) {
@@ -412,10 +435,15 @@ static int run_table(const bench_args *a, char **cfgs, int ncfg, const char **kl
                 char ratio[16] = "-", tr[16] = "-";
                 if (ref_bps > 0 && r->threads == 1) snprintf(ratio, sizeof ratio, "%.2fx", bps / ref_bps);
                 if (one_bps > 0) snprintf(tr, sizeof tr, "%.2fx", bps / one_bps);
-                printf("%-12s %-8s %-7s %3d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12.0f %12.0f %8s %8s\n", r->config,
-                       r->kernels, r->quant, r->threads, 1e3 * r->step_med, 1e3 * r->wall_med, 1e3 * r->fwd_med,
-                       1e3 * (r->fwdbwd_med - r->fwd_med), 1e3 * (r->step_med - r->fwdbwd_med), 1e3 * r->mm_med, bps,
-                       (double)a->B * a->seq / r->step_med, ratio, tr);
+                char ser[16] = "-", wt[16] = "-";
+                if (r->threads > 1) {
+                    snprintf(ser, sizeof ser, "%.3f", 1e3 * r->serial_med);
+                    snprintf(wt, sizeof wt, "%.3f", 1e3 * r->wait_med);
+                }
+                printf("%-12s %-8s %-7s %3d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12.0f %12.0f %8s %8s %9s %9s\n",
+                       r->config, r->kernels, r->quant, r->threads, 1e3 * r->step_med, 1e3 * r->wall_med,
+                       1e3 * r->fwd_med, 1e3 * (r->fwdbwd_med - r->fwd_med), 1e3 * (r->step_med - r->fwdbwd_med),
+                       1e3 * r->mm_med, bps, (double)a->B * a->seq / r->step_med, ratio, tr, ser, wt);
             }
         }
     }
@@ -444,8 +472,10 @@ static void print_json(const bench_args *a, const result *res, int nres) {
                bps, (double)B * a->seq / r->step_med);
         if (ref_bps > 0 && r->threads == 1) printf("%.3f", bps / ref_bps);
         else printf("null");
-        if (one_bps > 0) printf(",\"vs_1thread\":%.3f}", bps / one_bps);
-        else printf(",\"vs_1thread\":null}");
+        if (one_bps > 0) printf(",\"vs_1thread\":%.3f", bps / one_bps);
+        else printf(",\"vs_1thread\":null");
+        if (r->threads > 1) printf(",\"serial_ms\":%.4f,\"wait_ms\":%.4f}", 1e3 * r->serial_med, 1e3 * r->wait_med);
+        else printf(",\"serial_ms\":null,\"wait_ms\":null}");
     }
     printf("]}\n");
 }

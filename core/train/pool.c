@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #else
 #define POOL_THREADS 0
@@ -222,6 +223,21 @@ static int ensure_workers(int n) { return n < g_workers + 1 ? n : g_workers + 1;
 void atm_pool_caller_naps(int on) { g_caller_naps = on != 0; }
 #endif
 
+#if !defined(__wasm__)
+static int g_timing = 0;
+static double g_call_s = 0.0, g_wait_s = 0.0;
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+void atm_pool_timing(int on) { g_timing = on != 0; }
+void atm_pool_timing_read(double *call_s, double *wait_s) {
+    *call_s = g_call_s;
+    *wait_s = g_wait_s;
+}
+#endif
+
 void atm_parallel(atm_task_fn fn, void *ctx, int n) {
     const int t = atm_threads();
     if (n > ATM_THREADS_MAX) n = ATM_THREADS_MAX;
@@ -230,6 +246,9 @@ void atm_parallel(atm_task_fn fn, void *ctx, int n) {
         return;
     }
     g_calls++;
+#if !defined(__wasm__)
+    const double t0 = g_timing ? mono_s() : 0.0;
+#endif
     g_fn = fn;
     g_ctx = ctx;
     g_ntasks = n;
@@ -259,8 +278,14 @@ void atm_parallel(atm_task_fn fn, void *ctx, int n) {
         left = n - __atomic_load_n(&g_done, __ATOMIC_ACQUIRE);
     }
 #else
+    const double t1 = g_timing ? mono_s() : 0.0;
     int32_t done = n - left;
     while (done != n) done = wait_change(&g_done, done, &g_caller_sleeps);
+    if (g_timing) {
+        const double t2 = mono_s();
+        g_call_s += t2 - t0;
+        g_wait_s += t2 - t1;
+    }
 #endif
 }
 #else
@@ -271,6 +296,11 @@ void atm_pool_worker(int id) { (void)id; for (;;) {} }
 void atm_pool_workers_started(int n) { (void)n; }
 void atm_pool_caller_naps(int on) { (void)on; }
 #endif
+#endif
+
+#if !POOL_THREADS || defined(__wasm__)
+void atm_pool_timing(int on) { (void)on; }
+void atm_pool_timing_read(double *call_s, double *wait_s) { *call_s = 0.0; *wait_s = 0.0; }
 #endif
 
 static int cores(void) {

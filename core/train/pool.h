@@ -50,6 +50,15 @@ void atm_parallel(atm_task_fn fn, void *ctx, int n);
  * check that the threaded paths were taken). */
 unsigned long atm_pool_calls(void);
 
+/* Where a threaded step's time goes (native only; elsewhere off and 0):
+ * while on, every call that runs on more than one thread adds its wall time
+ * to *call_s and the caller's wait for the other threads, after its own
+ * last task, to *wait_s (the load imbalance plus the hand-back). A step's
+ * wall time less call_s is what ran on the caller alone. Two clock reads a
+ * call; off by default. tools/bench_train --threads reports both. */
+void atm_pool_timing(int on);
+void atm_pool_timing_read(double *call_s, double *wait_s);
+
 /* A scratch buffer owned by task `task` of the current parallel call, at
  * least `bytes` long, kept between calls (grown with realloc; NULL if out of
  * memory). Only that task uses it. */
