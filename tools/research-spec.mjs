@@ -36,6 +36,26 @@ export const TRAIN_FLAGS = {
   'attn-top-k': 'int', 'd-ff': 'int', 'd-inner': 'int', 'max-seq': 'int', pathways: 'str',
   'attn-window': 'int', pos: 'str',
 };
+// The numeric range of each flag (lo, hi inclusive; loOpen: lo excluded): the
+// ranges `atome train` itself accepts (cli/cmd_train.c, cli/args.c), so a spec
+// is refused here, before any run folder exists, for what the CLI would refuse
+// only when the run starts. flagRange(name) is the one place the runner asks.
+const FLAG_RANGES = {
+  'max-bytes': [1, 4e18], split: [0, 1, true, true], steps: [1, 2 ** 40], batch: [1, 65536], seq: [2, 65537],
+  lr: [0, 1e3, true], seed: [0, 4294967295], warmup: [0, 2 ** 40], 'lr-min': [0, 1e3], clip: [0, 1e30],
+  wd: [0, 1e3], beta1: [0, 0.9999999], beta2: [0, 0.9999999], eps: [0, 1, true], 'fp-fraction': [0, 1],
+  lr2: [0, 1e3, true], 'distill-weight': [0, 1, true], 'train-bytes': [1, 4e18],
+  'd-model': [1, 4096], layers: [1, 64], 'd-head': [1, 4096], heads: [1, 4096], kernel: [1, 64],
+  'attn-top-k': [1, 1024], 'd-ff': [1, 16384], 'd-inner': [1, 16384], 'max-seq': [2, 65536], 'attn-window': [1, 65535],
+};
+export function flagRange(name) {
+  const r = FLAG_RANGES[name];
+  return r ? { lo: r[0], hi: r[1], loOpen: !!r[2], hiOpen: !!r[3] } : null;
+}
+function rangeText(r) {
+  return `${r.loOpen ? '>' : '>='} ${r.lo} and ${r.hiOpen ? '<' : '<='} ${r.hi}`;
+}
+
 // Flags the runner sets itself.
 const RUNNER_FLAGS = ['out', 'resume', 'log', 'log-every', 'eval-every', 'ckpt-every', 'quiet', 'stop-at'];
 const KERNEL_SETS = ['ref', 'sse2', 'avx2', 'avx512'];
@@ -67,6 +87,9 @@ export function checkFlag(name, value, where) {
   if ((kind === 'int' || kind === 'num') && (t !== 'number' || !Number.isFinite(value)))
     fail(`${where}: --${name} takes a number (got ${JSON.stringify(value)})`);
   if (kind === 'int' && !Number.isInteger(value)) fail(`${where}: --${name} takes an integer (got ${value})`);
+  const r = (kind === 'int' || kind === 'num') ? flagRange(name) : null;
+  if (r && (value < r.lo || value > r.hi || (r.loOpen && value === r.lo) || (r.hiOpen && value === r.hi)))
+    fail(`${where}: --${name} must be ${rangeText(r)} (got ${value})`);
 }
 
 function checkFlags(flags, where) {
@@ -107,7 +130,9 @@ export function parseSpec(text, name) {
     if (!isObj(spec.eval)) fail(`${name}: "eval" must be an object`);
     checkKeys(spec.eval, ['data', 'seq', 'max-bytes'], `${name} eval`);
     if ('data' in spec.eval && typeof spec.eval.data !== 'string') fail(`${name} eval: "data" must be a string`);
-    if ('seq' in spec.eval && !Number.isInteger(spec.eval.seq)) fail(`${name} eval: "seq" must be an integer`);
+    if ('seq' in spec.eval && (!Number.isInteger(spec.eval.seq) || spec.eval.seq < 2)) fail(`${name} eval: "seq" must be an integer >= 2`);
+    if ('max-bytes' in spec.eval && (!Number.isInteger(spec.eval['max-bytes']) || spec.eval['max-bytes'] < 0))
+      fail(`${name} eval: "max-bytes" must be an integer >= 0 (0: the whole file)`);
   }
   if ('eval_points' in spec && (!Number.isInteger(spec.eval_points) || spec.eval_points < 0 || spec.eval_points > 100))
     fail(`${name}: "eval_points" must be an integer 0..100`);

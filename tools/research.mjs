@@ -32,10 +32,24 @@ const outRel = relative(root, outDir).startsWith('..') ? outDir : (relative(root
 const die = (msg, code = 2) => { process.stderr.write(`research: ${msg}\n`); process.exit(code); };
 
 // ---- arguments ----
-function parseArgs(argv, spec) {
+const USAGE = {
+  sweep: 'usage: tools/research sweep SPEC.json [--jobs N] [--dry-run] [--filter REGEX] [--limit N] [--commit] [--every S]\n'
+    + '       tools/research sweep SPEC.json --emit gnu-parallel|slurm --out FILE [--filter REGEX]\n'
+    + 'Runs every cell of the spec that has no result yet (one `atome train` + `atome eval` each, one thread,\n'
+    + 'niced by the caller if wanted); --dry-run lists the runs with a single-thread timing estimate;\n'
+    + '--emit writes a GNU parallel job list or a Slurm array script instead (docs/research.md).',
+  run: 'usage: tools/research run SPEC.json --run ID [--commit]\nRuns exactly one cell of the spec (skipped if its result exists).',
+  list: 'usage: tools/research list SPEC.json\nPrints each run id, done or todo, and its flags.',
+  report: 'usage: tools/research report [--results DIR] [--out FILE] [--no-figures] [--check]\n'
+    + 'Rebuilds the research part of docs/RESULTS.md and docs/img/research/*.svg from the result files;\n'
+    + '--check compares instead of writing (exit 1 on a difference).',
+};
+
+function parseArgs(argv, spec, cmd) {
   const out = { _: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    if (a === '--help' || a === '-h') { console.log(USAGE[cmd]); process.exit(0); }
     if (!a.startsWith('--')) { out._.push(a); continue; }
     const eq = a.indexOf('=');
     const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
@@ -212,7 +226,8 @@ export async function runCell(specName, spec, run, { quiet = false, commit = fal
   let cmd = c.train;
   let resumed = false;
   if (existsSync(ckptAbs)) { cmd += ` --resume ${c.ckpt}`; resumed = true; }
-  if (!quiet) process.stderr.write(`research: ${specName}/${run.id}: ${resumed ? 'resuming' : 'training'}\n`);
+  const estimate = estimateOf(spec, run.flags);   // before training: the report sets it beside the time taken
+  if (!quiet) process.stderr.write(`research: ${specName}/${run.id}: ${resumed ? 'resuming' : 'training'} (estimated ${fmtDur(estimate)})\n`);
   let badKernels = false;
   const tr = await sh(cmd, { onStderr: (s) => { if (/ATOME_KERNELS=\S+ is not available here/.test(s)) { badKernels = true; return true; } return false; } });
   if (badKernels) throw new Error(`${run.id}: the kernel set ${spec.kernels} is not available on this machine; results would not be comparable`);
@@ -235,6 +250,7 @@ export async function runCell(specName, spec, run, { quiet = false, commit = fal
     spec: specName, run: run.id, grid: run.grid, cell: run.cell, labels: run.labels, flags: run.flags,
     nats_per_byte: evj.nats_per_byte, bpb: evj.bpb, ppl: evj.ppl, eval_bytes: evj.bytes,
     bytes_trained: bytesTrained, steps: train.steps, seconds: train.seconds,
+    estimate_seconds: Number.isFinite(estimate) ? Number(estimate.toPrecision(3)) : null,
     train_command: c.train, eval_command: c.eval,
     commit: gitCommit(), kernels: spec.kernels, threads: 1,
     config: f.config, family: p.family, quant: p.quant,
@@ -287,7 +303,12 @@ function fmtDur(s) {
 
 function runBytes(f) { return runSteps(f) * (f.batch ?? 16) * (f.seq ?? 64); }
 
-// Seconds per training step of a shape, from a 3-step probe on a small slice.
+// A shape's cost from a short probe on a small slice, run as the runs are:
+// one thread (ATOME_THREADS=1), the spec's kernel set. Seconds per step are
+// the probe's steps after its first (the first pays for allocation and
+// first-touch); peak memory is the probe's maximum resident set (GNU time),
+// to which a run adds the data files it loads.
+const PROBE_STEPS = 4;
 const probeCache = new Map();
 function probe(spec, f) {
   const keep = ['config', 'quant', 'batch', 'seq', 'd-model', 'layers', 'd-head', 'heads', 'kernel', 'attn-top-k', 'd-ff', 'd-inner', 'max-seq', 'pathways', 'attn-window', 'pos'];
@@ -296,48 +317,65 @@ function probe(spec, f) {
   const key = args.join(' ');
   if (probeCache.has(key)) return probeCache.get(key);
   const batch = f.batch ?? 16, seq = f.seq ?? 64;
-  const tmp = join(os.tmpdir(), `atome-probe-${process.pid}.ckpt`);
-  const a = [...args, '--data', sharedPath('train'), '--max-bytes', String(batch * seq * 4), '--split', '0.75',
-    '--steps', '3', '--out', tmp, '--quiet', '--log', '/dev/null'];
-  let s = NaN;
+  const tmp = join(os.tmpdir(), `atome-probe-${process.pid}`);
+  const one = (steps) => {
+    const a = [...args, '--data', sharedPath('train'), '--max-bytes', String(batch * seq * 4), '--split', '0.75',
+      '--steps', String(steps), '--out', `${tmp}.ckpt`, '--quiet', '--log', '/dev/null'];
+    const out = execFileSync('/usr/bin/time', ['-f', '%M', '-o', `${tmp}.rss`, atome, ...a], { encoding: 'utf8',
+      env: { ...process.env, ATOME_KERNELS: spec.kernels, ATOME_THREADS: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    return { s: lastJsonLine(out).seconds, kb: Number(readFileSync(`${tmp}.rss`, 'utf8').trim().split('\n').pop()) };
+  };
+  let r = { sps: NaN, rss: NaN };
   try {
-    const out = execFileSync(atome, a, { encoding: 'utf8', env: { ...process.env, ATOME_KERNELS: spec.kernels }, stdio: ['ignore', 'pipe', 'pipe'] });
-    s = lastJsonLine(out).seconds / 3;
+    const a = one(1), b = one(1 + PROBE_STEPS);
+    r = { sps: Math.max(0, b.s - a.s) / PROBE_STEPS, rss: 1024 * Math.max(a.kb, b.kb) };
   } catch {}
-  rmSync(tmp, { force: true });
-  probeCache.set(key, s);
-  return s;
+  rmSync(`${tmp}.ckpt`, { force: true });
+  rmSync(`${tmp}.rss`, { force: true });
+  probeCache.set(key, r);
+  return r;
 }
+const estimateOf = (spec, f) => probe(spec, f).sps * runSteps(f);
 
-// The run list with parameter counts and an estimate from a 3-step timing probe per shape.
+// The run list with parameter counts: finished runs with the seconds they
+// took, the others with an estimate from a single-thread probe per shape.
 function dryRun(spec, name, plan, opts) {
   let total = 0;
   const rows = plan.map(({ run, p }) => {
-    const done = existsSync(resultPath(name, run.id));
-    const sps = probe(spec, run.flags);
-    const est = sps * runSteps(run.flags);
+    const rp = resultPath(name, run.id);
+    const done = existsSync(rp);
+    const rec = done ? JSON.parse(readFileSync(rp, 'utf8')) : null;
+    const est = done ? null : estimateOf(spec, run.flags);
     if (!done) total += est;
     return { run: run.id, config: run.flags.config, quant: p.quant, params: p.params, steps: runSteps(run.flags),
-      bytes: runBytes(run.flags), est_s: Math.round(est), done };
+      bytes: runBytes(run.flags), est_s: done ? null : Math.round(est), recorded_s: done ? Math.round(rec.seconds) : null,
+      recorded_est_s: rec && Number.isFinite(rec.estimate_seconds) ? Math.round(rec.estimate_seconds) : null, done };
   });
   const w = Math.max(3, ...rows.map(r => r.run.length));
-  console.log(`${'run'.padEnd(w)}  ${'config'.padEnd(12)} quant    params     steps   est      done`);
-  for (const r of rows)
-    console.log(`${r.run.padEnd(w)}  ${r.config.padEnd(12)} ${r.quant.padEnd(8)} ${String(r.params).padStart(7)} ${String(r.steps).padStart(9)}   ${fmtDur(r.est_s).padEnd(8)} ${r.done ? 'yes' : ''}`);
+  console.log(`${'run'.padEnd(w)}  ${'config'.padEnd(12)} quant    params     steps   time`);
+  for (const r of rows) {
+    const t = r.done ? `${fmtDur(r.recorded_s)} (done${r.recorded_est_s !== null ? `; estimated ${fmtDur(r.recorded_est_s)}` : ''})` : `~${fmtDur(r.est_s)}`;
+    console.log(`${r.run.padEnd(w)}  ${r.config.padEnd(12)} ${r.quant.padEnd(8)} ${String(r.params).padStart(7)} ${String(r.steps).padStart(9)}   ${t}`);
+  }
   const jobs = opts.jobs || os.cpus().length;
-  console.log(`${rows.length} runs, ${rows.filter(r => r.done).length} done; ~${fmtDur(total)} of CPU left (~${fmtDur(total / jobs)} at ${jobs} jobs)`);
+  console.log(`${rows.length} runs, ${rows.filter(r => r.done).length} done; ~${fmtDur(total)} of CPU left on one thread per run (~${fmtDur(total / jobs)} at ${jobs} jobs)`);
   console.log(JSON.stringify({ spec: name, runs: rows, cpu_seconds_left: Math.round(total), jobs }));
 }
 
 async function sweep(path, opts) {
   const { spec, name, runs: all } = loadSpec(path);
   let runs = all;
-  if (opts.filter) { const re = new RegExp(opts.filter); runs = runs.filter(r => re.test(r.id)); }
-  if (opts.emit) return emit(path, name, runs, opts);
+  if (opts.filter) {
+    let re;
+    try { re = new RegExp(opts.filter); } catch (e) { die(`--filter: not a regular expression (${e.message})`); }
+    runs = runs.filter(r => re.test(r.id));
+    if (!runs.length) die(`--filter '${opts.filter}' matches none of the ${all.length} runs of ${name} (tools/research list ${path})`);
+  }
   // every command can be built and every shape counted before anything runs
   let plan;
   try { plan = runs.map(r => ({ run: r, cmd: commandsFor(name, spec, r), p: paramsOf(r.flags) })); }
   catch (e) { if (e instanceof SpecError) die(e.message); throw e; }
+  if (opts.emit) return emit(path, name, spec, plan, opts);
   if (opts['dry-run']) return dryRun(spec, name, plan, opts);
   let todo = plan.filter(x => !existsSync(resultPath(name, x.run.id)));
   const doneAtStart = plan.length - todo.length;
@@ -380,35 +418,73 @@ async function sweep(path, opts) {
 }
 
 // ---- emitted job lists ----
-function emit(path, name, runs, opts) {
+// Only the selected runs without a result are emitted. The Slurm script
+// carries no path of this machine: the checkout comes from ATOME_ROOT (or the
+// directory sbatch was called from) and the log folder from ATOME_LOG_DIR
+// (default <checkout>/research/runs/<spec>), both read when a task starts;
+// --time and --mem come from the single-thread probe of the costliest run.
+function slurmLimits(spec, todo) {
+  let sec = 0, mem = 0;
+  const fileBytes = (v) => { try { return statSync(sharedPath(v)).size; } catch { return 0; } };
+  for (const x of todo) {
+    const f = x.run.flags;
+    sec = Math.max(sec, estimateOf(spec, f));
+    const data = fileBytes(f.data) + (f.valid ? fileBytes(f.valid) : 0) + fileBytes((spec.eval || {}).data || 'valid');
+    mem = Math.max(mem, probe(spec, f).rss + data);
+  }
+  if (!Number.isFinite(sec) || !Number.isFinite(mem)) die('--emit slurm: the timing probe failed (is build/native/atome built?)', 1);
+  const t = Math.ceil(sec * 1.5 + 600);
+  const time = `${Math.floor(t / 86400)}-${String(Math.floor(t / 3600) % 24).padStart(2, '0')}:${String(Math.floor(t / 60) % 60).padStart(2, '0')}:${String(t % 60).padStart(2, '0')}`;
+  return { time, memMB: Math.max(256, Math.ceil(mem * 1.5 / 2 ** 20)), estimate_s: Math.round(sec) };
+}
+
+function slurmScript(specRel, name, todo, lim, outName) {
+  const logDefault = process.env.ATOME_RESEARCH_DIR ? `${outRel}/runs/${name}` : `research/runs/${name}`;
+  return [
+    '#!/usr/bin/env bash',
+    `# tools/research sweep ${specRel} --emit slurm: one array task per run of the spec`,
+    '# that had no result when this was written (the same result files as the built-in runner).',
+    `# Submit from the checkout, or from anywhere with ATOME_ROOT=<checkout>: sbatch ${outName}`,
+    `# Logs: $ATOME_LOG_DIR, default <checkout>/${logDefault}/, one file per task.`,
+    `# --time: the costliest run's single-thread estimate (${fmtDur(lim.estimate_s)}) x 1.5 + 10 min;`,
+    '# --mem: its probe\'s peak resident set plus the data files it loads, x 1.5.',
+    `#SBATCH --job-name=atome-${name}`,
+    `#SBATCH --array=0-${todo.length - 1}`,
+    '#SBATCH --ntasks=1',
+    '#SBATCH --cpus-per-task=1',
+    `#SBATCH --time=${lim.time}`,
+    `#SBATCH --mem=${lim.memMB}M`,
+    'set -euo pipefail',
+    'ROOT="${ATOME_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}"',
+    `[ -x "$ROOT/tools/research" ] || { echo "atome-${name}: '$ROOT' is not an Atome checkout: set ATOME_ROOT" >&2; exit 2; }`,
+    'cd "$ROOT"',
+    ...(process.env.ATOME_RESEARCH_DIR ? [`export ATOME_RESEARCH_DIR=${shq(outRel)}`] : []),
+    `LOG="\${ATOME_LOG_DIR:-${logDefault.startsWith('/') ? logDefault : `$ROOT/${logDefault}`}}"`,
+    'mkdir -p "$LOG"',
+    'exec > "$LOG/slurm-${SLURM_ARRAY_JOB_ID:-local}_${SLURM_ARRAY_TASK_ID}.out" 2>&1',
+    `RUNS=(${todo.map(x => shq(x.run.id)).join(' ')})`,
+    `exec tools/research run ${shq(specRel)} --run "\${RUNS[$SLURM_ARRAY_TASK_ID]}"`,
+    '',
+  ].join('\n');
+}
+
+function emit(path, name, spec, plan, opts) {
   if (!opts.out) die('--emit needs --out FILE');
+  if (opts.emit !== 'gnu-parallel' && opts.emit !== 'slurm') die(`--emit takes gnu-parallel or slurm (got '${opts.emit}')`);
+  const todo = plan.filter(x => !existsSync(resultPath(name, x.run.id)));
+  if (!todo.length) die(`every selected run of ${name} has a result: nothing to emit`);
   const specRel = relative(root, resolve(path));
   const tool = process.env.ATOME_RESEARCH_DIR ? `ATOME_RESEARCH_DIR=${shq(outRel)} tools/research` : 'tools/research';
-  let text;
+  let text, extra = {};
   if (opts.emit === 'gnu-parallel') {
-    text = runs.map(r => `cd ${shq(root)} && ${tool} run ${shq(specRel)} --run ${shq(r.id)}`).join('\n') + '\n';
-  } else if (opts.emit === 'slurm') {
-    text = [
-      '#!/usr/bin/env bash',
-      `# tools/research sweep ${specRel} --emit slurm: one array task per run of the spec`,
-      `# (the same result files as the built-in runner). Submit with: sbatch ${basename(opts.out)}`,
-      `#SBATCH --job-name=atome-${name}`,
-      `#SBATCH --array=0-${runs.length - 1}`,
-      '#SBATCH --ntasks=1',
-      '#SBATCH --cpus-per-task=1',
-      `#SBATCH --chdir=${root}`,
-      `#SBATCH --output=${join(outDir, 'runs', name)}/slurm-%A_%a.out`,
-      'set -euo pipefail',
-      `cd "\${ATOME_ROOT:-${root}}"`,
-      ...(process.env.ATOME_RESEARCH_DIR ? [`export ATOME_RESEARCH_DIR=${shq(outRel)}`] : []),
-      `RUNS=(${runs.map(r => shq(r.id)).join(' ')})`,
-      `exec tools/research run ${shq(specRel)} --run "\${RUNS[$SLURM_ARRAY_TASK_ID]}"`,
-      '',
-    ].join('\n');
-  } else die(`--emit takes gnu-parallel or slurm (got '${opts.emit}')`);
+    text = todo.map(x => `cd "\${ATOME_ROOT:-${root}}" && ${tool} run ${shq(specRel)} --run ${shq(x.run.id)}`).join('\n') + '\n';
+  } else {
+    const lim = slurmLimits(spec, todo);
+    text = slurmScript(specRel, name, todo, lim, basename(opts.out));
+    extra = { time: lim.time, mem_mb: lim.memMB };
+  }
   writeAtomic(resolve(opts.out), text);
-  if (opts.emit === 'slurm') mkdirSync(join(outDir, 'runs', name), { recursive: true });
-  console.log(JSON.stringify({ spec: name, emit: opts.emit, out: opts.out, runs: runs.length }));
+  console.log(JSON.stringify({ spec: name, emit: opts.emit, out: opts.out, runs: todo.length, done: plan.length - todo.length, ...extra }));
 }
 
 // ---- main ----
@@ -421,13 +497,13 @@ async function main() {
     return;
   }
   if (cmd === 'sweep') {
-    const o = parseArgs(rest, { jobs: 'int', 'dry-run': 'flag', emit: 'str', out: 'str', filter: 'str', limit: 'int', commit: 'flag', every: 'int' });
-    if (o._.length !== 1) die('usage: tools/research sweep SPEC.json [--jobs N] [--dry-run] [--emit gnu-parallel|slurm --out FILE]');
+    const o = parseArgs(rest, { jobs: 'int', 'dry-run': 'flag', emit: 'str', out: 'str', filter: 'str', limit: 'int', commit: 'flag', every: 'int' }, 'sweep');
+    if (o._.length !== 1) die(USAGE.sweep.split('\n')[0]);
     return sweep(o._[0], o);
   }
   if (cmd === 'run') {
-    const o = parseArgs(rest, { run: 'str', commit: 'flag' });
-    if (o._.length !== 1 || !o.run) die('usage: tools/research run SPEC.json --run ID');
+    const o = parseArgs(rest, { run: 'str', commit: 'flag' }, 'run');
+    if (o._.length !== 1 || !o.run) die(USAGE.run.split('\n')[0]);
     const { spec, name, runs } = loadSpec(o._[0]);
     const run = runs.find(r => r.id === o.run);
     if (!run) die(`${name} has no run '${o.run}' (tools/research list ${o._[0]})`);
@@ -438,14 +514,14 @@ async function main() {
     return;
   }
   if (cmd === 'list') {
-    const o = parseArgs(rest, {});
-    if (o._.length !== 1) die('usage: tools/research list SPEC.json');
+    const o = parseArgs(rest, {}, 'list');
+    if (o._.length !== 1) die(USAGE.list.split('\n')[0]);
     const { name, runs } = loadSpec(o._[0]);
     for (const r of runs) console.log(`${r.id}\t${existsSync(resultPath(name, r.id)) ? 'done' : 'todo'}\t${JSON.stringify(r.flags)}`);
     return;
   }
   if (cmd === 'report') {
-    const o = parseArgs(rest, { results: 'str', out: 'str', 'no-figures': 'flag', check: 'flag' });
+    const o = parseArgs(rest, { results: 'str', out: 'str', 'no-figures': 'flag', check: 'flag' }, 'report');
     const { report } = await import('./research-report.mjs');
     return report({ results: resolve(o.results || join(root, 'research/results')), out: resolve(o.out || join(root, 'docs/RESULTS.md')),
       figures: !o['no-figures'], check: !!o.check, root });

@@ -41,7 +41,7 @@ function sh(cmd, args, { env = {}, cwd = repo } = {}) {
 
 // A result without what legitimately differs between two executions.
 function norm(r) {
-  const { seconds, commit, ...rest } = r;
+  const { seconds, commit, estimate_seconds, ...rest } = r;
   return rest;
 }
 function results(dir, spec) {
@@ -66,8 +66,15 @@ test('one tiny spec, four ways to run it, the same result files', { timeout: 600
   assert.equal(dry.code, 0, dry.err);
   const dj = JSON.parse(dry.out.trim().split('\n').pop());
   assert.deepEqual(dj.runs.map(r => r.run), ['atome-s0', 'atome-s1', 'vanilla-s0', 'vanilla-s1']);
-  assert.ok(dj.runs.every(r => r.params > 0 && r.est_s >= 0 && r.steps === 40));
+  assert.ok(dj.runs.every(r => r.params > 0 && r.est_s >= 0 && r.steps === 40 && !r.done));
   assert.ok(!existsSync(path.join(dir, 'results')), 'a dry run runs nothing');
+  // a filter that matches nothing is refused, for every way of running
+  for (const cmd of [['sweep', spec, '--filter', '^nope$'], ['sweep', spec, '--filter', '^nope$', '--emit', 'slurm', '--out', path.join(tmp, 'x.sbatch')]]) {
+    const e = await sh(tool, cmd, { env });
+    assert.equal(e.code, 2, cmd.join(' '));
+    assert.match(e.err, /matches none of the 4 runs/);
+    assert.ok(!existsSync(path.join(tmp, 'x.sbatch')) && !existsSync(dir), 'nothing written');
+  }
 
   // 1. the built-in runner
   const a = await sh(tool, ['sweep', spec, '--jobs', '2'], { env });
@@ -86,6 +93,16 @@ test('one tiny spec, four ways to run it, the same result files', { timeout: 600
   assert.ok(ref['atome-s0.json'].router && ref['atome-s0.json'].router.weights.length === 2, 'atome runs carry router statistics');
   assert.equal(ref['vanilla-s0.json'].router, null);
   assert.notEqual(ref['atome-s0.json'].nats_per_byte, ref['atome-s1.json'].nats_per_byte, 'seeds differ');
+  for (const f of Object.keys(ref))
+    assert.ok(JSON.parse(readFileSync(path.join(dir, 'results/tiny', f), 'utf8')).estimate_seconds >= 0, `${f} carries its estimate`);
+  // the dry run of a finished sweep probes nothing: it shows the recorded and estimated times
+  const dry2 = JSON.parse((await sh(tool, ['sweep', spec, '--dry-run'], { env })).out.trim().split('\n').pop());
+  assert.ok(dry2.runs.every(r => r.done && r.est_s === null && r.recorded_s >= 0 && r.recorded_est_s >= 0));
+  assert.equal(dry2.cpu_seconds_left, 0);
+  // with everything done there is nothing to emit
+  const none = await sh(tool, ['sweep', spec, '--emit', 'slurm', '--out', path.join(tmp, 'x.sbatch')], { env });
+  assert.equal(none.code, 2);
+  assert.match(none.err, /nothing to emit/);
   // a second sweep finds everything done and runs nothing
   const again = await sh(tool, ['sweep', spec, '--jobs', '2'], { env });
   assert.equal(again.code, 0);
@@ -110,21 +127,32 @@ test('one tiny spec, four ways to run it, the same result files', { timeout: 600
   assert.deepEqual(results(dir, 'tiny'), ref);
   stash(dir, 'parallel');
 
-  // 3. the Slurm array script, once per index
+  // 3. the Slurm array script, once per index, run from another directory
+  // with the checkout and the log folder taken from the environment
   const sb = path.join(tmp, 'tiny.sbatch');
   r = await sh(tool, ['sweep', spec, '--emit', 'slurm', '--out', sb], { env });
   assert.equal(r.code, 0, r.err);
   const script = readFileSync(sb, 'utf8');
   assert.match(script, /#SBATCH --array=0-3/);
+  assert.match(script, /#SBATCH --time=\d+-\d\d:\d\d:\d\d/);
+  assert.match(script, /#SBATCH --mem=\d+M/);
+  assert.ok(!script.includes(repo), 'no path of this checkout in the script');
+  assert.ok(!existsSync(path.join(dir, 'runs')), 'emitting creates no folder');
+  const away = mkdtempSync(path.join(tmp, 'elsewhere-'));
+  const logs = path.join(tmp, 'array-logs');
   for (let i = 0; i < 4; i++) {
-    r = await sh('bash', [sb], { env: { SLURM_ARRAY_TASK_ID: String(i) } });
+    r = await sh('bash', [sb], { cwd: away, env: { SLURM_ARRAY_TASK_ID: String(i), ATOME_ROOT: repo, ATOME_LOG_DIR: logs } });
     assert.equal(r.code, 0, r.err);
   }
   assert.deepEqual(results(dir, 'tiny'), ref);
+  assert.equal(readdirSync(logs).filter(f => /^slurm-local_\d\.out$/.test(f)).length, 4, 'one log per task in ATOME_LOG_DIR');
+  r = await sh('bash', [sb], { cwd: away, env: { SLURM_ARRAY_TASK_ID: '0', ATOME_ROOT: away } });
+  assert.equal(r.code, 2, 'a folder that is not a checkout is refused');
+  assert.match(r.err, /not an Atome checkout/);
   stash(dir, 'array');
 
-  // 4. a real one-node Slurm, started and stopped here (the script emitted
-  // again: emitting makes the folder its logs go to)
+  // 4. a real one-node Slurm, started and stopped here, the job submitted
+  // from another directory
   r = await sh(tool, ['sweep', spec, '--emit', 'slurm', '--out', sb], { env });
   assert.equal(r.code, 0, r.err);
   const sd = path.join(tmp, 'slurm');
@@ -132,9 +160,10 @@ test('one tiny spec, four ways to run it, the same result files', { timeout: 600
   assert.equal(up.code, 0, up.err);
   try {
     const conf = up.out.trim();
-    r = await sh('sbatch', ['--wait', sb], { env: { SLURM_CONF: conf } });
+    r = await sh('sbatch', ['--wait', sb], { cwd: away, env: { SLURM_CONF: conf, ATOME_ROOT: repo } });
     assert.equal(r.code, 0, r.out + r.err);
     assert.deepEqual(results(dir, 'tiny'), ref);
+    assert.equal(readdirSync(path.join(dir, 'runs', 'tiny')).filter(f => f.startsWith('slurm-')).length, 4, 'logs in the default folder');
   } finally {
     await sh('bash', [path.join(repo, 'tests/research/slurm-node.sh'), 'down', sd]);
   }
@@ -215,6 +244,19 @@ test('a committed result re-runs from its own commands to the same nats_per_byte
   }
 });
 
+test('--help on every subcommand prints its usage and exits 0', async () => {
+  for (const cmd of ['sweep', 'run', 'list', 'report']) {
+    for (const h of ['--help', '-h']) {
+      const r = await sh(tool, [cmd, h]);
+      assert.equal(r.code, 0, `${cmd} ${h}: ${r.err}`);
+      assert.match(r.out, new RegExp(`^usage: tools/research ${cmd} `));
+    }
+  }
+  const top = await sh(tool, ['--help']);
+  assert.equal(top.code, 0);
+  assert.match(top.out, /tools\/research sweep SPEC\.json/);
+});
+
 test('malformed specs are refused with one line, before any run', async () => {
   const bad = (over) => ({ ...JSON.parse(JSON.stringify(TINY)), ...over });
   const g = (axes, flags) => [{ name: 'g', axes, ...(flags ? { flags } : {}) }];
@@ -234,6 +276,12 @@ test('malformed specs are refused with one line, before any run', async () => {
     ['bad match', bad({ grids: g({ model: [{ id: 'x', flags: { config: 'vanilla-tiny' }, match: { family: 'vanilla', params: 10, tol: 0 } }] }) }), /no vanilla shape/],
     ['duplicate ids', bad({ grids: [...g({ model: [TINY.grids[0].axes.model[0]] }), ...g({ model: [TINY.grids[0].axes.model[0]] })] }), /two runs have the id/],
     ['not JSON', '{"kernels": ', /not valid JSON/],
+    ['negative steps', bad({ flags: { ...TINY.flags, steps: -5 } }), /--steps must be >= 1 /],
+    ['negative lr', bad({ flags: { ...TINY.flags, lr: -0.001 } }), /--lr must be > 0 /],
+    ['zero lr', bad({ flags: { ...TINY.flags, lr: 0 } }), /--lr must be > 0 /],
+    ['negative train-bytes', bad({ flags: { ...TINY.flags, steps: undefined, 'train-bytes': -1000 } }), /--train-bytes must be >= 1 /],
+    ['batch 0 in an axis', bad({ grids: g({ batch: [0] }) }), /--batch must be >= 1 /],
+    ['split 1', bad({ flags: { ...TINY.flags, split: 1 } }), /--split must be > 0 and < 1 /],
   ];
   for (const [what, spec, want] of cases) {
     const dir = path.join(tmp, 'bad');

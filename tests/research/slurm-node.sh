@@ -66,7 +66,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName=$host CPUs=$(nproc) State=UNKNOWN
+NodeName=$host CPUs=$(nproc) RealMemory=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 * 9 / 10 )) State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
 export SLURM_CONF="$D/slurm.conf"
