@@ -206,7 +206,7 @@ test('the report: rebuilt byte-identically from the committed results, and deter
   assert.equal(chk.code, 0, `docs/RESULTS.md or its figures differ from what the committed results give: run tools/research report (${chk.out}${chk.err})`);
   const j = JSON.parse(chk.out.trim());
   assert.equal(j.same, true);
-  assert.equal(j.claims, 13);
+  assert.equal(j.claims, 14);
   // into an empty file twice: the same bytes, figures included
   const a = path.join(tmp, 'rep-a', 'R.md'), b = path.join(tmp, 'rep-b', 'R.md');
   for (const f of [a, b]) {
@@ -217,7 +217,53 @@ test('the report: rebuilt byte-identically from the committed results, and deter
   const figs = readdirSync(path.join(tmp, 'rep-a', 'img/research')).sort();
   assert.ok(figs.length >= 1);
   for (const f of figs) assert.equal(readFileSync(path.join(tmp, 'rep-a', 'img/research', f), 'utf8'), readFileSync(path.join(tmp, 'rep-b', 'img/research', f), 'utf8'));
-  assert.match(readFileSync(a, 'utf8'), /\| claim \| published \| ours/);
+  const doc = readFileSync(a, 'utf8');
+  assert.match(doc, /\| claim \| published \[file\] \| compared here \| ours/);
+  assert.match(doc, /\*\*The rule every row follows\.\*\*/);
+  // the 944K row: the published budget was not run, so no verdict; the 16M figure is named as ours
+  const row944 = doc.split('\n').find(l => l.startsWith('| 944K reversal'));
+  assert.match(row944, /\*\*undetermined\*\* \(the published budget/);
+  assert.match(row944, /a smaller claim of ours/);
+  assert.doesNotMatch(doc, /2σ\)/, 'cells say 2·SE, what is computed');
+});
+
+test('published figures: every sentence is in the seed file it names', async () => {
+  const P = JSON.parse(readFileSync(path.join(repo, 'research/published/figures.json'), 'utf8'));
+  const norm = (t) => t.replace(/\s+>\s+/g, ' ').replace(/\s+/g, ' ');
+  const ref = path.join(process.env.ATOME_SHARED_DIR || path.join(repo, '../shared'), 'reference');
+  assert.ok(Object.keys(P.figures).length >= 20);
+  for (const [id, f] of Object.entries(P.figures)) {
+    assert.ok(P.sources[f.source], `${id}: unknown source ${f.source}`);
+    const text = norm(readFileSync(path.join(ref, P.sources[f.source]), 'utf8'));
+    assert.ok(text.includes(norm(f.quote)), `${id}: its sentence is not in ${P.sources[f.source]}`);
+  }
+  // the figures the reviewer found typed in by hand and quoted nowhere are gone from the report's code
+  const code = readFileSync(path.join(repo, 'tools/research-claims.mjs'), 'utf8') + readFileSync(path.join(repo, 'tools/research-report.mjs'), 'utf8');
+  for (const s of ['−11.5 %', 'seeds 0–2', '0.9337', '22.2–24.0']) assert.ok(!code.includes(s), `"${s}" typed into the report code`);
+});
+
+test('the verdict rule: one rule, the same in every row', async () => {
+  const { cmp, partVerdict, claimVerdict, MIN_SEEDS } = await import(path.join(repo, 'tools/research-claims.mjs'));
+  const cell = (xs) => { const n = xs.length, m = xs.reduce((s, v) => s + v, 0) / n;
+    return { n, mean: m, sd: Math.sqrt(xs.reduce((s, v) => s + (v - m) ** 2, 0) / (n - 1)) }; };
+  const A = cell([1.00, 1.01, 0.99]), B = cell([1.10, 1.11, 1.09]), Bn = cell([1.005, 1.015, 0.995]);
+  assert.equal(MIN_SEEDS, 3);
+  assert.equal(partVerdict({ kind: 'win', c: cmp(A, B) }), 'holds');
+  assert.equal(partVerdict({ kind: 'win', c: cmp(B, A) }), 'does not hold', 'the other way beyond 2·SE');
+  assert.equal(partVerdict({ kind: 'win', c: cmp(A, Bn) }), 'does not hold', 'within 2·SE: a win not shown');
+  assert.equal(partVerdict({ kind: 'tie', c: cmp(A, Bn) }), 'holds');
+  assert.equal(partVerdict({ kind: 'tie', c: cmp(A, B) }), 'does not hold');
+  assert.equal(partVerdict({ kind: 'win', c: cmp(cell([1, 1.01]), B) }), 'undetermined', 'two seeds');
+  assert.equal(partVerdict({ kind: 'win', c: cmp(null, B) }), 'undetermined');
+  const c = cmp(A, Bn);
+  assert.ok(c.need > 3 && Number.isFinite(c.need), 'seeds needed for a within-noise difference');
+  // 2·SE, not 2σ: at n = 3 and equal σ the threshold is about 1.63σ
+  assert.ok(Math.abs(2 * cmp(A, cell([1.1, 1.11, 1.09])).se / A.sd - 2 * Math.sqrt(2 / 3)) < 1e-9);
+  const h = { kind: 'win', c: cmp(A, B) }, n = { kind: 'win', c: cmp(B, A) }, u = { kind: 'win', c: cmp(null, B) };
+  assert.equal(claimVerdict([h, h]), 'holds');
+  assert.equal(claimVerdict([h, n]), 'does not hold');
+  assert.equal(claimVerdict([h, u]), 'undetermined');
+  assert.equal(claimVerdict([u, n]), 'does not hold', 'one part that does not hold decides');
 });
 
 test('a committed result re-runs from its own commands to the same nats_per_byte (close, where its kernel set is missing)', { timeout: 300000 }, async () => {
