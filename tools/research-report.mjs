@@ -88,7 +88,7 @@ async function svgOf(vl) {
   return view.toSVG();
 }
 const VL = 'https://vega.github.io/schema/vega-lite/v6.json';
-const BASE = { $schema: VL, background: 'white', config: { font: 'sans-serif', axis: { labelFontSize: 11, titleFontSize: 12 }, legend: { labelFontSize: 11 } } };
+const BASE = { $schema: VL, background: 'white', config: { font: 'sans-serif', axis: { labelFontSize: 11, titleFontSize: 12 }, legend: { labelFontSize: 11, labelLimit: 320 } } };
 
 // loss curves per spec: mean over seeds at each eval point
 function figCurves(C, results, figs) {
@@ -114,7 +114,7 @@ function figCurves(C, results, figs) {
 function figShapes(C, results, figs) {
   const sv = [];
   for (const r of results.filter(r => r.spec === 'r2-shapes' && r.quant === 'fp32' && (!r.shape.pos || r.shape.pos === 'learned')))
-    sv.push({ depth: r.shape.layers, shape: `${r.shape.layers}×${r.shape.d_model} ff${r.shape.d_ff}`, orig: r.cell.model === 'orig' ? 'reference 3×44 (69K at max_seq 256)' : 'param-matched',
+    sv.push({ depth: r.shape.layers, shape: `${r.shape.layers}×${r.shape.d_model} ff${r.shape.d_ff}`, orig: r.cell.model === 'orig' ? 'reference 3×44, 69K params' : 'param-matched',
       budget: `${r.cell.budget} bytes (${r.steps.toLocaleString('en-US')} steps)`, bpb: r.bpb, seed: r.cell.seed });
   if (sv.length) figs.push({ name: 'shape-sweep', title: 'Transformer shapes at the 60K target (fp32): held-out bpb by depth, both budgets on one bpb axis; each point a seed', vl: { ...BASE,
     data: { values: sv }, facet: { field: 'budget', type: 'nominal', title: 'training budget', sort: 'descending' },
