@@ -27,6 +27,7 @@
  *    broken template, model larger than the slot or the RAM, write error).
  *  - Success prints one JSON line (docs/cli.md). */
 #include "cli.h"
+#include "core/boards.h"
 #include "core/engine.h"
 #include "core/format.h"
 #include "core/cost.h"
@@ -41,7 +42,13 @@
 #define ATOME_SOURCE_DIR "."
 #endif
 
-static const char *const BOARDS[] = { "mps2-an385", "microbit", "pico" };
+/* "unknown board 'x' (mps2-an385, microbit or pico)": CLI_USAGE. */
+static int unknown_board(const char *cmd, const char *board) {
+    char names[256];
+    atm_fw_board_list(names, sizeof names, " or ");
+    if (!board) return cli_err(CLI_USAGE, "%s: --board is required (%s)", cmd, names);
+    return cli_err(CLI_USAGE, "%s: unknown board '%s' (%s)", cmd, board, names);
+}
 
 /* Directory of the running binary ("" if unknown), without the trailing '/'. */
 static void exe_dir(char *out, size_t n) {
@@ -254,8 +261,7 @@ static int write_image(fw_job *j, const settings_args *sa, cli_opt *opts, int no
         if (atm_fwset_encode(&j->set, block) != ATM_FWSET_OK || atm_fw_put_settings(j->elf, j->elen, block, err, sizeof err) != ATM_FW_OK)
             return cli_err(CLI_RUNTIME, "firmware: cannot write the settings block: %s", err);
     }
-    const int fmt = strcmp(j->format, "hex") == 0 ? ATM_FW_FORMAT_HEX : strcmp(j->format, "bin") == 0 ? ATM_FW_FORMAT_BIN
-                  : strcmp(j->format, "uf2") == 0 ? ATM_FW_FORMAT_UF2 : ATM_FW_FORMAT_ELF;
+    const int fmt = atm_fw_format_parse(j->format);
     uint8_t *data = NULL;
     size_t dlen = 0;
     if (atm_fw_make_file(j->elf, j->elen, fmt, &data, &dlen, &j->base, &j->flash_bytes, err, sizeof err) != ATM_FW_OK)
@@ -324,16 +330,16 @@ int cmd_firmware(int argc, char **argv) {
     int rc = cli_parse("firmware", argc, argv, opts, nopts);
     if (rc) return rc;
     if (!j.model) return cli_err(CLI_USAGE, "firmware: --model is required");
-    if (!j.board) return cli_err(CLI_USAGE, "firmware: --board is required (mps2-an385, microbit or pico)");
+    if (!j.board) return unknown_board("firmware", NULL);
     if (!j.out || !*j.out) return cli_err(CLI_USAGE, "firmware: --out is required");
-    int known = 0;
-    for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(j.board, BOARDS[i]) == 0;
-    if (!known) return cli_err(CLI_USAGE, "firmware: unknown board '%s' (mps2-an385, microbit or pico)", j.board);
-    if (strcmp(j.format, "elf") && strcmp(j.format, "hex") && strcmp(j.format, "bin") && strcmp(j.format, "uf2"))
-        return cli_err(CLI_USAGE, "firmware: --format must be elf, hex, bin or uf2 (got '%s')", j.format);
-    if (strcmp(j.format, "uf2") == 0 && !atm_fw_uf2_family(j.board))
-        return cli_err(CLI_USAGE, "firmware: --format uf2 is for the pico (the RP2040 bootrom's drive); the %s takes elf, hex or bin",
-                       j.board);
+    if (!atm_board_find(j.board)) return unknown_board("firmware", j.board);
+    const int fmt = atm_fw_format_parse(j.format);
+    if (fmt < 0) return cli_err(CLI_USAGE, "firmware: --format must be elf, hex, bin or uf2 (got '%s')", j.format);
+    if (!atm_fw_board_takes(j.board, fmt)) {
+        char why[300];
+        atm_fw_format_refusal(j.board, fmt, why, sizeof why);
+        return cli_err(CLI_USAGE, "firmware: %s", why);
+    }
     if (strcmp(j.encoding, "auto") && strcmp(j.encoding, "keep"))
         return cli_err(CLI_USAGE, "firmware: --encoding must be auto or keep (got '%s')", j.encoding);
     j.with_settings = settings_seen(opts, 6);
@@ -400,9 +406,7 @@ static int write_example(const char *out, const char *name, char *example, size_
 /* header --board: the largest window whose engine fits the board's RAM
  * (its template's arena, as for `atome firmware`). */
 static int header_board_fit(const char *board, const atm_model *m, int *max_window, long long *arena) {
-    int known = 0;
-    for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(board, BOARDS[i]) == 0;
-    if (!known) return cli_err(CLI_USAGE, "header: unknown board '%s' (mps2-an385, microbit or pico)", board);
+    if (!atm_board_find(board)) return unknown_board("header", board);
     char path[4096], tried[8192], err[512];
     if (find_template(board, path, sizeof path, tried, sizeof tried))
         return cli_err(CLI_RUNTIME, "header: no template image for %s (looked for %s): run 'cmake --preset mcu && "

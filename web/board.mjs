@@ -1,32 +1,68 @@
 // web/board.mjs — the "Download for a board" section: the open model as
-// ATOME01 / ATOME02 / C header, and for each board of BOARDS its fit card
+// ATOME01 / ATOME02 / C header, and for each board of the table of boards
+// (core/boards.def, from the module: `atome boards --json`) its card: the fit
 // (model slot, RAM at Generate's window, the largest window that fits), the
-// known answer, how to flash and run it, and its firmware downloads
-// (semihosting .elf, standalone .hex / .bin / .uf2 with Generate's settings;
-// the Pico has no semihosting: its .elf is standalone too).
+// known answer, how to flash and run it, and its firmware downloads (its
+// USB drive's standalone file — .hex / .bin / .uf2 — with Generate's
+// settings; the semihosting .elf, or on a board without semihosting a
+// standalone .elf).
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
 
-export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385', semihosting: true },
-  { id: 'microbit', name: 'micro:bit v1', semihosting: true }, { id: 'pico', name: 'Raspberry Pi Pico', semihosting: false }];
-
-// The section: the firmware templates fetched (board id -> promise of the
-// ELF bytes), each board's verdict for the open model (ok | warn | bad) and
-// a serial that tells a fit overtaken by a later one.
+// The section: the boards (rows of the module's table, set by setBoards),
+// the firmware templates fetched (board name -> promise of the ELF bytes),
+// each board's verdict for the open model (ok | warn | bad) and a serial
+// that tells a fit overtaken by a later one.
 export function initBoard(page) {
-  const bs = { templates: new Map(), fit: new Map(), serial: 0 };
+  const bs = { boards: [], templates: new Map(), fit: new Map(), serial: 0 };
   for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', () => updateFit(page, bs));
-  wireDownloads(page, bs);
-  return { state: bs, update: () => updateFit(page, bs), refresh: () => refreshBoard(page, bs) };
+  wireModelDownloads(page);
+  return { state: bs, update: () => updateFit(page, bs), refresh: () => refreshBoard(page, bs),
+    setBoards: (boards) => setBoards(page, bs, boards) };
+}
+
+// "cortex-m0plus" -> "Cortex-M0+"
+const cpuName = (cpu) => cpu.replace(/^cortex-m/, 'Cortex-M').replace(/plus$/, '+');
+const size = (n) => (n % 1048576 === 0 ? `${n / 1048576} MiB` : `${fmt(n / 1024)} KiB`);
+
+// The board's downloads: [element id, format, standalone?, text, secondary?].
+function downloadsOf(b) {
+  const debug = b.emulator === 'qemu' ? 'Debugger / QEMU image (.elf)' : 'Debugger image (.elf)';
+  return [[`download-${b.drive}-${b.name}`, b.drive, true, `Standalone image (.${b.drive})`, false],
+    b.semihosting ? [`download-fw-${b.name}`, 'elf', false, debug, true] : [`download-elf-${b.name}`, 'elf', true, debug, true]];
+}
+
+// One card a board, in the table's order, and their downloads wired.
+function setBoards(page, bs, boards) {
+  bs.boards = boards;
+  const cards = boards.map((b) => {
+    const card = Object.assign(document.createElement('div'), { className: 'board-card' });
+    card.dataset.board = b.name;
+    const h = Object.assign(document.createElement('h4'), { textContent: `${b.label} ` });
+    h.append(Object.assign(document.createElement('span'), { className: 'cpu',
+      textContent: `Arm ${cpuName(b.cpu)} · ${b.chip} · ${size(b.flash_bytes)} flash, ${size(b.ram_bytes)} RAM` }));
+    const actions = Object.assign(document.createElement('div'), { className: 'row actions wrap' });
+    for (const [id, format, standalone, text, secondary] of downloadsOf(b)) {
+      const btn = Object.assign(document.createElement('button'), { type: 'button', id, textContent: text, disabled: true });
+      if (secondary) btn.className = 'secondary';
+      btn.addEventListener('click', () => guarded(() => (standalone ? downloadStandalone(page, bs, b, format) : downloadDebug(page, bs, b))));
+      actions.append(btn);
+    }
+    card.append(h, Object.assign(document.createElement('div'), { className: 'fit-body' }), actions,
+      Object.assign(document.createElement('div'), { className: 'board-note' }));
+    return card;
+  });
+  $('fit-table').replaceChildren(...cards);
+  refreshBoard(page, bs);
 }
 
 function refreshBoard(page, bs) {
   const ok = page.ready.module && page.ready.model;
   for (const id of ['download-atome01', 'download-atome02', 'download-header']) $(id).disabled = !ok;
   // a board's firmware buttons: off while its card says the model does not fit (the verdict says why)
-  for (const b of BOARDS) {
-    const tooBig = bs.fit.get(b.id) === 'bad';
-    for (const btn of document.querySelectorAll(`.board-card[data-board="${b.id}"] .actions button`)) {
+  for (const b of bs.boards) {
+    const tooBig = bs.fit.get(b.name) === 'bad';
+    for (const btn of document.querySelectorAll(`.board-card[data-board="${b.name}"] .actions button`)) {
       btn.disabled = !ok || tooBig;
       btn.title = tooBig ? 'This model does not fit this board: see above' : '';
     }
@@ -52,12 +88,12 @@ async function updateFit(page, bs) {
   const serial = ++bs.serial;
   bs.fit.clear();
   const w = chosenWindow(page) || page.models.info(key).defaultWindow;
-  for (const b of BOARDS) {
-    const card = document.querySelector(`.board-card[data-board="${b.id}"]`);
+  for (const b of bs.boards) {
+    const card = document.querySelector(`.board-card[data-board="${b.name}"]`);
     const f = await fitVerdict(page, bs, b, key, w);
     if (serial !== bs.serial) return;
     card.className = `board-card ${f.cls}`;
-    bs.fit.set(b.id, f.cls);
+    bs.fit.set(b.name, f.cls);
     page.refresh();
     const known = f.cls === 'bad' ? knownPara() : await knownAnswer(page, key, f.runW);
     if (serial !== bs.serial) return;
@@ -71,23 +107,24 @@ async function updateFit(page, bs) {
 // (runW: the window the board runs at).
 async function fitVerdict(page, bs, b, key, w) {
   try {
-    const t = await template(bs, b.id);
+    const t = await template(bs, b.name);
     const f = await page.gen.call('fit', { key, template: t, window: w });
     const flashOk = f.model_bytes <= f.capacity, ramOk = f.max_window >= w;
     const verdict = !flashOk ? `Too big: the model does not fit the ${fmt(f.capacity)}-byte model slot` :
       f.max_window === 0 ? 'Too big: the engine does not fit the board\'s RAM at any window' :
       ramOk ? `Fits at window ${w}` : `Fits at window ${f.max_window} or less (not at ${w})`;
     const cls = flashOk && f.max_window > 0 ? (ramOk ? 'ok' : 'warn') : 'bad';
-    // the micro:bit's ATOME01 image also holds the model's offset stream (docs/mcu.md, "the model slot")
+    // an ATOME01 image of a board whose row says offset_stream (the micro:bit) also holds the model's
+    // offset stream (docs/mcu.md, "the model slot")
     const ox = f.offset_stream
       ? `; ${fmt(((f.model_bytes + 3) & ~3) + 8 + 2 * f.model_bytes)} with the model's offset stream (faster rows)` : '';
     const rows = [['Flash (model slot)', `${fmt(f.model_bytes)} of ${fmt(f.capacity)} bytes${ox}`],
       [`RAM at window ${w}`, `${fmt(f.ram_at_window)} of ${fmt(f.arena_bytes)} bytes`],
       ['Largest window that fits', f.max_window ? fmt(f.max_window) : 'none']];
     if (f.encoding_choice) rows.push(['Encoding', f.encoding_choice]);
-    // the Pico's cost model counts rp2040js's cycles; the others', QEMU's instructions at one per cycle
-    const per = b.id === 'pico'
-      ? 'emulated cycles a byte (cost model fitted to rp2040js, docs/mcu-cost.md; flash wait states not counted)'
+    // the cost model counts the emulator's cycles (the Pico's rp2040js) or QEMU's instructions at one per cycle
+    const per = b.cost.count === 'cycles_per_byte'
+      ? `emulated cycles a byte (cost model fitted to ${b.emulator}, docs/mcu-cost.md; flash wait states not counted)`
       : 'instructions a byte (cost model, docs/mcu-cost.md) at one per cycle, an upper bound on the board';
     // a speed only for a model the board can run
     if (f.estimate_bytes_per_s && flashOk && f.max_window > 0) rows.push(['Speed (estimate)', `about ${fmt(Math.round(f.estimate_bytes_per_s))} bytes/s at ` +
@@ -150,21 +187,29 @@ function pageSettings(page) {
 
 function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.elf`; }
 
+// How to flash a board: its own words where a board has them, else the
+// table's facts (its USB drive's file, its UART).
+const FLASH_NOTES = {
+  microbit: (base) => `Flash it: plug the micro:bit in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
+    'it restarts and prints the status line, the story and a byte count on its USB serial port: ' +
+    'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is for a debugger (pyocd, OpenOCD) or QEMU, ' +
+    'with the prompt and settings on the semihosting command line.',
+  'mps2-an385': (base) => `Flash it: copy ${base}-mps2-an385.bin to the MPS2 board's configuration USB drive and point ` +
+    'its images.txt at it; the story comes out of UART0 at 115200 baud. Under QEMU: qemu-system-arm -M mps2-an385 -display none ' +
+    `-monitor none -serial stdio -kernel ${base}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`,
+};
+const flashNote = (b, base) => (FLASH_NOTES[b.name] ?? ((x) => `Flash it: copy ${x}-${b.name}.${b.drive} to the ${b.label}'s USB ` +
+  'drive; it prints the status line, the story and a byte count on its serial port at 115200 baud. The .elf is for a debugger' +
+  `${b.emulator === 'qemu' ? ' or QEMU' : ''}.`))(base);
+
 // How to flash the board and read it, then the QEMU command with Generate's
-// settings (the Pico: its steps; QEMU has no RP2040).
+// settings (a board QEMU does not have, the Pico: its steps and emulator).
 function boardNote(page, b, key, w) {
-  if (b.id === 'pico') return picoSteps(b, page.models.current.replace(/\.atome$/, ''));
+  const base = page.models.current.replace(/\.atome$/, '');
+  if (b.emulator !== 'qemu') return picoSteps(b, base);
   const p = document.createElement('p');
   const cmd = qemuCommand(page, b, key, w);
-  const base = page.models.current.replace(/\.atome$/, '');
-  p.textContent = b.id === 'microbit'
-    ? `Flash it: plug the micro:bit in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
-      'it restarts and prints the status line, the story and a byte count on its USB serial port: ' +
-      'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is for a debugger (pyocd, OpenOCD) or QEMU, ' +
-      'with the prompt and settings on the semihosting command line.'
-    : `Flash it: copy ${base}-mps2-an385.bin to the MPS2 board's configuration USB drive and point ` +
-      'its images.txt at it; the story comes out of UART0 at 115200 baud. Under QEMU: qemu-system-arm -M mps2-an385 -display none ' +
-      `-monitor none -serial stdio -kernel ${base}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`;
+  p.textContent = flashNote(b, base);
   const label = document.createElement('p');
   label.className = 'cmd-label';
   const gw = chosenWindow(page) || page.models.info(key)?.defaultWindow;
@@ -207,9 +252,9 @@ function qemuCommand(page, b, key, w) {
     if (/^[0-9.]+$/.test(v)) args.push(flag, v);
   }
   args.push('--window', String(w));
-  return `qemu-system-arm -M ${b.id} -display none -monitor none -serial none ` +
+  return `qemu-system-arm -M ${b.name} -display none -monitor none -serial none ` +
     `-semihosting-config enable=on,target=native,arg=atome${args.map((a) => `,arg=${a}`).join('')} ` +
-    `-kernel ${fwName(key, b.id)} > story.txt`;
+    `-kernel ${fwName(key, b.name)} > story.txt`;
 }
 
 // The command, focusable, with its Copy button.
@@ -217,12 +262,12 @@ function commandRow(b, cmd, what = 'QEMU command') {
   const pre = document.createElement('pre');
   pre.textContent = cmd;
   pre.tabIndex = 0;
-  pre.setAttribute('aria-label', `${what} for ${b.name}`);
+  pre.setAttribute('aria-label', `${what} for ${b.label}`);
   const copy = document.createElement('button');
   copy.type = 'button';
   copy.className = 'secondary';
   copy.textContent = 'Copy';
-  copy.setAttribute('aria-label', `Copy the ${what} for ${b.name}`);
+  copy.setAttribute('aria-label', `Copy the ${what} for ${b.label}`);
   copy.addEventListener('click', () => guarded(async () => {
     await navigator.clipboard.writeText(cmd);
     copy.textContent = 'Copied';
@@ -234,7 +279,8 @@ function commandRow(b, cmd, what = 'QEMU command') {
   return row;
 }
 
-function wireDownloads(page, bs) {
+// The model file's downloads (the boards' are wired by setBoards).
+function wireModelDownloads(page) {
   const call = (type, args) => page.gen.call(type, args);
   const key = () => page.models.current;
   const base = () => key().replace(/\.atome$/, '');
@@ -245,29 +291,26 @@ function wireDownloads(page, bs) {
     const r = await call('header', { key: key(), source: key(), name: '' });
     download(r.text, `${base()}.h`, 'text/x-c');
   }));
-  for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin'],
-    ['download-uf2-pico', 'pico', 'uf2'], ['download-elf-pico', 'pico', 'elf']])
-    $(id).addEventListener('click', () => guarded(() => downloadStandalone(page, bs, board, format)));
-  for (const b of BOARDS.filter((x) => x.semihosting)) {
-    $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
-      const t = await template(bs, b.id);
-      let r;
-      try { r = await call('firmware', { key: key(), template: t, board: b.id }); } catch (e) { throw new Error(`${b.name}: ${e.message}`); }
-      download(r.image, fwName(key(), b.id));
-    }));
-  }
+}
+
+// The semihosting .elf (settings from the debugger or QEMU's command line).
+async function downloadDebug(page, bs, b) {
+  const t = await template(bs, b.name);
+  let r;
+  try { r = await page.gen.call('firmware', { key: page.models.current, template: t, board: b.name }); } catch (e) { throw new Error(`${b.label}: ${e.message}`); }
+  download(r.image, fwName(page.models.current, b.name));
 }
 
 // A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings baked in.
-async function downloadStandalone(page, bs, board, format) {
-  const b = BOARDS.find((x) => x.id === board);
+async function downloadStandalone(page, bs, b, format) {
+  const board = b.name;
   const t = await template(bs, board);
   let g;
   try { g = pageSettings(page); } catch (e) { markField(e); throw e; }
   const settings = { ...g, seed: String(g.seed) };
   let r;
   try { r = await page.gen.call('standalone', { key: page.models.current, template: t, board, settings, format }); } catch (e) {
-    throw new Error(`${b.name}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
+    throw new Error(`${b.label}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
   }
   testEvent('standalone', board, r.info.expect_hex);
   download(r.bytes, `${page.models.current.replace(/\.atome$/, '')}-${board}.${format}`);

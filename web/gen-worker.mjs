@@ -24,7 +24,8 @@ async function init({ forceScalar = false } = {}) {
   const simd = !forceScalar && simdSupported();
   const url = new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url);
   atome = await loadAtome(url, { onStderr: () => {} });
-  return { simd, module: simd ? 'atome.wasm' : 'atome-scalar.wasm', limits: atome.genLimits() };
+  return { simd, module: simd ? 'atome.wasm' : 'atome-scalar.wasm', limits: atome.genLimits(), version: atome.version(),
+    boards: atome.boards().boards };
 }
 
 function info(m, bytes) {

@@ -167,3 +167,31 @@ test('why this byte: generateExplained gives the bytes of generate and the lines
     } finally { p.free(); }
   }
 });
+
+test('the table of boards and the version: the module says what the CLI says, the templates what the table says', async () => {
+  const r = await native(['boards', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const table = JSON.parse(r.stdout.toString());
+  assert.deepEqual(atome.boards(), table, 'boards() = atome boards --json');
+  assert.deepEqual(table.boards.slice(0, 3).map((b) => b.name), BOARDS);
+  const v = await native(['--version']);
+  assert.equal(v.code, 0, v.stderr);
+  assert.equal(`atome ${atome.version()}\n`, v.stdout.toString(), 'version() = atome --version');
+  assert.match(atome.version(), /^\d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)$/);
+  // each board's template: its model slot and flash base as its row says
+  for (const b of table.boards) {
+    const fit = atome.firmwareFit(template(b.name), models[0].bytes);
+    assert.equal(fit.board, b.name);
+    assert.equal(fit.capacity + 32, b.slot_bytes, `${b.name}: slot`);
+    const out = path.join(tmp, `fb-${b.name}.bin`);
+    const fr = await native(['firmware', '--model', models[0].file, '--board', b.name, '--format', 'bin', '--out', out,
+      '--prompt', 'Once', '--n', '8']);
+    assert.equal(fr.code, 0, fr.stderr);
+    const j = JSON.parse(fr.stdout.toString());
+    assert.equal(j.flash_base, b.flash_base, `${b.name}: flash base`);
+    assert.ok(j.flash_bytes <= b.flash_bytes, `${b.name}: the image fits its flash`);
+    assert.ok(j.arena_bytes < b.ram_bytes, `${b.name}: the arena fits its RAM`);
+    assert.equal(!!j.estimate_insns_per_byte, true, `${b.name}: a cost model row`);
+    assert.equal(j.clock_hz, b.clock_hz, `${b.name}: clock`);
+  }
+});
