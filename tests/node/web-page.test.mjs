@@ -14,6 +14,8 @@
 //    them) pass `atome inspect`, generate the page's bytes natively, equal
 //    `atome header` / `atome firmware`, and the firmware runs with the
 //    native bytes: under QEMU (QEMU's boards), in rp2040js (the Pico's .uf2);
+//    the board cards are the rows of `atome boards --json`, and the footer
+//    shows `atome --version`'s version;
 //  - a reload mid-run and a tab closed mid-save both continue to an .atome
 //    byte-identical to the uninterrupted run's;
 //  - bad inputs (empty, binary, too large and too short corpora, corrupt and
@@ -246,6 +248,11 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     }
     const fit = await page.evaluate(() => [...document.querySelectorAll('#fit-table .board-card')].map((r) => r.textContent));
     assert.equal(fit.length, 3);
+    // one card a row of the table of boards, in its order; the footer shows atome --version's version
+    const table = JSON.parse((await native(['boards', '--json'])).stdout.toString()).boards;
+    assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('#fit-table .board-card')].map((c) => c.dataset.board)),
+      table.map((b) => b.name));
+    assert.equal(`atome ${await page.textContent('#version')}\n`, (await native(['--version'])).stdout.toString());
     assert.match(fit[0], /Fits at window 64/);
     assert.match(fit[1], /Fits at window 32 or less \(not at 64\)/);
     assert.match(fit[1], /Largest window that fits32/);
