@@ -24,8 +24,9 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const USAGE = `usage: tools/serve [--port 8080] [--host 127.0.0.1] [--allow-remote]
 
 Serves the Atome page at http://HOST:PORT/ (generate, train in the tab,
-download for a board). --port 0 picks a free port. A non-loopback --host
-needs --allow-remote.
+download for a board), in the layout tools/build-site writes, with the
+cross-origin isolation headers. --port 0 picks a free port. A non-loopback
+--host needs --allow-remote.
 `;
 
 function fail(code, msg) {

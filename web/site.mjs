@@ -93,7 +93,7 @@ function show(site, offline) {
 function offlineText(site, offline) {
   const v = VERSION ? ` (version ${VERSION})` : '';
   if (offline === 'none') return 'No offline copy: without the network this page will not load.';
-  if (offline === 'failed') return `No offline copy: ${site.error}.`;
+  if (offline === 'failed') return `No offline copy: the service worker did not start (${site.error}); without the network this page will not load.`;
   if (offline === 'saving') return navigator.serviceWorker?.controller ? 'Fetching a new version of the page…' : 'Saving an offline copy of the page…';
   if (offline === 'ready' && site.status?.complete) return `Offline copy saved${v}: the page loads, generates, trains and downloads without the network.`;
   return '';

@@ -2,7 +2,8 @@
 // tools/build-site writes, served by a plain static server that sends no
 // COOP, COEP or CSP header (web-harness.mjs staticServer), at / and under a
 // sub-path, in headless Chromium:
-//  - the first load is one thread and says so; after its service worker has
+//  - the first load is one thread and says so, and Chromium finds the page
+//    installable (its manifest read without error); after its service worker has
 //    its offline copy, a reload is cross-origin isolated (by the service
 //    worker's headers) and trains on two threads; Generate equals the CLI;
 //  - with the server stopped, a reload still loads the page, generates the
@@ -62,6 +63,19 @@ async function shortRun(page, threads) {
   return st;
 }
 
+// the whole page at both widths, and its top (the notices): at laptop width (docs/web.md), and
+// the first screen of a phone
+async function shots(page, name) {
+  await shot(page, name);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(SHOTS, `${name}-top.png`), clip: { x: 0, y: 0, width: 1280, height: 240 } });
+  const vp = page.viewportSize();
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(150);
+  await page.screenshot({ path: path.join(SHOTS, `${name}-phone-top.png`) });
+  await page.setViewportSize(vp);
+}
+
 async function stop(server) {
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
@@ -111,6 +125,32 @@ test('tools/build-site: usage, a folder it did not write is left alone, relative
   assert.equal(r.code, 0, r.stderr);
 });
 
+test('without a service worker and without the network, what needs the network says so', { timeout: 300000 }, async () => {
+  const dir = path.join(tmp, 'site-nosw');
+  buildSite(dir);
+  const server = await staticServer(dir);
+  const ctx = await browser.newContext({ serviceWorkers: 'block' });
+  const page = await ctx.newPage();
+  page.logs = [];
+  try {
+    await page.goto(`http://127.0.0.1:${server.address().port}/?model-select=atome-60k.atome`);
+    await waitReady(page);
+    await page.waitForFunction(() => document.getElementById('site-status').dataset.offline === 'failed');
+    assert.match(await page.textContent('#site-offline'), /^No offline copy: /);
+    await stop(server);
+    await page.selectOption('#model-select', 'atome-944k.atome');
+    await page.waitForFunction(() => !document.getElementById('error').hidden);
+    assert.match(await page.textContent('#error-text'),
+      /cannot fetch atome-944k\.atome: the server cannot be reached \(no network\?\) and this browser has no offline copy of it/);
+    // the model open before still generates
+    await page.waitForFunction(() => document.getElementById('model-select').value === 'atome-60k.atome' && !document.getElementById('generate').disabled);
+    assertSameHex(await generate(page, CASE), await nativeHex(MODEL, CASE), 'the open model, offline without a copy');
+  } finally {
+    await ctx.close();
+    server.close();
+  }
+});
+
 for (const base of ['/', '/atome/']) {
   test(`the built site at ${base}: isolated after a reload, the CLI's bytes, offline, and an update`, { timeout: 900000 }, async () => {
     const dir = path.join(tmp, `site${base.replace(/\//g, '-')}`);
@@ -128,7 +168,15 @@ for (const base of ['/', '/atome/']) {
       await waitOffline(page);
       s = await status(page);
       assert.match(s.text, new RegExp(`Offline copy saved \\(version ${v1}\\)`));
-      if (base !== '/') await shot(page, 'site-first-load');
+      if (base !== '/') await shots(page, 'site-first-load');
+      // installable: Chromium reads the manifest without error and names no reason it could not install
+      // the page (but the test's own: a fresh context is an incognito one)
+      const cdp = await ctx.newCDPSession(page);
+      const man = await cdp.send('Page.getAppManifest');
+      assert.equal(man.url, `http://127.0.0.1:${port}${base}manifest.webmanifest`);
+      assert.deepEqual(man.errors, []);
+      const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
+      assert.deepEqual(installabilityErrors.filter((e) => e.errorId !== 'in-incognito'), []);
       // second load: isolated by the service worker, two threads, the CLI's bytes
       await page.reload();
       await waitReady(page);
@@ -176,7 +224,10 @@ for (const base of ['/', '/atome/']) {
       assert.equal(await scriptDir(page), `app-${v1}`, 'the old version still runs until the reload');
       await page.waitForFunction(() => !document.getElementById('update-banner').hidden, null, { timeout: 120000 });
       assert.match(await page.textContent('#update-banner'), /A new version is ready — reload/);
-      await shot(page, 'site-update-notice');
+      // the new version's copy fetched what changed, and took the rest from the old copy
+      assert.ok(server.log.includes(`${base}app-${v2}/build/wasm/atome.wasm`), 'the new wasm was never fetched');
+      assert.deepEqual(server.log.filter((p) => /tinystories|\.elf$|\.atome$/.test(p)), [], 'unchanged files fetched again');
+      await shots(page, 'site-update-notice');
       await Promise.all([page.waitForEvent('load'), page.click('#update-reload')]);
       await waitReady(page);
       assert.equal(await scriptDir(page), `app-${v2}`);
