@@ -34,7 +34,7 @@ function refreshBoard(page, bs) {
 }
 
 async function template(bs, board) {
-  if (!bs.templates.has(board)) bs.templates.set(board, fetchBytes(`/build/mcu/mcu/atome-fw-${board}.elf`).catch((e) => {
+  if (!bs.templates.has(board)) bs.templates.set(board, fetchBytes(new URL(`../build/mcu/mcu/atome-fw-${board}.elf`, import.meta.url).href).catch((e) => {
     bs.templates.delete(board);
     throw new Error(`the ${board} firmware template is missing on the server (${e.message}); build it with tools/setup`);
   }));

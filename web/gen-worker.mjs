@@ -24,7 +24,7 @@ async function init({ forceScalar = false } = {}) {
   const simd = !forceScalar && simdSupported();
   const url = new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url);
   atome = await loadAtome(url, { onStderr: () => {} });
-  return { simd, module: simd ? 'atome.wasm' : 'atome-scalar.wasm', limits: atome.genLimits() };
+  return { simd, module: simd ? 'atome.wasm' : 'atome-scalar.wasm', wasm: url.href, limits: atome.genLimits() };
 }
 
 function info(m, bytes) {

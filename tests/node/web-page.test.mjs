@@ -42,14 +42,23 @@ const CASES = [
   { prompt: 'Lily saw a café — “hello” 🐱 and ran', n: 120, temperature: '0.7', topK: 5, topP: '0.95', seed: 3, window: 8 },
 ];
 
-test('the page serves with its CSP, names what is missing and refuses a non-loopback host', async () => {
+test('the page serves with its CSP, names what is missing and refuses a non-loopback host',
+  { skip: B.site && 'tools/serve\'s own checks (ATOME_WEB_SITE=1 serves the built site)' }, async () => {
   const r = await fetch(`${B.origin()}/`);
   assert.equal(r.status, 200);
   assert.equal(r.headers.get('content-security-policy'), CSP);
   assert.match(CSP, /connect-src 'self'/);
   assert.match(CSP, /script-src 'self' 'wasm-unsafe-eval'/);
-  assert.equal((await fetch(`${B.origin()}/build/wasm/atome.wasm`)).headers.get('content-type'), 'application/wasm');
-  for (const bad of ['/models/../README.md', '/web/%2e%2e/README.md', '/build/native/atome', '/.git/config', '/node_modules/playwright-core/package.json'])
+  // the layout of tools/build-site: relative links into app-<version>/
+  const html = await r.text();
+  const dir = /<script type="module" src="(app-[0-9a-f]{12})\/web\/app\.mjs"><\/script>/.exec(html)?.[1];
+  assert.ok(dir, 'index.html loads app-<version>/web/app.mjs');
+  assert.equal((await fetch(`${B.origin()}/${dir}/build/wasm/atome.wasm`)).headers.get('content-type'), 'application/wasm');
+  assert.equal((await fetch(`${B.origin()}/sw.js`)).status, 200);
+  const list = await (await fetch(`${B.origin()}/${dir}/models/index.json`)).json();
+  assert.ok(list.models.some((m) => m.name === 'atome-60k.atome'));
+  for (const bad of ['/models/../README.md', `/${dir}/web/%2e%2e/README.md`, `/${dir}/models/README.md`, '/build/native/atome', '/.git/config',
+    '/node_modules/playwright-core/package.json', '/web/app.mjs', `/${dir}/web/sw.js`, '/.nojekyll'])
     assert.equal((await fetch(`${B.origin()}${bad}`)).status, 404, bad);
   // a request for another host name (DNS rebinding) is not answered
   const { request } = await import('node:http');
@@ -60,8 +69,7 @@ test('the page serves with its CSP, names what is missing and refuses a non-loop
     rq.end();
   });
   assert.equal(rebound, 421);
-  const list = await (await fetch(`${B.origin()}/api/models`)).json();
-  assert.ok(list.models.some((m) => m.name === 'atome-60k.atome'));
+  assert.deepEqual(await (await fetch(`${B.origin()}/api/models`)).json(), list);
   const serve = path.join(repo, 'tools/serve');
   const remote = await run(serve, ['--host', '0.0.0.0', '--port', '0'], { timeout: 10000 });
   assert.equal(remote.code, 2);
@@ -506,7 +514,9 @@ test('nothing outside the origin was requested', () => {
   assert.ok(requests.length > 20, `only ${requests.length} requests recorded`);
   const outside = requests.filter((u) => !u.startsWith(`${B.origin()}/`) && !u.startsWith('blob:') && !u.startsWith('data:'));
   assert.deepEqual(outside, []);
+  // (the files of the version folder, app-<version>/)
   for (const f of ['/build/wasm/atome.wasm', '/build/wasm/atome-scalar.wasm', '/web/gen-worker.mjs', '/web/train-worker.mjs',
     '/models/atome-60k.atome', '/web/data/tinystories-2m.txt', '/build/mcu/mcu/atome-fw-microbit.elf', '/build/mcu/mcu/atome-fw-pico.elf'])
-    assert.ok(requests.includes(`${B.origin()}${f}`), `${f} was never requested (are worker requests recorded?)`);
+    assert.ok(requests.some((u) => u.startsWith(`${B.origin()}/app-`) && /^app-[0-9a-f]{12}$/.test(u.slice(B.origin().length + 1).split('/')[0]) &&
+      u.endsWith(f)), `${f} was never requested (are worker requests recorded?)`);
 });
