@@ -17,6 +17,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, nativeDir, native, run, generateArgs } from './artifacts.mjs';
+import { hexImage } from './ihex.mjs';
 
 const MCU = process.env.ATOME_MCU_BUILD ?? path.join(repo, 'build/mcu');
 const TEMPLATE = path.join(MCU, 'mcu', 'atome-fw-microbit-v2.elf');
@@ -104,4 +105,54 @@ test('the v2 image on QEMU mps2-an386 prints atome generate\'s bytes: board mode
       assert.ok(rep.stack_used < rep.stack_bytes, `stack ${rep.stack_used} of ${rep.stack_bytes}`);
     }
   }
+});
+
+// ---- the micro:bit files of `atome firmware` ----
+
+const SET = ['--prompt', 'Once upon a time', '--n', '120', '--temperature', '0.8', '--top-k', '40', '--seed', '5'];
+async function firmware(model, board, format, name, extra = SET) {
+  const out = path.join(tmp, `${name}.${format}`);
+  const r = await native(['firmware', '--model', model, '--board', board, '--format', format, '--out', out, ...extra]);
+  assert.equal(r.code, 0, r.stderr);
+  return { file: out, text: readFileSync(out, 'latin1'), info: JSON.parse(r.stdout.toString()), stderr: r.stderr };
+}
+
+test('--board microbit --format hex: the Universal Hex of the v1 and v2 files, as createUniversalHex makes it', { timeout: 300000 }, async () => {
+  const { createUniversalHex, separateUniversalHex, microbitBoardId } = await import('@microbit/microbit-universal-hex');
+  const u = await firmware(M60, 'microbit', 'hex', 'u60');
+  const v1 = await firmware(M60, 'microbit-v1', 'hex', 'v1-60');
+  const v2 = await firmware(M60, 'microbit-v2', 'hex', 'v2-60');
+  assert.equal(u.info.universal_hex, true);
+  assert.deepEqual(u.info.boards, ['microbit-v1', 'microbit-v2']);
+  assert.equal(u.info.file_bytes, Buffer.byteLength(u.text, 'latin1'));
+  const want = createUniversalHex([{ hex: v1.text, boardId: microbitBoardId.V1 }, { hex: v2.text, boardId: microbitBoardId.V2 }]);
+  assert.ok(u.text === want, 'atome firmware --board microbit --format hex differs from createUniversalHex of the single-board files');
+  const parts = separateUniversalHex(u.text);
+  assert.deepEqual(parts.map((p) => p.boardId), [0x9900, 0x9903]);
+  assert.deepEqual(hexImage(parts[0].hex), hexImage(v1.text));
+  assert.deepEqual(hexImage(parts[1].hex), hexImage(v2.text));
+  // each part as its single-board file says, and the v1's is today's micro:bit file (board name aside)
+  for (const [k, single] of [['v1', v1], ['v2', v2]])
+    for (const key of ['model_bytes', 'capacity', 'window', 'max_window', 'flash_bytes', 'expect_hex', 'encoding_choice'])
+      assert.deepEqual(u.info[k][key], single.info[key], `${k}.${key}`);
+  assert.equal(u.info.v2.clock_hz, 64e6);
+  // the v2 part, booted: its flash bytes are the ELF the emulated tests run
+  assert.equal(v2.info.flash_base, '0x00000000');
+});
+
+test('a model only the v2 holds (the web model): a v2-only Universal Hex, and the CLI says so', { timeout: 300000 }, async () => {
+  const { createUniversalHex, separateUniversalHex, microbitBoardId } = await import('@microbit/microbit-universal-hex');
+  const u = await firmware(M944, 'microbit', 'hex', 'u944', ['--prompt', 'Once upon a time', '--n', '40']);
+  const v2 = await firmware(M944, 'microbit-v2', 'hex', 'v2-944', ['--prompt', 'Once upon a time', '--n', '40']);
+  assert.deepEqual(u.info.boards, ['microbit-v2']);
+  assert.equal(u.info.v1, undefined);
+  assert.match(u.info.v1_refused, /too big for the microbit model slot/);
+  assert.match(u.stderr, /note: the model does not fit the micro:bit v1 \(.*\): the file is for the micro:bit v2 only/);
+  assert.ok(u.text === createUniversalHex([{ hex: v2.text, boardId: microbitBoardId.V2 }]));
+  assert.deepEqual(separateUniversalHex(u.text).map((p) => p.boardId), [0x9903]);
+  assert.ok(u.info.v2.window >= 32, `the web model runs at window ${u.info.v2.window} on the v2`);
+  // elf and bin with --board microbit stay the v1's: the 944K model is refused there
+  const r = await native(['firmware', '--model', M944, '--board', 'microbit', '--format', 'elf', '--out', path.join(tmp, 'no.elf')]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /too big for the microbit model slot/);
 });
