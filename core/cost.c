@@ -10,6 +10,7 @@ static int same(const char *a, const char *b) {
 uint32_t atm_cost_clock_hz(const char *board) {
     if (!board) return 0;
     if (same(board, "microbit")) return 16000000u;
+    if (same(board, "microbit-v2")) return 64000000u;
     if (same(board, "mps2-an385")) return 25000000u;
     if (same(board, "pico")) return 125000000u;
     return 0;

@@ -11,14 +11,15 @@
 #include <stdint.h>
 
 /* Instructions per byte of a model of config c in trit encoding `encoding`
- * on `board` ("microbit", "mps2-an385": QEMU's instruction counts; "pico":
+ * on `board` ("microbit", "mps2-an385": QEMU's instruction counts;
+ * "microbit-v2": QEMU's counts of its image on mps2-an386; "pico":
  * rp2040js's cycle counts, so there the estimate is cycles) at attention
  * window w (0 = the config's default), offsets = 1 when the image holds the
  * model's offset stream (fwimage's atm_fw_put_offsets: the engine then
  * runs the bit-plane rows from it); 0 when there is no fit for them. */
 uint64_t atm_cost_insns_per_byte(const atm_mconfig *c, int encoding, const char *board, int window, int offsets);
-/* The board's CPU clock in Hz (16 MHz micro:bit v1, 25 MHz MPS2-AN385,
- * 125 MHz Raspberry Pi Pico), 0 if unknown. */
+/* The board's CPU clock in Hz (16 MHz micro:bit v1, 64 MHz micro:bit v2,
+ * 25 MHz MPS2-AN385, 125 MHz Raspberry Pi Pico), 0 if unknown. */
 uint32_t atm_cost_clock_hz(const char *board);
 
 #endif

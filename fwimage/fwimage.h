@@ -219,4 +219,28 @@ int atm_fw_uf2(const uint8_t *bin, size_t n, uint32_t base, uint32_t family, uin
  * the boot loader's last word holds it (little-endian). */
 uint32_t atm_fw_crc32_mpeg2(const uint8_t *p, size_t n);
 
+/* ---- the micro:bit Universal Hex (fwimage/uhex.c) ---- */
+
+/* The board IDs of the micro:bit versions in a Universal Hex (the
+ * Foundation's microbitBoardId: V1 = 0x9900, for the v1.3, v1.3B and v1.5
+ * boards; V2 = 0x9903). */
+#define ATM_FW_UH_BOARD_V1 0x9900u
+#define ATM_FW_UH_BOARD_V2 0x9903u
+
+typedef struct {
+    const char *hex;     /* an Intel HEX file's text (CRLF or LF lines) */
+    size_t      len;
+    uint16_t    board_id;
+} atm_fw_uh_part;
+
+/* One Universal Hex of parts[n] in the order given (v1 first, as the
+ * Foundation's editors write it): the bytes createUniversalHex(parts, blocks)
+ * of @microbit/microbit-universal-hex 0.2.2 returns, "sections" when blocks
+ * is 0 (the library's default), 512-character "blocks" otherwise; LF line
+ * ends. *out is malloc'd and NUL-terminated; ATM_FW_OK, or ATM_FW_E_ARG with
+ * a reason (a line that is not a record, an End Of File record before the
+ * end, a part that is already a Universal Hex, out of memory). */
+int atm_fw_universal_hex(const atm_fw_uh_part *parts, size_t n, int blocks, char **out, size_t *outlen,
+                         char *err, size_t errlen);
+
 #endif

@@ -8,7 +8,7 @@ import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download 
 import { testEvent } from './hook.mjs';
 
 export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385', semihosting: true },
-  { id: 'microbit', name: 'micro:bit v1', semihosting: true }, { id: 'pico', name: 'Raspberry Pi Pico', semihosting: false }];
+  { id: 'microbit', name: 'BBC micro:bit (v1 and v2)', semihosting: true }, { id: 'pico', name: 'Raspberry Pi Pico', semihosting: false }];
 
 // The section: the firmware templates fetched (board id -> promise of the
 // ELF bytes), each board's verdict for the open model (ok | warn | bad) and
@@ -25,8 +25,9 @@ function refreshBoard(page, bs) {
   for (const id of ['download-atome01', 'download-atome02', 'download-header']) $(id).disabled = !ok;
   // a board's firmware buttons: off while its card says the model does not fit (the verdict says why)
   for (const b of BOARDS) {
-    const tooBig = bs.fit.get(b.id) === 'bad';
     for (const btn of document.querySelectorAll(`.board-card[data-board="${b.id}"] .actions button`)) {
+      // the micro:bit's .elf is the v1's (QEMU's microbit machine); its .hex holds whichever versions fit
+      const tooBig = bs.fit.get(btn.id === 'download-fw-microbit' ? 'microbit-v1' : b.id) === 'bad';
       btn.disabled = !ok || tooBig;
       btn.title = tooBig ? 'This model does not fit this board: see above' : '';
     }
@@ -54,14 +55,18 @@ async function updateFit(page, bs) {
   const w = chosenWindow(page) || page.models.info(key).defaultWindow;
   for (const b of BOARDS) {
     const card = document.querySelector(`.board-card[data-board="${b.id}"]`);
-    const f = await fitVerdict(page, bs, b, key, w);
+    const f = b.id === 'microbit' ? await microbitVerdict(page, bs, b, key, w) : await fitVerdict(page, bs, b, key, w);
     if (serial !== bs.serial) return;
     card.className = `board-card ${f.cls}`;
     bs.fit.set(b.id, f.cls);
+    if (f.v1) bs.fit.set('microbit-v1', f.v1.cls);
     page.refresh();
     const known = f.cls === 'bad' ? knownPara() : await knownAnswer(page, key, f.runW);
+    // the v2 runs at a larger window than the v1 when its RAM allows: its story differs, so its own known answer
+    const known2 = f.v2 && f.v1.cls !== 'bad' && f.v2.cls !== 'bad' && f.v2.runW !== f.runW
+      ? await knownAnswer(page, key, f.v2.runW, 'micro:bit v2: ') : null;
     if (serial !== bs.serial) return;
-    card.querySelector('.fit-body').replaceChildren(verdictPara(f), fitList(f.rows), known);
+    card.querySelector('.fit-body').replaceChildren(verdictPara(f), fitList(f.rows), known, ...(known2 ? [known2] : []));
     // how to flash and run it, only for a model that fits
     card.querySelector('.board-note').replaceChildren(...(f.cls === 'bad' ? [] : boardNote(page, b, key, f.runW)));
   }
@@ -98,6 +103,21 @@ async function fitVerdict(page, bs, b, key, w) {
   }
 }
 
+// The micro:bit card: one file for both versions (a Universal Hex), so the
+// verdict and rows of each, the better verdict for the card; when only the
+// v2 holds the model the file holds the v2 image alone, and the card says so.
+async function microbitVerdict(page, bs, b, key, w) {
+  const v1 = await fitVerdict(page, bs, { ...b, id: 'microbit' }, key, w);
+  const v2 = await fitVerdict(page, bs, { ...b, id: 'microbit-v2' }, key, w);
+  const rank = { ok: 2, warn: 1, bad: 0 };
+  const cls = rank[v1.cls] >= rank[v2.cls] ? v1.cls : v2.cls;
+  const only = v1.cls === 'bad' && v2.cls !== 'bad';
+  const verdict = `micro:bit v1: ${v1.verdict}. micro:bit v2: ${v2.verdict}.` +
+    (only ? ' The micro:bit file holds the v2 image only: it runs on a micro:bit v2, not on a v1.' : '');
+  const rows = [...v1.rows.map(([k, v]) => [`v1 — ${k}`, v]), ...v2.rows.map(([k, v]) => [`v2 — ${k}`, v])];
+  return { cls, verdict, rows, runW: v1.cls === 'bad' ? v2.runW : v1.runW, v1, v2 };
+}
+
 function verdictPara(f) {
   const v = document.createElement('p');
   v.className = `verdict ${f.cls}`;
@@ -122,13 +142,14 @@ function knownPara() {
 }
 
 // The first bytes the board prints for Generate's settings at its window.
-async function knownAnswer(page, key, runW) {
+async function knownAnswer(page, key, runW, who = '') {
   const known = knownPara();
+  if (who) known.className = 'known known-v2';
   try {
     const g = pageSettings(page);
     const bytes = await page.gen.call('expect', { key, ...g, window: runW });
     known.append(Object.assign(document.createElement('span'), { className: 'label',
-      textContent: `Known answer — the board prints, after the prompt (window ${runW}): ` }),
+      textContent: `${who}Known answer — the board prints, after the prompt (window ${runW}): ` }),
       Object.assign(document.createElement('q'), { textContent: new TextDecoder().decode(bytes) }),
       Object.assign(document.createElement('code'), { className: 'known-hex', textContent: hexOf(bytes) }));
     known.dataset.hex = hexOf(bytes);
@@ -158,10 +179,11 @@ function boardNote(page, b, key, w) {
   const cmd = qemuCommand(page, b, key, w);
   const base = page.models.current.replace(/\.atome$/, '');
   p.textContent = b.id === 'microbit'
-    ? `Flash it: plug the micro:bit in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
-      'it restarts and prints the status line, the story and a byte count on its USB serial port: ' +
-      'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is for a debugger (pyocd, OpenOCD) or QEMU, ' +
-      'with the prompt and settings on the semihosting command line.'
+    ? `Flash it: plug the micro:bit (v1 or v2) in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
+      'the file is a Universal Hex holding an image for each version, and the board takes its own. It restarts and prints ' +
+      'the status line, the story and a byte count on its USB serial port: ' +
+      'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is the v1\'s, for a debugger ' +
+      '(pyocd, OpenOCD) or QEMU, with the prompt and settings on the semihosting command line.'
     : `Flash it: copy ${base}-mps2-an385.bin to the MPS2 board's configuration USB drive and point ` +
       'its images.txt at it; the story comes out of UART0 at 115200 baud. Under QEMU: qemu-system-arm -M mps2-an385 -display none ' +
       `-monitor none -serial stdio -kernel ${base}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`;
@@ -252,21 +274,30 @@ function wireDownloads(page, bs) {
     $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
       const t = await template(bs, b.id);
       let r;
-      try { r = await call('firmware', { key: key(), template: t, board: b.id }); } catch (e) { throw new Error(`${b.name}: ${e.message}`); }
+      try { r = await call('firmware', { key: key(), template: t, board: b.id }); } catch (e) {
+        throw new Error(`${b.id === 'microbit' ? 'micro:bit v1' : b.name}: ${e.message}`);   // the micro:bit .elf is the v1's
+      }
       download(r.image, fwName(key(), b.id));
     }));
   }
 }
 
-// A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings baked in.
+// A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings
+// baked in; the micro:bit's .hex is the Universal Hex of its v1 and v2 images.
 async function downloadStandalone(page, bs, board, format) {
   const b = BOARDS.find((x) => x.id === board);
+  const uh = board === 'microbit' && format === 'hex';
   const t = await template(bs, board);
+  const t2 = uh ? await template(bs, 'microbit-v2') : null;
   let g;
   try { g = pageSettings(page); } catch (e) { markField(e); throw e; }
   const settings = { ...g, seed: String(g.seed) };
   let r;
-  try { r = await page.gen.call('standalone', { key: page.models.current, template: t, board, settings, format }); } catch (e) {
+  try {
+    r = uh ? await page.gen.call('universal', { key: page.models.current, t1: t, t2, settings })
+      : await page.gen.call('standalone', { key: page.models.current, template: t, board, settings, format });
+    if (uh) r.info.expect_hex = (r.info.v1 ?? r.info.v2).expect_hex;
+  } catch (e) {
     throw new Error(`${b.name}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
   }
   testEvent('standalone', board, r.info.expect_hex);

@@ -248,8 +248,11 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
         '--n', '300', '--temperature', '0.8', '--top-k', '40', '--top-p', '0.95', '--seed', '3']);
       assert.equal(fr.code, 0, fr.stderr);
       assert.ok(got.bytes.equals(readFileSync(out)), `${board}: page ${format} = atome firmware --format ${format}`);
-      const expect = JSON.parse(fr.stdout.toString()).expect_hex;
-      est[board] = JSON.parse(fr.stdout.toString());
+      // the micro:bit file is the Universal Hex: its card's known answer and figures are the v1 part's
+      const fj = JSON.parse(fr.stdout.toString()), part = board === 'microbit' ? fj.v1 : fj;
+      const expect = part.expect_hex;
+      est[board] = part;
+      if (board === 'microbit') est['microbit-v2'] = fj.v2;
       await page.waitForFunction(([b, e]) => document.querySelector(`.board-card[data-board="${b}"] .known`)?.dataset.hex === e, [board, expect]);
     }
     const fit = await page.evaluate(() => [...document.querySelectorAll('#fit-table .board-card')].map((r) => r.textContent));
@@ -274,6 +277,13 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     }
     assert.ok(est['mps2-an385'].estimate_bytes_per_s && est.microbit.estimate_bytes_per_s, 'the QEMU boards have a cost model');
     assert.ok(est.pico.estimate_bytes_per_s, 'the Pico has a cost model (rp2040js cycles)');
+    // the micro:bit card: "BBC micro:bit (v1 and v2)", each version's window, fit and speed as atome firmware says them
+    const v2 = est['microbit-v2'];
+    assert.match(fit[1], /BBC micro:bit \(v1 and v2\)/);
+    assert.match(fit[1], /micro:bit v2: Fits at window/);
+    assert.ok(fit[1].includes(`v2 — Largest window that fits${v2.max_window.toLocaleString('en-US')}`), fit[1]);
+    assert.ok(v2.estimate_bytes_per_s, 'the micro:bit v2 has a cost model (mps2-an386 counts)');
+    assert.ok(fit[1].includes(`v2 — Speed (estimate)about ${Math.round(v2.estimate_bytes_per_s).toLocaleString('en-US')} bytes/s at 64 MHz`), fit[1]);
     assert.match(fit[2], /emulated cycles a byte \(cost model fitted to rp2040js/);
     assert.match(fit[0], /instructions a byte \(cost model, docs\/mcu-cost\.md\) at one per cycle/);
     await shot(page, '05-board', ['sec-board']);
@@ -427,14 +437,17 @@ test('bad inputs show #error, keep what was there and the page still generates',
     assert.equal((await native(['export', '--model', big, '--format', 'atome02', '--out', bigA, '--quiet'])).code, 0);
     await page.setInputFiles('#model-file', bigA);
     await page.waitForFunction(() => document.getElementById('model-select').value === 'big-944k.atome');
-    await page.waitForFunction(() => document.querySelectorAll('#fit-table .board-card.bad').length === 1);
-    assert.match(await page.textContent('.board-card[data-board="microbit"] .verdict'), /Too big: the model does not fit the 65,504-byte model slot/);
-    assert.doesNotMatch(await page.textContent('.board-card[data-board="microbit"]'), /Speed/, 'no speed for a board that cannot run it');
-    // its micro:bit buttons are off (the verdict says why); the mps2-an385's stay on
-    await page.waitForFunction(() => document.getElementById('download-fw-microbit').disabled && document.getElementById('download-hex-microbit').disabled);
+    // the micro:bit v1 cannot hold it, the v2 can: the card says the file is the v2's only
+    await page.waitForFunction(() => /v2 image only/.test(document.querySelector('.board-card[data-board="microbit"] .verdict')?.textContent ?? ''));
+    const mv = await page.textContent('.board-card[data-board="microbit"] .verdict');
+    assert.match(mv, /micro:bit v1: Too big: the model does not fit the 65,504-byte model slot/);
+    assert.match(mv, /The micro:bit file holds the v2 image only: it runs on a micro:bit v2, not on a v1/);
+    assert.doesNotMatch(await page.textContent('.board-card[data-board="microbit"]'), /v1 — Speed/, 'no v1 speed for a board that cannot run it');
+    // the v1's .elf is off (the verdict says why); the .hex (the v2's) and the mps2-an385's stay on
+    await page.waitForFunction(() => document.getElementById('download-fw-microbit').disabled && !document.getElementById('download-hex-microbit').disabled);
     assert.equal(await page.isDisabled('#download-bin-mps2-an385'), false);
     assert.equal(await page.isDisabled('#download-uf2-pico'), false, 'the Pico holds an atome-944k');
-    assert.match(await page.getAttribute('#download-hex-microbit', 'title'), /does not fit this board/);
+    assert.match(await page.getAttribute('#download-fw-microbit', 'title'), /does not fit this board/);
     // and the worker still refuses it with the CLI's message if asked
     await page.evaluate(() => { document.getElementById('download-fw-microbit').disabled = false; });
     await page.click('#download-fw-microbit');
