@@ -8,13 +8,16 @@
 #include <string.h>
 #include <time.h>
 
+char *cli_err_capture;
+
 int cli_err(int code, const char *fmt, ...) {
-    char buf[1024];
+    char buf[CLI_ERR_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     for (char *p = buf; *p; p++) if ((unsigned char)*p < 0x20 || *p == 0x7F) *p = '?';
+    if (cli_err_capture) { memcpy(cli_err_capture, buf, sizeof buf); return code; }
     fprintf(stderr, "atome: %s\n", buf);
     fflush(stderr);
     return code;

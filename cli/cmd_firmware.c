@@ -50,6 +50,15 @@ static int unknown_board(const char *cmd, const char *board) {
     return cli_err(CLI_USAGE, "%s: unknown board '%s' (%s)", cmd, board, names);
 }
 
+/* The template (and model-slot board name) of a board: its row's name
+ * ("microbit-v1", the alias, is the "microbit" row). "microbit" is the v1
+ * (nRF51822, QEMU's microbit machine) everywhere but in `--format hex`, where
+ * its row's hex_with makes it the Universal Hex of the v1 and the v2. */
+static const char *template_board(const char *board) {
+    const atm_board *b = atm_board_find(board);
+    return b ? b->name : board;
+}
+
 /* Directory of the running binary ("" if unknown), without the trailing '/'. */
 static void exe_dir(char *out, size_t n) {
     out[0] = '\0';
@@ -185,6 +194,7 @@ static void json_settings(FILE *f, const atm_fwset *st) {
 /* One `atome firmware` job: the model, the template and what was made. */
 typedef struct {
     const char *model, *board, *out, *format, *encoding;
+    const char *tboard;   /* the template's board (template_board) */
     char encoding_why[256];
     uint8_t *blob, *elf;
     size_t blen, elen;
@@ -202,7 +212,7 @@ typedef struct {
 static int load_template(fw_job *j, const char *tmpl) {
     char tried[8192];
     if (tmpl) snprintf(j->path, sizeof j->path, "%s", tmpl);
-    else if (find_template(j->board, j->path, sizeof j->path, tried, sizeof tried))
+    else if (find_template(j->tboard, j->path, sizeof j->path, tried, sizeof tried))
         return cli_err(CLI_RUNTIME, "firmware: no template image for %s (looked for %s): run 'cmake --preset mcu && "
                        "cmake --build --preset mcu' or pass --template ELF", j->board, tried);
     if (!file_exists(j->path))
@@ -234,7 +244,7 @@ static int patch_model(fw_job *j) {
     if (st == ATM_FW_OK && j->with_settings && j->blen + ATM_FWSET_BYTES > j->slot.capacity)
         return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block",
                        j->model, j->blen, j->board, (unsigned)j->slot.capacity, ATM_FWSET_BYTES);
-    if (st == ATM_FW_OK) st = atm_fw_patch(j->elf, j->elen, j->board, j->blob, j->blen, err, sizeof err);
+    if (st == ATM_FW_OK) st = atm_fw_patch(j->elf, j->elen, j->tboard, j->blob, j->blen, err, sizeof err);
     if (st == ATM_FW_E_CAPACITY)
         return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes", j->model, j->blen,
                        j->board, (unsigned)j->slot.capacity);
@@ -251,9 +261,9 @@ static int patch_model(fw_job *j) {
 }
 
 /* The settings block, then the file a board takes: the ELF, or its flash
- * contents as Intel HEX or raw binary, written atomically. */
-static int write_image(fw_job *j, const settings_args *sa, cli_opt *opts, int nopts) {
-    char err[512], why[512];
+ * contents as Intel HEX or raw binary; *data malloc'd. */
+static int make_image(fw_job *j, const settings_args *sa, cli_opt *opts, int nopts, uint8_t **data, size_t *dlen) {
+    char err[512];
     int rc;
     if (j->with_settings) {
         if ((rc = settings_build("firmware", sa, opts, nopts, &j->m, j->max_window, j->board, &j->set))) return rc;
@@ -262,17 +272,31 @@ static int write_image(fw_job *j, const settings_args *sa, cli_opt *opts, int no
             return cli_err(CLI_RUNTIME, "firmware: cannot write the settings block: %s", err);
     }
     const int fmt = atm_fw_format_parse(j->format);
-    uint8_t *data = NULL;
-    size_t dlen = 0;
-    if (atm_fw_make_file(j->elf, j->elen, fmt, &data, &dlen, &j->base, &j->flash_bytes, err, sizeof err) != ATM_FW_OK)
+    if (atm_fw_make_file(j->elf, j->elen, fmt, data, dlen, &j->base, &j->flash_bytes, err, sizeof err) != ATM_FW_OK)
         return cli_err(CLI_RUNTIME, "firmware: template '%s': %s", j->path, err);
-    rc = atm_write_atomic(j->out, data, dlen, why, sizeof why);
-    free(data);
-    if (rc) return cli_err(CLI_RUNTIME, "firmware: %s", why);
     return CLI_OK;
 }
 
-static void print_firmware(const fw_job *j) {
+/* One board's image, start to end: the model, the template, the patch, the
+ * file bytes (*data malloc'd). */
+static int build_image(fw_job *j, const char *tmpl, const settings_args *sa, cli_opt *opts, int nopts, uint8_t **data,
+                       size_t *dlen) {
+    j->tboard = template_board(j->board);
+    int rc = cli_open_container("firmware", j->model, &j->blob, &j->blen, &j->m);
+    if (!rc) rc = load_template(j, tmpl);
+    if (!rc) rc = patch_model(j);
+    if (!rc) rc = make_image(j, sa, opts, nopts, data, dlen);
+    return rc;
+}
+
+static void free_job(fw_job *j) {
+    free(j->blob);
+    free(j->elf);
+    j->blob = j->elf = NULL;
+}
+
+/* A job's JSON fields after "out" (its notes go to stderr). */
+static void json_job(const fw_job *j) {
     const int defw = j->m.cfg.window;
     if (!j->with_settings && !atm_fw_semihosting(j->board))
         fprintf(stderr, "firmware: note: the %s runs standalone images only (no semihosting): this one will print that it has "
@@ -281,8 +305,6 @@ static void print_firmware(const fw_job *j) {
         fprintf(stderr, "firmware: note: the model's default window %d does not fit the %s's RAM; run it with --window %d or less\n",
                 defw, j->board, j->max_window);
     const int w = j->with_settings ? (int)j->set.window : defw;
-    printf("{\"out\":");
-    cli_json_str(stdout, j->out);
     printf(",\"board\":\"%s\",\"template\":", j->board);
     cli_json_str(stdout, j->path);
     printf(",\"model_bytes\":%zu,\"capacity\":%u,\"container_crc32\":\"0x%08X\",\"encoding\":\"%s\","
@@ -292,10 +314,10 @@ static void print_firmware(const fw_job *j) {
     if (strcmp(j->format, "elf") != 0) printf(",\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu", (unsigned)j->base, j->flash_bytes);
     if (strcmp(j->format, "uf2") == 0)   /* one 512-byte block per 256 flash bytes */
         printf(",\"uf2_blocks\":%zu,\"uf2_family\":\"0x%08X\"", (j->flash_bytes + 255) / 256, (unsigned)atm_fw_uf2_family(j->board));
-    const int ox = atm_fw_offsets(j->board, j->m.encoding, j->blen, j->slot.capacity);
+    const int ox = atm_fw_offsets(j->tboard, j->m.encoding, j->blen, j->slot.capacity);
     printf(",\"offset_stream\":%s", ox ? "true" : "false");
-    const uint64_t ipb = atm_cost_insns_per_byte(&j->m.cfg, j->m.encoding, j->board, w, ox);
-    const uint32_t hz = atm_cost_clock_hz(j->board);
+    const uint64_t ipb = atm_cost_insns_per_byte(&j->m.cfg, j->m.encoding, j->tboard, w, ox);
+    const uint32_t hz = atm_cost_clock_hz(j->tboard);
     if (ipb && hz)   /* docs/mcu-cost.md: one instruction per cycle, an upper bound */
         printf(",\"estimate_insns_per_byte\":%llu,\"estimate_bytes_per_s\":%.1f,\"clock_hz\":%u",
                (unsigned long long)ipb, (double)hz / (double)ipb, (unsigned)hz);
@@ -305,7 +327,68 @@ static void print_firmware(const fw_job *j) {
     }
     if (j->with_settings) json_settings(stdout, &j->set);
     else printf(",\"standalone\":false");
+}
+
+static void print_firmware(const fw_job *j) {
+    printf("{\"out\":");
+    cli_json_str(stdout, j->out);
+    json_job(j);
     printf("}\n");
+}
+
+/* The name a row's single-board files go by: its alias ("microbit-v1") or its name. */
+static const char *single_name(const atm_board *b) { return b->alias[0] ? b->alias : b->name; }
+
+/* `--format hex` on a board whose row has hex_with (`--board microbit`):
+ * the Universal Hex of its image and hex_with's (fwimage/uhex.c; the v1 and
+ * the v2), the second's alone when the model does not fit the first (said
+ * on stderr). The second is built first: its errors are the command's. */
+static int universal_hex(const fw_job *base, const char *tmpl, const settings_args *sa, cli_opt *opts, int nopts) {
+    const atm_board *row[2] = { atm_board_find(base->board), NULL };
+    row[1] = atm_board_find(row[0]->hex_with);
+    fw_job v[2];
+    uint8_t *hex[2] = { NULL, NULL };
+    size_t hl[2] = { 0, 0 };
+    for (int k = 0; k < 2; k++) { v[k] = *base; v[k].board = row[k]->name; }
+    int rc = build_image(&v[1], NULL, sa, opts, nopts, &hex[1], &hl[1]);
+    char why[CLI_ERR_MAX] = "";
+    int rc1 = rc;
+    if (!rc) {
+        cli_err_capture = why;
+        rc1 = build_image(&v[0], tmpl, sa, opts, nopts, &hex[0], &hl[0]);
+        cli_err_capture = NULL;
+        if (rc1 == CLI_USAGE) rc = cli_err(rc1, "%s", why);
+    }
+    char *u = NULL, err[256];
+    size_t ul = 0;
+    if (!rc) {
+        atm_fw_uh_part parts[2];
+        for (int k = 0; k < 2; k++) { parts[k].hex = (const char *)hex[k]; parts[k].len = hl[k]; parts[k].board_id = (uint16_t)row[k]->uh_board_id; }
+        const int first = rc1 ? 1 : 0;
+        if (atm_fw_universal_hex(parts + first, (size_t)(2 - first), 0, &u, &ul, err, sizeof err) != ATM_FW_OK)
+            rc = cli_err(CLI_RUNTIME, "firmware: Universal Hex: %s", err);
+        else if ((rc = atm_write_atomic(base->out, u, ul, err, sizeof err))) rc = cli_err(CLI_RUNTIME, "firmware: %s", err);
+    }
+    if (!rc) {
+        const char *w = strncmp(why, "firmware: ", 10) == 0 ? why + 10 : why;
+        if (rc1) fprintf(stderr, "firmware: note: the model does not fit the %s (%s): the file is for the %s only\n", row[0]->label, w, row[1]->label);
+        printf("{\"out\":");
+        cli_json_str(stdout, base->out);
+        printf(",\"board\":\"%s\",\"format\":\"hex\",\"universal_hex\":true,\"file_bytes\":%zu,\"boards\":[", row[0]->name, ul);
+        if (!rc1) printf("\"%s\",", single_name(row[0]));
+        printf("\"%s\"]", single_name(row[1]));
+        if (rc1) { printf(",\"v1_refused\":"); cli_json_str(stdout, w); }
+        for (int k = rc1 ? 1 : 0; k < 2; k++) {   /* "v1": the row's own image, "v2": hex_with's */
+            printf(",\"%s\":{\"out\":", k ? "v2" : "v1");
+            cli_json_str(stdout, base->out);
+            json_job(&v[k]);
+            printf("}");
+        }
+        printf("}\n");
+    }
+    free(u);
+    for (int k = 0; k < 2; k++) { free(hex[k]); free_job(&v[k]); }
+    return rc;
 }
 
 int cmd_firmware(int argc, char **argv) {
@@ -343,13 +426,17 @@ int cmd_firmware(int argc, char **argv) {
     if (strcmp(j.encoding, "auto") && strcmp(j.encoding, "keep"))
         return cli_err(CLI_USAGE, "firmware: --encoding must be auto or keep (got '%s')", j.encoding);
     j.with_settings = settings_seen(opts, 6);
-    rc = cli_open_container("firmware", j.model, &j.blob, &j.blen, &j.m);
-    if (!rc) rc = load_template(&j, tmpl);
-    if (!rc) rc = patch_model(&j);
-    if (!rc) rc = write_image(&j, &sa, opts, nopts);
+    const atm_board *row = atm_board_find(j.board);
+    if (fmt == ATM_FW_FORMAT_HEX && row->hex_with[0] && strcmp(j.board, row->name) == 0)   /* not by its alias */
+        return universal_hex(&j, tmpl, &sa, opts, nopts);
+    uint8_t *data = NULL;
+    size_t dlen = 0;
+    char why[512];
+    rc = build_image(&j, tmpl, &sa, opts, nopts, &data, &dlen);
+    if (!rc && atm_write_atomic(j.out, data, dlen, why, sizeof why)) rc = cli_err(CLI_RUNTIME, "firmware: %s", why);
     if (!rc) print_firmware(&j);
-    free(j.blob);
-    free(j.elf);
+    free(data);
+    free_job(&j);
     return rc;
 }
 
@@ -408,7 +495,7 @@ static int write_example(const char *out, const char *name, char *example, size_
 static int header_board_fit(const char *board, const atm_model *m, int *max_window, long long *arena) {
     if (!atm_board_find(board)) return unknown_board("header", board);
     char path[4096], tried[8192], err[512];
-    if (find_template(board, path, sizeof path, tried, sizeof tried))
+    if (find_template(template_board(board), path, sizeof path, tried, sizeof tried))
         return cli_err(CLI_RUNTIME, "header: no template image for %s (looked for %s): run 'cmake --preset mcu && "
                        "cmake --build --preset mcu'", board, tried);
     uint8_t *elf = NULL;

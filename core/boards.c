@@ -3,9 +3,9 @@
 
 static const atm_board BOARDS[] = {
 #define ATM_BOARD(name, label, cpu, chip, hz, fbase, fbytes, ram, slot, formats, drive, faster, uf2, semi, ofs, tables, \
-                  small, opt, uart, emu, count, windows)                                                                 \
+                  small, opt, uart, emu, count, windows, machine, alias, uh_id, hex_with, card)                          \
     { name, label, cpu, chip, hz, fbase, fbytes, ram, slot, formats, drive, faster, uf2, semi, ofs, tables, small, emu,   \
-      count, windows },
+      count, windows, machine, alias, uh_id, hex_with, card },
 #include "boards.def"
 #undef ATM_BOARD
 };
@@ -22,6 +22,6 @@ static int same(const char *a, const char *b) {
 const atm_board *atm_board_find(const char *name) {
     if (!name) return NULL;
     for (size_t i = 0; i < atm_board_count(); i++)
-        if (same(BOARDS[i].name, name)) return &BOARDS[i];
+        if (same(BOARDS[i].name, name) || (BOARDS[i].alias[0] && same(BOARDS[i].alias, name))) return &BOARDS[i];
     return NULL;
 }

@@ -16,7 +16,7 @@
 enum { ATM_BOARD_ELF = 1, ATM_BOARD_HEX = 2, ATM_BOARD_BIN = 4, ATM_BOARD_UF2 = 8 };
 
 typedef struct {
-    const char *name;          /* --board, atome-fw-<name>.elf, the slot's board, QEMU's -M */
+    const char *name;          /* --board, atome-fw-<name>.elf, the slot's board */
     const char *label;         /* "micro:bit v1" */
     const char *cpu;           /* "cortex-m0" */
     const char *chip;          /* "nRF51822" */
@@ -31,13 +31,18 @@ typedef struct {
     const char *emulator;      /* "qemu" | "rp2040js" */
     const char *cost_count;    /* "insns_per_byte" | "cycles_per_byte" */
     const char *cost_windows;  /* "8 16 32" */
+    const char *machine;       /* QEMU's -M ("mps2-an386"), "" for none */
+    const char *alias;         /* another --board name for this row, "" for none */
+    uint32_t uh_board_id;      /* micro:bit Universal Hex board ID, 0 for none */
+    const char *hex_with;      /* "" or the row whose image joins this one's in its Universal Hex */
+    const char *card_label;    /* the page's card title, "" for label */
 } atm_board;
 
 /* The number of boards and the i-th (0-based; NULL out of range), in the
  * table's order. */
 size_t atm_board_count(void);
 const atm_board *atm_board_at(size_t i);
-/* The board called name, or NULL (name may be NULL). */
+/* The board called name (its name or its alias), or NULL (name may be NULL). */
 const atm_board *atm_board_find(const char *name);
 
 #endif

@@ -35,6 +35,7 @@ int atm_cost_features(const atm_mconfig *c, int encoding, const char *board, int
 uint64_t atm_cost_insns_per_byte(const atm_mconfig *c, int encoding, const char *board, int window, int offsets) {
     int64_t f[ATM_COST_FEATURES];
     if (atm_cost_features(c, encoding, board, window, offsets, f)) return 0;
+    board = atm_board_find(board)->name;   /* an alias: its row's fit */
     for (unsigned i = 0; i < sizeof ATM_MCU_COST / sizeof ATM_MCU_COST[0]; i++) {
         if (!same(ATM_MCU_COST[i].board, board) || ATM_MCU_COST[i].encoding != encoding) continue;
         int64_t milli = 0;

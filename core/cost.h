@@ -11,7 +11,8 @@
 #include <stdint.h>
 
 /* Instructions per byte of a model of config c in trit encoding `encoding`
- * on `board` ("microbit", "mps2-an385": QEMU's instruction counts; "pico":
+ * on `board` ("microbit", "mps2-an385": QEMU's instruction counts;
+ * "microbit-v2": QEMU's counts of its image on mps2-an386; "pico":
  * rp2040js's cycle counts, so there the estimate is cycles) at attention
  * window w (0 = the config's default), offsets = 1 when the image holds the
  * model's offset stream (fwimage's atm_fw_put_offsets: the engine then

@@ -8,4 +8,6 @@ static const struct { const char *board; int encoding; int64_t c[7]; } ATM_MCU_C
     { "mps2-an385", ATM_ENC_ATOME02, { 7838525, 699, 0, 1682, 29523, 311803, 0 } },
     { "pico", ATM_ENC_ATOME01, { 25489890, 2110, 3010, 2315, 24667, 811481, 0 } },
     { "pico", ATM_ENC_ATOME02, { 52479571, 10204, 10519, 8334, -38561, 963899, 0 } },
+    { "microbit-v2", ATM_ENC_ATOME01, { 8427955, 1436, 2476, 3031, 11390, 339410, 0 } },
+    { "microbit-v2", ATM_ENC_ATOME02, { 8363385, 2537, 7959, 2179, 21555, 349835, 0 } },
 };

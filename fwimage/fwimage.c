@@ -659,8 +659,11 @@ size_t atm_fw_board_list(char *out, size_t cap, const char *last_sep) {
     size_t o = 0;
     const size_t n = atm_board_count();
     if (cap) out[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        o = add(out, cap, o, "%s%s", i == 0 ? "" : i + 1 == n ? last_sep : ", ", atm_board_at(i)->name);
+    for (size_t i = 0; i < n; i++) {   /* a row's alias after its name */
+        const atm_board *b = atm_board_at(i);
+        o = add(out, cap, o, "%s%s", i == 0 ? "" : i + 1 == n && !b->alias[0] ? last_sep : ", ", b->name);
+        if (b->alias[0]) o = add(out, cap, o, "%s%s", i + 1 == n ? last_sep : ", ", b->alias);
+    }
     return o;
 }
 
@@ -689,7 +692,15 @@ static size_t board_json(char *out, size_t cap, size_t o, const atm_board *b) {
         o = add(out, cap, o, "%s%.*s", w == b->cost_windows ? "" : ",", (int)(e - w), w);
         w = e;
     }
-    return add(out, cap, o, "]}}");
+    o = add(out, cap, o, "]},\"machine\":");
+    o = b->machine[0] ? add(out, cap, o, "\"%s\"", b->machine) : add(out, cap, o, "null");
+    o = add(out, cap, o, ",\"alias\":");
+    o = b->alias[0] ? add(out, cap, o, "\"%s\"", b->alias) : add(out, cap, o, "null");
+    o = add(out, cap, o, ",\"uhex_board_id\":");
+    o = b->uh_board_id ? add(out, cap, o, "\"0x%04lX\"", (unsigned long)b->uh_board_id) : add(out, cap, o, "null");
+    o = add(out, cap, o, ",\"hex_with\":");
+    o = b->hex_with[0] ? add(out, cap, o, "\"%s\"", b->hex_with) : add(out, cap, o, "null");
+    return add(out, cap, o, ",\"card_label\":\"%s\"}", b->card_label[0] ? b->card_label : b->label);
 }
 
 size_t atm_fw_boards_json(char *out, size_t cap) {

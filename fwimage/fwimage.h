@@ -241,13 +241,38 @@ size_t atm_fw_board_list(char *out, size_t cap, const char *last_sep);
  * "clock_hz","flash_base":"0x...","flash_bytes","ram_bytes","slot_bytes",
  * "formats":["elf",...],"drive","faster_encoding":"ATOME01","uf2_family":
  * "0x..." or null,"semihosting","offset_stream","tables","emulator",
- * "cost":{"count":"insns_per_byte"|"cycles_per_byte","windows":[...]}}, ...]}
- * (docs/cli.md). snprintf-style, as atm_fw_board_list. */
+ * "cost":{"count":"insns_per_byte"|"cycles_per_byte","windows":[...]},
+ * "machine","alias","uhex_board_id":"0x9900","hex_with" (each null for
+ * none),"card_label"}, ...]} (docs/cli.md). snprintf-style, as atm_fw_board_list. */
 size_t atm_fw_boards_json(char *out, size_t cap);
 
 /* Why the board takes no file of that format, as the CLI and the page say
  * it: "--format uf2 is for the pico (the RP2040 bootrom's drive); the
  * microbit takes elf, hex or bin". snprintf-style. */
 size_t atm_fw_format_refusal(const char *board, int format, char *out, size_t cap);
+
+/* ---- the micro:bit Universal Hex (fwimage/uhex.c) ---- */
+
+/* The board IDs of the micro:bit versions in a Universal Hex (the
+ * Foundation's microbitBoardId: V1 = 0x9900, for the v1.3, v1.3B and v1.5
+ * boards; V2 = 0x9903). */
+#define ATM_FW_UH_BOARD_V1 0x9900u
+#define ATM_FW_UH_BOARD_V2 0x9903u
+
+typedef struct {
+    const char *hex;     /* an Intel HEX file's text (CRLF or LF lines) */
+    size_t      len;
+    uint16_t    board_id;
+} atm_fw_uh_part;
+
+/* One Universal Hex of parts[n] in the order given (v1 first, as the
+ * Foundation's editors write it): the bytes createUniversalHex(parts, blocks)
+ * of @microbit/microbit-universal-hex 0.2.2 returns, "sections" when blocks
+ * is 0 (the library's default), 512-character "blocks" otherwise; LF line
+ * ends. *out is malloc'd and NUL-terminated; ATM_FW_OK, or ATM_FW_E_ARG with
+ * a reason (a line that is not a record, an End Of File record before the
+ * end, a part that is already a Universal Hex, out of memory). */
+int atm_fw_universal_hex(const atm_fw_uh_part *parts, size_t n, int blocks, char **out, size_t *outlen,
+                         char *err, size_t errlen);
 
 #endif

@@ -2,12 +2,15 @@
  * "standalone mode"): polled, no interrupts, no buffers.
  *   microbit    the nRF51822 UART at 0x40002000: 115200 8N1, TX P0.24, RX
  *               P0.25 (the interface chip's USB serial on the micro:bit v1)
+ *   microbit-v2 the nRF52833 UART0 at 0x40002000: 115200 8N1, TX P0.06, RX
+ *               P1.08 (the interface chip's USB serial on the micro:bit v2),
+ *               after the 64 MHz crystal clock (mcu/nrf52/nrf52.c)
  *   mps2-an385  CMSDK APB UART0 at 0x40004000, 115200 8N1 from the 25 MHz
  *               system clock (QEMU: the first -serial)
  *   pico        RP2040 UART0 (PL011) at 0x40034000 on GP0 (TX) / GP1 (RX),
  *               115200 8N1 from clk_peri = 125 MHz, and the same bytes on
  *               the USB serial port (mcu/pico/usb_cdc.c); input from either
- * Also the cycle counter where the board has one (the M3's DWT CYCCNT; QEMU
+ * Also the cycle counter where the board has one (the M3's and M4's DWT CYCCNT; QEMU
  * does not model it and reads 0, which callers must treat as "unknown"; the
  * Pico's 1 MHz timer, so its "cycles" are microseconds). uart_drain() waits
  * until queued output has left (the Pico's USB queue; a no-op elsewhere) and
@@ -56,6 +59,24 @@ int uart_getc(void) {
 }
 uint32_t uart_cycles(void) { return 0u; }   /* the Cortex-M0 has no cycle counter */
 uint32_t uart_cpu_hz(void) { return 16000000u; }
+void uart_drain(void) { }
+void uart_idle(void) { __asm__ volatile ("wfi"); }
+
+#elif defined(MCU_UART_NRF52)
+#include "nrf52/nrf52.h"
+#define DEMCR (*(volatile uint32_t *)0xE000EDFCu)
+#define DWT_CTRL (*(volatile uint32_t *)0xE0001000u)
+#define DWT_CYCCNT (*(volatile uint32_t *)0xE0001004u)
+void uart_init(void) {
+    nrf52_clock_uart_init();
+    DEMCR |= 1u << 24;                     /* TRCENA: the DWT */
+    DWT_CYCCNT = 0u;
+    DWT_CTRL |= 1u;                        /* CYCCNTENA */
+}
+void uart_putc(uint8_t b) { nrf52_uart_putc(b); }
+int uart_getc(void) { return nrf52_uart_getc(); }
+uint32_t uart_cycles(void) { return DWT_CYCCNT; }
+uint32_t uart_cpu_hz(void) { return 64000000u; }
 void uart_drain(void) { }
 void uart_idle(void) { __asm__ volatile ("wfi"); }
 
@@ -129,7 +150,7 @@ void uart_drain(void) {
 void uart_idle(void) { usb_cdc_poll(); }
 
 #else
-#error "no UART for this board: define MCU_UART_NRF51, MCU_UART_CMSDK or MCU_UART_PICO"
+#error "no UART for this board: define MCU_UART_NRF51, MCU_UART_NRF52, MCU_UART_CMSDK or MCU_UART_PICO"
 #endif
 
 void uart_write(const void *p, uint32_t n) {

@@ -7,6 +7,10 @@
  *       one JSON line describing the slot (board, capacity, offsets, model)
  *   elfpatch --header --model M.atome --out model.h [--name atome_model]
  *       the model as a C header
+ *   elfpatch --universal-hex [--blocks] [--v1 V1.hex] [--v2 V2.hex] --out U.hex
+ *       the micro:bit Universal Hex of the single-board files (v1 first;
+ *       fwimage/uhex.c, atm_fw_universal_hex; --blocks: the 512-character
+ *       block layout instead of the default sections)
  *
  * The model is opened with atm_model_open() first, so only containers the
  * engine accepts get in. Exit status: 0 ok, 1 runtime error (unreadable or
@@ -77,7 +81,47 @@ static const uint8_t *load_model(const char *path, size_t *len, uint8_t **owned,
     return *owned;
 }
 
+/* elfpatch --universal-hex ... */
+static int uhex_main(int argc, char **argv) {
+    const char *v1 = NULL, *v2 = NULL, *out = NULL;
+    int blocks = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = NULL;
+        if (!strcmp(a, "--blocks")) { blocks = 1; continue; }
+        if (!strcmp(a, "--v1")) dst = &v1;
+        else if (!strcmp(a, "--v2")) dst = &v2;
+        else if (!strcmp(a, "--out")) dst = &out;
+        else return die(2, "unknown argument ", a);
+        if (i + 1 >= argc) return die(2, a, " needs a value");
+        *dst = argv[++i];
+    }
+    if (!out || (!v1 && !v2)) return die(2, "usage: elfpatch --universal-hex [--blocks] [--v1 V1.hex] [--v2 V2.hex] --out U.hex", NULL);
+    atm_fw_uh_part parts[2];
+    uint8_t *bufs[2] = { NULL, NULL };
+    size_t np = 0;
+    const char *files[2] = { v1, v2 };
+    const uint16_t ids[2] = { ATM_FW_UH_BOARD_V1, ATM_FW_UH_BOARD_V2 };
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (!files[k]) continue;
+        size_t len;
+        bufs[k] = slurp(files[k], &len);
+        if (!bufs[k]) { rc = die(1, "cannot read ", files[k]); break; }
+        parts[np].hex = (const char *)bufs[k];
+        parts[np].len = len;
+        parts[np++].board_id = ids[k];
+    }
+    char *u = NULL, err[256];
+    size_t ul = 0;
+    if (!rc && atm_fw_universal_hex(parts, np, blocks, &u, &ul, err, sizeof err)) rc = die(1, err, NULL);
+    if (!rc) rc = write_atomic(out, (const uint8_t *)u, ul, 0, NULL, NULL);
+    free(u); free(bufs[0]); free(bufs[1]);
+    return rc;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--universal-hex")) return uhex_main(argc, argv);
     const char *tmpl = NULL, *board = NULL, *model = NULL, *out = NULL, *info = NULL, *name = NULL;
     int header = 0;
     for (int i = 1; i < argc; i++) {

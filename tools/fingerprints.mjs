@@ -121,7 +121,9 @@ function shipped(tmp) {
     'format', 'standalone', 'settings', 'expect_hex'];
   for (const [board, fmt] of [['microbit', 'hex'], ['mps2-an385', 'bin'], ['microbit', 'elf'], ['mps2-an385', 'elf']]) {
     const f = path.join(tmp, `fw-${board}.${fmt}`);
-    const j = JSON.parse(run(['firmware', '--model', m60, '--board', board, '--format', fmt, '--out', f, '--encoding', 'keep', ...settings]).toString());
+    // the recorded micro:bit .hex is the v1's: --board microbit --format hex is now the Universal Hex of v1 and v2
+    const b = board === 'microbit' && fmt === 'hex' ? 'microbit-v1' : board;
+    const j = JSON.parse(run(['firmware', '--model', m60, '--board', b, '--format', fmt, '--out', f, '--encoding', 'keep', ...settings]).toString());
     out[`firmware-${board}-${fmt}`] = Object.fromEntries(keep.filter((k) => k in j).map((k) => [k, j[k]]));
   }
   const h = path.join(tmp, 'model.h');

@@ -1,27 +1,32 @@
 #!/usr/bin/env node
-// tools/serve.mjs (run as tools/serve) — serves the Atome web page (web/) on 127.0.0.1 with what
-// `tools/setup` built: the wasm modules (build/wasm), the shipped models
-// (models/*.atome, listed at /api/models) and the firmware templates
-// (build/mcu/mcu/atome-fw-*.elf). Static files only, GET and HEAD, every
-// response with a Content-Security-Policy that allows this origin and
-// nothing else. docs/web.md describes the page.
+// tools/serve.mjs (run as tools/serve) — serves the Atome web page on
+// 127.0.0.1 in the layout tools/build-site writes (tools/site.mjs: index.html,
+// sw.js, manifest.webmanifest, app-<version>/ with web/, the wasm modules of
+// build/wasm, the shipped models and their list, the firmware templates of
+// build/mcu/mcu, uPlot), from memory, with what `tools/setup` built. GET and
+// HEAD only, nothing outside the layout (plus /api/models, the model list as
+// JSON), every response with a Content-Security-Policy that allows this
+// origin and nothing else, and the cross-origin isolation headers (COOP +
+// COEP) the trainer's threads need. docs/web.md describes the page.
 //
 //   tools/serve [--port 8080] [--host 127.0.0.1] [--allow-remote]
 //
 // A --host that is not a loopback address is refused unless --allow-remote
 // is given (the page has no login; anyone who reaches it can use it).
 import { createServer } from 'node:http';
-import { createReadStream, existsSync, readdirSync, statSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { planSite, sourceStamp, modelList, CSP } from './site.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const USAGE = `usage: tools/serve [--port 8080] [--host 127.0.0.1] [--allow-remote]
 
 Serves the Atome page at http://HOST:PORT/ (generate, train in the tab,
-download for a board). --port 0 picks a free port. A non-loopback --host
-needs --allow-remote.
+download for a board), in the layout tools/build-site writes, with the
+cross-origin isolation headers. --port 0 picks a free port. A non-loopback
+--host needs --allow-remote.
 `;
 
 function fail(code, msg) {
@@ -73,26 +78,25 @@ const NEEDS = [
   ['node_modules/uplot/dist/uPlot.esm.js', 'tools/setup (npm ci)'],
 ];
 
-// URL prefix -> directory, and which files of it are served.
-const ROUTES = [
-  { prefix: '/web/', dir: 'web', ok: () => true },
-  { prefix: '/wasm/', dir: 'wasm', ok: (f) => f === 'atome.mjs' || f === 'atome-thread.mjs' },
-  { prefix: '/build/wasm/', dir: 'build/wasm', ok: (f) => /^atome(-scalar|-threads)?\.wasm$/.test(f) },
-  { prefix: '/build/mcu/mcu/', dir: 'build/mcu/mcu', ok: (f) => /^atome-fw-[a-z0-9-]+\.elf$/.test(f) },
-  { prefix: '/models/', dir: 'models', ok: (f) => /^[^/]+\.(atome|md)$/.test(f) },
-  { prefix: '/vendor/uplot/', dir: 'node_modules/uplot/dist', ok: (f) => f === 'uPlot.esm.js' || f === 'uPlot.min.css' },
-];
+// The site: tools/site.mjs's layout (the one tools/build-site writes), planned
+// at start and again when a source file changed and the page or its service
+// worker is asked for (an edit shows after a reload; the service worker then
+// offers the new version). The last few plans stay served, so a page of an
+// older version still finds its files.
+let plans = [];
+let stamp = null;
+function currentPlan(refresh) {
+  if (plans.length && !refresh) return plans[0];
+  const now = sourceStamp();
+  if (now !== stamp || !plans.length) {
+    stamp = now;
+    const p = planSite();
+    if (p.version !== plans[0]?.version) plans = [p, ...plans].slice(0, 3);
+  }
+  return plans[0];
+}
 
-const TYPES = {
-  '.html': 'text/html; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm', '.json': 'application/json',
-  '.txt': 'text/plain; charset=utf-8', '.md': 'text/plain; charset=utf-8', '.png': 'image/png', '.svg': 'image/svg+xml',
-  '.atome': 'application/octet-stream', '.elf': 'application/octet-stream', '.ico': 'image/x-icon',
-};
-
-export const CSP = ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "connect-src 'self'",
-  "worker-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "font-src 'self'", "object-src 'none'",
-  "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"].join('; ');
+export { CSP };
 
 // Cross-origin isolation (COOP + COEP): the page may then use shared memory,
 // which the trainer's threads need (wasm/atome.mjs threadsAvailable). Every
@@ -108,40 +112,19 @@ function headers(type, extra = {}) {
   };
 }
 
+// /api/models (kept for scripts; the page reads app-<version>/models/index.json)
 function listModels() {
-  const dir = path.join(repo, 'models');
-  const out = [];
-  let names = [];
-  try { names = readdirSync(dir).sort(); } catch { return out; }
-  for (const f of names) {
-    if (!f.endsWith('.atome')) continue;
-    let st;
-    try { st = statSync(path.join(dir, f)); } catch { continue; }   // removed meanwhile
-    if (st.isFile()) out.push({ name: f, bytes: st.size, card: existsSync(path.join(dir, f.replace(/\.atome$/, '.md'))) ? f.replace(/\.atome$/, '.md') : null });
-  }
-  // The web model (the largest that is not the 60K board model) first, then the rest by size.
-  out.sort((a, b) => (b.name.includes('atome-60k') ? 0 : 1) - (a.name.includes('atome-60k') ? 0 : 1) || b.bytes - a.bytes);
-  return out;
+  const plan = currentPlan(false);
+  const pre = `${plan.dir}/`;
+  return modelList(new Map([...plan.files].filter(([p]) => p.startsWith(pre)).map(([p, f]) => [p.slice(pre.length), f])));
 }
 
+// The file of a URL path: the site's, or the favicon; null for anything else.
 function resolveFile(urlPath) {
-  if (urlPath === '/' || urlPath === '/index.html') return path.join(repo, 'web/index.html');
-  if (urlPath === '/favicon.ico') return path.join(repo, 'web/favicon.svg');
-  for (const r of ROUTES) {
-    if (!urlPath.startsWith(r.prefix)) continue;
-    const rel = urlPath.slice(r.prefix.length);
-    if (!rel || rel.split('/').some((p) => p === '' || p === '.' || p === '..' || p.startsWith('.'))) return null;
-    if (!r.ok(rel)) return null;
-    const base = path.join(repo, r.dir);
-    const file = path.join(base, rel);
-    if (!existsSync(file)) return null;
-    let real;
-    try { real = realpathSync(file); } catch { return null; }
-    let realBase;
-    try { realBase = realpathSync(base); } catch { return null; }
-    if (real !== realBase && !real.startsWith(realBase + path.sep)) return null;
-    try { return statSync(real).isFile() ? real : null; } catch { return null; }
-  }
+  const rel = urlPath === '/' ? 'index.html' : urlPath === '/favicon.ico' ? null : urlPath.slice(1);
+  const plan = currentPlan(rel === 'index.html' || rel === 'sw.js');
+  if (rel === null) return plan.files.get(`${plan.dir}/web/favicon.svg`) ?? null;
+  for (const p of plans) if (p.files.has(rel)) return p.files.get(rel);
   return null;
 }
 
@@ -177,15 +160,8 @@ function handler(req, res) {
     res.writeHead(404, headers('text/plain; charset=utf-8')).end('not found\n');
     return;
   }
-  const type = TYPES[path.extname(file)] ?? 'application/octet-stream';
-  let size;
-  try { size = statSync(file).size; } catch {
-    res.writeHead(404, headers('text/plain; charset=utf-8')).end('not found\n');
-    return;
-  }
-  res.writeHead(200, headers(type, { 'Content-Length': size }));
-  if (req.method === 'HEAD') { res.end(); return; }
-  createReadStream(file).on('error', () => res.destroy()).pipe(res);
+  res.writeHead(200, headers(file.type, { 'Content-Length': file.body.length }));
+  res.end(req.method === 'HEAD' ? undefined : file.body);
 }
 
 export function startServer({ port = 0, host = '127.0.0.1', allowRemote = false, isolated: iso = true } = {}) {

@@ -398,6 +398,17 @@ export class Atome {
     } finally { for (const p of ptrs) if (p) this.ex.atome_free(p); }
   }
 
+  // The micro:bit Universal Hex (`atome firmware --board microbit --format
+  // hex`) of the v1 and v2 single-board .hex files (v1 null: the v2 only):
+  // Uint8Array, the bytes createUniversalHex of @microbit/microbit-universal-hex makes.
+  universalHex(v1, v2) {
+    const a = v1 ?? new Uint8Array(1);
+    return this.withBytes(a, (p1) => this.withBytes(v2, (p2) => {
+      this.fwCall(this.ex.atome_fw_universal_hex(p1, v1 ? v1.length : 0, p2, v2.length));
+      return this.fwOut();
+    }));
+  }
+
   // `atome header --model M [--name N]`: { text: Uint8Array, info }; source
   // is the file name written in the header's comment (the CLI writes the
   // model path's base name).

@@ -357,3 +357,22 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
     if (format == ATM_FW_FORMAT_UF2) info_add_uf2(fl, slot.board);
     return (int)g_out_len;
 }
+
+/* `atome firmware --board microbit --format hex`: the Universal Hex of the
+ * micro:bit v1 file v1[l1] (l1 = 0: none, the model fits the v2 only) and
+ * the v2 file v2[l2] (fwimage/uhex.c), in the output buffer. */
+API int atome_fw_universal_hex(const uint8_t *v1, size_t l1, const uint8_t *v2, size_t l2) {
+    out_clear();
+    g_info[0] = 0;
+    atm_fw_uh_part parts[2];
+    size_t n = 0;
+    if (l1) { parts[n].hex = (const char *)v1; parts[n].len = l1; parts[n++].board_id = ATM_FW_UH_BOARD_V1; }
+    if (l2) { parts[n].hex = (const char *)v2; parts[n].len = l2; parts[n++].board_id = ATM_FW_UH_BOARD_V2; }
+    char *u = NULL, err[256];
+    size_t ul = 0;
+    if (atm_fw_universal_hex(parts, n, 0, &u, &ul, err, sizeof err) != ATM_FW_OK) FAIL(-1, "Universal Hex: %s", err);
+    g_out = (uint8_t *)u;
+    g_out_len = ul;
+    snprintf(g_info, sizeof g_info, "{\"universal_hex\":true,\"file_bytes\":%zu}", ul);
+    return (int)ul;
+}

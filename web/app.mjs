@@ -14,7 +14,8 @@
 // what the sections share. docs/web.md describes the page, its element
 // contract and the page <-> worker messages.
 import { connect } from './rpc.mjs';
-import { $, fmt, showError, hideError } from './ui.mjs';
+import { $, fmt, showError, hideError, fetchBytes } from './ui.mjs';
+import { initSite } from './site.mjs';
 import { initModels } from './models.mjs';
 import { initWhy } from './why.mjs';
 import { initGenerate } from './generate.mjs';
@@ -85,6 +86,7 @@ async function loadModule(scalar) {
   $('module-status').textContent = mod.simd ? 'Ready: WebAssembly SIMD module.' :
     'Ready: this browser has no WebAssembly SIMD, so the page uses the scalar module (atome-scalar.wasm): the same bytes, slower.';
   $('module-status').dataset.module = mod.module;
+  $('module-status').dataset.wasm = mod.wasm;   // its URL (which version's wasm runs)
   return true;
 }
 
@@ -92,11 +94,14 @@ async function loadModule(scalar) {
 // names, or the first, opened.
 async function listModels() {
   let list = [];
-  try { list = (await (await fetch('/api/models')).json()).models; } catch (e) { showError(`cannot list the models: ${e.message}`); }
-  for (const m of list) page.models.add(m.name, { label: `${m.name} (${fmt(m.bytes)} bytes)`, kind: 'shipped', url: `/models/${encodeURIComponent(m.name)}` });
+  // the site's static list (tools/site.mjs), beside the models
+  const at = new URL('../models/index.json', import.meta.url);
+  try { list = JSON.parse(new TextDecoder().decode(await fetchBytes(at.href))).models; } catch (e) { showError(`cannot list the models: ${e.message}`); }
+  for (const m of list) page.models.add(m.name, { label: `${m.name} (${fmt(m.bytes)} bytes)`, kind: 'shipped', url: new URL(encodeURIComponent(m.name), at).href });
   const want = page.params.get('model-select') ?? page.params.get('model');
   const first = want && page.models.has(want) ? want : list[0]?.name;
   if (first) { $('model-select').value = first; await page.models.open(first); }
 }
 
-boot();
+// the service worker (offline copy, isolation headers) once the page is up
+boot().finally(initSite);

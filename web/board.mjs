@@ -11,8 +11,9 @@ import { testEvent } from './hook.mjs';
 
 // The section: the boards (rows of the module's table, set by setBoards),
 // the firmware templates fetched (board name -> promise of the ELF bytes),
-// each board's verdict for the open model (ok | warn | bad) and a serial
-// that tells a fit overtaken by a later one.
+// each card's verdict for the open model (ok | warn | bad; a card holding
+// two rows also "own:<name>", its first row's own) and a serial that tells
+// a fit overtaken by a later one.
 export function initBoard(page) {
   const bs = { boards: [], templates: new Map(), fit: new Map(), serial: 0 };
   for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', () => updateFit(page, bs));
@@ -25,24 +26,34 @@ export function initBoard(page) {
 const cpuName = (cpu) => cpu.replace(/^cortex-m/, 'Cortex-M').replace(/plus$/, '+');
 const size = (n) => (n % 1048576 === 0 ? `${n / 1048576} MiB` : `${fmt(n / 1024)} KiB`);
 
-// The board's downloads: [element id, format, standalone?, text, secondary?].
-function downloadsOf(b) {
-  const debug = b.emulator === 'qemu' ? 'Debugger / QEMU image (.elf)' : 'Debugger image (.elf)';
-  return [[`download-${b.drive}-${b.name}`, b.drive, true, `Standalone image (.${b.drive})`, false],
+// The rows that get a card (a row named by another's hex_with is on that
+// row's card), and the second row of a two-row card (null for none).
+const cards = (boards) => boards.filter((b) => !boards.some((x) => x.hex_with === b.name));
+const partner = (boards, b) => (b.hex_with ? boards.find((x) => x.name === b.hex_with) ?? null : null);
+const specs = (b) => `Arm ${cpuName(b.cpu)} · ${b.chip} · ${fmt(b.clock_hz / 1e6)} MHz · ${size(b.flash_bytes)} flash, ${size(b.ram_bytes)} RAM`;
+
+// The board's downloads: [element id, format, standalone?, text, secondary?];
+// a two-row card's drive file holds both rows' images, its .elf is the first's.
+function downloadsOf(b, pair) {
+  const v = pair ? `, ${b.label.split(' ').pop()}` : '';
+  const debug = b.emulator === 'qemu' ? `Debugger / QEMU image${v} (.elf)` : `Debugger image${v} (.elf)`;
+  const file = pair ? `${b.label.split(' ')[0]} file (.${b.drive})` : `Standalone image (.${b.drive})`;
+  return [[`download-${b.drive}-${b.name}`, b.drive, true, file, false],
     b.semihosting ? [`download-fw-${b.name}`, 'elf', false, debug, true] : [`download-elf-${b.name}`, 'elf', true, debug, true]];
 }
 
-// One card a board, in the table's order, and their downloads wired.
+// One card a board (or a row and its hex_with row), in the table's order, and their downloads wired.
 function setBoards(page, bs, boards) {
   bs.boards = boards;
-  const cards = boards.map((b) => {
+  const els = cards(boards).map((b) => {
+    const pair = partner(boards, b);
     const card = Object.assign(document.createElement('div'), { className: 'board-card' });
     card.dataset.board = b.name;
-    const h = Object.assign(document.createElement('h4'), { textContent: `${b.label} ` });
+    const h = Object.assign(document.createElement('h4'), { textContent: `${b.card_label} ` });
     h.append(Object.assign(document.createElement('span'), { className: 'cpu',
-      textContent: `Arm ${cpuName(b.cpu)} · ${b.chip} · ${size(b.flash_bytes)} flash, ${size(b.ram_bytes)} RAM` }));
+      textContent: pair ? [b, pair].map((x) => `${x.label.split(' ').pop()}: ${specs(x)}`).join('; ') : specs(b) }));
     const actions = Object.assign(document.createElement('div'), { className: 'row actions wrap' });
-    for (const [id, format, standalone, text, secondary] of downloadsOf(b)) {
+    for (const [id, format, standalone, text, secondary] of downloadsOf(b, pair)) {
       const btn = Object.assign(document.createElement('button'), { type: 'button', id, textContent: text, disabled: true });
       if (secondary) btn.className = 'secondary';
       btn.addEventListener('click', () => guarded(() => (standalone ? downloadStandalone(page, bs, b, format) : downloadDebug(page, bs, b))));
@@ -52,7 +63,7 @@ function setBoards(page, bs, boards) {
       Object.assign(document.createElement('div'), { className: 'board-note' }));
     return card;
   });
-  $('fit-table').replaceChildren(...cards);
+  $('fit-table').replaceChildren(...els);
   refreshBoard(page, bs);
 }
 
@@ -60,9 +71,12 @@ function refreshBoard(page, bs) {
   const ok = page.ready.module && page.ready.model;
   for (const id of ['download-atome01', 'download-atome02', 'download-header']) $(id).disabled = !ok;
   // a board's firmware buttons: off while its card says the model does not fit (the verdict says why)
-  for (const b of bs.boards) {
-    const tooBig = bs.fit.get(b.name) === 'bad';
+  for (const b of cards(bs.boards)) {
     for (const btn of document.querySelectorAll(`.board-card[data-board="${b.name}"] .actions button`)) {
+      // a two-row card's .elf is its first row's (the micro:bit's: the v1's, QEMU's microbit machine);
+      // its .hex holds whichever rows fit
+      const own = btn.id === `download-fw-${b.name}` && bs.fit.get(`own:${b.name}`);
+      const tooBig = (own || bs.fit.get(b.name)) === 'bad';
       btn.disabled = !ok || tooBig;
       btn.title = tooBig ? 'This model does not fit this board: see above' : '';
     }
@@ -70,7 +84,7 @@ function refreshBoard(page, bs) {
 }
 
 async function template(bs, board) {
-  if (!bs.templates.has(board)) bs.templates.set(board, fetchBytes(`/build/mcu/mcu/atome-fw-${board}.elf`).catch((e) => {
+  if (!bs.templates.has(board)) bs.templates.set(board, fetchBytes(new URL(`../build/mcu/mcu/atome-fw-${board}.elf`, import.meta.url).href).catch((e) => {
     bs.templates.delete(board);
     throw new Error(`the ${board} firmware template is missing on the server (${e.message}); build it with tools/setup`);
   }));
@@ -88,16 +102,21 @@ async function updateFit(page, bs) {
   const serial = ++bs.serial;
   bs.fit.clear();
   const w = chosenWindow(page) || page.models.info(key).defaultWindow;
-  for (const b of bs.boards) {
+  for (const b of cards(bs.boards)) {
     const card = document.querySelector(`.board-card[data-board="${b.name}"]`);
-    const f = await fitVerdict(page, bs, b, key, w);
+    const pair = partner(bs.boards, b);
+    const f = pair ? await pairVerdict(page, bs, b, pair, key, w) : await fitVerdict(page, bs, b, key, w);
     if (serial !== bs.serial) return;
     card.className = `board-card ${f.cls}`;
     bs.fit.set(b.name, f.cls);
+    if (f.v1) bs.fit.set(`own:${b.name}`, f.v1.cls);
     page.refresh();
     const known = f.cls === 'bad' ? knownPara() : await knownAnswer(page, key, f.runW);
+    // the v2 runs at a larger window than the v1 when its RAM allows: its story differs, so its own known answer
+    const known2 = f.v2 && f.v1.cls !== 'bad' && f.v2.cls !== 'bad' && f.v2.runW !== f.runW
+      ? await knownAnswer(page, key, f.v2.runW, `${f.pair.label}: `) : null;
     if (serial !== bs.serial) return;
-    card.querySelector('.fit-body').replaceChildren(verdictPara(f), fitList(f.rows), known);
+    card.querySelector('.fit-body').replaceChildren(verdictPara(f), fitList(f.rows), known, ...(known2 ? [known2] : []));
     // how to flash and run it, only for a model that fits
     card.querySelector('.board-note').replaceChildren(...(f.cls === 'bad' ? [] : boardNote(page, b, key, f.runW)));
   }
@@ -135,6 +154,23 @@ async function fitVerdict(page, bs, b, key, w) {
   }
 }
 
+// A card of two rows (a row with hex_with, the micro:bit v1 and v2): one file
+// for both (a Universal Hex), so the verdict and rows of each, the better
+// verdict for the card; when only the second holds the model the file holds
+// its image alone, and the card says so.
+async function pairVerdict(page, bs, b, pair, key, w) {
+  const v1 = await fitVerdict(page, bs, b, key, w);
+  const v2 = await fitVerdict(page, bs, pair, key, w);
+  const rank = { ok: 2, warn: 1, bad: 0 };
+  const cls = rank[v1.cls] >= rank[v2.cls] ? v1.cls : v2.cls;
+  const only = v1.cls === 'bad' && v2.cls !== 'bad';
+  const short = (x) => x.label.split(' ').pop();   // "micro:bit v2" -> "v2"
+  const verdict = `${b.label}: ${v1.verdict}. ${pair.label}: ${v2.verdict}.` + (only ? ` The ${b.label.split(' ')[0]} file holds the ` +
+    `${short(pair)} image only: it runs on a ${pair.label}, not on a ${short(b)}.` : '');
+  const rows = [...v1.rows.map(([k, v]) => [`${short(b)} — ${k}`, v]), ...v2.rows.map(([k, v]) => [`${short(pair)} — ${k}`, v])];
+  return { cls, verdict, rows, runW: v1.cls === 'bad' ? v2.runW : v1.runW, v1, v2, pair };
+}
+
 function verdictPara(f) {
   const v = document.createElement('p');
   v.className = `verdict ${f.cls}`;
@@ -159,13 +195,14 @@ function knownPara() {
 }
 
 // The first bytes the board prints for Generate's settings at its window.
-async function knownAnswer(page, key, runW) {
+async function knownAnswer(page, key, runW, who = '') {
   const known = knownPara();
+  if (who) known.className = 'known known-v2';
   try {
     const g = pageSettings(page);
     const bytes = await page.gen.call('expect', { key, ...g, window: runW });
     known.append(Object.assign(document.createElement('span'), { className: 'label',
-      textContent: `Known answer — the board prints, after the prompt (window ${runW}): ` }),
+      textContent: `${who}Known answer — the board prints, after the prompt (window ${runW}): ` }),
       Object.assign(document.createElement('q'), { textContent: new TextDecoder().decode(bytes) }),
       Object.assign(document.createElement('code'), { className: 'known-hex', textContent: hexOf(bytes) }));
     known.dataset.hex = hexOf(bytes);
@@ -190,10 +227,11 @@ function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.el
 // How to flash a board: its own words where a board has them, else the
 // table's facts (its USB drive's file, its UART).
 const FLASH_NOTES = {
-  microbit: (base) => `Flash it: plug the micro:bit in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
-    'it restarts and prints the status line, the story and a byte count on its USB serial port: ' +
-    'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is for a debugger (pyocd, OpenOCD) or QEMU, ' +
-    'with the prompt and settings on the semihosting command line.',
+  microbit: (base) => `Flash it: plug the micro:bit (v1 or v2) in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
+    'the file is a Universal Hex holding an image for each version, and the board takes its own. It restarts and prints ' +
+    'the status line, the story and a byte count on its USB serial port: ' +
+    'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is the v1\'s, for a debugger ' +
+    '(pyocd, OpenOCD) or QEMU, with the prompt and settings on the semihosting command line.',
   'mps2-an385': (base) => `Flash it: copy ${base}-mps2-an385.bin to the MPS2 board's configuration USB drive and point ` +
     'its images.txt at it; the story comes out of UART0 at 115200 baud. Under QEMU: qemu-system-arm -M mps2-an385 -display none ' +
     `-monitor none -serial stdio -kernel ${base}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`,
@@ -252,7 +290,7 @@ function qemuCommand(page, b, key, w) {
     if (/^[0-9.]+$/.test(v)) args.push(flag, v);
   }
   args.push('--window', String(w));
-  return `qemu-system-arm -M ${b.name} -display none -monitor none -serial none ` +
+  return `qemu-system-arm -M ${b.machine} -display none -monitor none -serial none ` +
     `-semihosting-config enable=on,target=native,arg=atome${args.map((a) => `,arg=${a}`).join('')} ` +
     `-kernel ${fwName(key, b.name)} > story.txt`;
 }
@@ -304,12 +342,18 @@ async function downloadDebug(page, bs, b) {
 // A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings baked in.
 async function downloadStandalone(page, bs, b, format) {
   const board = b.name;
+  const pair = format === 'hex' ? partner(bs.boards, b) : null;   // the Universal Hex of the two rows' images
   const t = await template(bs, board);
+  const t2 = pair ? await template(bs, pair.name) : null;
   let g;
   try { g = pageSettings(page); } catch (e) { markField(e); throw e; }
   const settings = { ...g, seed: String(g.seed) };
   let r;
-  try { r = await page.gen.call('standalone', { key: page.models.current, template: t, board, settings, format }); } catch (e) {
+  try {
+    r = pair ? await page.gen.call('universal', { key: page.models.current, t1: t, t2, boards: [board, pair.name], settings })
+      : await page.gen.call('standalone', { key: page.models.current, template: t, board, settings, format });
+    if (pair) r.info.expect_hex = (r.info.v1 ?? r.info.v2).expect_hex;
+  } catch (e) {
     throw new Error(`${b.label}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
   }
   testEvent('standalone', board, r.info.expect_hex);

@@ -1,6 +1,6 @@
 // web/chart.mjs — the training panel's loss curves (uPlot: train points,
 // one per 10 steps, and validation points) and its samples list.
-import uPlot from '/vendor/uplot/uPlot.esm.js';
+import uPlot from '../vendor/uplot/uPlot.esm.js';
 import { $, fmt } from './ui.mjs';
 
 // The chart: its points, the uPlot (made on the first run shown), a pending

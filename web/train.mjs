@@ -15,7 +15,7 @@ export const CORPUS_LIMIT = 16 * 1024 * 1024;
 // The built-in corpus: the first bytes of TinyStories' training text, as
 // many as the preset takes (quick 2,000,000, reference 500,000: the same
 // bytes as the page's 500 KB corpus before presets), all from one file.
-export const BUILTIN = { url: '/web/data/tinystories-2m.txt', bytes: 2000000 };
+export const BUILTIN = { url: new URL('./data/tinystories-2m.txt', import.meta.url).href, bytes: 2000000 };
 const builtinName = (n) => (n % 1e6 === 0 ? `tinystories-${n / 1e6}m.txt` : `tinystories-${Math.round(n / 1e3)}k.txt`);
 const builtinLabel = (n) => `TinyStories, first ${fmt(n)} bytes (built in)`;
 

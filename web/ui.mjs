@@ -39,8 +39,14 @@ export function intField(id, lo, hi, what) {
   return Number(s);
 }
 
+// A file of the site; without the network and outside the offline copy, it says so.
 export async function fetchBytes(url) {
-  const r = await fetch(url);
+  const name = decodeURIComponent(new URL(url, location.href).pathname.split('/').pop());
+  let r;
+  try { r = await fetch(url); } catch {
+    throw new Error(`cannot fetch ${name}: the server cannot be reached (no network?) and this browser has no offline copy of it`);
+  }
+  if (r.status === 503 && r.headers.get('x-atome-offline')) throw new Error(`cannot fetch ${name}: ${await r.text()}`);
   if (!r.ok) throw new Error(`cannot fetch ${url}: HTTP ${r.status}`);
   return new Uint8Array(await r.arrayBuffer());
 }

@@ -175,7 +175,7 @@ ok '[ $rc -eq 0 ] && [ -s e3.elf ]' "the same model fits the mps2-an385 slot"
 "$ATOME" firmware --model deep.atome --board microbit --out e.elf 2> e.err; rc=$?
 ok 'one_line $rc 1 e.err && grep -q "bytes of RAM at window 1" e.err && [ ! -e e.elf ]' "fits the slot but no window fits the RAM: $(cat e.err)"
 "$ATOME" firmware --model a60k.atome --board stm32 --out e.elf 2> e.err; rc=$?
-ok 'one_line $rc 2 e.err && grep -q "unknown board .stm32. (mps2-an385, microbit or pico)" e.err && [ ! -e e.elf ]' "bad board: $(cat e.err)"
+ok 'one_line $rc 2 e.err && grep -q "unknown board .stm32. (mps2-an385, microbit, microbit-v1, microbit-v2 or pico)" e.err && [ ! -e e.elf ]' "bad board: $(cat e.err)"
 "$ATOME" firmware --model a60k.atome --board microbit --out e.elf --template "$MCU/mcu/atome-fw-mps2-an385.elf" 2> e.err; rc=$?
 ok 'one_line $rc 2 e.err && grep -q "built for board .mps2-an385." e.err && [ ! -e e.elf ]' "template of another board: $(cat e.err)"
 "$ATOME" firmware --model a60k.atome --board microbit --out e.elf --template "$W/no-such.elf" 2> e.err; rc=$?

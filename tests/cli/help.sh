@@ -54,10 +54,13 @@ ok '[ $rc -eq 0 ] && python3 -c "
 import json, sys
 j = json.load(open(\"b.json\"))
 names = [b[\"name\"] for b in j[\"boards\"]]
-assert names[:3] == [\"mps2-an385\", \"microbit\", \"pico\"], names
+assert names[:4] == [\"mps2-an385\", \"microbit\", \"microbit-v2\", \"pico\"], names
+m = j[\"boards\"][1]
+assert (m[\"alias\"], m[\"hex_with\"], m[\"uhex_board_id\"], j[\"boards\"][2][\"machine\"]) == (\"microbit-v1\", \"microbit-v2\", \"0x9900\", \"mps2-an386\"), m
 for b in j[\"boards\"]:
     for k in (\"label\", \"cpu\", \"chip\", \"clock_hz\", \"flash_base\", \"flash_bytes\", \"ram_bytes\", \"slot_bytes\", \"formats\",
-              \"drive\", \"faster_encoding\", \"uf2_family\", \"semihosting\", \"offset_stream\", \"tables\", \"emulator\", \"cost\"):
+              \"drive\", \"faster_encoding\", \"uf2_family\", \"semihosting\", \"offset_stream\", \"tables\", \"emulator\", \"cost\",
+              \"machine\", \"alias\", \"uhex_board_id\", \"hex_with\", \"card_label\"):
         assert k in b, (b[\"name\"], k)
     assert b[\"drive\"] in b[\"formats\"] and \"elf\" in b[\"formats\"], b
     assert (b[\"uf2_family\"] is not None) == (\"uf2\" in b[\"formats\"]), b
@@ -69,7 +72,7 @@ assert p[\"microbit\"][\"clock_hz\"] == 16000000 and p[\"microbit\"][\"offset_st
 "$ATOME" boards --board pico > e.out 2> e.err; rc=$?
 ok '[ $rc -eq 2 ] && [ "$(wc -l < e.err)" -eq 1 ] && [ ! -s e.out ]' "boards --board without --cost: exit 2"
 "$ATOME" boards --cost --model x.atome --board stm32 > e.out 2> e.err; rc=$?
-ok '[ $rc -eq 2 ] && grep -q "unknown board .stm32. (mps2-an385, microbit or pico" e.err' "boards --cost with an unknown board: $(cat e.err)"
+ok '[ $rc -eq 2 ] && grep -q "unknown board .stm32. (mps2-an385, microbit, microbit-v1, microbit-v2 or pico" e.err' "boards --cost with an unknown board: $(cat e.err)"
 if [ -n "$SRC" ] && [ -f "$SRC/models/atome-60k.atome" ]; then
     "$ATOME" boards --cost --model "$SRC/models/atome-60k.atome" --board microbit --window 32 > c.json; rc=$?
     ok '[ $rc -eq 0 ] && python3 -c "

@@ -17,6 +17,7 @@ const MCU = process.env.ATOME_MCU_BUILD || join(ROOT, 'build/mcu');
 // board -> the kernels its image must report (each line "name cases bad")
 const EXPECT = {
   microbit: ['planes_rows_m0', 'planes_build_m0', 'smull_m0', 'addsc_i32', 'scale_i32', 'ln_out_ssm_i32', 'mix_dots_m0', 'elementwise_m3', 'conv_m0'],
+  'microbit-v2': ['lut_rows4_m3', 'lut8_rows4_m3', 'lut8_build_m3', 'dots_m3', 'mix_m3', 'conv_m3', 'addsc_i32', 'scale_i32', 'ln_out_ssm_i32', 'mix_dots_m0', 'elementwise_m3', 'conv_m0'],
   'mps2-an385': ['lut_rows4_m3', 'lut8_rows4_m3', 'lut8_build_m3', 'dots_m3', 'mix_m3', 'addsc_i32', 'scale_i32', 'ln_out_ssm_i32', 'mix_dots_m0', 'elementwise_m3', 'conv_m0'],
 };
 

@@ -164,7 +164,7 @@ function elfFlash(elf) {
 test('Intel HEX for the micro:bit and raw binary for the MPS2: the ELF\'s flash bytes, and they boot', async () => {
   const c = CASES[1];
   const elf = await image('microbit', flags(c));
-  const hx = await image('microbit', flags(c), 'hex');
+  const hx = await image('microbit-v1', flags(c), 'hex');
   const mem = parseIhex(readFileSync(hx.file, 'latin1'));
   const want = elfFlash(readFileSync(elf.file));
   for (const [a, v] of want) assert.equal(mem.get(a), v, `HEX byte at 0x${a.toString(16)}`);

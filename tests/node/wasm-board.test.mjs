@@ -75,15 +75,18 @@ test('standalone images equal atome firmware\'s in every format; uf2 is the pico
   const m = models[0];
   const s = { prompt: 'Once upon a time', n: 100, temperature: '0.8', topK: '40', topP: '0.95', seed: '3' };
   const flags = ['--prompt', s.prompt, '--n', '100', '--temperature', '0.8', '--top-k', '40', '--top-p', '0.95', '--seed', '3'];
-  for (const [b, formats] of [['pico', ['uf2', 'bin', 'hex', 'elf']], ['microbit', ['hex']], ['mps2-an385', ['bin']]]) {
+  // the CLI's micro:bit v1 .hex is --board microbit-v1 (--board microbit --format hex is the Universal Hex, below)
+  const cliBoard = (b, f) => (b === 'microbit' && f === 'hex' ? 'microbit-v1' : b);
+  for (const [b, formats] of [['pico', ['uf2', 'bin', 'hex', 'elf']], ['microbit', ['hex']], ['microbit-v2', ['hex', 'bin']], ['mps2-an385', ['bin']]]) {
     for (const f of formats) {
       const out = path.join(tmp, `s-${b}.${f}`);
-      const r = await native(['firmware', '--model', m.file, '--board', b, '--format', f, '--out', out, ...flags]);
+      const r = await native(['firmware', '--model', m.file, '--board', cliBoard(b, f), '--format', f, '--out', out, ...flags]);
       assert.equal(r.code, 0, r.stderr);
       const cli = JSON.parse(r.stdout.toString());
       const { bytes, info } = atome.firmwareStandalone(template(b), b, m.bytes, s, f);
       assert.ok(Buffer.from(bytes).equals(readFileSync(out)), `${b} .${f}: differs from atome firmware --format ${f}`);
-      const keys = ['board', 'model_bytes', 'capacity', 'window', 'max_window', 'format', 'expect_hex', 'encoding_choice'];
+      const keys = ['model_bytes', 'capacity', 'window', 'max_window', 'format', 'expect_hex', 'encoding_choice'];
+      assert.equal(info.board, cli.board === 'microbit-v1' ? 'microbit' : cli.board);
       if (f !== 'elf') keys.push('flash_base', 'flash_bytes');
       if (f === 'uf2') keys.push('uf2_blocks', 'uf2_family');
       for (const k of keys) assert.equal(info[k], cli[k], `${b} .${f}: ${k}`);
@@ -173,7 +176,11 @@ test('the table of boards and the version: the module says what the CLI says, th
   assert.equal(r.code, 0, r.stderr);
   const table = JSON.parse(r.stdout.toString());
   assert.deepEqual(atome.boards(), table, 'boards() = atome boards --json');
-  assert.deepEqual(table.boards.slice(0, 3).map((b) => b.name), BOARDS);
+  assert.deepEqual(table.boards.map((b) => b.name).filter((n) => BOARDS.includes(n)), BOARDS);
+  // the micro:bit v2 is a row; `--board microbit --format hex` joins it to the v1's (hex_with); microbit-v1 is the v1's alias
+  const mb = table.boards.find((b) => b.name === 'microbit'), v2row = table.boards.find((b) => b.name === 'microbit-v2');
+  assert.deepEqual([mb.hex_with, mb.alias, mb.machine, mb.card_label], ['microbit-v2', 'microbit-v1', 'microbit', 'BBC micro:bit (v1 and v2)']);
+  assert.deepEqual([v2row.hex_with, v2row.alias, v2row.machine, v2row.clock_hz], [null, null, 'mps2-an386', 64000000]);
   const v = await native(['--version']);
   assert.equal(v.code, 0, v.stderr);
   assert.equal(`atome ${atome.version()}\n`, v.stdout.toString(), 'version() = atome --version');
@@ -193,5 +200,30 @@ test('the table of boards and the version: the module says what the CLI says, th
     assert.ok(j.arena_bytes < b.ram_bytes, `${b.name}: the arena fits its RAM`);
     assert.equal(!!j.estimate_insns_per_byte, true, `${b.name}: a cost model row`);
     assert.equal(j.clock_hz, b.clock_hz, `${b.name}: clock`);
+  }
+});
+
+test('the page\'s micro:bit file: the Universal Hex of the v1 and v2 files, equal to the CLI\'s and to createUniversalHex', { timeout: 300000 }, async () => {
+  const { createUniversalHex, microbitBoardId } = await import('@microbit/microbit-universal-hex');
+  const s = { prompt: 'Once upon a time', n: 60, temperature: '0.8', topK: '40', seed: '3' };
+  const flags = ['--prompt', s.prompt, '--n', '60', '--temperature', '0.8', '--top-k', '40', '--seed', '3'];
+  // the table's Universal Hex board IDs are the Foundation's
+  const rows = atome.boards().boards;
+  assert.equal(Number(rows.find((b) => b.name === 'microbit').uhex_board_id), microbitBoardId.V1);
+  assert.equal(Number(rows.find((b) => b.name === 'microbit-v2').uhex_board_id), microbitBoardId.V2);
+  for (const [file, both] of [[path.join(repo, 'models/atome-60k.atome'), true], [path.join(repo, 'models/atome-944k.atome'), false]]) {
+    const bytes = readFileSync(file);
+    const v2 = atome.firmwareStandalone(template('microbit-v2'), 'microbit-v2', bytes, s, 'hex').bytes;
+    let v1 = null;
+    try { v1 = atome.firmwareStandalone(template('microbit'), 'microbit', bytes, s, 'hex').bytes; } catch (e) { assert.ok(!both, e.message); }
+    assert.equal(v1 !== null, both);
+    const page = atome.universalHex(v1, v2);
+    const out = path.join(tmp, 'u.hex');
+    const r = await native(['firmware', '--model', file, '--board', 'microbit', '--format', 'hex', '--out', out, ...flags]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(Buffer.from(page).equals(readFileSync(out)), `${path.basename(file)}: the page's Universal Hex differs from the CLI's`);
+    const dec = (b) => Buffer.from(b).toString('latin1');
+    const parts = [...(v1 ? [{ hex: dec(v1), boardId: microbitBoardId.V1 }] : []), { hex: dec(v2), boardId: microbitBoardId.V2 }];
+    assert.ok(dec(page) === createUniversalHex(parts), `${path.basename(file)}: differs from createUniversalHex`);
   }
 });

@@ -173,7 +173,7 @@ test('n: the same limit and the same empty field in Generate, the board files an
     const r = await native(['firmware', '--model', MODEL, '--board', 'microbit', '--format', 'hex', '--out', nf,
       '--prompt', 'Once', '--temperature', '0.8', '--top-k', '40', '--top-p', '1', '--seed', '5']);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(JSON.parse(r.stdout.toString()).settings.n, 256);
+    assert.equal(JSON.parse(r.stdout.toString()).v1.settings.n, 256);
     assert.ok(Buffer.compare(bytes, readFileSync(nf)) === 0, 'the page\'s file with an empty Length = atome firmware without --n');
   } finally { await ctx.close(); }
 });

@@ -4,15 +4,62 @@
 // request recorded; screenshots at laptop and phone widths; the helpers that
 // fill Generate's and the training panel's fields and wait for results.
 // useBrowser() registers the suite's before/after hooks (call it once, at the
-// top of a test file) and returns { origin(), browser(), tmp(), requests }.
+// top of a test file) and returns { origin(), browser(), tmp(), requests, site }.
+//
+// ATOME_WEB_SITE=1 runs the same tests against tools/build-site's folder
+// served by staticServer() (a plain static server: no COOP/COEP, no CSP), at
+// ATOME_WEB_BASE (default /; e.g. /atome/ for a sub-path): open() then loads
+// the page, waits for its service worker's offline copy and reloads, so the
+// page is cross-origin isolated by the service worker (unless the suite asked
+// for isolated: false). origin() includes the sub-path.
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, native, firstDiff, generateArgs } from './artifacts.mjs';
 import { startServer, missingArtifacts } from '../../tools/serve.mjs';
 import { CHROMIUM, launchChromium, playwrightChromium } from '../../tools/chromium.mjs';
+import { buildSite } from '../../tools/build-site.mjs';
+
+// Against the built site (ATOME_WEB_SITE=1) instead of tools/serve, at this sub-path.
+export const SITE = process.env.ATOME_WEB_SITE === '1';
+export const BASE = (process.env.ATOME_WEB_BASE ?? '/').replace(/^\/*/, '/').replace(/\/*$/, '/');
+
+// A plain static server, as python3 -m http.server or a static host: files
+// of root (replaceable: server.root) under base, a folder's index.html, the
+// type by extension, and no other header (no COOP/COEP, no CSP, no caching
+// rules). server.log holds every path asked for.
+const STATIC_TYPES = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript', '.css': 'text/css',
+  '.wasm': 'application/wasm', '.json': 'application/json', '.svg': 'image/svg+xml', '.png': 'image/png', '.txt': 'text/plain',
+  '.md': 'text/markdown', '.webmanifest': 'application/manifest+json' };
+export function staticServer(root, { base = '/', port = 0 } = {}) {
+  const server = createServer((req, res) => {
+    const p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    server.log.push(p);
+    if (p === base.slice(0, -1)) { res.writeHead(301, { Location: base }).end(); return; }
+    const rel = p.startsWith(base) ? p.slice(base.length) : null;
+    if (rel === null || rel.split('/').some((x) => x === '..' || x.startsWith('.'))) { res.writeHead(404).end('not found\n'); return; }
+    let file = path.join(server.root, rel);
+    let st = null;
+    try { st = statSync(file); } catch { /* missing */ }
+    if (st?.isDirectory()) {
+      if (!p.endsWith('/')) { res.writeHead(301, { Location: `${p}/` }).end(); return; }
+      file = path.join(file, 'index.html');
+    }
+    let body;
+    try { body = readFileSync(file); } catch { res.writeHead(404).end('not found\n'); return; }
+    res.writeHead(200, { 'Content-Type': STATIC_TYPES[path.extname(file)] ?? 'application/octet-stream', 'Content-Length': body.length });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  });
+  server.root = root;
+  server.log = [];
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+}
 
 export { CHROMIUM };
 export const SHOTS = path.join(repo, 'build/screenshots');
@@ -20,7 +67,7 @@ export const MODEL = path.join(repo, 'models/atome-60k.atome');
 export const RUN_QEMU = path.join(repo, 'tools/run-qemu');
 export const hex = (b) => Buffer.from(b).toString('hex');
 
-let server, origin, browser, tmp;
+let server, origin, browser, tmp, warm = false;
 export const requests = [];      // every URL any page or worker of the suite asked for
 
 export function useBrowser({ headers = null, isolated = true } = {}) {
@@ -28,11 +75,18 @@ before(async () => {
   const missing = missingArtifacts();
   assert.deepEqual(missing, [], `the page needs ${missing.map(([f]) => f).join(', ')}: run tools/setup`);
   await playwrightChromium();   // throws, saying how to get it, if Chromium or playwright-core is missing
-  server = await startServer({ port: 0, host: '127.0.0.1', isolated });
-  origin = `http://127.0.0.1:${server.address().port}`;
+  tmp = mkdtempSync(path.join(tmpdir(), 'atome-web-'));
+  if (SITE) {
+    buildSite(path.join(tmp, 'site'));
+    server = await staticServer(path.join(tmp, 'site'), { base: BASE });
+    origin = `http://127.0.0.1:${server.address().port}${BASE.slice(0, -1)}`;
+    warm = isolated;
+  } else {
+    server = await startServer({ port: 0, host: '127.0.0.1', isolated });
+    origin = `http://127.0.0.1:${server.address().port}`;
+  }
   browser = await launchChromium();
   mkdirSync(SHOTS, { recursive: true });
-  tmp = mkdtempSync(path.join(tmpdir(), 'atome-web-'));
 });
 
 after(async () => {
@@ -40,7 +94,7 @@ after(async () => {
   server?.close();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
-return { origin: () => origin, browser: () => browser, tmp: () => tmp, requests };
+return { origin: () => origin, browser: () => browser, tmp: () => tmp, requests, site: SITE };
 }
 
 // A fresh browser context (its own IndexedDB) and page; every request of it
@@ -49,6 +103,8 @@ export async function open(query = '', { initScript = null, width = 1280, height
   const ctx = await browser.newContext({ viewport: { width, height }, acceptDownloads: true });
   if (initScript) await ctx.addInitScript(initScript);
   await ctx.route('**/*', (route) => { requests.push(route.request().url()); route.continue(); });
+  // a page under its service worker: its requests (and its workers') are answered there, unseen by route()
+  ctx.on('request', (r) => requests.push(r.url()));
   const page = await ctx.newPage();
   const logs = [];
   page.on('console', (m) => logs.push(`console.${m.type()}: ${m.text()}`));
@@ -58,7 +114,21 @@ export async function open(query = '', { initScript = null, width = 1280, height
   const q = /[?&]model-select=/.test(query) ? query : `${query}${query.includes('?') ? '&' : '?'}model-select=atome-60k.atome`;
   await page.goto(`${origin}/${q}`);
   await waitReady(page);
+  if (warm) await warmUp(page);
   return { ctx, page };
+}
+
+// The page's service worker has its offline copy; a reload then puts the page
+// under it (cross-origin isolated by its headers).
+export async function waitOffline(page) {
+  await page.waitForFunction(() => document.getElementById('site-status').dataset.offline === 'ready', null, { timeout: 120000 })
+    .catch((e) => { throw new Error(`no offline copy: ${e.message}\n${page.logs.join('\n')}`); });
+}
+export async function warmUp(page) {
+  await waitOffline(page);
+  await page.reload();
+  await waitReady(page);
+  assert.equal(await page.evaluate(() => crossOriginIsolated), true, 'not cross-origin isolated after the reload');
 }
 
 export async function waitReady(page) {

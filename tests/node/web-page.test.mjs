@@ -44,14 +44,23 @@ const CASES = [
   { prompt: 'Lily saw a café — “hello” 🐱 and ran', n: 120, temperature: '0.7', topK: 5, topP: '0.95', seed: 3, window: 8 },
 ];
 
-test('the page serves with its CSP, names what is missing and refuses a non-loopback host', async () => {
+test('the page serves with its CSP, names what is missing and refuses a non-loopback host',
+  { skip: B.site && 'tools/serve\'s own checks (ATOME_WEB_SITE=1 serves the built site)' }, async () => {
   const r = await fetch(`${B.origin()}/`);
   assert.equal(r.status, 200);
   assert.equal(r.headers.get('content-security-policy'), CSP);
   assert.match(CSP, /connect-src 'self'/);
   assert.match(CSP, /script-src 'self' 'wasm-unsafe-eval'/);
-  assert.equal((await fetch(`${B.origin()}/build/wasm/atome.wasm`)).headers.get('content-type'), 'application/wasm');
-  for (const bad of ['/models/../README.md', '/web/%2e%2e/README.md', '/build/native/atome', '/.git/config', '/node_modules/playwright-core/package.json'])
+  // the layout of tools/build-site: relative links into app-<version>/
+  const html = await r.text();
+  const dir = /<script type="module" src="(app-[0-9a-f]{12})\/web\/app\.mjs"><\/script>/.exec(html)?.[1];
+  assert.ok(dir, 'index.html loads app-<version>/web/app.mjs');
+  assert.equal((await fetch(`${B.origin()}/${dir}/build/wasm/atome.wasm`)).headers.get('content-type'), 'application/wasm');
+  assert.equal((await fetch(`${B.origin()}/sw.js`)).status, 200);
+  const list = await (await fetch(`${B.origin()}/${dir}/models/index.json`)).json();
+  assert.ok(list.models.some((m) => m.name === 'atome-60k.atome'));
+  for (const bad of ['/models/../README.md', `/${dir}/web/%2e%2e/README.md`, `/${dir}/models/README.md`, '/build/native/atome', '/.git/config',
+    '/node_modules/playwright-core/package.json', '/web/app.mjs', `/${dir}/web/sw.js`, '/.nojekyll'])
     assert.equal((await fetch(`${B.origin()}${bad}`)).status, 404, bad);
   // a request for another host name (DNS rebinding) is not answered
   const { request } = await import('node:http');
@@ -62,8 +71,7 @@ test('the page serves with its CSP, names what is missing and refuses a non-loop
     rq.end();
   });
   assert.equal(rebound, 421);
-  const list = await (await fetch(`${B.origin()}/api/models`)).json();
-  assert.ok(list.models.some((m) => m.name === 'atome-60k.atome'));
+  assert.deepEqual(await (await fetch(`${B.origin()}/api/models`)).json(), list);
   const serve = path.join(repo, 'tools/serve');
   const remote = await run(serve, ['--host', '0.0.0.0', '--port', '0'], { timeout: 10000 });
   assert.equal(remote.code, 2);
@@ -242,8 +250,11 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
         '--n', '300', '--temperature', '0.8', '--top-k', '40', '--top-p', '0.95', '--seed', '3']);
       assert.equal(fr.code, 0, fr.stderr);
       assert.ok(got.bytes.equals(readFileSync(out)), `${board}: page ${format} = atome firmware --format ${format}`);
-      const expect = JSON.parse(fr.stdout.toString()).expect_hex;
-      est[board] = JSON.parse(fr.stdout.toString());
+      // the micro:bit file is the Universal Hex: its card's known answer and figures are the v1 part's
+      const fj = JSON.parse(fr.stdout.toString()), part = board === 'microbit' ? fj.v1 : fj;
+      const expect = part.expect_hex;
+      est[board] = part;
+      if (board === 'microbit') est['microbit-v2'] = fj.v2;
       await page.waitForFunction(([b, e]) => document.querySelector(`.board-card[data-board="${b}"] .known`)?.dataset.hex === e, [board, expect]);
     }
     const fit = await page.evaluate(() => [...document.querySelectorAll('#fit-table .board-card')].map((r) => r.textContent));
@@ -273,6 +284,13 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     }
     assert.ok(est['mps2-an385'].estimate_bytes_per_s && est.microbit.estimate_bytes_per_s, 'the QEMU boards have a cost model');
     assert.ok(est.pico.estimate_bytes_per_s, 'the Pico has a cost model (rp2040js cycles)');
+    // the micro:bit card: "BBC micro:bit (v1 and v2)", each version's window, fit and speed as atome firmware says them
+    const v2 = est['microbit-v2'];
+    assert.match(fit[1], /BBC micro:bit \(v1 and v2\)/);
+    assert.match(fit[1], /micro:bit v2: Fits at window/);
+    assert.ok(fit[1].includes(`v2 — Largest window that fits${v2.max_window.toLocaleString('en-US')}`), fit[1]);
+    assert.ok(v2.estimate_bytes_per_s, 'the micro:bit v2 has a cost model (mps2-an386 counts)');
+    assert.ok(fit[1].includes(`v2 — Speed (estimate)about ${Math.round(v2.estimate_bytes_per_s).toLocaleString('en-US')} bytes/s at 64 MHz`), fit[1]);
     assert.match(fit[2], /emulated cycles a byte \(cost model fitted to rp2040js/);
     assert.match(fit[0], /instructions a byte \(cost model, docs\/mcu-cost\.md\) at one per cycle/);
     await shot(page, '05-board', ['sec-board']);
@@ -426,14 +444,17 @@ test('bad inputs show #error, keep what was there and the page still generates',
     assert.equal((await native(['export', '--model', big, '--format', 'atome02', '--out', bigA, '--quiet'])).code, 0);
     await page.setInputFiles('#model-file', bigA);
     await page.waitForFunction(() => document.getElementById('model-select').value === 'big-944k.atome');
-    await page.waitForFunction(() => document.querySelectorAll('#fit-table .board-card.bad').length === 1);
-    assert.match(await page.textContent('.board-card[data-board="microbit"] .verdict'), /Too big: the model does not fit the 65,504-byte model slot/);
-    assert.doesNotMatch(await page.textContent('.board-card[data-board="microbit"]'), /Speed/, 'no speed for a board that cannot run it');
-    // its micro:bit buttons are off (the verdict says why); the mps2-an385's stay on
-    await page.waitForFunction(() => document.getElementById('download-fw-microbit').disabled && document.getElementById('download-hex-microbit').disabled);
+    // the micro:bit v1 cannot hold it, the v2 can: the card says the file is the v2's only
+    await page.waitForFunction(() => /v2 image only/.test(document.querySelector('.board-card[data-board="microbit"] .verdict')?.textContent ?? ''));
+    const mv = await page.textContent('.board-card[data-board="microbit"] .verdict');
+    assert.match(mv, /micro:bit v1: Too big: the model does not fit the 65,504-byte model slot/);
+    assert.match(mv, /The micro:bit file holds the v2 image only: it runs on a micro:bit v2, not on a v1/);
+    assert.doesNotMatch(await page.textContent('.board-card[data-board="microbit"]'), /v1 — Speed/, 'no v1 speed for a board that cannot run it');
+    // the v1's .elf is off (the verdict says why); the .hex (the v2's) and the mps2-an385's stay on
+    await page.waitForFunction(() => document.getElementById('download-fw-microbit').disabled && !document.getElementById('download-hex-microbit').disabled);
     assert.equal(await page.isDisabled('#download-bin-mps2-an385'), false);
     assert.equal(await page.isDisabled('#download-uf2-pico'), false, 'the Pico holds an atome-944k');
-    assert.match(await page.getAttribute('#download-hex-microbit', 'title'), /does not fit this board/);
+    assert.match(await page.getAttribute('#download-fw-microbit', 'title'), /does not fit this board/);
     // and the worker still refuses it with the CLI's message if asked
     await page.evaluate(() => { document.getElementById('download-fw-microbit').disabled = false; });
     await page.click('#download-fw-microbit');
@@ -513,7 +534,9 @@ test('nothing outside the origin was requested', () => {
   assert.ok(requests.length > 20, `only ${requests.length} requests recorded`);
   const outside = requests.filter((u) => !u.startsWith(`${B.origin()}/`) && !u.startsWith('blob:') && !u.startsWith('data:'));
   assert.deepEqual(outside, []);
+  // (the files of the version folder, app-<version>/)
   for (const f of ['/build/wasm/atome.wasm', '/build/wasm/atome-scalar.wasm', '/web/gen-worker.mjs', '/web/train-worker.mjs',
     '/models/atome-60k.atome', '/web/data/tinystories-2m.txt', '/build/mcu/mcu/atome-fw-microbit.elf', '/build/mcu/mcu/atome-fw-pico.elf'])
-    assert.ok(requests.includes(`${B.origin()}${f}`), `${f} was never requested (are worker requests recorded?)`);
+    assert.ok(requests.some((u) => u.startsWith(`${B.origin()}/app-`) && /^app-[0-9a-f]{12}$/.test(u.slice(B.origin().length + 1).split('/')[0]) &&
+      u.endsWith(f)), `${f} was never requested (are worker requests recorded?)`);
 });
