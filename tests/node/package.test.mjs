@@ -112,6 +112,26 @@ test('the Node command runs from the installed package (its own atome.wasm and m
   assert.ok(got.stdout.equals(want.stdout));
 });
 
+test('the installed package trains on two threads (its atome-threads.wasm and worker) with the bits of one', async () => {
+  writeFileSync(path.join(app, 'threads.mjs'), `import { loadAtome } from 'atome';
+const losses = [];
+for (const threads of [2, 1]) {
+  const atome = await loadAtome(undefined, { threads });
+  const m = atome.createModel('atome-60k', { seed: 3, lr: 3e-3, batch: 8, seq: 64, steps: 3 });
+  m.setData(new TextEncoder().encode('Once upon a time there was a cat who liked the sun. '.repeat(400)));
+  losses.push(atome.threads, m.trainSteps(3).loss);
+  m.free(); atome.close();
+}
+console.log(JSON.stringify(losses));
+`);
+  const got = await inDir(app, process.execPath, ['threads.mjs']);
+  assert.equal(got.code, 0, got.stderr);
+  const [t2, loss2, t1, loss1] = JSON.parse(got.stdout.toString());
+  assert.deepEqual([t2, t1], [2, 1]);
+  assert.ok(Number.isFinite(loss1) && loss1 > 0);
+  assert.equal(loss2, loss1);
+});
+
 test('tsc --strict passes on the all-exports example against the installed declarations', async () => {
   copyFileSync(path.join(repo, 'packages/atome/test/all-exports.ts'), path.join(app, 'all-exports.ts'));
   const ok = await inDir(app, process.execPath, [tsc, ...TSC_FLAGS, 'all-exports.ts']);
