@@ -11,8 +11,9 @@
 // byte and finds its .wasm files and models by the same relative URLs. Every
 // `new URL('…', import.meta.url)` of a staged module must name a staged file,
 // or this fails (a new asset the module loads must join the `files` list).
-// Prints the tarball's path on stdout; errors are one line on stderr, exit 1
-// (exit 2 for a bad argument).
+// The package's version must equal the project's (CMakeLists.txt), when it
+// declares one. Prints the tarball's path on stdout; errors are one line on
+// stderr, exit 1 (exit 2 for a bad argument).
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, renameSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +32,7 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '-h' || a === '--help') {
-      process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 15)
+      process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 16)
         .map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
       process.exit(0);
     }
@@ -66,8 +67,16 @@ function checkAssets(stage, files) {
   }
 }
 
+// The package's version must be the project's (CMakeLists.txt `project(atome VERSION x.y.z ...)`, when it names one).
+function checkVersion(pkg) {
+  const m = readFileSync(path.join(repo, 'CMakeLists.txt'), 'utf8').match(/project\(\s*atome\s+VERSION\s+([0-9.]+)/);
+  if (m && m[1] !== pkg.version)
+    throw new Fail(`packages/atome/package.json has version ${pkg.version}, the project (CMakeLists.txt) ${m[1]}`);
+}
+
 function stageAndPack(out) {
   const pkg = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
+  checkVersion(pkg);
   const files = pkg.files;
   const stage = path.join(out, 'atome');
   rmSync(stage, { recursive: true, force: true });
