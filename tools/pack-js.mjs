@@ -32,8 +32,9 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '-h' || a === '--help') {
-      process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 16)
-        .map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+      const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
+      const head = lines.slice(0, lines.findIndex((l) => !l.startsWith('//')));
+      process.stdout.write(head.map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
       process.exit(0);
     }
     if (a === '--out' && i + 1 < argv.length) o.out = path.resolve(argv[++i]);
