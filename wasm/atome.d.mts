@@ -263,6 +263,11 @@ export class Atome {
     format?: FirmwareFormat): { bytes: Uint8Array; info: FirmwareInfo };
   /** `atome header --model M [--name N]`. */
   header(model: Uint8Array, options?: { name?: string; source?: string }): { text: Uint8Array; info: FirmwareInfo };
+  /**
+   * The micro:bit Universal Hex (`atome firmware --board microbit --format hex`) of the v1 and v2
+   * single-board .hex files (v1 null: the v2's alone).
+   */
+  universalHex(v1: Uint8Array | null, v2: Uint8Array): Uint8Array;
   /** `atome convert`: 1 = ATOME01, 2 = ATOME02. */
   convert(model: Uint8Array, encoding: 1 | 2): Uint8Array;
 }

@@ -61,7 +61,7 @@ function generate(m: Model, p: PackedModel): void {
     p.defaultWindow, p.trainSeq, p.encoding, p.a === m.a);
 }
 
-function boards(atome: Atome, template: Uint8Array, model: Uint8Array): void {
+function boards(atome: Atome, template: Uint8Array, templateV2: Uint8Array, model: Uint8Array): void {
   const fit: FirmwareInfo = atome.firmwareFit(template, model, 32);
   const ram: number = atome.firmwareRam(model, 0);
   const { image, info } = atome.firmware(template, 'microbit-v1', model);
@@ -69,7 +69,10 @@ function boards(atome: Atome, template: Uint8Array, model: Uint8Array): void {
     { prompt: 'Once', n: 64, temperature: '0.8', topK: 40, topP: null, seed: 7, window: 0, loop: false, interactive: false }, 'hex');
   const header: { text: Uint8Array; info: FirmwareInfo } = atome.header(model, { name: 'story', source: 'story.atome' });
   const other: Uint8Array = atome.convert(model, 1);
-  const raw: number = atome.fwCall(0);
+  const v2 = atome.firmwareStandalone(templateV2, 'microbit-v2', model, { prompt: 'Once', n: 64 }, 'hex');
+  const both: Uint8Array = atome.universalHex(standalone.bytes, v2.bytes);
+  const v2only: Uint8Array = atome.universalHex(null, v2.bytes);
+  const raw: number = atome.fwCall(both.length + v2only.length);
   console.log(fit.max_window, fit.fits_flash, ram, image.length, info.board, standalone.bytes.length,
     standalone.info['expect_hex'], header.text.length, other.length, raw, atome.fwOut().length, atome.fwInfo().capacity);
 }
@@ -97,7 +100,7 @@ function memory(atome: Atome): void {
   console.log(atome.kernels(), atome.threads, atome.setThreads(2), atome.workers.length);
 }
 
-export async function allExports(template: Uint8Array, corpus: Uint8Array): Promise<number> {
+export async function allExports(template: Uint8Array, templateV2: Uint8Array, corpus: Uint8Array): Promise<number> {
   const options: LoadOptions = { env: { ATOME_KERNELS: 'ref' }, onStderr: (t: string) => console.log(t), threads: 2,
     threadsSource: threadsWasmUrl };
   const source: WasmSource = defaultWasmUrl;
@@ -110,8 +113,8 @@ export async function allExports(template: Uint8Array, corpus: Uint8Array): Prom
   p.open(blob, 16);
   const m: Model = train(atome, corpus);
   generate(m, p);
-  boards(atome, template, m.exportAtome({ encoding: 2, window: 0, calibration: corpus }));
-  boards(atome, template, await bytesOf(modelUrls['atome-944k']));
+  boards(atome, template, templateV2, m.exportAtome({ encoding: 2, window: 0, calibration: corpus }));
+  boards(atome, template, templateV2, await bytesOf(modelUrls['atome-944k']));
   const own: PackedModel = new PackedModel(atome);
   const fresh: Model = new Model(atome);
   const other: Atome = new Atome(atome.ex);
