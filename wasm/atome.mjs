@@ -93,6 +93,12 @@ async function instantiate(source, imports) {
 export const defaultWasmUrl = new URL('../build/wasm/atome.wasm', import.meta.url);
 // The shared-memory build (wasm/CMakeLists.txt): used when threads > 1.
 export const threadsWasmUrl = new URL('../build/wasm/atome-threads.wasm', import.meta.url);
+// The packed models shipped in models/ (in a checkout, and in the npm package,
+// which keeps this layout: packages/atome/README.md).
+export const modelUrls = Object.freeze({
+  'atome-944k': new URL('../models/atome-944k.atome', import.meta.url),
+  'atome-60k': new URL('../models/atome-60k.atome', import.meta.url),
+});
 // Its memory: the module imports a shared one of at least ATOME_WASM_MEMORY
 // and at most ATOME_WASM_MAX_MEMORY bytes (wasm/CMakeLists.txt defaults).
 const THREADS_MEMORY = { initial: 50331648 / 65536, maximum: 1073741824 / 65536 };
