@@ -50,6 +50,10 @@ export function optionText(x) {
   return String(x);
 }
 
+// Per module (its exports object): the option rows and the stat indexes.
+const optionRows = new WeakMap();
+const statIndexes = new WeakMap();
+
 const INT_RE = /^[+-]?\d+$/;
 const NUM_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
@@ -343,17 +347,18 @@ export class Atome {
 
   // The training option table (core/train/options.h), parsed once.
   trainOptions() {
-    if (!this.optionRows) this.optionRows = JSON.parse(this.cstr(this.ex.atome_options_json())).options;
-    return this.optionRows;
+    if (!optionRows.has(this.ex)) optionRows.set(this.ex, JSON.parse(this.cstr(this.ex.atome_options_json())).options);
+    return optionRows.get(this.ex);
   }
 
   // The trainer's stats by name ({ step: 0, loss: 1, ... }: the module's list).
   statIndex() {
-    if (!this.stats) {
-      this.stats = {};
-      for (let i = 0, p; (p = this.ex.atome_stat_name(i)); i++) this.stats[this.cstr(p)] = i;
+    if (!statIndexes.has(this.ex)) {
+      const idx = {};
+      for (let i = 0, p; (p = this.ex.atome_stat_name(i)); i++) idx[this.cstr(p)] = i;
+      statIndexes.set(this.ex, idx);
     }
-    return this.stats;
+    return statIndexes.get(this.ex);
   }
 
   // Name of the matmul kernel set in use ("wasm-simd" or "ref").
