@@ -197,6 +197,43 @@ export const threadsWasmUrl: URL;
 /** The packed models shipped beside the module, by name. */
 export const modelUrls: Readonly<Record<'atome-944k' | 'atome-60k', URL>>;
 
+/** A row of the training option table (core/train/options.h; `atome train --options-json`). */
+export interface TrainOption {
+  /** The CLI flag without "--" ("lr-min"). */
+  name: string;
+  /** The camelCase key ("lrMin"). */
+  key: string;
+  kind: 'int' | 'number' | 'flag' | 'enum';
+  /** The default, or null with default_note. */
+  default: number | string | null;
+  default_note?: string;
+  min?: number;
+  max?: number;
+  min_open?: boolean;
+  max_open?: boolean;
+  /** An enum's names. */
+  values?: string[];
+  /** The words after "must be" ("an integer in 1..1099511627776"). */
+  want: string;
+  /** model: stored in the checkpoint's options; run: a setting the front end keeps. */
+  scope: 'model' | 'run';
+  stored: string;
+  help: string;
+}
+
+/** The trainer's stats by name (Model.stats()). */
+export interface TrainerStats {
+  step: number; steps: number; loss: number; lr: number; grad_norm: number; params: number;
+  quant: 'ternary' | 'fp32'; stage: number; batch: number; seq: number; vocab: number;
+  family: 'atome' | 'vanilla' | 'gssm'; elapsed_s: number;
+}
+
+/** The row named name (its CLI name or camelCase key). */
+export function findOption(options: readonly TrainOption[], name: string): TrainOption | undefined;
+/** A value as the text the table's grammar reads (numbers in JS's shortest form, booleans as 1/0). */
+export function optionText(x: number | string | boolean): string;
+/** The value of text for row opt as the C parser reads it, or throws (error.usage) with the CLI's words after label. */
+export function checkOption(opt: TrainOption, text: string | number, label?: string): number | string | boolean;
 /** Whether this context can run the threaded module (shared memory; in a browser, cross-origin isolation). */
 export function threadsAvailable(): boolean;
 /** Instantiates the module (default: defaultWasmUrl) and returns its API. */
@@ -235,6 +272,11 @@ export class Atome {
     fn: (t: number, k: number, p: number) => T): T;
   /** Throws (error.usage) if generate would refuse these settings. */
   checkSettings(temperature?: Setting, topK?: Setting, topP?: Setting): void;
+
+  /** The training option table (core/train/options.h), as the module exports it. */
+  trainOptions(): TrainOption[];
+  /** The trainer stats' indexes by name (the module's list). */
+  statIndex(): Record<string, number>;
 
   /** The matmul kernel set in use ("wasm-simd" or "ref"). */
   kernels(): string;
@@ -284,7 +326,10 @@ export class Model {
   check(rc: number): number;
   configure(config: string, options: ModelOptions): void;
   setData(train: Uint8Array, options?: DataOptions): { trainChunks: number; evalChunks: number };
-  stat(i: number): number;
+  /** A trainer stat by name: step, steps, loss, lr, grad_norm, params, quant, stage, batch, seq, vocab, family, elapsed_s. */
+  stat(name: string): number;
+  /** All trainer stats by name (quant and family as names). */
+  stats(): TrainerStats;
   get step(): number;
   get steps(): number;
   get loss(): number;

@@ -23,14 +23,56 @@ const dec = new TextDecoder();
 const FAMILIES = ['atome', 'vanilla', 'gssm'];
 const SHAPE_KEYS = ['d-model', 'layers', 'd-head', 'heads', 'kernel', 'attn-top-k', 'pathways',
   'd-ff', 'd-inner', 'max-seq'];
-const OPT_KEYS = ['quant', 'lr', 'lr2', 'beta1', 'beta2', 'eps', 'wd', 'clip', 'lr-min', 'warmup',
-  'cosine', 'fp-fraction', 'steps', 'batch', 'seq', 'seed'];
 const PATHWAY_BITS = { conv: 1, ssm: 2, attn: 4 };
 
 // camelCase / snake_case / CLI names all map to the CLI name ("dModel" -> "d-model").
 function cliKey(k) {
   if (k === 'topK' || k === 'top_k' || k === 'attnTopK') return 'attn-top-k';
   return k.replace(/_/g, '-').replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+}
+
+// ---- the training option table (core/train/options.h) ----
+// atome.trainOptions() gives its rows as the module exports them: { name,
+// key, kind (int | number | flag | enum), default, default_note?, min, max,
+// min_open, max_open, values? (enum), want, scope (model | run), stored,
+// help }. The page and this file check values with them; the words of a
+// refusal are the CLI's: "<label> must be <want> (got '<text>')".
+
+// The row named name (its CLI name or its camelCase key), or undefined.
+export function findOption(options, name) {
+  return options.find((o) => o.name === name || o.key === name);
+}
+
+// A JS value as the text the table's grammar reads (numbers in JS's own
+// shortest form, which reads back as the same double; true/false as 1/0).
+export function optionText(x) {
+  if (typeof x === 'boolean') return x ? '1' : '0';
+  return String(x);
+}
+
+// Per module (its exports object): the option rows and the stat indexes.
+const optionRows = new WeakMap();
+const statIndexes = new WeakMap();
+
+const INT_RE = /^[+-]?\d+$/;
+const NUM_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+// The value of text for row opt, as the C parser reads it (atm_topt_parse:
+// the same grammar and range), or throws error.usage with the CLI's words
+// after `label` (default: the option's name).
+export function checkOption(opt, text, label = opt.name) {
+  const t = String(text);
+  let v;
+  if (opt.kind === 'enum') v = opt.values.includes(t) ? t : undefined;
+  else if (opt.kind === 'flag') v = t === '0' || t === '1' ? t === '1' : undefined;
+  else if ((opt.kind === 'int' ? INT_RE : NUM_RE).test(t)) {
+    const x = Number(t);
+    const ok = Number.isFinite(x) && x >= opt.min && x <= opt.max && !(opt.min_open && x === opt.min) &&
+      !(opt.max_open && x === opt.max);
+    v = ok ? x : undefined;
+  }
+  if (v === undefined) throw Object.assign(new Error(`${label} must be ${opt.want} (got '${t}')`), { usage: true, option: opt.name });
+  return v;
 }
 
 function isNode() {
@@ -303,6 +345,22 @@ export class Atome {
     }
   }
 
+  // The training option table (core/train/options.h), parsed once.
+  trainOptions() {
+    if (!optionRows.has(this.ex)) optionRows.set(this.ex, JSON.parse(this.cstr(this.ex.atome_options_json())).options);
+    return optionRows.get(this.ex);
+  }
+
+  // The trainer's stats by name ({ step: 0, loss: 1, ... }: the module's list).
+  statIndex() {
+    if (!statIndexes.has(this.ex)) {
+      const idx = {};
+      for (let i = 0, p; (p = this.ex.atome_stat_name(i)); i++) idx[this.cstr(p)] = i;
+      statIndexes.set(this.ex, idx);
+    }
+    return statIndexes.get(this.ex);
+  }
+
   // Name of the matmul kernel set in use ("wasm-simd" or "ref").
   kernels() { return this.cstr(this.ex.atome_kernels()); }
   useKernels(name) {
@@ -470,10 +528,21 @@ export class Model {
     return rc;
   }
 
+  // Shape overrides go to atome_set; training options (the table's model
+  // rows) to atome_option as text, parsed and range-checked by the C table.
   configure(config, options) {
     this.check(this.a.withBytes(config, (p) => this.ex.atome_config(this.h, p)));
+    const table = this.a.trainOptions();
     for (const [k0, v0] of Object.entries(options)) {
       const k = cliKey(k0);
+      const opt = findOption(table, k0) ?? findOption(table, k);
+      if (opt?.scope === 'model') {
+        // quant as its code (0 fp32, 1 ternary), as before the table
+        const v = opt.name === 'quant' && typeof v0 === 'number' ? ({ 0: 'fp32', 1: 'ternary' }[v0] ?? v0) : v0;
+        this.a.withBytes(opt.name, (n) => this.a.withBytes(optionText(v), (t) => this.check(this.ex.atome_option(this.h, n, t))));
+        continue;
+      }
+      if (!SHAPE_KEYS.includes(k)) throw new Error(`unknown model option '${k0}'`);
       let v = v0;
       if (k === 'pathways' && typeof v === 'string') {
         v = 0;
@@ -482,12 +551,6 @@ export class Model {
           v |= PATHWAY_BITS[p];
         }
       }
-      if (k === 'quant' && typeof v === 'string') {
-        if (v !== 'ternary' && v !== 'fp32') throw new Error(`quant must be ternary or fp32 (got '${v}')`);
-        v = v === 'ternary' ? 1 : 0;
-      }
-      if (typeof v === 'boolean') v = v ? 1 : 0;
-      if (!SHAPE_KEYS.includes(k) && !OPT_KEYS.includes(k)) throw new Error(`unknown model option '${k0}'`);
       this.check(this.a.withBytes(k, (p) => this.ex.atome_set(this.h, p, v)));
     }
     this.check(this.ex.atome_build(this.h));
@@ -516,20 +579,32 @@ export class Model {
     return { trainChunks: this.ex.atome_chunks(this.h, 0), evalChunks: this.ex.atome_chunks(this.h, 1) };
   }
 
-  stat(i) { return this.ex.atome_stat(this.h, i); }
-  get step() { return this.stat(0); }
-  get steps() { return this.stat(1); }
-  get loss() { return this.stat(2); }
-  get lr() { return this.stat(3); }
-  get gradNorm() { return this.stat(4); }
-  get nParams() { return this.stat(5); }
-  get quant() { return this.stat(6) === 1 ? 'ternary' : 'fp32'; }
-  get stage() { return this.stat(7); }
-  get batch() { return this.stat(8); }
-  get seq() { return this.stat(9); }
-  get vocab() { return this.stat(10); }
-  get family() { return FAMILIES[this.stat(11)]; }
-  get elapsed() { return this.stat(12); }
+  // A trainer stat by its name in the module's list (atome_stat_name):
+  // step, steps, loss, lr, grad_norm, params, quant, stage, batch, seq,
+  // vocab, family, elapsed_s.
+  stat(name) {
+    const i = this.a.statIndex()[name];
+    if (i === undefined) throw new Error(`unknown trainer stat '${name}'`);
+    return this.ex.atome_stat(this.h, i);
+  }
+  // All of them, by name (quant and family as their names).
+  stats() {
+    const o = Object.fromEntries(Object.keys(this.a.statIndex()).map((n) => [n, this.stat(n)]));
+    return { ...o, quant: o.quant === 1 ? 'ternary' : 'fp32', family: FAMILIES[o.family] };
+  }
+  get step() { return this.stat('step'); }
+  get steps() { return this.stat('steps'); }
+  get loss() { return this.stat('loss'); }
+  get lr() { return this.stat('lr'); }
+  get gradNorm() { return this.stat('grad_norm'); }
+  get nParams() { return this.stat('params'); }
+  get quant() { return this.stat('quant') === 1 ? 'ternary' : 'fp32'; }
+  get stage() { return this.stat('stage'); }
+  get batch() { return this.stat('batch'); }
+  get seq() { return this.stat('seq'); }
+  get vocab() { return this.stat('vocab'); }
+  get family() { return FAMILIES[this.stat('family')]; }
+  get elapsed() { return this.stat('elapsed_s'); }
 
   // Up to n more optimiser steps (never past the run's total `steps`).
   // Returns the steps done; small n keeps a page responsive.

@@ -47,14 +47,16 @@
 #include "core/train/model.h"
 #include "core/sampler.h"
 #include "core/train/trainer.h"
+#include "core/train/options.h"
 #include "core/train/pool.h"
+#include <stddef.h>
 
 #define API EMSCRIPTEN_KEEPALIVE
 
 typedef struct {
     atm_config     cfg;
     atm_train_opts opt;
-    int            quant_set, lr2_set;   /* explicit quant / lr2 (else CLI defaults) */
+    unsigned char  given[ATM_TO_COUNT];  /* options set by name (quant, lr2: else the CLI's defaults) */
     int            dhead_set;            /* vanilla: d-head given (heads follow from it) */
     atm_trainer   *tr;
     int            has_adam;   /* 0 until a step runs on a model without moments */
@@ -176,43 +178,57 @@ API int atome_config(session *s, const char *name) {
     if (atm_config_by_name(name, &s->cfg)) FAIL(s, "unknown config '%s'", name);
     snprintf(s->meta.name, sizeof s->meta.name, "%s", name);
     atm_train_opts_default(&s->opt);
-    s->quant_set = s->lr2_set = s->dhead_set = 0;
+    memset(s->given, 0, sizeof s->given);
+    s->dhead_set = 0;
     return 0;
 }
 
-/* Shape override or training option by its CLI name (without "--"). */
+/* The shape overrides by their CLI names (the fields are int32_t). */
+static const struct { const char *name; size_t off; } SHAPE_KEYS[] = {
+    { "d-model", offsetof(atm_config, d_model) }, { "layers", offsetof(atm_config, n_layers) },
+    { "d-head", offsetof(atm_config, d_head) }, { "heads", offsetof(atm_config, n_heads) },
+    { "kernel", offsetof(atm_config, kernel) }, { "attn-top-k", offsetof(atm_config, top_k) },
+    { "pathways", offsetof(atm_config, pathways) },   /* bitmask: conv 1, ssm 2, attn 4 */
+    { "d-ff", offsetof(atm_config, d_ff) }, { "d-inner", offsetof(atm_config, d_inner) },
+    { "max-seq", offsetof(atm_config, max_seq) },
+};
+
+/* A shape override by its CLI name (without "--"); checked by atome_build. */
 API int atome_set(session *s, const char *key, double x) {
-    atm_config *c = &s->cfg;
-    atm_train_opts *o = &s->opt;
-    int32_t i = (int32_t)x;
-    if (!strcmp(key, "d-model")) c->d_model = i;
-    else if (!strcmp(key, "layers")) c->n_layers = i;
-    else if (!strcmp(key, "d-head")) { c->d_head = i; s->dhead_set = 1; }
-    else if (!strcmp(key, "heads")) c->n_heads = i;
-    else if (!strcmp(key, "kernel")) c->kernel = i;
-    else if (!strcmp(key, "attn-top-k")) c->top_k = i;
-    else if (!strcmp(key, "pathways")) c->pathways = i;   /* bitmask: conv 1, ssm 2, attn 4 */
-    else if (!strcmp(key, "d-ff")) c->d_ff = i;
-    else if (!strcmp(key, "d-inner")) c->d_inner = i;
-    else if (!strcmp(key, "max-seq")) c->max_seq = i;
-    else if (!strcmp(key, "quant")) { o->quant = i; s->quant_set = 1; }  /* 0 fp32, 1 ternary */
-    else if (!strcmp(key, "lr")) o->lr = (float)x;
-    else if (!strcmp(key, "lr2")) { o->lr2 = (float)x; s->lr2_set = 1; }
-    else if (!strcmp(key, "beta1")) o->beta1 = (float)x;
-    else if (!strcmp(key, "beta2")) o->beta2 = (float)x;
-    else if (!strcmp(key, "eps")) o->eps = (float)x;
-    else if (!strcmp(key, "wd")) o->wd = (float)x;
-    else if (!strcmp(key, "clip")) o->clip = (float)x;
-    else if (!strcmp(key, "lr-min")) o->lr_min = (float)x;
-    else if (!strcmp(key, "warmup")) o->warmup = (int64_t)x;
-    else if (!strcmp(key, "cosine")) o->cosine = x != 0.0;
-    else if (!strcmp(key, "fp-fraction")) o->fp_fraction = (float)x;
-    else if (!strcmp(key, "steps")) o->steps = (int64_t)x;
-    else if (!strcmp(key, "batch")) o->batch = i;
-    else if (!strcmp(key, "seq")) o->seq = i;
-    else if (!strcmp(key, "seed")) o->seed = (uint32_t)x;
-    else FAIL(s, "unknown setting '%s'", key);
+    for (size_t i = 0; i < sizeof SHAPE_KEYS / sizeof SHAPE_KEYS[0]; i++) {
+        if (strcmp(key, SHAPE_KEYS[i].name) != 0) continue;
+        *(int32_t *)((char *)&s->cfg + SHAPE_KEYS[i].off) = (int32_t)x;
+        if (!strcmp(key, "d-head")) s->dhead_set = 1;
+        return 0;
+    }
+    FAIL(s, "unknown setting '%s'", key);
+}
+
+/* A training option of the model by its name in the option table
+ * (core/train/options.h), its value as text: the CLI's grammar, range and
+ * words ("lr must be a number in (0, 1000] (got '-1')"), -2 when refused. */
+API int atome_option(session *s, const char *name, const char *text) {
+    const atm_topt *r = atm_topt_find(name);
+    if (!r || r->store == ATM_TO_RUN) FAIL_ARG(s, "unknown model option '%s'", name);
+    atm_topt_val v;
+    if (atm_topt_parse(r, text, &v)) {
+        atm_topt_error(r, r->name, text, s->err, sizeof s->err);
+        return -2;
+    }
+    atm_topt_put(&s->opt, r, &v);
+    s->given[r - atm_topts] = 1;
     return 0;
+}
+
+/* The option table as JSON (atm_topt_json; `atome train --options-json`
+ * prints the same text). */
+API const char *atome_options_json(void) {
+    static char *json;
+    if (!json) {
+        size_t n = atm_topt_json(NULL, 0) + 1;
+        if ((json = (char *)malloc(n)) != NULL) atm_topt_json(json, n);
+    }
+    return json ? json : "";
 }
 
 /* Builds the trainer: weights initialised from the seed as `atome train`
@@ -230,8 +246,8 @@ API int atome_build(session *s) {
         c->d_head = c->d_model / c->n_heads;
     }
     if (atm_config_validate(&s->cfg, why, sizeof why)) FAIL(s, "%s", why);
-    if (!s->quant_set) s->opt.quant = s->cfg.family == ATM_FAMILY_ATOME ? ATM_QUANT_TERNARY : ATM_QUANT_FP32;
-    if (!s->lr2_set) s->opt.lr2 = s->opt.lr;
+    if (!s->given[ATM_TO_QUANT]) s->opt.quant = s->cfg.family == ATM_FAMILY_ATOME ? ATM_QUANT_TERNARY : ATM_QUANT_FP32;
+    if (!s->given[ATM_TO_LR2]) s->opt.lr2 = s->opt.lr;
     if (atm_train_opts_validate(&s->opt, why, sizeof why)) FAIL(s, "%s", why);
     if (s->cfg.family == ATM_FAMILY_VANILLA && s->opt.seq - 1 > s->cfg.max_seq)
         FAIL(s, "seq %d needs %d positions; the model has max-seq %d", (int)s->opt.seq,
@@ -306,26 +322,28 @@ API int atome_train(session *s, int n) {
     return done;
 }
 
-/* Trainer state for JS: what = 0 step, 1 total steps, 2 last loss, 3 last
- * lr, 4 last grad norm, 5 parameters, 6 quantiser of the next step, 7 stage,
- * 8 batch, 9 seq, 10 vocab, 11 family, 12 elapsed seconds. */
+/* Trainer state for JS, by name: atome_stat_name(i) names stat i (NULL
+ * past the last), atome_stat(s, i) is its value (NaN without a model).
+ * quant is ATM_QUANT_*, family ATM_FAMILY_*, elapsed_s the training seconds
+ * over all resumes. One list: the names and the values come from it. */
+#define TRAINER_STATS(X) \
+    X(step, (double)t->step) X(steps, (double)t->opt.steps) X(loss, t->last_loss) X(lr, t->last_lr) \
+    X(grad_norm, t->last_gnorm) X(params, (double)t->L.n_params) X(quant, atm_trainer_quant(t)) \
+    X(stage, t->stage) X(batch, t->B) X(seq, t->opt.seq) X(vocab, t->L.cfg.vocab) \
+    X(family, t->L.cfg.family) X(elapsed_s, s->meta.elapsed_s)
+#define STAT_ENUM(n, e) ST_##n,
+enum { TRAINER_STATS(STAT_ENUM) ST_COUNT };
+#define STAT_NAME(n, e) #n,
+static const char *const STAT_NAMES[ST_COUNT] = { TRAINER_STATS(STAT_NAME) };
+#define STAT_CASE(n, e) case ST_##n: return (double)(e);
+
+API const char *atome_stat_name(int i) { return i >= 0 && i < ST_COUNT ? STAT_NAMES[i] : NULL; }
+
 API double atome_stat(session *s, int what) {
     const atm_trainer *t = s->tr;
     if (!t) return NAN;
     switch (what) {
-    case 0: return (double)t->step;
-    case 1: return (double)t->opt.steps;
-    case 2: return t->last_loss;
-    case 3: return t->last_lr;
-    case 4: return t->last_gnorm;
-    case 5: return (double)t->L.n_params;
-    case 6: return atm_trainer_quant(t);
-    case 7: return t->stage;
-    case 8: return t->B;
-    case 9: return t->opt.seq;
-    case 10: return t->L.cfg.vocab;
-    case 11: return t->L.cfg.family;
-    case 12: return s->meta.elapsed_s;
+    TRAINER_STATS(STAT_CASE)
     default: return NAN;
     }
 }
@@ -387,7 +405,7 @@ API int atome_load(session *s, const uint8_t *buf, size_t len) {
     model_clear(s);
     s->cfg = ck.cfg;
     s->opt = ck.opt;
-    s->quant_set = s->lr2_set = 1;
+    s->given[ATM_TO_QUANT] = s->given[ATM_TO_LR2] = 1;
     s->tr = atm_trainer_new(&ck.cfg, &ck.opt);
     if (!s->tr || atm_trainer_load_ckpt(s->tr, &ck)) {
         atm_ckpt_free(&ck);

@@ -3,7 +3,8 @@
 // its events shown (status, progress, curves, samples), pause / resume /
 // stop, and every checkpoint saved to IndexedDB in order.
 import * as store from './store.mjs';
-import { $, fmt, showError, hideError, markField, intField, fieldError, fetchBytes, dropZone } from './ui.mjs';
+import { $, fmt, showError, hideError, markField, fieldError, fetchBytes, dropZone } from './ui.mjs';
+import { checkOption, findOption } from '../wasm/atome.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
 import { initPresets, PAGE_THREADS, presetOfFields } from './presets.mjs';
@@ -85,32 +86,38 @@ function setTrainStatus(page, ts, state, extra = {}) {
   page.refresh();
 }
 
-const NUM = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
-function num(id, what, lo = -Infinity, hi = Infinity, loOpen = false) {
-  const s = $(id).value.trim();
-  if (!NUM.test(s)) throw fieldError(id, `${what} must be a number (got '${s}')`);
-  const x = Number(s);
-  if (x < lo || x > hi || (loOpen && x === lo))
-    throw fieldError(id, `${what} must be ${loOpen ? `above ${lo}` : `at least ${lo}`}${hi < Infinity ? ` and at most ${hi}` : ''} (got '${s}')`);
-  return x;
-}
-const TEXT_FIELDS = ['steps', 'batch', 'seq', 'lr', 'train-seed', 'warmup', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2',
-  'eval-every', 'sample-every'];
+// The number fields: [field id, the option of the training table
+// (core/train/options.h) whose range and words it takes, its key in the
+// run's settings]. The table comes from the training module (the worker's
+// init reply), so the page refuses what `atome train` and the JS API refuse,
+// with their words after the field's label. Sample every is the page's own
+// and takes Validate every's range.
+const FIELDS = [['steps', 'steps', 'steps'], ['batch', 'batch', 'batch'], ['seq', 'seq', 'seq'], ['lr', 'lr', 'lr'],
+  ['train-seed', 'seed', 'seed'], ['warmup', 'warmup', 'warmup'], ['lr-min', 'lr-min', 'lrMin'], ['clip', 'clip', 'clip'],
+  ['wd', 'wd', 'wd'], ['fp-fraction', 'fp-fraction', 'fpFraction'], ['lr2', 'lr2', 'lr2'],
+  ['eval-every', 'eval-every', 'evalEvery'], ['sample-every', 'eval-every', 'sampleEvery'], ['train-threads', 'threads', 'threads']];
+// Fields that may be left empty: lr2 (= lr), the cadences (auto).
+const OPTIONAL = new Set(['lr2', 'eval-every', 'sample-every']);
+const TEXT_FIELDS = FIELDS.map(([id]) => id).filter((id) => id !== 'train-threads');
 // "auto": about six validations / samples a run, on a multiple of 10 steps
 const autoEvery = (steps) => Math.max(10, Math.round(steps / 6 / 10) * 10);
-function readSettings() {
-  const int = (id, lo, hi, what) => intField(id, lo, hi, what);
-  const s = {
-    config: $('train-config').value, quant: $('train-quant').value,
-    steps: int('steps', 1, 1e8, 'Steps'), batch: int('batch', 1, 4096, 'Batch'), seq: int('seq', 2, 65536, 'Seq'),
-    lr: num('lr', 'Learning rate', 0, 10, true), seed: int('train-seed', 0, 4294967295, 'Training seed'),
-    warmup: int('warmup', 0, 1e8, 'Warmup steps'), cosine: $('cosine').value === '1', lrMin: num('lr-min', 'Cosine floor', 0, 10),
-    clip: num('clip', 'Clip grad norm', 0), wd: num('wd', 'Weight decay', 0, 10), fpFraction: num('fp-fraction', 'fp32 fraction', 0, 1),
-    lr2: $('lr2').value.trim() === '' ? null : num('lr2', 'Stage-2 lr', 0, 10, true),
-    preset: $('train-preset').value, threads: intField('train-threads', 1, 16, 'Threads'),
-  };
-  s.evalEvery = $('eval-every').value.trim() === '' ? autoEvery(s.steps) : int('eval-every', 0, 1e8, 'Validate every');
-  s.sampleEvery = $('sample-every').value.trim() === '' ? autoEvery(s.steps) : int('sample-every', 0, 1e8, 'Sample every');
+const labelOf = (id) => document.querySelector(`label[for="${id}"]`)?.textContent.trim() ?? id;
+
+// One field's value by its option's row, or a field error in the table's words.
+function fieldValue(options, id, name) {
+  const opt = findOption(options, name);
+  if (!opt) throw new Error(`the training module has no option '${name}'`);
+  try { return checkOption(opt, $(id).value.trim(), labelOf(id)); } catch (e) { throw fieldError(id, e.message); }
+}
+
+// The run's settings from the form, checked with the option table.
+function readSettings(options) {
+  if (!options) throw new Error('the training module is not loaded yet');
+  const s = { config: $('train-config').value, quant: $('train-quant').value, cosine: $('cosine').value === '1',
+    preset: $('train-preset').value };
+  for (const [id, name, key] of FIELDS) s[key] = OPTIONAL.has(id) && $(id).value.trim() === '' ? null : fieldValue(options, id, name);
+  s.evalEvery ??= autoEvery(s.steps);
+  s.sampleEvery ??= autoEvery(s.steps);
   // the fields as typed ("3e-4" stays "3e-4" when the form shows the run again)
   s.text = Object.fromEntries(TEXT_FIELDS.map((id) => [id, $(id).value.trim()]));
   if (!['atome-60k', 'vanilla-60k', 'gssm-60k'].includes(s.config)) throw new Error(`unknown model '${s.config}'`);
@@ -144,7 +151,7 @@ async function pickCorpus(ts, file) {
   }
   const bytes = new Uint8Array(await file.arrayBuffer());
   let s;
-  try { s = readSettings(); } catch { s = { batch: 16, seq: 64 }; }
+  try { s = readSettings(ts.options); } catch { s = { batch: 16, seq: 64 }; }
   const why = corpusProblem(bytes, file.name, s.batch, s.seq);
   if (why) { showError(why); return; }
   Object.assign(ts, { corpus: bytes, corpusName: file.name, builtin: false });
@@ -187,7 +194,7 @@ async function startTraining(page, ts) {
   hideError();
   if (ts.active) return;
   let s;
-  try { s = readSettings(); } catch (e) { showError(e.message); markField(e); return; }
+  try { s = readSettings(ts.options); } catch (e) { showError(e.message); markField(e); return; }
   setTrainStatus(page, ts, 'starting');      // at once: a second click finds the run taken
   let corpus;
   try { corpus = ts.builtin ? await builtinCorpus(ts) : ts.corpus; } catch (e) {
@@ -279,6 +286,7 @@ function saveRun(page, ts, patch, why) {
 }
 
 function trainerReady(page, ts, m) {
+  ts.options = m.options;          // the option table (names, defaults, ranges, words)
   testEvent('train', 'ready', m.step);
   ts.presets.threads(m.threads ?? 1, m.isolated === true, m.note ?? null);
   page.ready.trainer = true;

@@ -465,7 +465,7 @@ test('bad inputs show #error, keep what was there and the page still generates',
     // a training setting out of range: named by its label, nothing starts
     await page.fill('#lr', '-1');
     await page.click('#train-start');
-    await expectError(page, /^Learning rate must be above 0/, 'lr -1');
+    await expectError(page, /^Learning rate must be a number in \(0, 1000\] \(got '-1'\)$/, 'lr -1');
     assert.equal((await state(page)).state, 'idle');
     await page.fill('#lr', '3e-4');
     await page.fill('#temperature', '0.8');

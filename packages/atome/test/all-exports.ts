@@ -4,11 +4,12 @@
 // beside a copy of this file). It is type-checked, not run: the board calls
 // need a firmware template from build/mcu.
 import {
-  Atome, Model, PackedModel, defaultWasmUrl, fileKind, loadAtome, main, modelUrls, threadsAvailable, threadsWasmUrl,
+  Atome, Model, PackedModel, checkOption, defaultWasmUrl, fileKind, findOption, loadAtome, main, modelUrls, optionText,
+  threadsAvailable, threadsWasmUrl,
 } from 'atome';
 import type {
   AtomeError, AtomeExports, Evaluation, ExplainedPiece, FirmwareInfo, GenLimits, LoadOptions, ModelOptions,
-  PromptProgress, Setting, TrainResult, WasmSource,
+  PromptProgress, Setting, TrainOption, TrainResult, TrainerStats, WasmSource,
 } from 'atome';
 
 async function bytesOf(url: URL): Promise<Uint8Array> {
@@ -26,7 +27,11 @@ function train(atome: Atome, corpus: Uint8Array): Model {
   const quant: 'ternary' | 'fp32' = m.quant;
   const family: 'atome' | 'vanilla' | 'gssm' = m.family;
   const numbers: number[] = [trainChunks, evalChunks, last.done, last.loss, m.gradNorm, m.nParams, m.stage, m.batch,
-    m.seq, m.vocab, m.elapsed, m.stat(0), m.check(0), m.h, ev.natsPerByte, ev.bpb, ev.ppl];
+    m.seq, m.vocab, m.elapsed, m.stat('loss'), m.check(0), m.h, ev.natsPerByte, ev.bpb, ev.ppl];
+  const stats: TrainerStats = m.stats();
+  const rows: TrainOption[] = atome.trainOptions();
+  const steps: TrainOption | undefined = findOption(rows, 'steps');
+  if (steps) console.log(checkOption(steps, optionText(3000), 'Steps'), stats.grad_norm, atome.statIndex().loss);
   console.log(quant, family, numbers.join(' '));
   const again: Model = atome.loadCheckpoint(m.saveCheckpoint({ calibration: false }));
   again.loadCheckpoint(m.saveCheckpoint());
