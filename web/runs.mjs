@@ -171,9 +171,9 @@ function cliResume(page, r) {
   const p = document.createElement('p');
   p.className = 'hint cli-resume';
   const ck = ckptName(r);
-  const data = r.corpusBuiltin ? `${r.corpusName} (the first ${fmt(r.corpusBytes)} bytes of TinyStories: Corpus)` : `${r.corpusName} (your file: Corpus)`;
-  p.append('In the CLI: ', Object.assign(document.createElement('code'), {
-    textContent: `atome train --resume ${ck} --data ${r.corpusName} --out ${ck}` }), ` — the data is ${data}.`);
+  const data = r.corpusBuiltin ? `the first ${fmt(r.corpusBytes)} bytes of TinyStories` : 'your file';
+  p.append('To continue it in the CLI, save the checkpoint and the corpus (Checkpoint, Corpus: ', r.corpusName, `, ${data}) and run `,
+    Object.assign(document.createElement('code'), { textContent: `atome train --resume ${ck} --data ${r.corpusName} --out ${ck}` }), '.');
   return [button('Corpus', () => downloadCorpus(page, r.id), `corpus-${r.id}`, 'secondary'), p];
 }
 

@@ -59,7 +59,7 @@ function wireTrain(page, ts) {
   $('corpus-file').addEventListener('change', (e) => { pickCorpus(ts, e.target.files[0]); e.target.value = ''; });
   $('corpus-builtin').addEventListener('click', () => useBuiltin(ts, ts.builtinN, true));
   $('corpus-limit').textContent = `A text file of up to ${fmt(CORPUS_LIMIT)} bytes (16 MiB). ` +
-    'Plain text trains best; bytes are the vocabulary, so any language or encoding works.';
+    'Plain text trains best; bytes are the vocabulary, so any language works (a UTF-16 or UTF-32 file is offered for conversion to UTF-8).';
   const ask = (type) => page.trainer.call(type).catch((e) => trainError(page, ts, e));
   $('train-start').addEventListener('click', () => startTraining(page, ts));
   $('train-pause').addEventListener('click', () => ask('pause'));
