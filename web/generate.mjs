@@ -166,7 +166,7 @@ function echoPrompt(text) {
   const fold = chars.length > FOLD_AT;
   more.hidden = !fold;
   more.setAttribute('aria-expanded', 'false');
-  more.textContent = fold ? `… ${fmt(chars.length - FOLD_KEEP)} more characters of the prompt (show)` : '';
+  more.textContent = fold ? `… ${fmt(chars.length - FOLD_KEEP)} more characters of the prompt (show)` : 'Show the whole prompt';
   $('output-prompt').textContent = fold ? chars.slice(-FOLD_KEEP).join('') : text;
   more.onclick = () => {
     const open = more.getAttribute('aria-expanded') !== 'true';
