@@ -15,7 +15,7 @@ import { useBrowser, open, shot, axeStates, finished, fillSettings, waitTrain, e
 useBrowser();
 const FLAGGED = ['aria-prohibited-attr', 'scrollable-region-focusable', 'th-has-data-cells', 'color-contrast'];
 
-test('axe-core: no serious or critical violation in any state, at both widths', { timeout: 400000 }, async () => {
+test('axe-core: no serious or critical violation in any state, at both widths', { timeout: 1200000 }, async () => {
   const { ctx, page } = await open('?steps=30&model-select=atome-944k.atome');
   try {
     await shot(page, '43-axe-loaded');
