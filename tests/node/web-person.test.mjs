@@ -190,29 +190,6 @@ test('wording: router entropy, one date format, an interrupted run, the window u
     } finally { await ctx.close(); }
   });
 
-test('leaving an unsaved run asks first; a finished one does not', { timeout: 240000 }, async () => {
-  const { ctx, page } = await open('?steps=2000');
-  try {
-    await page.click('#train-start');
-    await waitTrain(page, 'running');
-    const asked = new Promise((resolve) => page.once('dialog', (d) => { resolve(d.type()); d.dismiss(); }));
-    await page.close({ runBeforeUnload: true });
-    assert.equal(await Promise.race([asked, new Promise((r) => setTimeout(() => r('no dialog'), 5000))]), 'beforeunload');
-    assert.equal(page.isClosed(), false, 'the person chose to stay');
-  } finally { await ctx.close(); }
-  const { ctx: c2, page: p2 } = await open('?steps=20');
-  try {
-    await p2.click('#train-start');
-    await waitTrain(p2);
-    await p2.waitForFunction(() => /finished/.test(document.getElementById('train-saved').textContent), null, { timeout: 20000 });
-    let asked = false;
-    p2.once('dialog', (d) => { asked = true; d.accept(); });
-    await p2.close({ runBeforeUnload: true });
-    await new Promise((r) => setTimeout(r, 1000));
-    assert.equal(asked, false, 'a finished, saved run lets the page go');
-  } finally { await c2.close().catch(() => {}); }   // its only page is closed already
-});
-
 test('the phone\'s first screen reaches Generate', { timeout: 120000 }, async () => {
   const { ctx, page } = await open('', { width: 390, height: 844 });
   try {
@@ -249,4 +226,28 @@ test('a downloaded checkpoint resumes in the CLI with the data and command the p
     await page.click('#train-stop');
     await waitTrain(page, 'done');
   } finally { await ctx.close(); }
+});
+
+// last in the file: a page that refused to unload is left to the browser's end
+test('leaving an unsaved run asks first; a finished one does not', { timeout: 240000 }, async () => {
+  const { ctx: c2, page: p2 } = await open('?steps=20');
+  try {
+    await p2.click('#train-start');
+    await waitTrain(p2);
+    await p2.waitForFunction(() => /finished/.test(document.getElementById('train-saved').textContent), null, { timeout: 20000 });
+    let asked = false;
+    p2.once('dialog', (d) => { asked = true; d.accept(); });
+    await p2.close({ runBeforeUnload: true });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(asked, false, 'a finished, saved run lets the page go');
+  } finally { await c2.close().catch(() => {}); }
+  const { ctx, page } = await open('?steps=2000');
+  try {
+    await page.click('#train-start');
+    await waitTrain(page, 'running');
+    const asked = new Promise((resolve) => page.once('dialog', (d) => { resolve(d.type()); d.dismiss(); }));
+    await page.close({ runBeforeUnload: true });
+    assert.equal(await Promise.race([asked, new Promise((r) => setTimeout(() => r('no dialog'), 5000))]), 'beforeunload');
+    assert.equal(page.isClosed(), false, 'the person chose to stay');
+  } finally { await ctx.close().catch(() => {}); }
 });
