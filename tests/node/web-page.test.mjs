@@ -417,7 +417,9 @@ test('bad inputs show #error, keep what was there and the page still generates',
       await page.setInputFiles('#corpus-file', { name, mimeType: 'text/plain', buffer });
       await expectError(page, pattern, name);
       if (name === 'photo.txt') await shot(page, '09-error');
-      assert.match(await page.textContent('#corpus-name'), /built in/);
+      // the file is not taken, and Start will say so rather than train on the built-in corpus (issue #43)
+      assert.match(await page.textContent('#corpus-name'), new RegExp(`^${name.replace('.', '\\.')} — not taken`));
+      assert.equal(await page.isVisible('#corpus-builtin'), true);
       await stillGenerates(name);
     }
     const good = readFileSync(MODEL);
@@ -503,7 +505,7 @@ test('IndexedDB full or denied: a message, training goes on, earlier saves are k
     const m = txt.match(/step ([\d,]+) of 400, (\w+)/);
     assert.ok(m, `saved runs: ${txt}`);
     const step = Number(m[1].replace(/,/g, ''));
-    assert.ok(step >= saved && step < 400 && m[2] === 'running', `saved runs: ${txt} (last good save at step ${saved})`);
+    assert.ok(step >= saved && step < 400 && m[2] === 'interrupted', `saved runs: ${txt} (last good save at step ${saved})`);
     await stillGeneratesIn(page);
   } finally { await ctx.close(); }
 
