@@ -153,7 +153,10 @@ async function pickCorpus(ts, file) {
   hideError();
   if (!file || ts.active) return;
   if (file.size > CORPUS_LIMIT) {
-    showError(`${file.name}: ${fmt(file.size)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`);
+    const why = `${file.name}: ${fmt(file.size)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`;
+    $('corpus-encoding').hidden = true;
+    refuseCorpus(ts, file.name, why);
+    showError(why);
     return;
   }
   const bytes = new Uint8Array(await file.arrayBuffer());
