@@ -74,8 +74,8 @@ function showModel(value, i, card) {
   $('model-info').textContent = `${value}: ${fmt(i.params)} parameters, ${i.layers} layers of width ${i.dModel}, ` +
     `${fmt(i.bytes)} bytes (${i.encoding}), default window ${i.defaultWindow}, engine RAM ${fmt(i.arenaBytes)} bytes.`;
   // a shipped model's card: how it was trained, what it scores, its limits
-  if (card) $('model-info').append(' ', Object.assign(document.createElement('a'), { href: `/models/${encodeURIComponent(card)}`,
-    textContent: `Model card (${card})`, target: '_blank', rel: 'noopener' }));
+  if (card) $('model-info').append(' ', Object.assign(document.createElement('a'), { href: card,
+    textContent: `Model card (${decodeURIComponent(card.split('/').pop())})`, target: '_blank', rel: 'noopener' }));
   $('board-model').textContent = `Now: ${value} (${fmt(i.bytes)} bytes).`;
 }
 
