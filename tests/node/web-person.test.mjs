@@ -156,7 +156,7 @@ test('a UTF-16 or UTF-32 corpus is offered for conversion; Start never falls bac
   } finally { await ctx.close(); }
 });
 
-test('wording: router entropy, one date format, an interrupted run, the window unit, model cards, the micro:bit and the 60K, board order',
+test('wording: router entropy, one date format, an interrupted run, the window unit, model cards, board order',
   { timeout: 300000 }, async () => {
     const { ctx, page } = await open('?steps=400&save-ms=100&model-select=atome-944k.atome');
     try {
