@@ -124,6 +124,19 @@ static int is_ident(const char *s) {
 
 int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name,
                   const char *source, char *err, size_t errlen) {
+    return atm_fw_header_file(out, model, mlen, name, NULL, source, err, errlen);
+}
+
+/* A file name for a comment: printable ASCII that cannot close it. */
+static void comment_safe(const char *s, char *out, size_t n) {
+    size_t j = 0;
+    for (const char *c = s; *c && j < n - 1; c++)
+        out[j++] = ((unsigned char)*c < 0x20 || *c == 0x7F || *c == '*' || (unsigned char)*c >= 0x80) ? '_' : *c;
+    out[j] = '\0';
+}
+
+int atm_fw_header_file(FILE *out, const uint8_t *model, size_t mlen, const char *name, const char *file,
+                       const char *source, char *err, size_t errlen) {
     if (!out || (!model && mlen)) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
     if (!name) name = "atome_model";
     if (!is_ident(name) || strlen(name) > 64) return fw_err(ATM_FW_E_ARG, err, errlen, "'%s' is not a C identifier", name);
@@ -131,16 +144,15 @@ int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name
     size_t n = strlen(name);
     for (size_t i = 0; i <= n; i++) up[i] = (char)((name[i] >= 'a' && name[i] <= 'z') ? name[i] - 32 : name[i]);
     uint32_t crc = atm_crc32(model, mlen);
-    /* The source name goes into a comment: keep it printable and unable to close it. */
-    char src[256] = "(unnamed)";
-    if (source) {
-        size_t j = 0;
-        for (const char *c = source; *c && j < sizeof src - 1; c++)
-            src[j++] = ((unsigned char)*c < 0x20 || *c == 0x7F || *c == '*' || (unsigned char)*c >= 0x80) ? '_' : *c;
-        src[j] = '\0';
-    }
+    /* The file names go into a comment: keep them printable and unable to close it. */
+    char src[256] = "(unnamed)", dst[256];
+    if (source) comment_safe(source, src, sizeof src);
+    if (file) {
+        const char *b = strrchr(file, '/');
+        comment_safe(b ? b + 1 : file, dst, sizeof dst);
+    } else snprintf(dst, sizeof dst, "%s.h", name);
     fprintf(out,
-            "/* %s.h — generated from %s (%zu bytes, CRC-32 0x%08X) by the atome\n"
+            "/* %s — generated from %s (%zu bytes, CRC-32 0x%08X) by the atome\n"
             " * tools (fwimage/fwimage.c, atm_fw_header). Do not edit; regenerate instead.\n"
             " *\n"
             " * A packed .atome container for the integer engine (core/engine.h). It is\n"
@@ -149,7 +161,7 @@ int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name
             "#ifndef %s_H\n#define %s_H\n#include <stdint.h>\n\n"
             "#define %s_BYTES %zuu\n#define %s_CRC32 0x%08Xu\n\n"
             "static const uint8_t %s[%zu] = {\n",
-            name, src, mlen, (unsigned)crc, name, up, up, up, up, mlen, up, (unsigned)crc, name,
+            dst, src, mlen, (unsigned)crc, name, up, up, up, up, mlen, up, (unsigned)crc, name,
             mlen ? mlen : (size_t)1);
     for (size_t i = 0; i < mlen; i++)
         fprintf(out, "%s0x%02X,%s", i % 12 == 0 ? "    " : " ", model[i], (i % 12 == 11 || i + 1 == mlen) ? "\n" : "");
@@ -201,7 +213,7 @@ static const char *encoding_name(int enc) {
 }
 
 int atm_fw_header_text(FILE *f, const atm_model *m, const uint8_t *model, size_t mlen, const char *name,
-                       const char *source, char *err, size_t errlen) {
+                       const char *file, size_t params, const char *source, char *err, size_t errlen) {
     if (!f || !m) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
     static const struct { int bit; const char *name; } P[] = {
         { ATM_PW_CONV, "conv" }, { ATM_PW_SSM, "ssm" }, { ATM_PW_ATTN, "attn" } };
@@ -216,11 +228,16 @@ int atm_fw_header_text(FILE *f, const atm_model *m, const uint8_t *model, size_t
     const atm_mconfig *c = &m->cfg;
     fprintf(f, "/* atome model config: family atome, encoding %s, vocab %d, d_model %d, layers %d,\n"
                " * d_head %d, kernel %d, attn_top_k %d, pathways %s, default window %d, train_seq %d,\n"
-               " * fx %d, %u parameters; engine RAM %zu bytes at window 32, %zu at window 64. */\n",
+               " * fx %d, ",
             encoding_name(m->encoding), c->vocab, c->d_model, c->n_layers, c->d_head, c->kernel, c->top_k, pw,
-            c->window, c->train_seq, c->fx, (unsigned)m->n_params, atm_engine_arena_bytes(m, 32),
-            atm_engine_arena_bytes(m, 64));
-    return atm_fw_header(f, model, mlen, name, source, err, errlen);
+            c->window, c->train_seq, c->fx);
+    /* the parameter count of `atome inspect`; the file stores fewer values
+     * (the SSM output vector is folded into its input weights at export) */
+    if (params) fprintf(f, "%zu parameters (%u values stored)", params, (unsigned)m->n_params);
+    else fprintf(f, "%u values stored", (unsigned)m->n_params);
+    fprintf(f, "; engine RAM %zu bytes at window 32, %zu at window 64. */\n",
+            atm_engine_arena_bytes(m, 32), atm_engine_arena_bytes(m, 64));
+    return atm_fw_header_file(f, model, mlen, name, file, source, err, errlen);
 }
 
 int atm_fw_put_settings(uint8_t *elf, size_t len, const uint8_t *block, char *err, size_t errlen) {

@@ -464,14 +464,15 @@ export class Atome {
     }));
   }
 
-  // `atome header --model M [--name N]`: { text: Uint8Array, info }; source
-  // is the file name written in the header's comment (the CLI writes the
-  // model path's base name).
-  header(model, { name = '', source = 'model.atome' } = {}) {
-    return this.withBytes(model, (m) => this.withBytes(name, (n) => this.withBytes(source, (s) => {
-      this.fwCall(this.ex.atome_fw_header(m, model.length, n, s));
+  // `atome header --model M [--name N] --out FILE`: { text: Uint8Array, info };
+  // source is the model's file name written in the header's comment (the CLI
+  // writes the model path's base name), file the name the header is saved
+  // as ('' = "<name>.h"), named at the top of the comment.
+  header(model, { name = '', source = 'model.atome', file = '' } = {}) {
+    return this.withBytes(model, (m) => this.withBytes(name, (n) => this.withBytes(source, (s) => this.withBytes(file, (f) => {
+      this.fwCall(this.ex.atome_fw_header(m, model.length, n, s, f));
       return { text: this.fwOut(), info: this.fwInfo() };
-    })));
+    }))));
   }
 
   // `atome convert`: the .atome container re-encoded (encoding 1 = ATOME01,
@@ -771,6 +772,49 @@ export class PackedModel {
         yield { bytes: piece, lines: text.split('\n').filter((l) => l) };
       }
     } finally { this.ex.atome_engine_explain(this.h, 0); }
+  }
+
+  // "Score your own text": the bytes scored as `atome eval --model M --data
+  // FILE` scores that file (cli/cmd_eval.c): chunks of eval's seq bytes, each
+  // from a reset engine at eval's window; byte 0 of a chunk is not scored.
+  // A generator for a caller that interleaves other work: yields { done,
+  // total } after each slice of `slice` bytes and returns { seq, window,
+  // layers, stride, nats (Float64Array [n], NaN where not scored), recs
+  // (Int32Array [n x stride]: rank, n_top, top bytes, top p Q16, router Q15
+  // and entropy Q16 per layer; null with records: false), chunks,
+  // scoredBytes, sumNats, bpb }: sumNats and bpb over the whole chunks only,
+  // summed in eval's order, as eval reports them (bpb null below one chunk;
+  // the bytes after the last whole chunk are scored but not counted).
+  *scoreSteps(text, { slice = 1024, records = true } = {}) {
+    const tb = typeof text === 'string' ? enc.encode(text) : text;
+    const seq = this.check(this.ex.atome_engine_score_shape(this.h));
+    const stride = this.ex.atome_engine_score_stride(this.h), n = tb.length;
+    const nats = new Float64Array(n), recs = records ? new Int32Array(n * stride) : null;
+    const step = Math.max(1, slice);
+    const tp = this.a.alloc(tb);
+    const np = this.ex.atome_alloc(8 * step), rp = records ? this.ex.atome_alloc(4 * step * stride) : 0;
+    try {
+      if (!np || records && !rp) throw new Error(`out of wasm memory to score ${n} bytes`);
+      for (let from = 0; from < n;) {
+        const to = Math.min(n, from + step);
+        this.check(this.ex.atome_engine_score(this.h, tp, n, seq, from, to, np, rp));
+        nats.set(new Float64Array(this.ex.memory.buffer, np, to - from), from);
+        if (records) recs.set(new Int32Array(this.ex.memory.buffer, rp, (to - from) * stride), from * stride);
+        from = to;
+        if (from < n) yield { done: from, total: n };
+      }
+    } finally { this.ex.atome_free(tp); this.ex.atome_free(np); if (rp) this.ex.atome_free(rp); }
+    const chunks = Math.floor(n / seq), scoredBytes = chunks * (seq - 1);
+    let sumNats = 0;
+    for (let i = 0; i < chunks * seq; i++) if (i % seq) sumNats += nats[i];
+    return { seq, window: this.window, layers: this.layers, stride, nats, recs, chunks, scoredBytes, sumNats,
+      bpb: chunks ? sumNats / scoredBytes / Math.log(2) : null };
+  }
+
+  // scoreSteps run to its end: its result.
+  score(text, options = {}) {
+    const it = this.scoreSteps(text, options);
+    for (;;) { const r = it.next(); if (r.done) return r.value; }
   }
 
   // Engine RAM at window w (0 = default), bytes.

@@ -20,7 +20,9 @@
  * usage error) with a one-line reason in atome_engine_error(). */
 #include <emscripten/emscripten.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "core/container.h"
 #include "core/engine.h"
 #include "core/engine_kernels.h"
@@ -267,4 +269,82 @@ API int atome_ek_matvec(int which, const uint8_t *b, uint32_t rows, uint32_t col
     }
 #endif
     return -1;
+}
+
+/* ---- "score your own text" (the page's #sec-score) ----
+ * A text's bytes scored as `atome eval --model M --data FILE` scores a file
+ * (cli/cmd_eval.c eval_packed, core/host/engine_host.c atm_engine_eval):
+ * seq-byte chunks, each from a reset engine at eval's window; byte t of a
+ * chunk (t >= 1) costs -ln p(byte) of the logits after bytes 0..t-1, in
+ * double (atm_engine_logprobs); byte 0 of a chunk is not scored. The bytes
+ * after the last whole chunk are scored the same way (a chunk cut short),
+ * and the page leaves them out of the bits per byte as eval does. */
+
+/* eval's seq and window for the open model (seq: the training seq, else
+ * window + 1, else 64; window: the stored one if below seq - 1, else
+ * seq - 1); re-opens the engine at that window. Returns seq, or -1. */
+API int atome_engine_score_shape(engine_session *s) {
+    if (!s->open) FAIL(s, -1, "no model open");
+    int64_t seq = s->m.cfg.train_seq >= 2 ? s->m.cfg.train_seq : (s->m.cfg.window >= 1 ? s->m.cfg.window + 1 : 64);
+    int64_t window = s->m.cfg.window >= 1 && s->m.cfg.window < seq - 1 ? s->m.cfg.window : seq - 1;
+    if (window > ATM_MAX_WINDOW) FAIL(s, -1, "eval's seq %lld needs a window of %lld positions; the engine allows %d",
+                                      (long long)seq, (long long)window, ATM_MAX_WINDOW);
+    if (s->e.window != window) {
+        int rc = atome_engine_open(s, (int)window);
+        if (rc) return rc;
+    }
+    return (int)seq;
+}
+
+/* Record of one scored byte (int32): rank of the byte among the model's
+ * choices (0 = its first), n_top, top bytes [5], top p [5] (Q16), then per
+ * layer the router weights [3] (Q15) and the router entropy (Q16 nats);
+ * the explain.h values of the step the byte was scored from. */
+API int atome_engine_score_stride(engine_session *s) { return 2 + 2 * ATM_EXPLAIN_TOP + 4 * s->m.cfg.n_layers; }
+
+static void score_record(engine_session *s, const int32_t *lg, int tgt, int32_t *rec) {
+    int V = s->m.cfg.vocab, L = s->m.cfg.n_layers, rank = 0;
+    for (int v = 0; v < V; v++) rank += lg[v] > lg[tgt] || (lg[v] == lg[tgt] && v < tgt);
+    atm_explain_t x;
+    atm_explain(s->trace, L, lg, V, &x);
+    rec[0] = rank;
+    rec[1] = x.n_top;
+    for (int k = 0; k < ATM_EXPLAIN_TOP; k++) {
+        rec[2 + k] = k < x.n_top ? x.top_byte[k] : 0;
+        rec[2 + ATM_EXPLAIN_TOP + k] = k < x.n_top ? x.top_p[k] : 0;
+    }
+    int32_t *r = rec + 2 + 2 * ATM_EXPLAIN_TOP;
+    for (int l = 0; l < L; l++) {
+        for (int p = 0; p < 3; p++) r[3 * l + p] = x.router[l][p];
+        r[3 * L + l] = x.entropy[l];
+    }
+}
+
+/* Scores text[from .. to) (n bytes in all) in chunks of seq, after
+ * atome_engine_score_shape; consecutive calls continue where the last one
+ * stopped (from = the previous to). nats[i - from] = the byte's cost, NaN
+ * for the first byte of a chunk; rec (NULL: none) gets the records, stride
+ * atome_engine_score_stride. Returns to - from, or -1 / -2 with a reason. */
+API int atome_engine_score(engine_session *s, const uint8_t *text, size_t n, int seq, size_t from, size_t to,
+                           double *nats, int32_t *rec) {
+    if (!s->open) FAIL(s, -1, "no model open");
+    if (seq < 2 || to > n || from > to) FAIL(s, -2, "score: bad range %zu..%zu of %zu bytes (seq %d)", from, to, n, seq);
+    int V = s->m.cfg.vocab, stride = atome_engine_score_stride(s);
+    double lp[256];
+    for (size_t i = from; i < to; i++) {
+        if (text[i] >= V) FAIL(s, -2, "byte %zu (0x%02X) is outside the model's vocabulary of %d", i, text[i], V);
+        int32_t *ri = rec ? rec + (i - from) * (size_t)stride : NULL;
+        if (i % (size_t)seq == 0) {
+            atm_engine_reset(&s->e);
+            nats[i - from] = NAN;
+            if (ri) memset(ri, 0, (size_t)stride * sizeof *ri);
+        } else {
+            atm_engine_logprobs(s->logits, V, lp);
+            nats[i - from] = -lp[text[i]];
+            if (ri) score_record(s, s->logits, text[i], ri);
+        }
+        if ((i + 1) % (size_t)seq != 0) s->logits = atm_engine_step_traced(&s->e, text[i], s->trace);
+    }
+    s->pending = -1;
+    return (int)(to - from);
 }

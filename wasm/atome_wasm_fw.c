@@ -22,6 +22,9 @@
 #include "core/host/engine_host.h"
 #include "core/format.h"
 #include "core/fwsettings.h"
+
+/* wasm/atome_wasm.c: the parameter count of `atome inspect` for a shape */
+double atome_shape_params(const atm_mconfig *c);
 #include "core/sampler.h"
 #include "fwimage/fwimage.h"
 
@@ -196,9 +199,10 @@ API int atome_fw_patch(const uint8_t *tmpl, size_t tlen, const char *board, cons
     return (int)tlen;
 }
 
-/* `atome header --model M [--name N]`: the header text (source = the model
- * file's base name, as the CLI writes it) in the output buffer. */
-API int atome_fw_header(const uint8_t *model, size_t mlen, const char *name, const char *source) {
+/* `atome header --model M [--name N] --out FILE`: the header text (source =
+ * the model file's base name, file = the name of the file it is saved as,
+ * as the CLI writes them; NULL or "" = "<name>.h") in the output buffer. */
+API int atome_fw_header(const uint8_t *model, size_t mlen, const char *name, const char *source, const char *file) {
     out_clear();
     atm_model m;
     if (open_model(model, mlen, source ? source : "model", &m)) return -1;
@@ -207,7 +211,9 @@ API int atome_fw_header(const uint8_t *model, size_t mlen, const char *name, con
     FILE *f = open_memstream(&text, &tl);
     if (!f) FAIL(-1, "out of memory");
     char err[300];
-    int st = atm_fw_header_text(f, &m, model, mlen, name && *name ? name : NULL, source, err, sizeof err);
+    double params = atome_shape_params(&m.cfg);      /* `atome inspect`'s count (wasm/atome_wasm.c) */
+    int st = atm_fw_header_text(f, &m, model, mlen, name && *name ? name : NULL, file && *file ? file : NULL,
+                                params > 0 ? (size_t)params : 0, source, err, sizeof err);
     int closed = fclose(f);
     if (st != ATM_FW_OK || closed != 0) {
         free(text);

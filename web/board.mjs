@@ -7,8 +7,11 @@
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
 
-export const BOARDS = [{ id: 'mps2-an385', name: 'mps2-an385', semihosting: true },
-  { id: 'microbit', name: 'BBC micro:bit (v1 and v2)', semihosting: true }, { id: 'pico', name: 'Raspberry Pi Pico', semihosting: false }];
+// the boards people own first; the MPS2 (an FPGA board most meet in QEMU) last
+export const BOARDS = [{ id: 'microbit', name: 'BBC micro:bit (v1 and v2)', semihosting: true },
+  { id: 'pico', name: 'Raspberry Pi Pico', semihosting: false }, { id: 'mps2-an385', name: 'mps2-an385', semihosting: true }];
+// the shipped model made for the smallest board, offered when the one chosen does not fit
+const SMALL_MODEL = 'atome-60k.atome';
 
 // The section: the firmware templates fetched (board id -> promise of the
 // ELF bytes), each board's verdict for the open model (ok | warn | bad) and
@@ -68,7 +71,7 @@ async function updateFit(page, bs) {
     if (serial !== bs.serial) return;
     card.querySelector('.fit-body').replaceChildren(verdictPara(f), fitList(f.rows), known, ...(known2 ? [known2] : []));
     // how to flash and run it, only for a model that fits
-    card.querySelector('.board-note').replaceChildren(...(f.cls === 'bad' ? [] : boardNote(page, b, key, f.runW)));
+    card.querySelector('.board-note').replaceChildren(...(f.cls === 'bad' ? smallerModel(page, key) : boardNote(page, b, key, f.runW)));
   }
 }
 
@@ -81,7 +84,7 @@ async function fitVerdict(page, bs, b, key, w) {
     const flashOk = f.model_bytes <= f.capacity, ramOk = f.max_window >= w;
     const verdict = !flashOk ? `Too big: the model does not fit the ${fmt(f.capacity)}-byte model slot` :
       f.max_window === 0 ? 'Too big: the engine does not fit the board\'s RAM at any window' :
-      ramOk ? `Fits at window ${w}` : `Fits at window ${f.max_window} or less (not at ${w})`;
+      ramOk ? `Fits at a window of ${fmt(w)} bytes` : `Fits at a window of ${fmt(f.max_window)} bytes or less (not at ${fmt(w)})`;
     const cls = flashOk && f.max_window > 0 ? (ramOk ? 'ok' : 'warn') : 'bad';
     // the micro:bit's ATOME01 image also holds the model's offset stream (docs/mcu.md, "the model slot")
     const ox = f.offset_stream
@@ -116,6 +119,20 @@ async function microbitVerdict(page, bs, b, key, w) {
     (only ? ' The micro:bit file holds the v2 image only: it runs on a micro:bit v2, not on a v1.' : '');
   const rows = [...v1.rows.map(([k, v]) => [`v1 — ${k}`, v]), ...v2.rows.map(([k, v]) => [`v2 — ${k}`, v])];
   return { cls, verdict, rows, runW: v1.cls === 'bad' ? v2.runW : v1.runW, v1, v2 };
+}
+
+// A model too big for a board: the shipped board model, one click away.
+function smallerModel(page, key) {
+  if (key === SMALL_MODEL || !page.models.has(SMALL_MODEL)) return [];
+  const p = document.createElement('p');
+  p.textContent = `${SMALL_MODEL}, the shipped model made for small boards, fits it: `;
+  const use = document.createElement('button');
+  use.type = 'button';
+  use.className = 'secondary';
+  use.textContent = `Use ${SMALL_MODEL}`;
+  use.addEventListener('click', () => guarded(async () => { $('model-select').value = SMALL_MODEL; await page.models.open(SMALL_MODEL); }));
+  p.append(use);
+  return [p];
 }
 
 function verdictPara(f) {
@@ -238,7 +255,8 @@ function qemuCommand(page, b, key, w) {
 function commandRow(b, cmd, what = 'QEMU command') {
   const pre = document.createElement('pre');
   pre.textContent = cmd;
-  pre.tabIndex = 0;
+  pre.tabIndex = 0;                     // it scrolls sideways: the keyboard can reach it
+  pre.setAttribute('role', 'group');     // (a <pre> may not carry a name of its own)
   pre.setAttribute('aria-label', `${what} for ${b.name}`);
   const copy = document.createElement('button');
   copy.type = 'button';
@@ -262,10 +280,19 @@ function wireDownloads(page, bs) {
   const base = () => key().replace(/\.atome$/, '');
   $('download-atome01').addEventListener('click', () => guarded(async () => download(await call('convert', { key: key(), encoding: 1 }), `${base()}-atome01.atome`)));
   $('download-atome02').addEventListener('click', () => guarded(async () => download(await call('convert', { key: key(), encoding: 2 }), `${base()}-atome02.atome`)));
-  // as `atome header --model <file>`: the array is atome_model, the comment names the file
+  // as `atome header --model <file> [--name N] --out <N or the model>.h`: the
+  // array is named by the Name field (atome_model when empty), the comment names the model and the file
   $('download-header').addEventListener('click', () => guarded(async () => {
-    const r = await call('header', { key: key(), source: key(), name: '' });
-    download(r.text, `${base()}.h`, 'text/x-c');
+    const name = $('header-name').value.trim();
+    const file = `${name || base()}.h`;
+    let r;
+    try { r = await call('header', { key: key(), source: key(), name, file }); } catch (e) {
+      if (!e.usage) throw e;
+      const err = Object.assign(new Error(`Array name: ${e.message.replace(/^--name: /, '')}`), { field: 'header-name' });
+      markField(err);
+      throw err;
+    }
+    download(r.text, file, 'text/x-c');
   }));
   for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin'],
     ['download-uf2-pico', 'pico', 'uf2'], ['download-elf-pico', 'pico', 'elf']])
