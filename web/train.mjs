@@ -3,7 +3,7 @@
 // its events shown (status, progress, curves, samples), pause / resume /
 // stop, and every checkpoint saved to IndexedDB in order.
 import * as store from './store.mjs';
-import { $, fmt, stamp, showError, hideError, markField, fieldError, fetchBytes, dropZone } from './ui.mjs';
+import { $, enc, fmt, stamp, showError, hideError, markField, fieldError, fetchBytes, dropZone } from './ui.mjs';
 import { checkOption, findOption } from '../wasm/atome.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
