@@ -73,11 +73,9 @@ typedef struct {
     const atm_family *gfam;    /* float generator */
     void          *gen;
     float         *gw;         /* [n_params] quantised weights the generator reads */
-    int32_t        q[256];     /* [V] Q16 logits predicting the next byte */
-    int            have_q;
-    atm_sampler_cfg gcfg;
-    atm_rng        grng;
-    int            gpending;   /* last sampled byte not fed yet, or -1 */
+    atm_float_gen  fgen;       /* gen as the one generator's source (core/host/engine_host.h) */
+    atm_sampler_cfg gcfg;      /* its sampling settings */
+    atm_gen        gg;         /* the one generator (core/generate.h) */
     uint8_t        order[256]; /* sampler scratch */
     char           err[600];
 } session;
@@ -112,7 +110,7 @@ API int atome_kernels_use(const char *name) { return atm_kernels_select(name); }
 static void gen_clear(session *s) {
     if (s->gen) s->gfam->gen_free(s->gen);
     free(s->gw);
-    s->gen = NULL; s->gw = NULL; s->have_q = 0;
+    s->gen = NULL; s->gw = NULL; s->gg.logits = NULL;
 }
 
 static void calib_clear(session *s) {
@@ -475,18 +473,6 @@ double atome_shape_params(const atm_mconfig *c) {
 
 /* ---- float generation (what `atome generate --model CKPT` does) ---- */
 
-/* Parses sampling settings the way every front end does (core/sampler.h:
- * decimal text, NULL = default) with the native CLI's ranges and messages
- * (cli/packed.c cli_sampler_settings). 0 or -2 with the reason in err. */
-int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
-                           char *err, size_t errlen) {
-    int e = atm_sampler_settings(c, temperature, top_k, top_p);
-    if (e == ATM_SET_OK) return 0;
-    const char *got = e == ATM_SET_E_TEMPERATURE ? temperature : e == ATM_SET_E_TOP_K ? top_k : top_p;
-    snprintf(err, errlen, "%s (got '%s')", atm_sampler_settings_msg(e), got);
-    return -2;
-}
-
 /* The settings check alone (no model needed; the Node CLI validates its
  * flags before it reads the model, as the native CLI does): 0 or -2, the
  * reason in atome_settings_error(). */
@@ -499,7 +485,7 @@ API double atome_gen_limit(int which) {
 
 API int atome_settings_check(const char *temperature, const char *top_k, const char *top_p) {
     atm_sampler_cfg c;
-    return atome_sampler_settings(&c, temperature, top_k, top_p, settings_err, sizeof settings_err);
+    return atm_sampler_settings_why(&c, temperature, top_k, top_p, settings_err, sizeof settings_err) ? -2 : 0;
 }
 API const char *atome_settings_error(void) { return settings_err; }
 
@@ -509,9 +495,8 @@ API int atome_gen_begin(session *s, int window, const char *temperature, const c
                         uint32_t seed) {
     if (!s->tr) FAIL(s, "no model (build or load one first)");
     gen_clear(s);
-    atm_sampler_cfg c;
-    int rc = atome_sampler_settings(&c, temperature, top_k, top_p, s->err, sizeof s->err);
-    if (rc) return rc;
+    atm_sampler_cfg c;   /* the settings texts, by core/sampler.h's one parser */
+    if (atm_sampler_settings_why(&c, temperature, top_k, top_p, s->err, sizeof s->err)) return -2;
     const atm_layout *L = &s->tr->L;
     if (window <= 0) window = (int)atm_config_run_window(&L->cfg, s->tr->opt.seq);
     if (L->cfg.family == ATM_FAMILY_VANILLA && window > L->cfg.max_seq)
@@ -525,15 +510,12 @@ API int atome_gen_begin(session *s, int window, const char *temperature, const c
         s->gen = s->gfam->gen_new(L, s->gw, window);
     }
     if (!s->gen) { gen_clear(s); FAIL(s, "out of memory for the generator"); }
+    s->fgen.step = s->gfam->gen_step;
+    s->fgen.gen = s->gen;
+    s->fgen.V = L->cfg.vocab;
     s->gcfg = c;
-    atm_rng_seed(&s->grng, seed);
-    s->gpending = -1;
+    atm_gen_init(&s->gg, &atm_float_gen_src, &s->fgen, L->cfg.vocab, &s->gcfg, seed, s->order);
     return 0;
-}
-
-static void gen_step(session *s, int byte) {
-    atm_logits_q16(s->gfam->gen_step(s->gen, byte), s->tr->L.cfg.vocab, s->q);
-    s->have_q = 1;
 }
 
 /* Feeds prompt bytes (n = 0: one '\n', as the CLI). */
@@ -542,24 +524,16 @@ API int atome_gen_feed(session *s, const uint8_t *p, size_t n) {
     int V = s->tr->L.cfg.vocab;
     for (size_t i = 0; i < n; i++)
         if (p[i] >= V) FAIL_ARG(s, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
-    if (n == 0) gen_step(s, '\n');
-    for (size_t i = 0; i < n; i++) gen_step(s, p[i]);
-    s->gpending = -1;
+    atm_gen_prompt(&s->gg, p, n);
     return 0;
 }
 
-/* Samples n bytes into out with the fixed-point sampler. A sampled byte is
- * fed back only when the next one is asked for, so the generator does
- * exactly the CLI's work and calls may be split anywhere. n or -1. */
+/* Samples n bytes into out with the one generator (core/generate.h): a
+ * sampled byte is fed back only when the next one is asked for, so this
+ * does exactly the CLI's work and calls may be split anywhere. n or -1. */
 API int atome_gen_next(session *s, uint8_t *out, int n) {
-    if (!s->gen || !s->have_q) FAIL(s, "no prompt fed (call gen_feed first)");
-    int V = s->tr->L.cfg.vocab;
-    for (int i = 0; i < n; i++) {
-        if (s->gpending >= 0) gen_step(s, s->gpending);
-        int b = atm_sampler_next(&s->gcfg, s->q, V, &s->grng, s->order);
-        out[i] = (uint8_t)b;
-        s->gpending = b;
-    }
+    if (!s->gen || !s->gg.logits) FAIL(s, "no prompt fed (call gen_feed first)");
+    for (int i = 0; i < n; i++) out[i] = (uint8_t)atm_gen_next(&s->gg);
     return n;
 }
 

@@ -253,10 +253,6 @@ static void info_add_uf2(size_t flash_bytes, const char *board) {
              (unsigned)atm_fw_uf2_family(board));
 }
 
-/* wasm/atome_wasm.c: the settings texts with the CLI's ranges and messages */
-int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
-                           char *err, size_t errlen);
-
 /* `atome firmware --model M --board B --prompt-hex P --n N [--temperature T
  * --top-k K --top-p P --seed S --window W --loop --interactive] --format F`:
  * a standalone image (settings block, known answer) as ELF (format 0),
@@ -283,8 +279,8 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
              slot.board, (unsigned)slot.capacity, ATM_FWSET_BYTES);
     char err[400], note[300];
     atm_sampler_cfg sc;
-    int rc = atome_sampler_settings(&sc, temperature, top_k, top_p, err, sizeof err);
-    if (rc) FAIL(rc, "%s", err);
+    if (atm_sampler_settings_why(&sc, temperature, top_k, top_p, err, sizeof err)) FAIL(-2, "%s", err);
+    int rc;
     atm_fw_settings_in in;
     memset(&in, 0, sizeof in);
     in.seed = 1;
