@@ -42,8 +42,60 @@ static void range_text(const cli_opt *o, char *buf, size_t n) {
     }
 }
 
+int cli_table_opts(atm_topt_val *vals, cli_opt *opts) {
+    for (int i = 0; i < ATM_TO_COUNT; i++) {
+        const atm_topt *r = &atm_topts[i];
+        vals[i].x = r->def;
+        vals[i].i = isfinite(r->def) ? (int64_t)r->def : 0;
+        cli_opt o = { r->name, OPT_ROW, &vals[i], 0, 0, 0, 0 };
+        opts[i] = o;
+    }
+    return ATM_TO_COUNT;
+}
+
+/* The shape overrides as JSON rows: name, kind (int or str), range, words. */
+static void shape_json(FILE *f) {
+    cli_shape sh;
+    cli_opt o[CLI_SHAPE_OPTS];
+    cli_shape_opts(&sh, o);
+    fputs(",\"shape\":[", f);
+    for (int i = 0; i < CLI_SHAPE_OPTS; i++) {
+        fprintf(f, "%s{\"name\":\"%s\",\"kind\":\"%s\"", i ? "," : "", o[i].name, o[i].kind == OPT_INT ? "int" : "str");
+        if (o[i].kind == OPT_INT) {
+            char want[96];
+            range_text(&o[i], want, sizeof want);
+            fprintf(f, ",\"min\":%.0f,\"max\":%.0f,\"min_open\":false,\"max_open\":false,\"want\":\"%s\"", o[i].lo, o[i].hi, want);
+        }
+        fputs("}", f);
+    }
+    fputs("]", f);
+}
+
+/* The option table's JSON, with the shape overrides of `atome train` added
+ * ("shape": the model's flags, cli_shape_opts), one line on stdout. */
+int cli_print_options_json(void) {
+    size_t n = atm_topt_json(NULL, 0) + 1;
+    char *buf = (char *)malloc(n);
+    if (!buf) return cli_err(CLI_RUNTIME, "out of memory");
+    atm_topt_json(buf, n);
+    fwrite(buf, 1, n - 2, stdout);   /* without the closing brace */
+    free(buf);
+    shape_json(stdout);
+    fputs("}\n", stdout);
+    if (fflush(stdout) || ferror(stdout)) return cli_err(CLI_RUNTIME, "cannot write to stdout");
+    return CLI_OK;
+}
+
 static int parse_value(const char *cmd, cli_opt *o, const char *v) {
     char want[96];
+    if (o->kind == OPT_ROW) {
+        const atm_topt *row = atm_topt_find(o->name);
+        if (!atm_topt_parse(row, v, (atm_topt_val *)o->dst)) return CLI_OK;
+        char label[48], msg[400];
+        snprintf(label, sizeof label, "--%s", o->name);
+        atm_topt_error(row, label, v, msg, sizeof msg);
+        return cli_err(CLI_USAGE, "%s: %s", cmd, msg);
+    }
     range_text(o, want, sizeof want);
     if (o->kind == OPT_STR) { *(const char **)o->dst = v; return CLI_OK; }
     if (!*v || *v == ' ' || *v == '\t' || *v == '\n')
@@ -78,9 +130,10 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n) {
             if (strlen(opts[k].name) == nl && strncmp(opts[k].name, name, nl) == 0) { o = &opts[k]; break; }
         if (!o) return cli_err(CLI_USAGE, "%s: unknown flag '--%.*s' (see 'atome %s --help')", cmd, (int)nl, name, cmd);
         o->seen = 1;   /* a repeated flag: the last value wins (as argparse) */
-        if (o->kind == OPT_FLAG) {
+        if (o->kind == OPT_FLAG || (o->kind == OPT_ROW && atm_topt_find(o->name)->kind == ATM_TO_KIND_FLAG)) {
             if (eq) return cli_err(CLI_USAGE, "%s: --%s takes no value", cmd, o->name);
-            *(int *)o->dst = 1;
+            if (o->kind == OPT_FLAG) *(int *)o->dst = 1;
+            else { atm_topt_val on = { 1, 1.0 }; *(atm_topt_val *)o->dst = on; }
             continue;
         }
         const char *v;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include "core/train/model.h"
 #include "core/train/trainer.h"
+#include "core/train/options.h"
 #include "core/train/pool.h"
 #include "core/train/ckpt.h"
 #include "core/train/export.h"
@@ -38,7 +39,10 @@ int cli_err(int code, const char *fmt, ...)
     ;
 
 /* ---- flag parsing ---- */
-enum { OPT_FLAG, OPT_INT, OPT_U32, OPT_FLOAT, OPT_STR };
+/* OPT_ROW: the row of the training option table (core/train/options.h)
+ * of that name: dst is an atm_topt_val*, the range, grammar and words are
+ * the row's. */
+enum { OPT_FLAG, OPT_INT, OPT_U32, OPT_FLOAT, OPT_STR, OPT_ROW };
 
 typedef struct {
     const char *name;   /* without the leading "--" */
@@ -55,6 +59,12 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n);
 /* The entry for name (must exist). */
 cli_opt *cli_find(cli_opt *opts, int n, const char *name);
 int cli_seen(cli_opt *opts, int n, const char *name);
+/* Appends one OPT_ROW entry per row of the training option table (vals[i]
+ * for atm_topts[i], set to the row's default first); returns ATM_TO_COUNT. */
+int cli_table_opts(atm_topt_val *vals, cli_opt *opts);
+/* `atome train --options-json`: the table's JSON (atm_topt_json) with the
+ * shape overrides added as "shape" rows, one line on stdout. */
+int cli_print_options_json(void);
 
 /* --threads: the value given, else ATOME_THREADS, else the number of cores
  * capped (pool.h). Sets the trainer's pool; returns the count in effect. */

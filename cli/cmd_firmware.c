@@ -442,12 +442,14 @@ int cmd_firmware(int argc, char **argv) {
 
 /* The header text (and the settings before its closing #endif); *text malloc'd. */
 static int header_text(const char *model, const atm_model *m, const uint8_t *blob, size_t blen, const char *name,
-                       const atm_fwset *set, char **text, size_t *tlen) {
+                       const char *out, const atm_fwset *set, char **text, size_t *tlen) {
     FILE *f = open_memstream(text, tlen);
     if (!f) return cli_err(CLI_RUNTIME, "header: out of memory");
     const char *base = strrchr(model, '/');
     char err[256];
-    int st = atm_fw_header_text(f, m, blob, blen, name, base ? base + 1 : model, err, sizeof err);
+    /* the comment names the file written and the parameter count of `atome inspect` */
+    int st = atm_fw_header_text(f, m, blob, blen, name, out, atm_export_float_params(&m->cfg), base ? base + 1 : model,
+                                err, sizeof err);
     if (st == ATM_FW_OK && set) {
         /* the settings go before the header's closing #endif */
         fflush(f);
@@ -548,7 +550,7 @@ int cmd_header(int argc, char **argv) {
     }
     char *text = NULL;
     size_t tlen = 0;
-    rc = header_text(model, &m, blob, blen, name, with_settings ? &set : NULL, &text, &tlen);
+    rc = header_text(model, &m, blob, blen, name, out, with_settings ? &set : NULL, &text, &tlen);
     free(blob);
     if (rc) return rc;
     char example[4096] = "", why[512];

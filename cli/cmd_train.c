@@ -22,17 +22,16 @@
 #include <unistd.h>
 
 #define EVAL_BATCH 16     /* see cmd_eval.c: the eval result does not depend on it */
-#define TRAIN_DEFAULT_STEPS 3000   /* no --steps: the documented recipe's 3,000 steps */
 #define PROGRESS_SECONDS 1.0
 
+/* The flags: the file names here, every number in v[] (one per row of the
+ * training option table, core/train/options.h; V(STEPS).i, V(LR).x). */
 typedef struct {
-    const char *config, *quant, *data, *valid, *out, *resume, *log, *teacher, *init;
-    double distill_weight;
-    int64_t threads, max_bytes, steps, train_bytes, batch, seq, warmup, log_every, eval_every, ckpt_every, stop_at;
-    double split, lr, lr2, lr_min, clip, wd, fp_fraction, beta1, beta2, eps;
-    uint32_t seed;
-    int cosine, quiet;
+    const char *config, *data, *valid, *out, *resume, *log, *teacher, *init;
+    atm_topt_val v[ATM_TO_COUNT];
+    int quiet, options_json;
 } train_args;
+#define V(id) (a->v[ATM_TO_##id])
 
 /* Preflight: can a file be created beside path? Leaves nothing behind. */
 static int can_create_beside(const char *path, char *why, size_t n) {
@@ -121,16 +120,27 @@ static int load_teacher(const char *path, atm_ckpt *t, uint32_t *crc) {
     return CLI_OK;
 }
 
-/* A flag given on resume must match the checkpoint. */
-static int same_f(const char *flag, int seen, double given, float stored) {
-    if (!seen || (float)given == stored) return CLI_OK;
-    return cli_err(CLI_USAGE, "train: --%s %g differs from the checkpoint's %g (a resumed run keeps its options)",
-                   flag, given, (double)stored);
-}
-static int same_i(const char *flag, int seen, long long given, long long stored) {
-    if (!seen || given == stored) return CLI_OK;
-    return cli_err(CLI_USAGE, "train: --%s %lld differs from the checkpoint's %lld (a resumed run keeps its options)",
-                   flag, given, stored);
+/* The training options given on resume must match the checkpoint's (steps
+ * is the new total, not compared). */
+static int same_opts(const train_args *a, cli_opt *opts, int n, const atm_train_opts *o) {
+    for (int i = 0; i < ATM_TO_COUNT; i++) {
+        const atm_topt *r = &atm_topts[i];
+        if (r->store == ATM_TO_RUN || i == ATM_TO_STEPS || !cli_seen(opts, n, r->name)) continue;
+        double stored = atm_topt_get(o, r);
+        if (i == ATM_TO_QUANT) {
+            if (a->v[i].i != (int64_t)stored)
+                return cli_err(CLI_USAGE, "train: --quant %s differs from the checkpoint's %s",
+                               cli_quant_name((int)a->v[i].i), cli_quant_name((int)stored));
+        } else if (r->store == ATM_TO_F32) {
+            if ((float)a->v[i].x != (float)stored)
+                return cli_err(CLI_USAGE, "train: --%s %g differs from the checkpoint's %g (a resumed run keeps its options)",
+                               r->name, a->v[i].x, stored);
+        } else if (a->v[i].i != (int64_t)stored) {
+            return cli_err(CLI_USAGE, "train: --%s %lld differs from the checkpoint's %lld (a resumed run keeps its options)",
+                           r->name, (long long)a->v[i].i, (long long)stored);
+        }
+    }
+    return CLI_OK;
 }
 
 /* Saves the trainer. An atome-family checkpoint also carries the activation
@@ -198,23 +208,15 @@ static int setup_resume(train_args *a, cli_opt *opts, int n, cli_shape *shape, i
             goto fail;
         }
     }
-    if (a->quant) {
-        int q = cli_quant_from_name(a->quant);
-        if (q != o->quant) { rc = cli_err(CLI_USAGE, "train: --quant %s differs from the checkpoint's %s", a->quant, cli_quant_name(o->quant)); goto fail; }
-    }
-    if ((rc = same_i("batch", SEEN("batch"), a->batch, o->batch)) || (rc = same_i("seq", SEEN("seq"), a->seq, o->seq)) ||
-        (rc = same_f("lr", SEEN("lr"), a->lr, o->lr)) || (rc = same_i("seed", SEEN("seed"), a->seed, o->seed)) ||
-        (rc = same_i("warmup", SEEN("warmup"), a->warmup, o->warmup)) || (rc = same_i("cosine", SEEN("cosine"), 1, o->cosine)) ||
-        (rc = same_f("lr-min", SEEN("lr-min"), a->lr_min, o->lr_min)) || (rc = same_f("clip", SEEN("clip"), a->clip, o->clip)) ||
-        (rc = same_f("wd", SEEN("wd"), a->wd, o->wd)) || (rc = same_f("beta1", SEEN("beta1"), a->beta1, o->beta1)) ||
-        (rc = same_f("beta2", SEEN("beta2"), a->beta2, o->beta2)) || (rc = same_f("eps", SEEN("eps"), a->eps, o->eps)) ||
-        (rc = same_f("fp-fraction", SEEN("fp-fraction"), a->fp_fraction, o->fp_fraction)) ||
-        (rc = same_f("lr2", SEEN("lr2"), a->lr2, o->lr2)))
-        goto fail;
+    if ((rc = same_opts(a, opts, n, o))) goto fail;
     if (resume->has_data) {
-        if ((rc = same_i("max-bytes", SEEN("max-bytes"), a->max_bytes, (long long)resume->max_bytes))) goto fail;
-        if (SEEN("split") && (resume->valid_path[0] || a->split != resume->split)) {
-            rc = cli_err(CLI_USAGE, "train: --split %g differs from the checkpoint's data split", a->split);
+        if (SEEN("max-bytes") && V(MAX_BYTES).i != (int64_t)resume->max_bytes) {
+            rc = cli_err(CLI_USAGE, "train: --max-bytes %lld differs from the checkpoint's %lld (a resumed run keeps its options)",
+                         (long long)V(MAX_BYTES).i, (long long)resume->max_bytes);
+            goto fail;
+        }
+        if (SEEN("split") && (resume->valid_path[0] || V(SPLIT).x != resume->split)) {
+            rc = cli_err(CLI_USAGE, "train: --split %g differs from the checkpoint's data split", V(SPLIT).x);
             goto fail;
         }
         if (SEEN("valid") && strcmp(a->valid, resume->valid_path) != 0) {
@@ -227,12 +229,12 @@ static int setup_resume(train_args *a, cli_opt *opts, int n, cli_shape *shape, i
         snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data ? a->data : resume->data_path);
     } else {
         if (!a->data) { rc = cli_err(CLI_USAGE, "train: the checkpoint names no data; --data is required"); goto fail; }
-        meta->max_bytes = (uint64_t)a->max_bytes;
-        meta->split = a->split;
+        meta->max_bytes = SEEN("max-bytes") ? (uint64_t)V(MAX_BYTES).i : 0;
+        meta->split = V(SPLIT).x;
         snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data);
         if (a->valid) snprintf(meta->valid_path, sizeof meta->valid_path, "%s", a->valid);
     }
-    if (SEEN("steps")) o->steps = a->steps;
+    if (SEEN("steps")) o->steps = V(STEPS).i;
     if (o->steps < resume->step) {
         rc = cli_err(CLI_USAGE, "train: the checkpoint is at step %lld, beyond --steps %lld",
                      (long long)resume->step, (long long)o->steps);
@@ -251,7 +253,7 @@ fail:
 /* Everything one `atome train` holds, freed in one place (train_free). */
 typedef struct {
     train_args a;
-    cli_opt opts[48];
+    cli_opt opts[24 + ATM_TO_COUNT];
     int n, shape_first;
     cli_shape shape;
     atm_ckpt meta;            /* name, data description, elapsed: carried into every save */
@@ -281,55 +283,28 @@ static void train_free(train_run *r) {
 /* The flags, and the checks that need no file. */
 static int parse_flags(train_run *r, int argc, char **argv) {
     train_args *a = &r->a;
-    atm_train_opts def;
-    atm_train_opts_default(&def);
-    a->batch = def.batch; a->seq = def.seq; a->lr = def.lr; a->wd = def.wd; a->split = 0.9;
-    a->beta1 = def.beta1; a->beta2 = def.beta2; a->eps = def.eps; a->log_every = 10;
-    r->o = def;
+    atm_train_opts_default(&r->o);
     const cli_opt t[] = {
         { "config",      OPT_STR,   &a->config, 0, 0, 0, 0 },
-        { "quant",       OPT_STR,   &a->quant, 0, 0, 0, 0 },
         { "data",        OPT_STR,   &a->data, 0, 0, 0, 0 },
-        { "max-bytes",   OPT_INT,   &a->max_bytes, 1, 4.0e18, 0, 0 },
-        { "split",       OPT_FLOAT, &a->split, 0, 1, 1, 0 },
         { "valid",       OPT_STR,   &a->valid, 0, 0, 0, 0 },
-        { "steps",       OPT_INT,   &a->steps, 1, 1099511627776.0, 0, 0 },
-        { "batch",       OPT_INT,   &a->batch, 1, 65536, 0, 0 },
-        { "seq",         OPT_INT,   &a->seq, 2, 65537, 0, 0 },
-        { "lr",          OPT_FLOAT, &a->lr, 0, 1e3, 1, 0 },
-        { "seed",        OPT_U32,   &a->seed, 0, 4294967295.0, 0, 0 },
         { "out",         OPT_STR,   &a->out, 0, 0, 0, 0 },
         { "resume",      OPT_STR,   &a->resume, 0, 0, 0, 0 },
-        { "warmup",      OPT_INT,   &a->warmup, 0, 1099511627776.0, 0, 0 },
-        { "cosine",      OPT_FLAG,  &a->cosine, 0, 0, 0, 0 },
-        { "lr-min",      OPT_FLOAT, &a->lr_min, 0, 1e3, 0, 0 },
-        { "clip",        OPT_FLOAT, &a->clip, 0, 1e30, 0, 0 },
-        { "wd",          OPT_FLOAT, &a->wd, 0, 1e3, 0, 0 },
-        { "beta1",       OPT_FLOAT, &a->beta1, 0, 0.9999999, 0, 0 },
-        { "beta2",       OPT_FLOAT, &a->beta2, 0, 0.9999999, 0, 0 },
-        { "eps",         OPT_FLOAT, &a->eps, 0, 1, 1, 0 },
-        { "fp-fraction", OPT_FLOAT, &a->fp_fraction, 0, 1, 0, 0 },
-        { "lr2",         OPT_FLOAT, &a->lr2, 0, 1e3, 1, 0 },
         { "log",         OPT_STR,   &a->log, 0, 0, 0, 0 },
-        { "log-every",   OPT_INT,   &a->log_every, 1, 1e12, 0, 0 },
-        { "eval-every",  OPT_INT,   &a->eval_every, 0, 1e12, 0, 0 },
-        { "ckpt-every",  OPT_INT,   &a->ckpt_every, 0, 1e12, 0, 0 },
         { "quiet",       OPT_FLAG,  &a->quiet, 0, 0, 0, 0 },
-        { "stop-at",     OPT_INT,   &a->stop_at, 1, 1099511627776.0, 0, 0 },
         { "teacher",     OPT_STR,   &a->teacher, 0, 0, 0, 0 },
-        { "distill-weight", OPT_FLOAT, &a->distill_weight, 0, 1, 1, 0 },
         { "init",        OPT_STR,   &a->init, 0, 0, 0, 0 },
-        { "train-bytes", OPT_INT,   &a->train_bytes, 1, 4.0e18, 0, 0 },
-        { "threads",     OPT_INT,   &a->threads, 1, ATM_THREADS_MAX, 0, 0 },
+        { "options-json", OPT_FLAG, &a->options_json, 0, 0, 0, 0 },
     };
     r->n = (int)(sizeof t / sizeof t[0]);
     memcpy(r->opts, t, sizeof t);
+    r->n += cli_table_opts(a->v, r->opts + r->n);   /* every number: the option table's rows */
     r->shape_first = r->n;
     r->n += cli_shape_opts(&r->shape, r->opts + r->n);
     int rc = cli_parse("train", argc, argv, r->opts, r->n);
     if (rc) return rc;
-    cli_threads(SEEN("threads"), a->threads);
-    if (SEEN("split") && a->split >= 1.0) return cli_err(CLI_USAGE, "train: --split must be a number in (0, 1) (got %g)", a->split);
+    if (a->options_json) return CLI_OK;
+    cli_threads(SEEN("threads"), V(THREADS).i);
     if (SEEN("split") && SEEN("valid")) return cli_err(CLI_USAGE, "train: give --split or --valid, not both");
     if (SEEN("train-bytes") && SEEN("steps")) return cli_err(CLI_USAGE, "train: give --steps or --train-bytes, not both");
     if (SEEN("distill-weight") && !a->teacher && !a->resume)
@@ -353,21 +328,14 @@ static int setup_new(train_run *r) {
     if (!a->out) return cli_err(CLI_USAGE, "train: --out is required");
     if ((rc = cli_build_config("train", a->config, &r->shape, r->opts, r->n, &r->cfg))) return rc;
     o->quant = cli_default_quant(r->cfg.family);
-    if (a->quant && (o->quant = cli_quant_from_name(a->quant)) < 0)
-        return cli_err(CLI_USAGE, "train: --quant must be ternary or fp32 (got '%s')", a->quant);
-    o->lr = (float)a->lr;
-    o->lr2 = SEEN("lr2") ? (float)a->lr2 : o->lr;
-    o->beta1 = (float)a->beta1; o->beta2 = (float)a->beta2; o->eps = (float)a->eps;
-    o->wd = (float)a->wd; o->clip = (float)a->clip; o->lr_min = (float)a->lr_min;
-    o->warmup = a->warmup; o->cosine = a->cosine;
-    o->fp_fraction = (float)a->fp_fraction;
-    o->steps = SEEN("steps") ? a->steps : TRAIN_DEFAULT_STEPS;
-    o->batch = (int32_t)a->batch; o->seq = (int32_t)a->seq; o->seed = a->seed;
+    for (int i = 0; i < ATM_TO_COUNT; i++)   /* the rest: the table's defaults (parse_flags) */
+        if (atm_topts[i].store != ATM_TO_RUN && SEEN(atm_topts[i].name)) atm_topt_put(o, &atm_topts[i], &a->v[i]);
+    if (!SEEN("lr2")) o->lr2 = o->lr;
     if (SEEN("lr2") && !SEEN("fp-fraction"))
         return cli_err(CLI_USAGE, "train: --lr2 only applies with --fp-fraction");
     snprintf(meta->name, sizeof meta->name, "%s", a->config);
-    meta->max_bytes = (uint64_t)a->max_bytes;
-    meta->split = a->split;
+    meta->max_bytes = SEEN("max-bytes") ? (uint64_t)V(MAX_BYTES).i : 0;
+    meta->split = V(SPLIT).x;
     snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data);
     if (a->valid) snprintf(meta->valid_path, sizeof meta->valid_path, "%s", a->valid);
     if (a->init) {
@@ -390,10 +358,10 @@ static int check_run(train_run *r) {
     if (SEEN("train-bytes")) {
         /* a byte budget: the fewest whole steps of batch x seq bytes that cover it */
         int64_t per = (int64_t)r->o.batch * (int64_t)r->o.seq;
-        r->o.steps = a->train_bytes / per + (a->train_bytes % per != 0);
+        r->o.steps = V(TRAIN_BYTES).i / per + (V(TRAIN_BYTES).i % per != 0);
         if (a->resume && r->o.steps < r->resume.step)
             return cli_err(CLI_USAGE, "train: the checkpoint is at step %lld, beyond --train-bytes %lld (%lld steps)",
-                           (long long)r->resume.step, (long long)a->train_bytes, (long long)r->o.steps);
+                           (long long)r->resume.step, (long long)V(TRAIN_BYTES).i, (long long)r->o.steps);
     }
     r->meta.has_data = 1;
     if (!*a->out) return cli_err(CLI_USAGE, "train: --out needs a file name");
@@ -411,9 +379,9 @@ static int setup_teacher(train_run *r) {
     const atm_ckpt *res = &r->resume;
     int rc;
     if (a->resume && res->has_dist) {
-        if (SEEN("distill-weight") && (float)a->distill_weight != res->distill_weight)
+        if (SEEN("distill-weight") && (float)V(DISTILL_WEIGHT).x != res->distill_weight)
             return cli_err(CLI_USAGE, "train: --distill-weight %g differs from the checkpoint's %g (a resumed run keeps its options)",
-                           a->distill_weight, (double)res->distill_weight);
+                           V(DISTILL_WEIGHT).x, (double)res->distill_weight);
         meta->has_dist = 1;
         meta->distill_weight = res->distill_weight;
         meta->teacher_crc = res->teacher_crc;
@@ -423,7 +391,7 @@ static int setup_teacher(train_run *r) {
     } else if (a->teacher) {
         if (strlen(a->teacher) + 1 >= sizeof meta->teacher_path) return cli_err(CLI_USAGE, "train: --teacher path too long");
         meta->has_dist = 1;
-        meta->distill_weight = SEEN("distill-weight") ? (float)a->distill_weight : 0.5f;
+        meta->distill_weight = (float)V(DISTILL_WEIGHT).x;   /* the table's default: 0.5 */
         snprintf(meta->teacher_path, sizeof meta->teacher_path, "%s", a->teacher);
     }
     if (meta->has_dist) {
@@ -511,14 +479,14 @@ static int run_steps(train_run *r, double *seconds) {
     double bytes_per_step = (double)r->o.batch * (double)r->o.seq;
     atm_eval_result er;
     int64_t stop = r->o.steps;
-    if (SEEN("stop-at") && a->stop_at < stop) stop = a->stop_at;
+    if (SEEN("stop-at") && V(STOP_AT).i < stop) stop = V(STOP_AT).i;
     while (tr->step < stop) {
         double loss = atm_trainer_train_batch(tr, &r->train_ch);
         int64_t s = tr->step;
         if (!isfinite(loss)) return cli_err(CLI_RUNTIME, "train: diverged: loss is not finite at step %lld", (long long)s);
         double now = cli_now(), dt = now - t0;
         double bps = dt > 0.0 ? (double)(s - step0) * bytes_per_step / dt : 0.0;
-        if (s % a->log_every == 0 || s == stop) {
+        if (s % V(LOG_EVERY).i == 0 || s == stop) {
             fprintf(lg, "{\"step\":%lld,\"loss\":", (long long)s);
             cli_json_num(lg, loss);
             fputs(",\"lr\":", lg); cli_json_float(lg, tr->last_lr);
@@ -535,14 +503,14 @@ static int run_steps(train_run *r, double *seconds) {
                     (long long)s, (long long)r->o.steps, loss, (double)tr->last_lr, bps, eta);
             last_print = now;
         }
-        if (a->eval_every > 0 && s % a->eval_every == 0 && s < stop) {
+        if (V(EVAL_EVERY).i > 0 && s % V(EVAL_EVERY).i == 0 && s < stop) {
             if (atm_eval_chunks(&tr->L, tr->w, atm_trainer_quant(tr), &r->eval_ch, EVAL_BATCH, &er, why, sizeof why))
                 return cli_err(CLI_RUNTIME, "train: eval: %s", why);
             log_eval(lg, s, &er);
             if (!a->quiet) fprintf(stderr, "step %lld  eval %.4f nats/byte  %.4f bpb  ppl %.3f\n",
                                    (long long)s, er.nats_per_byte, er.bpb, er.ppl);
         }
-        if (a->ckpt_every > 0 && s % a->ckpt_every == 0 && s < stop) {
+        if (V(CKPT_EVERY).i > 0 && s % V(CKPT_EVERY).i == 0 && s < stop) {
             fflush(lg);
             if ((rc = write_ckpt(a->out, tr, &r->meta, &r->train_ch, r->meta.elapsed_s + (cli_now() - t0)))) return rc;
         }
@@ -598,6 +566,12 @@ int cmd_train(int argc, char **argv) {
     atm_ckpt_init(&r->teacher);
     double seconds = 0.0;
     int rc = parse_flags(r, argc, argv);
+    if (!rc && r->a.options_json) {   /* the option table as JSON, nothing else */
+        rc = cli_print_options_json();
+        train_free(r);
+        free(r);
+        return rc;
+    }
     if (!rc) {
         int any_shape = 0;
         for (int i = r->shape_first; i < r->n; i++) any_shape |= r->opts[i].seen;

@@ -80,6 +80,8 @@ static const char *const USAGE_TRAIN =
     "  --stop-at N         end this invocation after step N (schedules still span\n"
     "                      --steps); continue later with --resume\n"
     "  --quiet             no progress on stderr\n"
+    "  --options-json      print the training option table (names, kinds, defaults,\n"
+    "                      ranges, help) as JSON and exit\n"
     "  --threads N         trainer threads (ATOME_THREADS, else the cores, at most 4);\n"
     "                      the same bits on any count; not kept in the checkpoint\n"
     "  --teacher CKPT      distil: also learn the teacher checkpoint's next-byte\n"

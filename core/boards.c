@@ -3,9 +3,9 @@
 
 static const atm_board BOARDS[] = {
 #define ATM_BOARD(name, label, cpu, chip, hz, fbase, fbytes, ram, slot, formats, drive, faster, uf2, semi, ofs, tables, \
-                  small, opt, uart, emu, count, windows, machine, alias, uh_id, hex_with, card)                          \
+                  small, opt, uart, emu, count, windows, machine, alias, uh_id, hex_with, card, order)                   \
     { name, label, cpu, chip, hz, fbase, fbytes, ram, slot, formats, drive, faster, uf2, semi, ofs, tables, small, emu,   \
-      count, windows, machine, alias, uh_id, hex_with, card },
+      count, windows, machine, alias, uh_id, hex_with, card, order },
 #include "boards.def"
 #undef ATM_BOARD
 };

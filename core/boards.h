@@ -36,6 +36,7 @@ typedef struct {
     uint32_t uh_board_id;      /* micro:bit Universal Hex board ID, 0 for none */
     const char *hex_with;      /* "" or the row whose image joins this one's in its Universal Hex */
     const char *card_label;    /* the page's card title, "" for label */
+    int card_order;            /* its card's place on the page, smaller first */
 } atm_board;
 
 /* The number of boards and the i-th (0-based; NULL out of range), in the

@@ -31,7 +31,6 @@ const char *atm_status_str(int status) {
  * signature does) and nothing starts like the legacy "ATOME01"/"ATOME02". */
 static const uint8_t MAGIC[ATM_CONTAINER_MAGIC_LEN] = { 'A', 'T', 'M', 'C', 0x0D, 0x0A, 0x1A, 0x0A };
 
-static void wr_u16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 
 /* ---- config and canonical layout ---- */
 
@@ -42,11 +41,11 @@ atm_status atm_mconfig_check(const atm_mconfig *c) {
     if (c->vocab < 2 || c->vocab > ATM_MAX_VOCAB) return ATM_E_CONFIG;
     if (c->d_model < 1 || c->d_model > ATM_MAX_D) return ATM_E_CONFIG;
     if (c->n_layers < 1 || c->n_layers > ATM_MAX_LAYERS) return ATM_E_CONFIG;
-    if (pw & ATM_PW_ATTN) {
+    if (pw & ATM_PATH_ATTN) {
         if (c->d_head < 1 || c->d_head > ATM_MAX_DHEAD) return ATM_E_CONFIG;
         if (c->top_k < 1 || c->top_k > ATM_MAX_TOPK) return ATM_E_CONFIG;
     } else if (c->d_head != 0 || c->top_k != 0) return ATM_E_CONFIG;
-    if (pw & ATM_PW_CONV) {
+    if (pw & ATM_PATH_CONV) {
         if (c->kernel < 1 || c->kernel > ATM_MAX_KERNEL) return ATM_E_CONFIG;
     } else if (c->kernel != 0) return ATM_E_CONFIG;
     if (c->window < 1 || c->window > ATM_MAX_WINDOW) return ATM_E_CONFIG;
@@ -57,27 +56,31 @@ atm_status atm_mconfig_check(const atm_mconfig *c) {
 
 static int n_paths(int pw) { return (pw & 1) + ((pw >> 1) & 1) + ((pw >> 2) & 1); }
 
-/* Kinds of one block in canonical order; returns their number. */
-static int block_kinds(int pw, int kinds[9]) {
+const atm_block_tensor atm_block_tensors[ATM_BLOCK_TENSORS] = {
+    { ATM_T_LN_G, 0 },              { ATM_T_LN_B, 0 },
+    { ATM_T_CONV, ATM_PATH_CONV },
+    { ATM_T_SSM_A, ATM_PATH_SSM },  { ATM_T_SSM_BC, ATM_PATH_SSM },
+    { ATM_T_WQ, ATM_PATH_ATTN },    { ATM_T_WK, ATM_PATH_ATTN },    { ATM_T_WV, ATM_PATH_ATTN },
+    { ATM_T_ROUTER, 0 },
+};
+
+/* Kinds of one block in canonical order (atm_block_tensors); returns their number. */
+static int block_kinds(int pw, int kinds[ATM_BLOCK_TENSORS]) {
     int n = 0;
-    kinds[n++] = ATM_T_LN_G;
-    kinds[n++] = ATM_T_LN_B;
-    if (pw & ATM_PW_CONV) kinds[n++] = ATM_T_CONV;
-    if (pw & ATM_PW_SSM) { kinds[n++] = ATM_T_SSM_A; kinds[n++] = ATM_T_SSM_BC; }
-    if (pw & ATM_PW_ATTN) { kinds[n++] = ATM_T_WQ; kinds[n++] = ATM_T_WK; kinds[n++] = ATM_T_WV; }
-    kinds[n++] = ATM_T_ROUTER;
+    for (int i = 0; i < ATM_BLOCK_TENSORS; i++)
+        if (!atm_block_tensors[i].path || (pw & atm_block_tensors[i].path)) kinds[n++] = atm_block_tensors[i].kind;
     return n;
 }
 
 int atm_container_tensors(const atm_mconfig *c) {
-    int kinds[9];
+    int kinds[ATM_BLOCK_TENSORS];
     if (atm_mconfig_check(c) != ATM_OK) return 0;
     return 1 + c->n_layers * block_kinds(c->pathways, kinds) + 3;
 }
 
 /* kind and layer of the idx-th entry of a valid config */
 static void canon_at(const atm_mconfig *c, int idx, int *kind, int *layer) {
-    int kinds[9], per = block_kinds(c->pathways, kinds);
+    int kinds[ATM_BLOCK_TENSORS], per = block_kinds(c->pathways, kinds);
     int nb = c->n_layers * per;
     if (idx == 0) { *kind = ATM_T_EMBED; *layer = ATM_LAYER_NONE; return; }
     idx -= 1;
@@ -102,10 +105,10 @@ void atm_tensor_shape(const atm_mconfig *c, int kind, uint32_t *rows, uint32_t *
     switch (kind) {
     case ATM_T_EMBED: case ATM_T_UNEMBED: r = (uint32_t)c->vocab; k = d; break;
     case ATM_T_LN_G: case ATM_T_LN_B: case ATM_T_LNF_G: case ATM_T_LNF_B: r = 1; k = d; break;
-    case ATM_T_CONV: if (pw & ATM_PW_CONV) { r = d; k = (uint32_t)c->kernel; } break;
-    case ATM_T_SSM_A: case ATM_T_SSM_BC: if (pw & ATM_PW_SSM) { r = 1; k = d; } break;
-    case ATM_T_WQ: case ATM_T_WK: if (pw & ATM_PW_ATTN) { r = (uint32_t)c->d_head; k = d; } break;
-    case ATM_T_WV: if (pw & ATM_PW_ATTN) { r = d; k = d; } break;
+    case ATM_T_CONV: if (pw & ATM_PATH_CONV) { r = d; k = (uint32_t)c->kernel; } break;
+    case ATM_T_SSM_A: case ATM_T_SSM_BC: if (pw & ATM_PATH_SSM) { r = 1; k = d; } break;
+    case ATM_T_WQ: case ATM_T_WK: if (pw & ATM_PATH_ATTN) { r = (uint32_t)c->d_head; k = d; } break;
+    case ATM_T_WV: if (pw & ATM_PATH_ATTN) { r = d; k = d; } break;
     case ATM_T_ROUTER: r = (uint32_t)n_paths(pw); k = d; break;
     default: break;
     }
@@ -242,7 +245,7 @@ atm_status atm_model_open(atm_model *m, const uint8_t *b, size_t len) {
     m->n_paths = n_paths(c.pathways);
     m->n_tensors = n;
     {
-        int kinds[9], per = block_kinds(c.pathways, kinds);
+        int kinds[ATM_BLOCK_TENSORS], per = block_kinds(c.pathways, kinds);
         m->per_layer = per;
         for (int k = 0; k < ATM_T_COUNT; k++) m->slot[k] = -1;
         for (int k = 0; k < per; k++) m->slot[kinds[k]] = (int8_t)k;
@@ -263,18 +266,9 @@ atm_status atm_model_entry(const atm_model *m, int idx, atm_tensor_view *t) {
 
 atm_status atm_model_tensor(const atm_model *m, int kind, int layer, atm_tensor_view *t) {
     if (!m || !t || kind < 1 || kind >= ATM_T_COUNT) return ATM_E_ARG;
-    int idx;
-    const int nb = m->cfg.n_layers * m->per_layer;
-    switch (kind) {
-    case ATM_T_EMBED: idx = 0; break;
-    case ATM_T_LNF_G: idx = 1 + nb; break;
-    case ATM_T_LNF_B: idx = 2 + nb; break;
-    case ATM_T_UNEMBED: idx = 3 + nb; break;
-    default:
-        if (layer < 0 || layer >= m->cfg.n_layers || m->slot[kind] < 0) return ATM_E_ARG;
-        idx = 1 + layer * m->per_layer + m->slot[kind];
-    }
-    return atm_model_entry(m, idx, t);
+    const int fixed = kind == ATM_T_EMBED || kind == ATM_T_LNF_G || kind == ATM_T_LNF_B || kind == ATM_T_UNEMBED;
+    if (!fixed && (layer < 0 || layer >= m->cfg.n_layers || m->slot[kind] < 0)) return ATM_E_ARG;
+    return atm_model_entry(m, atm_model_tensor_index(m, kind, layer), t);
 }
 
 /* ---- writer ---- */
@@ -282,22 +276,22 @@ atm_status atm_model_tensor(const atm_model *m, int kind, int layer, atm_tensor_
 static void write_header(uint8_t *o, const atm_mconfig *c, int enc, uint32_t file_bytes, int n) {
     for (int i = 0; i < ATM_CONTAINER_HEADER_BYTES; i++) o[i] = 0;
     for (int i = 0; i < ATM_CONTAINER_MAGIC_LEN; i++) o[i] = MAGIC[i];
-    wr_u16(o + 8, ATM_CONTAINER_VERSION);
-    wr_u16(o + 10, ATM_CONTAINER_HEADER_BYTES);
+    atm_wr_u16le(o + 8, ATM_CONTAINER_VERSION);
+    atm_wr_u16le(o + 10, ATM_CONTAINER_HEADER_BYTES);
     atm_wr_u32le(o + 12, file_bytes);
     o[16] = (uint8_t)enc;
     o[17] = 0;
     o[18] = (uint8_t)c->pathways;
     o[19] = (uint8_t)c->n_layers;
-    wr_u16(o + 20, (uint32_t)c->vocab);
-    wr_u16(o + 22, (uint32_t)c->d_model);
-    wr_u16(o + 24, (uint32_t)c->d_head);
+    atm_wr_u16le(o + 20, (uint32_t)c->vocab);
+    atm_wr_u16le(o + 22, (uint32_t)c->d_model);
+    atm_wr_u16le(o + 24, (uint32_t)c->d_head);
     o[26] = (uint8_t)c->kernel;
     o[27] = (uint8_t)c->top_k;
-    wr_u16(o + 28, (uint32_t)c->window);
-    wr_u16(o + 30, (uint32_t)c->train_seq);
+    atm_wr_u16le(o + 28, (uint32_t)c->window);
+    atm_wr_u16le(o + 30, (uint32_t)c->train_seq);
     o[32] = (uint8_t)c->fx;
-    wr_u16(o + 34, (uint32_t)n);
+    atm_wr_u16le(o + 34, (uint32_t)n);
     atm_wr_u32le(o + 36, ATM_CONTAINER_HEADER_BYTES);
     atm_wr_u32le(o + 40, ATM_CONTAINER_HEADER_BYTES + (uint32_t)n * ATM_CONTAINER_ENTRY_BYTES);
 }
@@ -309,7 +303,7 @@ static void write_entry(uint8_t *e, const atm_tensor_view *t, uint32_t offset) {
     e[3] = (uint8_t)t->aux;
     e[4] = (uint8_t)t->exp;
     e[5] = 0;
-    wr_u16(e + 6, t->mant);
+    atm_wr_u16le(e + 6, t->mant);
     atm_wr_u32le(e + 8, t->count);
     atm_wr_u32le(e + 12, offset);
 }
@@ -354,7 +348,7 @@ atm_status atm_container_write(const atm_mconfig *c, int encoding, const atm_ten
             if (encoding == ATM_ENC_ATOME01) atm_t2_pack(t[i].trits, t[i].count, d);
             else atm_t5_pack(t[i].trits, t[i].count, d);
         } else {
-            for (uint32_t j = 0; j < t[i].count; j++) wr_u16(d + 2 * j, (uint16_t)t[i].vals[j]);
+            for (uint32_t j = 0; j < t[i].count; j++) atm_wr_u16le(d + 2 * j, (uint16_t)t[i].vals[j]);
         }
         off += data_bytes(encoding, t[i].dtype, t[i].count);
     }

@@ -26,6 +26,8 @@
 #define ATOME_CONTAINER_H
 #include <stddef.h>
 #include <stdint.h>
+#include "pathways.h"   /* ATM_PATH_* */
+#include "le.h"   /* atm_rd_u16le, atm_rd_i16le, ... */
 
 typedef enum {
     ATM_OK = 0,
@@ -69,7 +71,6 @@ const char *atm_status_str(int status);
 #define ATM_MAX_WINDOW 65535
 
 enum { ATM_ENC_ATOME01 = 1, ATM_ENC_ATOME02 = 2 };
-enum { ATM_PW_CONV = 1, ATM_PW_SSM = 2, ATM_PW_ATTN = 4 };   /* = model.h ATM_PATH_* */
 
 /* Tensor kinds, in the canonical order of a block. */
 enum {
@@ -91,12 +92,23 @@ enum {
 enum { ATM_DT_TRITS = 1, ATM_DT_I16 = 2 };
 #define ATM_LAYER_NONE 255
 
+/* The routed block's tensors, declared once: the kinds of one block in
+ * container (canonical) order, each with the pathway bit it belongs to
+ * (0: every block has it). A block of pathways pw holds the entries whose
+ * path is 0 or in pw, in this order. Read by the container's reader and
+ * writer (core/container.c), the engine (core/engine.c, through m->slot)
+ * and the exporter (core/train/export.c, which writes a block in this
+ * order; the writer refuses any other). */
+typedef struct { int8_t kind, path; } atm_block_tensor;
+#define ATM_BLOCK_TENSORS 9
+extern const atm_block_tensor atm_block_tensors[ATM_BLOCK_TENSORS];
+
 typedef struct {
     int32_t vocab, d_model, n_layers;
     int32_t d_head;     /* 0 when there is no attention pathway */
     int32_t kernel;     /* 0 when there is no conv pathway */
     int32_t top_k;      /* 0 when there is no attention pathway */
-    int32_t pathways;   /* ATM_PW_* bitmask, 1..7 */
+    int32_t pathways;   /* ATM_PATH_* bitmask, 1..7 */
     int32_t window;     /* default attention window, 1..65535 */
     int32_t train_seq;  /* training sequence length; 0 = unknown */
     int32_t fx;         /* fractional bits of the residual stream, 0..24 */
@@ -133,6 +145,20 @@ typedef struct {
     uint32_t       size;
     uint32_t       n_params;           /* trits + int16 values */
 } atm_model;
+
+/* The index in m's tensor table of the tensor (kind, layer): the embedding,
+ * the blocks (atm_block_tensors' order), then LNF_G, LNF_B, UNEMBED. No
+ * check: the caller knows m has it (atm_model_tensor checks). */
+static inline int atm_model_tensor_index(const atm_model *m, int kind, int layer) {
+    const int nb = m->cfg.n_layers * m->per_layer;
+    switch (kind) {
+    case ATM_T_EMBED: return 0;
+    case ATM_T_LNF_G: return 1 + nb;
+    case ATM_T_LNF_B: return 2 + nb;
+    case ATM_T_UNEMBED: return 3 + nb;
+    default: return 1 + layer * m->per_layer + m->slot[kind];
+    }
+}
 
 /* Validates blob[len] completely (see the contract) and fills *m. */
 atm_status atm_model_open(atm_model *m, const uint8_t *blob, size_t len);
@@ -183,11 +209,5 @@ typedef struct {
 } atm_inspect_info;
 void atm_container_inspect(const uint8_t *blob, size_t len, atm_inspect_info *out);
 
-/* Little-endian helpers (any alignment). */
-static inline uint16_t atm_rd_u16le(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static inline int16_t atm_rd_i16le(const uint8_t *p) {
-    uint16_t u = atm_rd_u16le(p);
-    return (int16_t)(u < 0x8000u ? (int32_t)u : (int32_t)u - 65536);
-}
 
 #endif

@@ -28,24 +28,12 @@ typedef struct {
     int exp, aux;
 } tview;
 
-static uint32_t rd_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* the tensor of a kind (present: the caller checked the pathways) */
 static tview tensor(const atm_model *m, int kind, int layer) {
-    const int nb = m->cfg.n_layers * m->per_layer;
-    int idx;
-    switch (kind) {
-    case ATM_T_EMBED: idx = 0; break;
-    case ATM_T_LNF_G: idx = 1 + nb; break;
-    case ATM_T_LNF_B: idx = 2 + nb; break;
-    case ATM_T_UNEMBED: idx = 3 + nb; break;
-    default: idx = 1 + layer * m->per_layer + m->slot[kind];
-    }
+    const int idx = atm_model_tensor_index(m, kind, layer);
     const uint8_t *en = m->blob + ATM_CONTAINER_HEADER_BYTES + (size_t)idx * ATM_CONTAINER_ENTRY_BYTES;
     tview t;
-    t.data = m->blob + rd_u32(en + 12);
+    t.data = m->blob + atm_rd_u32le(en + 12);
     t.aux = en[3];
     t.exp = en[4];
     t.mant = atm_rd_u16le(en + 6);
@@ -223,7 +211,7 @@ void atm_ek_t5_to_t2_ref(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_
     for (uint32_t g = 0; g < full; g++, q += 4, out += 5) {
         const uint32_t c3 = T10[q[3]];
         const uint32_t w = T10[q[0]] | (uint32_t)T10[q[1]] << 10 | (uint32_t)T10[q[2]] << 20 | c3 << 30;
-        out[0] = (uint8_t)w; out[1] = (uint8_t)(w >> 8); out[2] = (uint8_t)(w >> 16); out[3] = (uint8_t)(w >> 24);
+        atm_wr_u32le(out, w);
         out[4] = (uint8_t)(c3 >> 2);
     }
     j += 4 * full;
@@ -231,7 +219,7 @@ void atm_ek_t5_to_t2_ref(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_
         uint32_t c[4];
         for (int k = 0; k < 4; k++) c[k] = j + (uint32_t)k < nbytes ? T10[p[j + (uint32_t)k]] : 0u;
         const uint32_t w = c[0] | c[1] << 10 | c[2] << 20 | c[3] << 30;
-        out[0] = (uint8_t)w; out[1] = (uint8_t)(w >> 8); out[2] = (uint8_t)(w >> 16); out[3] = (uint8_t)(w >> 24);
+        atm_wr_u32le(out, w);
         out[4] = (uint8_t)(c[3] >> 2);
     }
 }
@@ -682,7 +670,7 @@ static void planes_matvecs(const prow *p, int nm, uint32_t cols, vin *in, int32_
 #ifdef ATM_T5_RECODE
 /* a tensor's payload length (computed where needed: a division by 5) */
 static uint32_t tview_bytes(int enc, const tview *t) {
-    const uint32_t count = rd_u32(t->en + 8);
+    const uint32_t count = atm_rd_u32le(t->en + 8);
     return t->en[2] != ATM_DT_TRITS ? 2 * count : (enc == ATM_ENC_ATOME01 ? (count + 3) / 4 : (count + 4) / 5);
 }
 #endif
@@ -1032,7 +1020,7 @@ static size_t round4(size_t n) { return (n + 3u) & ~(size_t)3u; }
  * d (the mixed row) and tk (the softmax scratch), and at least max(vocab, d,
  * dh) (the logits, the q/k/v rows) when the model has no attention. */
 static uint32_t wide_cap(const atm_mconfig *c) {
-    const uint32_t d = (uint32_t)c->d_model, at = (c->pathways & ATM_PW_ATTN) != 0;
+    const uint32_t d = (uint32_t)c->d_model, at = (c->pathways & ATM_PATH_ATTN) != 0;
     const uint32_t dh = at ? (uint32_t)c->d_head : 0, tk = at ? (uint32_t)c->top_k : 0;
     const uint32_t wl = max3(max3((uint32_t)c->vocab, d, dh), d + 2 * tk, 3 * tk);
     return wl - 2 * tk;
@@ -1041,9 +1029,9 @@ static uint32_t wide_cap(const atm_mconfig *c) {
 static void plan(const atm_model *m, uint32_t W, arena_plan *p) {
     const atm_mconfig *c = &m->cfg;
     const size_t d = (size_t)c->d_model, L = (size_t)c->n_layers;
-    const int at = (c->pathways & ATM_PW_ATTN) != 0, sm = (c->pathways & ATM_PW_SSM) != 0;
+    const int at = (c->pathways & ATM_PATH_ATTN) != 0, sm = (c->pathways & ATM_PATH_SSM) != 0;
     const size_t dh = at ? (size_t)c->d_head : 0, tk = at ? (size_t)c->top_k : 0, w = at ? W : 0;
-    const size_t kh = (c->pathways & ATM_PW_CONV) ? (size_t)c->kernel - 1 : 0;
+    const size_t kh = (c->pathways & ATM_PATH_CONV) ? (size_t)c->kernel - 1 : 0;
     size_t o = 0;
     p->x = o; o += 4 * d;
     p->ssm = o; o += sm ? 4 * L * d : 0;
@@ -1113,7 +1101,7 @@ atm_status atm_engine_init(atm_engine *e, const atm_model *m, int window, void *
  * conv_path then reads them instead of decoding its layer's trits at every
  * step. The same trits, so the same sums. */
 static size_t conv_cache_bytes(const atm_mconfig *c) {
-    if (!(c->pathways & ATM_PW_CONV) || c->kernel < 1) return 0;
+    if (!(c->pathways & ATM_PATH_CONV) || c->kernel < 1) return 0;
     return ((size_t)c->n_layers * (size_t)c->kernel * (size_t)c->d_model + 3u) & ~(size_t)3u;
 }
 
@@ -1212,7 +1200,7 @@ int atm_engine_kernel(const atm_engine *e) {
 void atm_engine_reset(atm_engine *e) {
     if (!e || !e->m) return;
     const atm_mconfig *c = &e->m->cfg;
-    if (c->pathways & ATM_PW_SSM)
+    if (c->pathways & ATM_PATH_SSM)
         for (int32_t i = 0; i < c->n_layers * c->d_model; i++) e->ssm[i] = 0;
     e->kv_next = e->kv_count = 0;
     e->ring_next = e->ring_count = 0;
@@ -1656,26 +1644,26 @@ static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
         uint32_t ex[4];                               /* P <= 3 */
         ks->softmax(e->rw, P, e->rw, ex);
         int np = 0;
-        if (pw & ATM_PW_CONV) conv_path(e, ks, l, e->rw[np++], fu);
-        if (pw & ATM_PW_SSM) ssm_path(e, ks, l, e->rw[np++], fu);
-        if (pw & ATM_PW_ATTN) attn_path(e, ks, l, e->rw[np++], fu, &in, slot, n, oldest);
+        if (pw & ATM_PATH_CONV) conv_path(e, ks, l, e->rw[np++], fu);
+        if (pw & ATM_PATH_SSM) ssm_path(e, ks, l, e->rw[np++], fu);
+        if (pw & ATM_PATH_ATTN) attn_path(e, ks, l, e->rw[np++], fu, &in, slot, n, oldest);
         if (trace) {
             int32_t *t = trace + 3 * l;
             np = 0;
-            t[0] = (pw & ATM_PW_CONV) ? e->rw[np++] : 0;
-            t[1] = (pw & ATM_PW_SSM) ? e->rw[np++] : 0;
-            t[2] = (pw & ATM_PW_ATTN) ? e->rw[np++] : 0;
+            t[0] = (pw & ATM_PATH_CONV) ? e->rw[np++] : 0;
+            t[1] = (pw & ATM_PATH_SSM) ? e->rw[np++] : 0;
+            t[2] = (pw & ATM_PATH_ATTN) ? e->rw[np++] : 0;
         }
     }
 
     const int best = mode == STEP_FEED ? 0 : head(e, ks, &in, kern, tab, mode);
 
     /* advance the windows */
-    if (pw & ATM_PW_ATTN) {
+    if (pw & ATM_PATH_ATTN) {
         e->kv_next = slot + 1 == W ? 0 : slot + 1;
         e->kv_count = n;
     }
-    if ((pw & ATM_PW_CONV) && c->kernel > 1) {
+    if ((pw & ATM_PATH_CONV) && c->kernel > 1) {
         const uint32_t kh = (uint32_t)c->kernel - 1;
         e->ring_next = e->ring_next + 1 == kh ? 0 : e->ring_next + 1;
         if (e->ring_count < kh) e->ring_count++;

@@ -38,6 +38,7 @@
 #define ATOME_FORMAT_H
 #include <stddef.h>
 #include <stdint.h>
+#include "le.h"
 
 /* ---- error codes (0 = success) ---- */
 typedef enum {
@@ -59,13 +60,7 @@ typedef enum {
 /* Static message for an atm_fmt_err (never NULL; unknown codes get a generic one). */
 const char *atm_fmt_strerror(int err);
 
-/* ---- little-endian scalars (any alignment) ---- */
-static inline uint32_t atm_rd_u32le(const uint8_t *p) {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-static inline void atm_wr_u32le(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
-}
+/* little-endian scalars: core/le.h (included above) */
 /* IEEE-754 binary32 bit-pattern classes (no float arithmetic involved). */
 static inline int atm_f32_bits_finite(uint32_t b) { return (b & 0x7F800000u) != 0x7F800000u; }
 /* finite, sign bit clear, not +0 (subnormals count as > 0) */

@@ -4,8 +4,6 @@
 #include "sampler.h"
 #include "container.h"   /* ATM_MAX_WINDOW */
 
-static void wr16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8); }
 
 static int text_ok(const char *t) {
     for (uint32_t i = 0; i < ATM_FWSET_TEXT; i++) if (!t[i]) return 1;
@@ -39,7 +37,7 @@ int atm_fwset_encode(const atm_fwset *s, uint8_t *out) {
     for (uint32_t i = 0; i < ATM_FWSET_TEXT && s->temperature[i]; i++) out[32 + i] = (uint8_t)s->temperature[i];
     for (uint32_t i = 0; i < ATM_FWSET_TEXT && s->top_k[i]; i++) out[48 + i] = (uint8_t)s->top_k[i];
     for (uint32_t i = 0; i < ATM_FWSET_TEXT && s->top_p[i]; i++) out[64 + i] = (uint8_t)s->top_p[i];
-    wr16(out + 80, s->prompt_len);
+    atm_wr_u16le(out + 80, s->prompt_len);
     out[82] = s->expect_len;
     for (uint32_t i = 0; i < s->expect_len; i++) out[84 + i] = s->expect[i];
     for (uint32_t i = 0; i < s->prompt_len; i++) out[ATM_FWSET_PROMPT_OFF + i] = s->prompt[i];
@@ -58,7 +56,7 @@ int atm_fwset_decode(const uint8_t *in, atm_fwset_view *v) {
     v->temperature = (const char *)(in + 32);
     v->top_k = (const char *)(in + 48);
     v->top_p = (const char *)(in + 64);
-    v->prompt_len = rd16(in + 80);
+    v->prompt_len = atm_rd_u16le(in + 80);
     v->expect_len = in[82];
     v->expect = in + 84;
     v->prompt = in + ATM_FWSET_PROMPT_OFF;

@@ -48,28 +48,23 @@ int atm_sampler_parse(const char *s, int32_t max_q16, int32_t *out) {
     return 0;
 }
 
-int atm_sampler_config(atm_sampler_cfg *c, const char *temperature, const char *top_k,
-                       const char *top_p) {
+int atm_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p) {
     atm_sampler_cfg t;
     atm_sampler_default(&t);
     uint32_t k;
-    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &t.temperature)) return -1;
+    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &t.temperature)) return ATM_SET_E_TEMPERATURE;
     if (top_k) {
-        if (atm_sampler_parse_uint(top_k, 0x7FFFFFFFu, &k)) return -1;
+        if (atm_sampler_parse_uint(top_k, 0x7FFFFFFFu, &k)) return ATM_SET_E_TOP_K;
         t.top_k = (int32_t)k;
     }
-    if (top_p && atm_sampler_parse(top_p, 65536, &t.top_p)) return -1;
+    if (top_p && atm_sampler_parse(top_p, 65536, &t.top_p)) return ATM_SET_E_TOP_P;
     *c = t;
-    return 0;
+    return ATM_SET_OK;
 }
 
-int atm_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p) {
-    int32_t q;
-    uint32_t u;
-    if (temperature && atm_sampler_parse(temperature, ATM_SAMPLER_T_MAX, &q)) return ATM_SET_E_TEMPERATURE;
-    if (top_k && atm_sampler_parse_uint(top_k, 0x7FFFFFFFu, &u)) return ATM_SET_E_TOP_K;
-    if (top_p && atm_sampler_parse(top_p, 65536, &q)) return ATM_SET_E_TOP_P;
-    return atm_sampler_config(c, temperature, top_k, top_p) ? ATM_SET_E_TEMPERATURE : ATM_SET_OK;
+int atm_sampler_config(atm_sampler_cfg *c, const char *temperature, const char *top_k,
+                       const char *top_p) {
+    return atm_sampler_settings(c, temperature, top_k, top_p) == ATM_SET_OK ? 0 : -1;
 }
 
 const char *atm_sampler_settings_msg(int code) {
@@ -79,6 +74,25 @@ const char *atm_sampler_settings_msg(int code) {
     case ATM_SET_E_TOP_P: return "--top-p must be a decimal number in 0..1, at most 9 decimals";
     default: return "";
     }
+}
+
+/* appends s to out[*at..n-1), keeping room for the NUL */
+static void put(char *out, size_t n, size_t *at, const char *s) {
+    while (*s && *at + 1 < n) out[(*at)++] = *s++;
+}
+
+int atm_sampler_settings_why(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
+                             char *err, size_t errlen) {
+    const int e = atm_sampler_settings(c, temperature, top_k, top_p);
+    if (e == ATM_SET_OK || !err || errlen == 0) return e;
+    const char *got = e == ATM_SET_E_TEMPERATURE ? temperature : e == ATM_SET_E_TOP_K ? top_k : top_p;
+    size_t at = 0;
+    put(err, errlen, &at, atm_sampler_settings_msg(e));
+    put(err, errlen, &at, " (got '");
+    put(err, errlen, &at, got);
+    put(err, errlen, &at, "')");
+    err[at] = '\0';
+    return e;
 }
 
 /* order: higher logit first, lower byte first among equal logits */

@@ -12,6 +12,7 @@
  * atm_rng_u32 from the caller's xoshiro128** state (core/rng.h). */
 #ifndef ATOME_SAMPLER_H
 #define ATOME_SAMPLER_H
+#include <stddef.h>
 #include <stdint.h>
 #include "rng.h"
 
@@ -59,6 +60,11 @@ int atm_sampler_config(atm_sampler_cfg *c, const char *temperature, const char *
 enum { ATM_SET_OK = 0, ATM_SET_E_TEMPERATURE, ATM_SET_E_TOP_K, ATM_SET_E_TOP_P };
 int atm_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p);
 const char *atm_sampler_settings_msg(int code);
+/* atm_sampler_settings, and on a rejection the whole reason in err[errlen]
+ * (NUL-terminated, cut to fit): "<the code's message> (got '<text>')", the
+ * words every front end prints (the CLI after "generate: "). */
+int atm_sampler_settings_why(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
+                             char *err, size_t errlen);
 
 /* Next byte from logits[V] (Q16, |logit| <= 2^30 as the engine returns),
  * 1 <= V <= 256. scratch[V] receives the truncation order and is needed

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include "core/format.h"
 #include "core/container.h"
+#include "core/host/fail.h"   /* atm_fail_code: the host side's one error helper */
 #include <stdarg.h>
 #include <string.h>
 
@@ -18,59 +19,49 @@
 #define SHF_ALLOC 2u
 #define EM_ARM 40u
 
-static int fw_err(int code, char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
-static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8); }
 
 /* off + n <= len without overflow */
 static int in_file(uint64_t off, uint64_t n, size_t len) { return off <= len && n <= len - off; }
 
 int atm_fw_find_slot(const uint8_t *elf, size_t len, atm_fw_slot *slot, char *err, size_t errlen) {
-    if (!elf || !slot) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    if (!elf || !slot) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "invalid argument");
     static const uint8_t ident[6] = { 0x7F, 'E', 'L', 'F', 1 /* ELFCLASS32 */, 1 /* ELFDATA2LSB */ };
     if (len < 52 || memcmp(elf, ident, sizeof ident) != 0)
-        return fw_err(ATM_FW_E_ELF, err, errlen, "not a 32-bit little-endian ELF file");
-    if (rd16(elf + 18) != EM_ARM) return fw_err(ATM_FW_E_ELF, err, errlen, "ELF file is not for ARM");
-    uint32_t shoff = atm_rd_u32le(elf + 32), shentsize = rd16(elf + 46), shnum = rd16(elf + 48),
-             shstrndx = rd16(elf + 50);
+        return atm_fail_code(ATM_FW_E_ELF, err, errlen, "not a 32-bit little-endian ELF file");
+    if (atm_rd_u16le(elf + 18) != EM_ARM) return atm_fail_code(ATM_FW_E_ELF, err, errlen, "ELF file is not for ARM");
+    uint32_t shoff = atm_rd_u32le(elf + 32), shentsize = atm_rd_u16le(elf + 46), shnum = atm_rd_u16le(elf + 48),
+             shstrndx = atm_rd_u16le(elf + 50);
     if (shentsize < 40 || shnum == 0 || shstrndx >= shnum || !in_file(shoff, (uint64_t)shnum * shentsize, len))
-        return fw_err(ATM_FW_E_ELF, err, errlen, "section header table missing or out of bounds");
+        return atm_fail_code(ATM_FW_E_ELF, err, errlen, "section header table missing or out of bounds");
     const uint8_t *strh = elf + shoff + (size_t)shstrndx * shentsize;
     uint32_t str_off = atm_rd_u32le(strh + 16), str_size = atm_rd_u32le(strh + 20);
     if (!in_file(str_off, str_size, len))
-        return fw_err(ATM_FW_E_ELF, err, errlen, "section name table out of bounds");
+        return atm_fail_code(ATM_FW_E_ELF, err, errlen, "section name table out of bounds");
     const size_t want = sizeof ATM_FW_SECTION;   /* name + NUL */
     const uint8_t *found = NULL;
     for (uint32_t i = 0; i < shnum; i++) {
         const uint8_t *sh = elf + shoff + (size_t)i * shentsize;
         uint32_t name = atm_rd_u32le(sh);
         if (name < str_size && str_size - name >= want && memcmp(elf + str_off + name, ATM_FW_SECTION, want) == 0) {
-            if (found) return fw_err(ATM_FW_E_NOSLOT, err, errlen, "two %s sections", ATM_FW_SECTION);
+            if (found) return atm_fail_code(ATM_FW_E_NOSLOT, err, errlen, "two %s sections", ATM_FW_SECTION);
             found = sh;
         }
     }
-    if (!found) return fw_err(ATM_FW_E_NOSLOT, err, errlen, "no %s section: not an atome firmware template", ATM_FW_SECTION);
+    if (!found) return atm_fail_code(ATM_FW_E_NOSLOT, err, errlen, "no %s section: not an atome firmware template", ATM_FW_SECTION);
     uint32_t type = atm_rd_u32le(found + 4), flags = atm_rd_u32le(found + 8);
     uint32_t off = atm_rd_u32le(found + 16), size = atm_rd_u32le(found + 20);
     if (type != SHT_PROGBITS || !(flags & SHF_ALLOC))
-        return fw_err(ATM_FW_E_NOSLOT, err, errlen, "%s is not a loaded PROGBITS section", ATM_FW_SECTION);
+        return atm_fail_code(ATM_FW_E_NOSLOT, err, errlen, "%s is not a loaded PROGBITS section", ATM_FW_SECTION);
     if (!in_file(off, size, len) || size <= ATM_FW_SLOT_HEADER)
-        return fw_err(ATM_FW_E_NOSLOT, err, errlen, "%s out of bounds or too small", ATM_FW_SECTION);
+        return atm_fail_code(ATM_FW_E_NOSLOT, err, errlen, "%s out of bounds or too small", ATM_FW_SECTION);
     const uint8_t *s = elf + off;
-    if (memcmp(s, "ATMSLOT1", 8) != 0) return fw_err(ATM_FW_E_NOSLOT, err, errlen, "model slot has no ATMSLOT1 header");
+    if (memcmp(s, "ATMSLOT1", 8) != 0) return atm_fail_code(ATM_FW_E_NOSLOT, err, errlen, "model slot has no ATMSLOT1 header");
     uint32_t cap = atm_rd_u32le(s + 8), mlen = atm_rd_u32le(s + 12);
     if (cap != size - ATM_FW_SLOT_HEADER)
-        return fw_err(ATM_FW_E_NOSLOT, err, errlen, "model slot capacity %u does not match the section (%u bytes)",
+        return atm_fail_code(ATM_FW_E_NOSLOT, err, errlen, "model slot capacity %u does not match the section (%u bytes)",
                       (unsigned)cap, (unsigned)size);
-    if (mlen > cap) return fw_err(ATM_FW_E_NOSLOT, err, errlen, "model slot length exceeds its capacity");
+    if (mlen > cap) return atm_fail_code(ATM_FW_E_NOSLOT, err, errlen, "model slot length exceeds its capacity");
     memset(slot, 0, sizeof *slot);
     slot->file_offset = off;
     slot->size = size;
@@ -85,14 +76,14 @@ int atm_fw_find_slot(const uint8_t *elf, size_t len, atm_fw_slot *slot, char *er
 
 int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *model, size_t mlen,
                  char *err, size_t errlen) {
-    if (!model && mlen) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    if (!model && mlen) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "invalid argument");
     atm_fw_slot s;
     int rc = atm_fw_find_slot(elf, len, &s, err, errlen);
     if (rc) return rc;
     if (board && strcmp(board, s.board) != 0)
-        return fw_err(ATM_FW_E_BOARD, err, errlen, "the template was built for board '%s', not '%s'", s.board, board);
+        return atm_fail_code(ATM_FW_E_BOARD, err, errlen, "the template was built for board '%s', not '%s'", s.board, board);
     if (mlen > s.capacity)
-        return fw_err(ATM_FW_E_CAPACITY, err, errlen, "model of %zu bytes does not fit the %s slot of %u bytes",
+        return atm_fail_code(ATM_FW_E_CAPACITY, err, errlen, "model of %zu bytes does not fit the %s slot of %u bytes",
                       mlen, s.board, (unsigned)s.capacity);
     uint8_t *p = elf + s.file_offset;
     atm_wr_u32le(p + 12, (uint32_t)mlen);
@@ -126,23 +117,35 @@ static int is_ident(const char *s) {
 
 int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name,
                   const char *source, char *err, size_t errlen) {
-    if (!out || (!model && mlen)) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    return atm_fw_header_file(out, model, mlen, name, NULL, source, err, errlen);
+}
+
+/* A file name for a comment: printable ASCII that cannot close it. */
+static void comment_safe(const char *s, char *out, size_t n) {
+    size_t j = 0;
+    for (const char *c = s; *c && j < n - 1; c++)
+        out[j++] = ((unsigned char)*c < 0x20 || *c == 0x7F || *c == '*' || (unsigned char)*c >= 0x80) ? '_' : *c;
+    out[j] = '\0';
+}
+
+int atm_fw_header_file(FILE *out, const uint8_t *model, size_t mlen, const char *name, const char *file,
+                       const char *source, char *err, size_t errlen) {
+    if (!out || (!model && mlen)) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "invalid argument");
     if (!name) name = "atome_model";
-    if (!is_ident(name) || strlen(name) > 64) return fw_err(ATM_FW_E_ARG, err, errlen, "'%s' is not a C identifier", name);
+    if (!is_ident(name) || strlen(name) > 64) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "'%s' is not a C identifier", name);
     char up[65];
     size_t n = strlen(name);
     for (size_t i = 0; i <= n; i++) up[i] = (char)((name[i] >= 'a' && name[i] <= 'z') ? name[i] - 32 : name[i]);
     uint32_t crc = atm_crc32(model, mlen);
-    /* The source name goes into a comment: keep it printable and unable to close it. */
-    char src[256] = "(unnamed)";
-    if (source) {
-        size_t j = 0;
-        for (const char *c = source; *c && j < sizeof src - 1; c++)
-            src[j++] = ((unsigned char)*c < 0x20 || *c == 0x7F || *c == '*' || (unsigned char)*c >= 0x80) ? '_' : *c;
-        src[j] = '\0';
-    }
+    /* The file names go into a comment: keep them printable and unable to close it. */
+    char src[256] = "(unnamed)", dst[256];
+    if (source) comment_safe(source, src, sizeof src);
+    if (file) {
+        const char *b = strrchr(file, '/');
+        comment_safe(b ? b + 1 : file, dst, sizeof dst);
+    } else snprintf(dst, sizeof dst, "%s.h", name);
     fprintf(out,
-            "/* %s.h — generated from %s (%zu bytes, CRC-32 0x%08X) by the atome\n"
+            "/* %s — generated from %s (%zu bytes, CRC-32 0x%08X) by the atome\n"
             " * tools (fwimage/fwimage.c, atm_fw_header). Do not edit; regenerate instead.\n"
             " *\n"
             " * A packed .atome container for the integer engine (core/engine.h). It is\n"
@@ -151,13 +154,13 @@ int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name
             "#ifndef %s_H\n#define %s_H\n#include <stdint.h>\n\n"
             "#define %s_BYTES %zuu\n#define %s_CRC32 0x%08Xu\n\n"
             "static const uint8_t %s[%zu] = {\n",
-            name, src, mlen, (unsigned)crc, name, up, up, up, up, mlen, up, (unsigned)crc, name,
+            dst, src, mlen, (unsigned)crc, name, up, up, up, up, mlen, up, (unsigned)crc, name,
             mlen ? mlen : (size_t)1);
     for (size_t i = 0; i < mlen; i++)
         fprintf(out, "%s0x%02X,%s", i % 12 == 0 ? "    " : " ", model[i], (i % 12 == 11 || i + 1 == mlen) ? "\n" : "");
     if (!mlen) fprintf(out, "    0x00\n");
     fprintf(out, "};\n\n#endif\n");
-    if (ferror(out)) return fw_err(ATM_FW_E_IO, err, errlen, "write error");
+    if (ferror(out)) return atm_fail_code(ATM_FW_E_IO, err, errlen, "write error");
     return ATM_FW_OK;
 }
 
@@ -165,7 +168,7 @@ int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name
  * there is none / the table is out of bounds. */
 static int64_t elf_section_size(const uint8_t *e, size_t len, const char *name) {
     if (len < 52) return -1;
-    uint32_t shoff = atm_rd_u32le(e + 32), ent = rd16(e + 46), num = rd16(e + 48), strndx = rd16(e + 50);
+    uint32_t shoff = atm_rd_u32le(e + 32), ent = atm_rd_u16le(e + 46), num = atm_rd_u16le(e + 48), strndx = atm_rd_u16le(e + 50);
     if (ent < 40 || strndx >= num || !in_file(shoff, (uint64_t)num * ent, len)) return -1;
     const uint8_t *sh = e + shoff + (size_t)strndx * ent;
     uint32_t str_off = atm_rd_u32le(sh + 16), str_size = atm_rd_u32le(sh + 20);
@@ -181,7 +184,7 @@ static int64_t elf_section_size(const uint8_t *e, size_t len, const char *name) 
 }
 
 int atm_fw_fit_model(const uint8_t *elf, size_t len, const atm_model *m, atm_fw_fit *fit, char *err, size_t errlen) {
-    if (!elf || !m || !fit) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+    if (!elf || !m || !fit) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "invalid argument");
     atm_fw_slot slot;
     int rc = atm_fw_find_slot(elf, len, &slot, err, errlen);
     if (rc) return rc;
@@ -203,10 +206,10 @@ static const char *encoding_name(int enc) {
 }
 
 int atm_fw_header_text(FILE *f, const atm_model *m, const uint8_t *model, size_t mlen, const char *name,
-                       const char *source, char *err, size_t errlen) {
-    if (!f || !m) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid argument");
+                       const char *file, size_t params, const char *source, char *err, size_t errlen) {
+    if (!f || !m) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "invalid argument");
     static const struct { int bit; const char *name; } P[] = {
-        { ATM_PW_CONV, "conv" }, { ATM_PW_SSM, "ssm" }, { ATM_PW_ATTN, "attn" } };
+        { ATM_PATH_CONV, "conv" }, { ATM_PATH_SSM, "ssm" }, { ATM_PATH_ATTN, "attn" } };
     char pw[32];
     size_t used = 0;
     pw[0] = '\0';
@@ -218,11 +221,16 @@ int atm_fw_header_text(FILE *f, const atm_model *m, const uint8_t *model, size_t
     const atm_mconfig *c = &m->cfg;
     fprintf(f, "/* atome model config: family atome, encoding %s, vocab %d, d_model %d, layers %d,\n"
                " * d_head %d, kernel %d, attn_top_k %d, pathways %s, default window %d, train_seq %d,\n"
-               " * fx %d, %u parameters; engine RAM %zu bytes at window 32, %zu at window 64. */\n",
+               " * fx %d, ",
             encoding_name(m->encoding), c->vocab, c->d_model, c->n_layers, c->d_head, c->kernel, c->top_k, pw,
-            c->window, c->train_seq, c->fx, (unsigned)m->n_params, atm_engine_arena_bytes(m, 32),
-            atm_engine_arena_bytes(m, 64));
-    return atm_fw_header(f, model, mlen, name, source, err, errlen);
+            c->window, c->train_seq, c->fx);
+    /* the parameter count of `atome inspect`; the file stores fewer values
+     * (the SSM output vector is folded into its input weights at export) */
+    if (params) fprintf(f, "%zu parameters (%u values stored)", params, (unsigned)m->n_params);
+    else fprintf(f, "%u values stored", (unsigned)m->n_params);
+    fprintf(f, "; engine RAM %zu bytes at window 32, %zu at window 64. */\n",
+            atm_engine_arena_bytes(m, 32), atm_engine_arena_bytes(m, 64));
+    return atm_fw_header_file(f, model, mlen, name, file, source, err, errlen);
 }
 
 int atm_fw_put_settings(uint8_t *elf, size_t len, const uint8_t *block, char *err, size_t errlen) {
@@ -230,27 +238,27 @@ int atm_fw_put_settings(uint8_t *elf, size_t len, const uint8_t *block, char *er
     int rc = atm_fw_find_slot(elf, len, &slot, err, errlen);
     if (rc) return rc;
     if (slot.capacity < ATM_FWSET_BYTES || slot.model_len > slot.capacity - ATM_FWSET_BYTES)
-        return fw_err(ATM_FW_E_CAPACITY, err, errlen, "the model leaves no room for the %u-byte settings block", ATM_FWSET_BYTES);
+        return atm_fail_code(ATM_FW_E_CAPACITY, err, errlen, "the model leaves no room for the %u-byte settings block", ATM_FWSET_BYTES);
     memcpy(elf + slot.file_offset + slot.size - ATM_FWSET_BYTES, block, ATM_FWSET_BYTES);
     return ATM_FW_OK;
 }
 
 int atm_fw_expect(const atm_model *m, atm_fwset *s, char *err, size_t errlen) {
     size_t need = atm_engine_arena_bytes(m, s->window);
-    if (!need) return fw_err(ATM_FW_E_ARG, err, errlen, "window %d is not usable", (int)s->window);
+    if (!need) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "window %d is not usable", (int)s->window);
     void *arena = malloc(need);
-    if (!arena) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory for the engine arena");
+    if (!arena) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "out of memory for the engine arena");
     atm_engine e;
     if (atm_engine_init(&e, m, s->window, arena, need) != ATM_OK) {
         free(arena);
-        return fw_err(ATM_FW_E_ARG, err, errlen, "engine: cannot initialise");
+        return atm_fail_code(ATM_FW_E_ARG, err, errlen, "engine: cannot initialise");
     }
     const int V = m->cfg.vocab;
     static const uint8_t newline = '\n';
     const uint8_t *feed = s->prompt_len ? s->prompt : &newline;
     const size_t flen = s->prompt_len ? s->prompt_len : 1;
     for (size_t i = 0; i < flen; i++)
-        if (feed[i] >= V) { free(arena); return fw_err(ATM_FW_E_ARG, err, errlen, "prompt byte 0x%02X is outside the model's vocabulary of %d", feed[i], V); }
+        if (feed[i] >= V) { free(arena); return atm_fail_code(ATM_FW_E_ARG, err, errlen, "prompt byte 0x%02X is outside the model's vocabulary of %d", feed[i], V); }
     const int32_t *logits = NULL;
     for (size_t i = 0; i < flen; i++) logits = atm_engine_step(&e, feed[i]);
     atm_sampler_cfg c;
@@ -272,21 +280,21 @@ int atm_fw_expect(const atm_model *m, atm_fwset *s, char *err, size_t errlen) {
 
 int atm_fw_flash_bytes(const uint8_t *e, size_t len, uint8_t **out, size_t *outlen, uint32_t *base,
                        char *err, size_t errlen) {
-    if (len < 52 || memcmp(e, "\x7f" "ELF\x01\x01", 6) != 0) return fw_err(ATM_FW_E_ELF, err, errlen, "not a 32-bit little-endian ELF file");
-    const uint32_t phoff = atm_rd_u32le(e + 28), phent = rd16(e + 42), phnum = rd16(e + 44);
-    if (phent < 32 || !in_file(phoff, (uint64_t)phnum * phent, len)) return fw_err(ATM_FW_E_ELF, err, errlen, "program header table out of bounds");
+    if (len < 52 || memcmp(e, "\x7f" "ELF\x01\x01", 6) != 0) return atm_fail_code(ATM_FW_E_ELF, err, errlen, "not a 32-bit little-endian ELF file");
+    const uint32_t phoff = atm_rd_u32le(e + 28), phent = atm_rd_u16le(e + 42), phnum = atm_rd_u16le(e + 44);
+    if (phent < 32 || !in_file(phoff, (uint64_t)phnum * phent, len)) return atm_fail_code(ATM_FW_E_ELF, err, errlen, "program header table out of bounds");
     uint64_t lo = UINT64_MAX, hi = 0;
     for (uint32_t i = 0; i < phnum; i++) {
         const uint8_t *ph = e + phoff + (size_t)i * phent;
         const uint32_t type = atm_rd_u32le(ph), off = atm_rd_u32le(ph + 4), paddr = atm_rd_u32le(ph + 12), fsz = atm_rd_u32le(ph + 16);
         if (type != 1 || fsz == 0) continue;   /* PT_LOAD with file bytes */
-        if (!in_file(off, fsz, len)) return fw_err(ATM_FW_E_ELF, err, errlen, "segment %u out of bounds", (unsigned)i);
+        if (!in_file(off, fsz, len)) return atm_fail_code(ATM_FW_E_ELF, err, errlen, "segment %u out of bounds", (unsigned)i);
         if (paddr < lo) lo = paddr;
         if ((uint64_t)paddr + fsz > hi) hi = (uint64_t)paddr + fsz;
     }
-    if (hi <= lo || hi - lo > ((uint64_t)64 << 20)) return fw_err(ATM_FW_E_ELF, err, errlen, "no loadable flash contents");
+    if (hi <= lo || hi - lo > ((uint64_t)64 << 20)) return atm_fail_code(ATM_FW_E_ELF, err, errlen, "no loadable flash contents");
     uint8_t *b = (uint8_t *)malloc((size_t)(hi - lo));
-    if (!b) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
+    if (!b) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "out of memory");
     memset(b, 0xFF, (size_t)(hi - lo));
     for (uint32_t i = 0; i < phnum; i++) {
         const uint8_t *ph = e + phoff + (size_t)i * phent;
@@ -348,24 +356,24 @@ int atm_fw_settings_make(const atm_model *m, int max_window, const char *board, 
         if (!texts[i]) continue;
         size_t l = strlen(texts[i]);
         if (l >= ATM_FWSET_TEXT)
-            return fw_err(ATM_FW_E_ARG, err, errlen, "'%s' is longer than the settings block's %u characters", texts[i], ATM_FWSET_TEXT - 1);
+            return atm_fail_code(ATM_FW_E_ARG, err, errlen, "'%s' is longer than the settings block's %u characters", texts[i], ATM_FWSET_TEXT - 1);
         memcpy(dst[i], texts[i], l + 1);
     }
     if (in->prompt_len > ATM_FWSET_PROMPT_MAX)
-        return fw_err(ATM_FW_E_ARG, err, errlen, "the prompt is %zu bytes; the settings block holds %u", in->prompt_len, ATM_FWSET_PROMPT_MAX);
+        return atm_fail_code(ATM_FW_E_ARG, err, errlen, "the prompt is %zu bytes; the settings block holds %u", in->prompt_len, ATM_FWSET_PROMPT_MAX);
     if (in->prompt_len) memcpy(st->prompt, in->prompt, in->prompt_len);
     st->prompt_len = (uint16_t)in->prompt_len;
     for (size_t i = 0; i < st->prompt_len; i++)
         if (st->prompt[i] >= (unsigned)m->cfg.vocab)
-            return fw_err(ATM_FW_E_ARG, err, errlen, "prompt byte 0x%02X is outside the model's vocabulary of %d", st->prompt[i], (int)m->cfg.vocab);
-    if (in->n > 1000000000000ull) return fw_err(ATM_FW_E_ARG, err, errlen, "--n must be an integer in 0..1000000000000");
+            return atm_fail_code(ATM_FW_E_ARG, err, errlen, "prompt byte 0x%02X is outside the model's vocabulary of %d", st->prompt[i], (int)m->cfg.vocab);
+    if (in->n > 1000000000000ull) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "--n must be an integer in 0..1000000000000");
     st->n = in->n;
     st->seed = in->seed;
     if (in->window) {
         if (in->window < 1 || in->window > ATM_MAX_WINDOW)
-            return fw_err(ATM_FW_E_ARG, err, errlen, "--window must be an integer in 1..65535 (got '%d')", in->window);
+            return atm_fail_code(ATM_FW_E_ARG, err, errlen, "--window must be an integer in 1..65535 (got '%d')", in->window);
         if (max_window && in->window > max_window)
-            return fw_err(ATM_FW_E_CAPACITY, err, errlen, "--window %d does not fit the %s's RAM (the largest that fits is %d)",
+            return atm_fail_code(ATM_FW_E_CAPACITY, err, errlen, "--window %d does not fit the %s's RAM (the largest that fits is %d)",
                           in->window, board, max_window);
         st->window = in->window;
     } else if (max_window && m->cfg.window > max_window) {
@@ -377,7 +385,7 @@ int atm_fw_settings_make(const atm_model *m, int max_window, const char *board, 
         st->window = m->cfg.window;
     }
     st->flags = in->flags & (ATM_FWSET_LOOP | ATM_FWSET_INTERACTIVE);
-    if (atm_fwset_check(st) != ATM_FWSET_OK) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid sampler settings");
+    if (atm_fwset_check(st) != ATM_FWSET_OK) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "invalid sampler settings");
     return atm_fw_expect(m, st, err, errlen);
 }
 
@@ -399,13 +407,13 @@ static int uf2_file(const uint8_t *elf, size_t len, const uint8_t *flash, size_t
     if (rc) return rc;
     const uint32_t family = atm_fw_uf2_family(slot.board);
     if (!family)
-        return fw_err(ATM_FW_E_BOARD, err, errlen, "the %s takes no UF2 file (UF2 is the pico's format; use elf, hex or bin)",
+        return atm_fail_code(ATM_FW_E_BOARD, err, errlen, "the %s takes no UF2 file (UF2 is the pico's format; use elf, hex or bin)",
                       slot.board);
     if (base & 255u)
-        return fw_err(ATM_FW_E_ELF, err, errlen, "UF2 needs a flash base on a 256-byte boundary; this image starts at 0x%08X",
+        return atm_fail_code(ATM_FW_E_ELF, err, errlen, "UF2 needs a flash base on a 256-byte boundary; this image starts at 0x%08X",
                       (unsigned)base);
-    if (fl > 0xFFFFFFFFu - base) return fw_err(ATM_FW_E_ELF, err, errlen, "the flash contents run past address 0xFFFFFFFF");
-    if (atm_fw_uf2(flash, fl, base, family, out, outlen)) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
+    if (fl > 0xFFFFFFFFu - base) return atm_fail_code(ATM_FW_E_ELF, err, errlen, "the flash contents run past address 0xFFFFFFFF");
+    if (atm_fw_uf2(flash, fl, base, family, out, outlen)) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "out of memory");
     return ATM_FW_OK;
 }
 
@@ -414,10 +422,10 @@ int atm_fw_make_file(const uint8_t *elf, size_t len, int format, uint8_t **out, 
     *base = 0;
     *flash_len = 0;
     if (format < ATM_FW_FORMAT_ELF || format > ATM_FW_FORMAT_UF2)
-        return fw_err(ATM_FW_E_ARG, err, errlen, "unknown file format %d", format);
+        return atm_fail_code(ATM_FW_E_ARG, err, errlen, "unknown file format %d", format);
     if (format == ATM_FW_FORMAT_ELF) {
         *out = (uint8_t *)malloc(len ? len : 1);
-        if (!*out) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
+        if (!*out) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "out of memory");
         memcpy(*out, elf, len);
         *outlen = len;
         return ATM_FW_OK;
@@ -437,7 +445,7 @@ int atm_fw_make_file(const uint8_t *elf, size_t len, int format, uint8_t **out, 
     size_t hl = 0;
     rc = atm_fw_ihex(flash, fl, *base, &hex, &hl);
     free(flash);
-    if (rc) return fw_err(ATM_FW_E_ARG, err, errlen, "out of memory");
+    if (rc) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "out of memory");
     *out = (uint8_t *)hex;
     *outlen = hl;
     return ATM_FW_OK;
@@ -454,7 +462,7 @@ int atm_fw_settings_text(FILE *f, const atm_model *m, const atm_fwset *st, const
     char up[65];
     upper_of(name, up, sizeof up);
     uint8_t block[ATM_FWSET_BYTES];
-    if (atm_fwset_encode(st, block) != ATM_FWSET_OK) return fw_err(ATM_FW_E_ARG, err, errlen, "invalid settings");
+    if (atm_fwset_encode(st, block) != ATM_FWSET_OK) return atm_fail_code(ATM_FW_E_ARG, err, errlen, "invalid settings");
     fprintf(f, "/* Generation settings for %s (core/fwsettings.h; written by `atome header` with the\n"
                " * flags of `atome generate`): n %llu, temperature %s, top-k %s, top-p %s, seed %u, window %d%s%s,\n"
                " * prompt of %u bytes. The first %u generated bytes, as the native CLI makes them:\n * ",
@@ -469,7 +477,7 @@ int atm_fw_settings_text(FILE *f, const atm_model *m, const atm_fwset *st, const
     for (uint32_t i = 0; i < ATM_FWSET_BYTES; i++)
         fprintf(f, "%s0x%02X,%s", i % 12 == 0 ? "    " : " ", block[i], (i % 12 == 11 || i + 1 == ATM_FWSET_BYTES) ? "\n" : "");
     fprintf(f, "};\n\n");
-    if (ferror(f)) return fw_err(ATM_FW_E_IO, err, errlen, "write error");
+    if (ferror(f)) return atm_fail_code(ATM_FW_E_IO, err, errlen, "write error");
     return ATM_FW_OK;
 }
 
@@ -553,7 +561,7 @@ int atm_fw_choose_encoding(const char *board, const uint8_t *model, size_t mlen,
     *out = NULL;
     *outlen = 0;
     atm_model m;
-    if (atm_model_open(&m, model, mlen) != ATM_OK) return fw_err(ATM_FW_E_ARG, why, whylen, "not a valid model");
+    if (atm_model_open(&m, model, mlen) != ATM_OK) return atm_fail_code(ATM_FW_E_ARG, why, whylen, "not a valid model");
     const int fast = atm_fw_faster_encoding(board);
     size_t need = 0;
     uint8_t *conv = NULL;
@@ -564,7 +572,7 @@ int atm_fw_choose_encoding(const char *board, const uint8_t *model, size_t mlen,
             size_t got = 0;
             if (!conv || atm_container_convert(model, mlen, fast, conv, need, &got) != ATM_OK || got != need) {
                 free(conv);
-                return fw_err(ATM_FW_E_IO, why, whylen, "cannot re-encode the model as %s", enc_label(fast));
+                return atm_fail_code(ATM_FW_E_IO, why, whylen, "cannot re-encode the model as %s", enc_label(fast));
             }
             *out = conv;
             *outlen = need;
@@ -573,9 +581,9 @@ int atm_fw_choose_encoding(const char *board, const uint8_t *model, size_t mlen,
         }
     }
     if (mlen > capacity)
-        return fw_err(ATM_FW_E_CAPACITY, why, whylen, "the model is %zu bytes, the slot holds %zu", mlen, capacity);
+        return atm_fail_code(ATM_FW_E_CAPACITY, why, whylen, "the model is %zu bytes, the slot holds %zu", mlen, capacity);
     *out = (uint8_t *)malloc(mlen ? mlen : 1);
-    if (!*out) return fw_err(ATM_FW_E_IO, why, whylen, "out of memory");
+    if (!*out) return atm_fail_code(ATM_FW_E_IO, why, whylen, "out of memory");
     memcpy(*out, model, mlen);
     *outlen = mlen;
     if (m.encoding == fast) snprintf(why, whylen, "%s (faster on this board)", enc_label(fast));
@@ -586,9 +594,6 @@ int atm_fw_choose_encoding(const char *board, const uint8_t *model, size_t mlen,
 
 /* ---- UF2 and the RP2040's boot-loader CRC ---- */
 
-static void put32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
-}
 
 int atm_fw_uf2(const uint8_t *bin, size_t n, uint32_t base, uint32_t family, uint8_t **out, size_t *outlen) {
     *out = NULL;
@@ -600,17 +605,17 @@ int atm_fw_uf2(const uint8_t *bin, size_t n, uint32_t base, uint32_t family, uin
     for (size_t b = 0; b < blocks; b++) {
         uint8_t *k = u + 512 * b;
         const size_t off = 256 * b, len = n - off < 256 ? n - off : 256;
-        put32(k + 0, 0x0A324655u);
-        put32(k + 4, 0x9E5D5157u);
-        put32(k + 8, 0x00002000u);
-        put32(k + 12, base + (uint32_t)off);
-        put32(k + 16, 256u);
-        put32(k + 20, (uint32_t)b);
-        put32(k + 24, (uint32_t)blocks);
-        put32(k + 28, family);
+        atm_wr_u32le(k + 0, 0x0A324655u);
+        atm_wr_u32le(k + 4, 0x9E5D5157u);
+        atm_wr_u32le(k + 8, 0x00002000u);
+        atm_wr_u32le(k + 12, base + (uint32_t)off);
+        atm_wr_u32le(k + 16, 256u);
+        atm_wr_u32le(k + 20, (uint32_t)b);
+        atm_wr_u32le(k + 24, (uint32_t)blocks);
+        atm_wr_u32le(k + 28, family);
         memcpy(k + 32, bin + off, len);
         memset(k + 32 + len, 0xFF, 256 - len);   /* the rest of the page: erased flash */
-        put32(k + 508, 0x0AB16F30u);
+        atm_wr_u32le(k + 508, 0x0AB16F30u);
     }
     *out = u;
     *outlen = blocks * 512;
@@ -700,7 +705,7 @@ static size_t board_json(char *out, size_t cap, size_t o, const atm_board *b) {
     o = b->uh_board_id ? add(out, cap, o, "\"0x%04lX\"", (unsigned long)b->uh_board_id) : add(out, cap, o, "null");
     o = add(out, cap, o, ",\"hex_with\":");
     o = b->hex_with[0] ? add(out, cap, o, "\"%s\"", b->hex_with) : add(out, cap, o, "null");
-    return add(out, cap, o, ",\"card_label\":\"%s\"}", b->card_label[0] ? b->card_label : b->label);
+    return add(out, cap, o, ",\"card_label\":\"%s\",\"card_order\":%d}", b->card_label[0] ? b->card_label : b->label, b->card_order);
 }
 
 size_t atm_fw_boards_json(char *out, size_t cap) {

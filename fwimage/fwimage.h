@@ -97,6 +97,10 @@ int atm_fw_choose_encoding(const char *board, const uint8_t *model, size_t mlen,
  * be a C identifier (NULL = "atome_model"). */
 int atm_fw_header(FILE *out, const uint8_t *model, size_t mlen, const char *name,
                   const char *source, char *err, size_t errlen);
+/* atm_fw_header whose comment names `file`, the file the text is written to
+ * (its base name; NULL = "<name>.h"). */
+int atm_fw_header_file(FILE *out, const uint8_t *model, size_t mlen, const char *name, const char *file,
+                       const char *source, char *err, size_t errlen);
 
 /* The firmware's RAM below its arena end that the engine may not use: at
  * least the sampler's 256-byte scratch (mcu/main.c ORDER_BYTES), more while
@@ -118,10 +122,13 @@ typedef struct {
  * atm_fw_find_slot); ATM_FW_OK or ATM_FW_E_NOSLOT / ATM_FW_E_ELF. */
 int atm_fw_fit_model(const uint8_t *elf, size_t len, const atm_model *m, atm_fw_fit *fit, char *err, size_t errlen);
 
-/* The whole text `atome header` writes: a comment with the model's config
- * and engine RAM at windows 32 and 64, then atm_fw_header's array. */
+/* The whole text `atome header` writes: a comment with the model's config,
+ * its parameter count (`params`, as `atome inspect` "params" gives it: the
+ * trainer's count for this shape, which the caller knows; 0 = unknown, then
+ * the values the file stores are named as such) and engine RAM at windows
+ * 32 and 64, then atm_fw_header_file's array, whose comment names `file`. */
 int atm_fw_header_text(FILE *out, const atm_model *m, const uint8_t *model, size_t mlen, const char *name,
-                       const char *source, char *err, size_t errlen);
+                       const char *file, size_t params, const char *source, char *err, size_t errlen);
 
 /* ---- settings block (core/fwsettings.h): standalone images ---- */
 
@@ -243,7 +250,7 @@ size_t atm_fw_board_list(char *out, size_t cap, const char *last_sep);
  * "0x..." or null,"semihosting","offset_stream","tables","emulator",
  * "cost":{"count":"insns_per_byte"|"cycles_per_byte","windows":[...]},
  * "machine","alias","uhex_board_id":"0x9900","hex_with" (each null for
- * none),"card_label"}, ...]} (docs/cli.md). snprintf-style, as atm_fw_board_list. */
+ * none),"card_label","card_order"}, ...]} (docs/cli.md). snprintf-style, as atm_fw_board_list. */
 size_t atm_fw_boards_json(char *out, size_t cap);
 
 /* Why the board takes no file of that format, as the CLI and the page say

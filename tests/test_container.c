@@ -252,7 +252,7 @@ static void test_malformed(void) {
 }
 
 static void test_writer_rejects(void) {
-    atm_mconfig c = { 256, 4, 1, 0, 2, 0, ATM_PW_CONV, 8, 0, 16 };
+    atm_mconfig c = { 256, 4, 1, 0, 2, 0, ATM_PATH_CONV, 8, 0, 16 };
     CHECK(atm_mconfig_check(&c) == ATM_OK);
     CHECK(atm_container_tensors(&c) == 1 + 4 + 3);
     int8_t tr[1024] = { 0 };

@@ -254,7 +254,7 @@ static void test_random_models(void) {
             /* the byte tables (atm_engine_set_tables), on either encoding, forced or by AUTO's pick */
             const size_t tb = atm_engine_tables_bytes(&m1);
             if (tb > 0) {
-                const size_t cc = (L.cfg.pathways & ATM_PW_CONV) ? ((size_t)L.cfg.n_layers * (size_t)L.cfg.kernel * (size_t)L.cfg.d_model + 3u) / 4u * 4u : 0;
+                const size_t cc = (L.cfg.pathways & ATM_PATH_CONV) ? ((size_t)L.cfg.n_layers * (size_t)L.cfg.kernel * (size_t)L.cfg.d_model + 3u) / 4u * 4u : 0;
                 CHECK(tb == (size_t)256 * (size_t)L.cfg.d_model + cc);   /* the byte tables, then the conv trits */
                 int32_t *tab = malloc(tb), *tab2 = malloc(tb);
                 const int tk[2] = { ATM_KERNEL_LUT, ATM_KERNEL_PLANES };

@@ -127,9 +127,9 @@ static void trace_case(const atm_model *m, const uint8_t *text, size_t n, int wi
         for (int l = 0; l < L; l++) {
             int32_t s = trace[3 * l] + trace[3 * l + 1] + trace[3 * l + 2];
             sums &= s >= 32768 - 8 && s <= 32768;
-            if (!(m->cfg.pathways & ATM_PW_CONV)) absent &= trace[3 * l] == 0;
-            if (!(m->cfg.pathways & ATM_PW_SSM)) absent &= trace[3 * l + 1] == 0;
-            if (!(m->cfg.pathways & ATM_PW_ATTN)) absent &= trace[3 * l + 2] == 0;
+            if (!(m->cfg.pathways & ATM_PATH_CONV)) absent &= trace[3 * l] == 0;
+            if (!(m->cfg.pathways & ATM_PATH_SSM)) absent &= trace[3 * l + 1] == 0;
+            if (!(m->cfg.pathways & ATM_PATH_ATTN)) absent &= trace[3 * l + 2] == 0;
         }
     }
     CHECKF(same, "tracing changed the logits (pathways %d, window %d)", m->cfg.pathways, window);

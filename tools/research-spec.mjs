@@ -24,34 +24,39 @@
 // values in axis order. "data" and "valid" values "train" and "valid" name
 // the shared TinyStories files.
 import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
-// `atome train` flags a spec may set, with their kinds.
-export const TRAIN_FLAGS = {
-  config: 'str', quant: 'str', data: 'str', 'max-bytes': 'int', split: 'num', valid: 'str',
-  steps: 'int', 'train-bytes': 'int', batch: 'int', seq: 'int', lr: 'num', seed: 'int',
-  warmup: 'int', cosine: 'bool', 'lr-min': 'num', clip: 'num', wd: 'num', beta1: 'num',
-  beta2: 'num', eps: 'num', 'fp-fraction': 'num', lr2: 'num', teacher: 'str',
-  'distill-weight': 'num', init: 'str',
-  'd-model': 'int', layers: 'int', 'd-head': 'int', heads: 'int', kernel: 'int',
-  'attn-top-k': 'int', 'd-ff': 'int', 'd-inner': 'int', 'max-seq': 'int', pathways: 'str',
-  'attn-window': 'int', pos: 'str',
-};
-// The numeric range of each flag (lo, hi inclusive; loOpen: lo excluded): the
-// ranges `atome train` itself accepts (cli/cmd_train.c, cli/args.c), so a spec
-// is refused here, before any run folder exists, for what the CLI would refuse
-// only when the run starts. flagRange(name) is the one place the runner asks.
-const FLAG_RANGES = {
-  'max-bytes': [1, 4e18], split: [0, 1, true, true], steps: [1, 2 ** 40], batch: [1, 65536], seq: [2, 65537],
-  lr: [0, 1e3, true], seed: [0, 4294967295], warmup: [0, 2 ** 40], 'lr-min': [0, 1e3], clip: [0, 1e30],
-  wd: [0, 1e3], beta1: [0, 0.9999999], beta2: [0, 0.9999999], eps: [0, 1, true], 'fp-fraction': [0, 1],
-  lr2: [0, 1e3, true], 'distill-weight': [0, 1, true], 'train-bytes': [1, 4e18],
-  'd-model': [1, 4096], layers: [1, 64], 'd-head': [1, 4096], heads: [1, 4096], kernel: [1, 64],
-  'attn-top-k': [1, 1024], 'd-ff': [1, 16384], 'd-inner': [1, 16384], 'max-seq': [2, 65536], 'attn-window': [1, 65535],
-};
-export function flagRange(name) {
-  const r = FLAG_RANGES[name];
-  return r ? { lo: r[0], hi: r[1], loOpen: !!r[2], hiOpen: !!r[3] } : null;
+// `atome train` flags a spec may set, with their kinds (int, num, bool, str)
+// and ranges (lo, hi inclusive; loOpen / hiOpen: excluded): the file flags
+// here, every other one read from `atome train --options-json` (the training
+// option table, core/train/options.h, and the shape overrides), so a range
+// lives in one place and a spec is refused here, before any run folder
+// exists, for what the CLI would refuse only when the run starts.
+// flagRange(name) is the one place the runner asks.
+const FILE_FLAGS = ['config', 'data', 'valid', 'teacher', 'init'];
+const NOT_IN_SPECS = ['threads'];    // the machine's, not the run's: the bits do not depend on it
+const KINDS = { int: 'int', number: 'num', flag: 'bool', enum: 'str', str: 'str' };
+const ATOME = fileURLToPath(new URL('../build/native/atome', import.meta.url));
+let flagTable = null;
+function flags() {
+  if (flagTable) return flagTable;
+  let j;
+  try { j = JSON.parse(execFileSync(ATOME, ['train', '--options-json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })); } catch (e) {
+    fail(`cannot read the training options from '${ATOME} train --options-json' (build it: cmake --build --preset native): ${String(e.stderr || e.message).trim().split('\n').pop()}`);
+  }
+  flagTable = new Map(FILE_FLAGS.map((n) => [n, { kind: 'str', range: null }]));
+  for (const o of [...j.options, ...j.shape]) {
+    if (NOT_IN_SPECS.includes(o.name)) continue;
+    const range = o.min === undefined ? null : { lo: o.min, hi: o.max, loOpen: o.min_open, hiOpen: o.max_open };
+    flagTable.set(o.name, { kind: KINDS[o.kind], range, values: o.values ?? null });
+  }
+  return flagTable;
 }
+// The kind of an `atome train` flag a spec may set, or undefined.
+export function flagKind(name) { return flags().get(name)?.kind; }
+export function flagRange(name) { return flags().get(name)?.range ?? null; }
+// The names an enumerated flag takes (quant: ternary, fp32), or null.
+export function flagValues(name) { return flags().get(name)?.values ?? null; }
 function rangeText(r) {
   return `${r.loOpen ? '>' : '>='} ${r.lo} and ${r.hiOpen ? '<' : '<='} ${r.hi}`;
 }
@@ -79,11 +84,13 @@ function checkKeys(obj, allowed, where) {
 
 export function checkFlag(name, value, where) {
   if (RUNNER_FLAGS.includes(name)) fail(`${where}: --${name} is set by the runner, not the spec`);
-  const kind = TRAIN_FLAGS[name];
+  const kind = flagKind(name);
   if (!kind) fail(`${where}: unknown atome train flag "${name}"`);
   const t = typeof value;
   if (kind === 'bool' && t !== 'boolean') fail(`${where}: --${name} takes true or false (got ${JSON.stringify(value)})`);
   if (kind === 'str' && t !== 'string') fail(`${where}: --${name} takes a string (got ${JSON.stringify(value)})`);
+  const names = flagValues(name);
+  if (names && !names.includes(value)) fail(`${where}: --${name} must be ${names.join(' or ')} (got ${JSON.stringify(value)})`);
   if ((kind === 'int' || kind === 'num') && (t !== 'number' || !Number.isFinite(value)))
     fail(`${where}: --${name} takes a number (got ${JSON.stringify(value)})`);
   if (kind === 'int' && !Number.isInteger(value)) fail(`${where}: --${name} takes an integer (got ${value})`);

@@ -23,14 +23,56 @@ const dec = new TextDecoder();
 const FAMILIES = ['atome', 'vanilla', 'gssm'];
 const SHAPE_KEYS = ['d-model', 'layers', 'd-head', 'heads', 'kernel', 'attn-top-k', 'pathways',
   'd-ff', 'd-inner', 'max-seq'];
-const OPT_KEYS = ['quant', 'lr', 'lr2', 'beta1', 'beta2', 'eps', 'wd', 'clip', 'lr-min', 'warmup',
-  'cosine', 'fp-fraction', 'steps', 'batch', 'seq', 'seed'];
 const PATHWAY_BITS = { conv: 1, ssm: 2, attn: 4 };
 
 // camelCase / snake_case / CLI names all map to the CLI name ("dModel" -> "d-model").
 function cliKey(k) {
   if (k === 'topK' || k === 'top_k' || k === 'attnTopK') return 'attn-top-k';
   return k.replace(/_/g, '-').replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+}
+
+// ---- the training option table (core/train/options.h) ----
+// atome.trainOptions() gives its rows as the module exports them: { name,
+// key, kind (int | number | flag | enum), default, default_note?, min, max,
+// min_open, max_open, values? (enum), want, scope (model | run), stored,
+// help }. The page and this file check values with them; the words of a
+// refusal are the CLI's: "<label> must be <want> (got '<text>')".
+
+// The row named name (its CLI name or its camelCase key), or undefined.
+export function findOption(options, name) {
+  return options.find((o) => o.name === name || o.key === name);
+}
+
+// A JS value as the text the table's grammar reads (numbers in JS's own
+// shortest form, which reads back as the same double; true/false as 1/0).
+export function optionText(x) {
+  if (typeof x === 'boolean') return x ? '1' : '0';
+  return String(x);
+}
+
+// Per module (its exports object): the option rows and the stat indexes.
+const optionRows = new WeakMap();
+const statIndexes = new WeakMap();
+
+const INT_RE = /^[+-]?\d+$/;
+const NUM_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+// The value of text for row opt, as the C parser reads it (atm_topt_parse:
+// the same grammar and range), or throws error.usage with the CLI's words
+// after `label` (default: the option's name).
+export function checkOption(opt, text, label = opt.name) {
+  const t = String(text);
+  let v;
+  if (opt.kind === 'enum') v = opt.values.includes(t) ? t : undefined;
+  else if (opt.kind === 'flag') v = t === '0' || t === '1' ? t === '1' : undefined;
+  else if ((opt.kind === 'int' ? INT_RE : NUM_RE).test(t)) {
+    const x = Number(t);
+    const ok = Number.isFinite(x) && x >= opt.min && x <= opt.max && !(opt.min_open && x === opt.min) &&
+      !(opt.max_open && x === opt.max);
+    v = ok ? x : undefined;
+  }
+  if (v === undefined) throw Object.assign(new Error(`${label} must be ${opt.want} (got '${t}')`), { usage: true, option: opt.name });
+  return v;
 }
 
 function isNode() {
@@ -93,6 +135,12 @@ async function instantiate(source, imports) {
 export const defaultWasmUrl = new URL('../build/wasm/atome.wasm', import.meta.url);
 // The shared-memory build (wasm/CMakeLists.txt): used when threads > 1.
 export const threadsWasmUrl = new URL('../build/wasm/atome-threads.wasm', import.meta.url);
+// The packed models shipped in models/ (in a checkout, and in the npm package,
+// which keeps this layout: packages/atome/README.md).
+export const modelUrls = Object.freeze({
+  'atome-944k': new URL('../models/atome-944k.atome', import.meta.url),
+  'atome-60k': new URL('../models/atome-60k.atome', import.meta.url),
+});
 // Its memory: the module imports a shared one of at least ATOME_WASM_MEMORY
 // and at most ATOME_WASM_MAX_MEMORY bytes (wasm/CMakeLists.txt defaults).
 const THREADS_MEMORY = { initial: 50331648 / 65536, maximum: 1073741824 / 65536 };
@@ -297,6 +345,22 @@ export class Atome {
     }
   }
 
+  // The training option table (core/train/options.h), parsed once.
+  trainOptions() {
+    if (!optionRows.has(this.ex)) optionRows.set(this.ex, JSON.parse(this.cstr(this.ex.atome_options_json())).options);
+    return optionRows.get(this.ex);
+  }
+
+  // The trainer's stats by name ({ step: 0, loss: 1, ... }: the module's list).
+  statIndex() {
+    if (!statIndexes.has(this.ex)) {
+      const idx = {};
+      for (let i = 0, p; (p = this.ex.atome_stat_name(i)); i++) idx[this.cstr(p)] = i;
+      statIndexes.set(this.ex, idx);
+    }
+    return statIndexes.get(this.ex);
+  }
+
   // Name of the matmul kernel set in use ("wasm-simd" or "ref").
   kernels() { return this.cstr(this.ex.atome_kernels()); }
   useKernels(name) {
@@ -409,14 +473,15 @@ export class Atome {
     }));
   }
 
-  // `atome header --model M [--name N]`: { text: Uint8Array, info }; source
-  // is the file name written in the header's comment (the CLI writes the
-  // model path's base name).
-  header(model, { name = '', source = 'model.atome' } = {}) {
-    return this.withBytes(model, (m) => this.withBytes(name, (n) => this.withBytes(source, (s) => {
-      this.fwCall(this.ex.atome_fw_header(m, model.length, n, s));
+  // `atome header --model M [--name N] --out FILE`: { text: Uint8Array, info };
+  // source is the model's file name written in the header's comment (the CLI
+  // writes the model path's base name), file the name the header is saved
+  // as ('' = "<name>.h"), named at the top of the comment.
+  header(model, { name = '', source = 'model.atome', file = '' } = {}) {
+    return this.withBytes(model, (m) => this.withBytes(name, (n) => this.withBytes(source, (s) => this.withBytes(file, (f) => {
+      this.fwCall(this.ex.atome_fw_header(m, model.length, n, s, f));
       return { text: this.fwOut(), info: this.fwInfo() };
-    })));
+    }))));
   }
 
   // `atome convert`: the .atome container re-encoded (encoding 1 = ATOME01,
@@ -473,10 +538,21 @@ export class Model {
     return rc;
   }
 
+  // Shape overrides go to atome_set; training options (the table's model
+  // rows) to atome_option as text, parsed and range-checked by the C table.
   configure(config, options) {
     this.check(this.a.withBytes(config, (p) => this.ex.atome_config(this.h, p)));
+    const table = this.a.trainOptions();
     for (const [k0, v0] of Object.entries(options)) {
       const k = cliKey(k0);
+      const opt = findOption(table, k0) ?? findOption(table, k);
+      if (opt?.scope === 'model') {
+        // quant as its code (0 fp32, 1 ternary), as before the table
+        const v = opt.name === 'quant' && typeof v0 === 'number' ? ({ 0: 'fp32', 1: 'ternary' }[v0] ?? v0) : v0;
+        this.a.withBytes(opt.name, (n) => this.a.withBytes(optionText(v), (t) => this.check(this.ex.atome_option(this.h, n, t))));
+        continue;
+      }
+      if (!SHAPE_KEYS.includes(k)) throw new Error(`unknown model option '${k0}'`);
       let v = v0;
       if (k === 'pathways' && typeof v === 'string') {
         v = 0;
@@ -485,12 +561,6 @@ export class Model {
           v |= PATHWAY_BITS[p];
         }
       }
-      if (k === 'quant' && typeof v === 'string') {
-        if (v !== 'ternary' && v !== 'fp32') throw new Error(`quant must be ternary or fp32 (got '${v}')`);
-        v = v === 'ternary' ? 1 : 0;
-      }
-      if (typeof v === 'boolean') v = v ? 1 : 0;
-      if (!SHAPE_KEYS.includes(k) && !OPT_KEYS.includes(k)) throw new Error(`unknown model option '${k0}'`);
       this.check(this.a.withBytes(k, (p) => this.ex.atome_set(this.h, p, v)));
     }
     this.check(this.ex.atome_build(this.h));
@@ -519,20 +589,32 @@ export class Model {
     return { trainChunks: this.ex.atome_chunks(this.h, 0), evalChunks: this.ex.atome_chunks(this.h, 1) };
   }
 
-  stat(i) { return this.ex.atome_stat(this.h, i); }
-  get step() { return this.stat(0); }
-  get steps() { return this.stat(1); }
-  get loss() { return this.stat(2); }
-  get lr() { return this.stat(3); }
-  get gradNorm() { return this.stat(4); }
-  get nParams() { return this.stat(5); }
-  get quant() { return this.stat(6) === 1 ? 'ternary' : 'fp32'; }
-  get stage() { return this.stat(7); }
-  get batch() { return this.stat(8); }
-  get seq() { return this.stat(9); }
-  get vocab() { return this.stat(10); }
-  get family() { return FAMILIES[this.stat(11)]; }
-  get elapsed() { return this.stat(12); }
+  // A trainer stat by its name in the module's list (atome_stat_name):
+  // step, steps, loss, lr, grad_norm, params, quant, stage, batch, seq,
+  // vocab, family, elapsed_s.
+  stat(name) {
+    const i = this.a.statIndex()[name];
+    if (i === undefined) throw new Error(`unknown trainer stat '${name}'`);
+    return this.ex.atome_stat(this.h, i);
+  }
+  // All of them, by name (quant and family as their names).
+  stats() {
+    const o = Object.fromEntries(Object.keys(this.a.statIndex()).map((n) => [n, this.stat(n)]));
+    return { ...o, quant: o.quant === 1 ? 'ternary' : 'fp32', family: FAMILIES[o.family] };
+  }
+  get step() { return this.stat('step'); }
+  get steps() { return this.stat('steps'); }
+  get loss() { return this.stat('loss'); }
+  get lr() { return this.stat('lr'); }
+  get gradNorm() { return this.stat('grad_norm'); }
+  get nParams() { return this.stat('params'); }
+  get quant() { return this.stat('quant') === 1 ? 'ternary' : 'fp32'; }
+  get stage() { return this.stat('stage'); }
+  get batch() { return this.stat('batch'); }
+  get seq() { return this.stat('seq'); }
+  get vocab() { return this.stat('vocab'); }
+  get family() { return FAMILIES[this.stat('family')]; }
+  get elapsed() { return this.stat('elapsed_s'); }
 
   // Up to n more optimiser steps (never past the run's total `steps`).
   // Returns the steps done; small n keeps a page responsive.
@@ -699,6 +781,49 @@ export class PackedModel {
         yield { bytes: piece, lines: text.split('\n').filter((l) => l) };
       }
     } finally { this.ex.atome_engine_explain(this.h, 0); }
+  }
+
+  // "Score your own text": the bytes scored as `atome eval --model M --data
+  // FILE` scores that file (cli/cmd_eval.c): chunks of eval's seq bytes, each
+  // from a reset engine at eval's window; byte 0 of a chunk is not scored.
+  // A generator for a caller that interleaves other work: yields { done,
+  // total } after each slice of `slice` bytes and returns { seq, window,
+  // layers, stride, nats (Float64Array [n], NaN where not scored), recs
+  // (Int32Array [n x stride]: rank, n_top, top bytes, top p Q16, router Q15
+  // and entropy Q16 per layer; null with records: false), chunks,
+  // scoredBytes, sumNats, bpb }: sumNats and bpb over the whole chunks only,
+  // summed in eval's order, as eval reports them (bpb null below one chunk;
+  // the bytes after the last whole chunk are scored but not counted).
+  *scoreSteps(text, { slice = 1024, records = true } = {}) {
+    const tb = typeof text === 'string' ? enc.encode(text) : text;
+    const seq = this.check(this.ex.atome_engine_score_shape(this.h));
+    const stride = this.ex.atome_engine_score_stride(this.h), n = tb.length;
+    const nats = new Float64Array(n), recs = records ? new Int32Array(n * stride) : null;
+    const step = Math.max(1, slice);
+    const tp = this.a.alloc(tb);
+    const np = this.ex.atome_alloc(8 * step), rp = records ? this.ex.atome_alloc(4 * step * stride) : 0;
+    try {
+      if (!np || records && !rp) throw new Error(`out of wasm memory to score ${n} bytes`);
+      for (let from = 0; from < n;) {
+        const to = Math.min(n, from + step);
+        this.check(this.ex.atome_engine_score(this.h, tp, n, seq, from, to, np, rp));
+        nats.set(new Float64Array(this.ex.memory.buffer, np, to - from), from);
+        if (records) recs.set(new Int32Array(this.ex.memory.buffer, rp, (to - from) * stride), from * stride);
+        from = to;
+        if (from < n) yield { done: from, total: n };
+      }
+    } finally { this.ex.atome_free(tp); this.ex.atome_free(np); if (rp) this.ex.atome_free(rp); }
+    const chunks = Math.floor(n / seq), scoredBytes = chunks * (seq - 1);
+    let sumNats = 0;
+    for (let i = 0; i < chunks * seq; i++) if (i % seq) sumNats += nats[i];
+    return { seq, window: this.window, layers: this.layers, stride, nats, recs, chunks, scoredBytes, sumNats,
+      bpb: chunks ? sumNats / scoredBytes / Math.log(2) : null };
+  }
+
+  // scoreSteps run to its end: its result.
+  score(text, options = {}) {
+    const it = this.scoreSteps(text, options);
+    for (;;) { const r = it.next(); if (r.done) return r.value; }
   }
 
   // Engine RAM at window w (0 = default), bytes.

@@ -47,14 +47,16 @@
 #include "core/train/model.h"
 #include "core/sampler.h"
 #include "core/train/trainer.h"
+#include "core/train/options.h"
 #include "core/train/pool.h"
+#include <stddef.h>
 
 #define API EMSCRIPTEN_KEEPALIVE
 
 typedef struct {
     atm_config     cfg;
     atm_train_opts opt;
-    int            quant_set, lr2_set;   /* explicit quant / lr2 (else CLI defaults) */
+    unsigned char  given[ATM_TO_COUNT];  /* options set by name (quant, lr2: else the CLI's defaults) */
     int            dhead_set;            /* vanilla: d-head given (heads follow from it) */
     atm_trainer   *tr;
     int            has_adam;   /* 0 until a step runs on a model without moments */
@@ -71,11 +73,9 @@ typedef struct {
     const atm_family *gfam;    /* float generator */
     void          *gen;
     float         *gw;         /* [n_params] quantised weights the generator reads */
-    int32_t        q[256];     /* [V] Q16 logits predicting the next byte */
-    int            have_q;
-    atm_sampler_cfg gcfg;
-    atm_rng        grng;
-    int            gpending;   /* last sampled byte not fed yet, or -1 */
+    atm_float_gen  fgen;       /* gen as the one generator's source (core/host/engine_host.h) */
+    atm_sampler_cfg gcfg;      /* its sampling settings */
+    atm_gen        gg;         /* the one generator (core/generate.h) */
     uint8_t        order[256]; /* sampler scratch */
     char           err[600];
 } session;
@@ -110,7 +110,7 @@ API int atome_kernels_use(const char *name) { return atm_kernels_select(name); }
 static void gen_clear(session *s) {
     if (s->gen) s->gfam->gen_free(s->gen);
     free(s->gw);
-    s->gen = NULL; s->gw = NULL; s->have_q = 0;
+    s->gen = NULL; s->gw = NULL; s->gg.logits = NULL;
 }
 
 static void calib_clear(session *s) {
@@ -176,43 +176,57 @@ API int atome_config(session *s, const char *name) {
     if (atm_config_by_name(name, &s->cfg)) FAIL(s, "unknown config '%s'", name);
     snprintf(s->meta.name, sizeof s->meta.name, "%s", name);
     atm_train_opts_default(&s->opt);
-    s->quant_set = s->lr2_set = s->dhead_set = 0;
+    memset(s->given, 0, sizeof s->given);
+    s->dhead_set = 0;
     return 0;
 }
 
-/* Shape override or training option by its CLI name (without "--"). */
+/* The shape overrides by their CLI names (the fields are int32_t). */
+static const struct { const char *name; size_t off; } SHAPE_KEYS[] = {
+    { "d-model", offsetof(atm_config, d_model) }, { "layers", offsetof(atm_config, n_layers) },
+    { "d-head", offsetof(atm_config, d_head) }, { "heads", offsetof(atm_config, n_heads) },
+    { "kernel", offsetof(atm_config, kernel) }, { "attn-top-k", offsetof(atm_config, top_k) },
+    { "pathways", offsetof(atm_config, pathways) },   /* bitmask: conv 1, ssm 2, attn 4 */
+    { "d-ff", offsetof(atm_config, d_ff) }, { "d-inner", offsetof(atm_config, d_inner) },
+    { "max-seq", offsetof(atm_config, max_seq) },
+};
+
+/* A shape override by its CLI name (without "--"); checked by atome_build. */
 API int atome_set(session *s, const char *key, double x) {
-    atm_config *c = &s->cfg;
-    atm_train_opts *o = &s->opt;
-    int32_t i = (int32_t)x;
-    if (!strcmp(key, "d-model")) c->d_model = i;
-    else if (!strcmp(key, "layers")) c->n_layers = i;
-    else if (!strcmp(key, "d-head")) { c->d_head = i; s->dhead_set = 1; }
-    else if (!strcmp(key, "heads")) c->n_heads = i;
-    else if (!strcmp(key, "kernel")) c->kernel = i;
-    else if (!strcmp(key, "attn-top-k")) c->top_k = i;
-    else if (!strcmp(key, "pathways")) c->pathways = i;   /* bitmask: conv 1, ssm 2, attn 4 */
-    else if (!strcmp(key, "d-ff")) c->d_ff = i;
-    else if (!strcmp(key, "d-inner")) c->d_inner = i;
-    else if (!strcmp(key, "max-seq")) c->max_seq = i;
-    else if (!strcmp(key, "quant")) { o->quant = i; s->quant_set = 1; }  /* 0 fp32, 1 ternary */
-    else if (!strcmp(key, "lr")) o->lr = (float)x;
-    else if (!strcmp(key, "lr2")) { o->lr2 = (float)x; s->lr2_set = 1; }
-    else if (!strcmp(key, "beta1")) o->beta1 = (float)x;
-    else if (!strcmp(key, "beta2")) o->beta2 = (float)x;
-    else if (!strcmp(key, "eps")) o->eps = (float)x;
-    else if (!strcmp(key, "wd")) o->wd = (float)x;
-    else if (!strcmp(key, "clip")) o->clip = (float)x;
-    else if (!strcmp(key, "lr-min")) o->lr_min = (float)x;
-    else if (!strcmp(key, "warmup")) o->warmup = (int64_t)x;
-    else if (!strcmp(key, "cosine")) o->cosine = x != 0.0;
-    else if (!strcmp(key, "fp-fraction")) o->fp_fraction = (float)x;
-    else if (!strcmp(key, "steps")) o->steps = (int64_t)x;
-    else if (!strcmp(key, "batch")) o->batch = i;
-    else if (!strcmp(key, "seq")) o->seq = i;
-    else if (!strcmp(key, "seed")) o->seed = (uint32_t)x;
-    else FAIL(s, "unknown setting '%s'", key);
+    for (size_t i = 0; i < sizeof SHAPE_KEYS / sizeof SHAPE_KEYS[0]; i++) {
+        if (strcmp(key, SHAPE_KEYS[i].name) != 0) continue;
+        *(int32_t *)((char *)&s->cfg + SHAPE_KEYS[i].off) = (int32_t)x;
+        if (!strcmp(key, "d-head")) s->dhead_set = 1;
+        return 0;
+    }
+    FAIL(s, "unknown setting '%s'", key);
+}
+
+/* A training option of the model by its name in the option table
+ * (core/train/options.h), its value as text: the CLI's grammar, range and
+ * words ("lr must be a number in (0, 1000] (got '-1')"), -2 when refused. */
+API int atome_option(session *s, const char *name, const char *text) {
+    const atm_topt *r = atm_topt_find(name);
+    if (!r || r->store == ATM_TO_RUN) FAIL_ARG(s, "unknown model option '%s'", name);
+    atm_topt_val v;
+    if (atm_topt_parse(r, text, &v)) {
+        atm_topt_error(r, r->name, text, s->err, sizeof s->err);
+        return -2;
+    }
+    atm_topt_put(&s->opt, r, &v);
+    s->given[r - atm_topts] = 1;
     return 0;
+}
+
+/* The option table as JSON (atm_topt_json; `atome train --options-json`
+ * prints the same text). */
+API const char *atome_options_json(void) {
+    static char *json;
+    if (!json) {
+        size_t n = atm_topt_json(NULL, 0) + 1;
+        if ((json = (char *)malloc(n)) != NULL) atm_topt_json(json, n);
+    }
+    return json ? json : "";
 }
 
 /* Builds the trainer: weights initialised from the seed as `atome train`
@@ -230,8 +244,8 @@ API int atome_build(session *s) {
         c->d_head = c->d_model / c->n_heads;
     }
     if (atm_config_validate(&s->cfg, why, sizeof why)) FAIL(s, "%s", why);
-    if (!s->quant_set) s->opt.quant = s->cfg.family == ATM_FAMILY_ATOME ? ATM_QUANT_TERNARY : ATM_QUANT_FP32;
-    if (!s->lr2_set) s->opt.lr2 = s->opt.lr;
+    if (!s->given[ATM_TO_QUANT]) s->opt.quant = s->cfg.family == ATM_FAMILY_ATOME ? ATM_QUANT_TERNARY : ATM_QUANT_FP32;
+    if (!s->given[ATM_TO_LR2]) s->opt.lr2 = s->opt.lr;
     if (atm_train_opts_validate(&s->opt, why, sizeof why)) FAIL(s, "%s", why);
     if (s->cfg.family == ATM_FAMILY_VANILLA && s->opt.seq - 1 > s->cfg.max_seq)
         FAIL(s, "seq %d needs %d positions; the model has max-seq %d", (int)s->opt.seq,
@@ -306,26 +320,28 @@ API int atome_train(session *s, int n) {
     return done;
 }
 
-/* Trainer state for JS: what = 0 step, 1 total steps, 2 last loss, 3 last
- * lr, 4 last grad norm, 5 parameters, 6 quantiser of the next step, 7 stage,
- * 8 batch, 9 seq, 10 vocab, 11 family, 12 elapsed seconds. */
+/* Trainer state for JS, by name: atome_stat_name(i) names stat i (NULL
+ * past the last), atome_stat(s, i) is its value (NaN without a model).
+ * quant is ATM_QUANT_*, family ATM_FAMILY_*, elapsed_s the training seconds
+ * over all resumes. One list: the names and the values come from it. */
+#define TRAINER_STATS(X) \
+    X(step, (double)t->step) X(steps, (double)t->opt.steps) X(loss, t->last_loss) X(lr, t->last_lr) \
+    X(grad_norm, t->last_gnorm) X(params, (double)t->L.n_params) X(quant, atm_trainer_quant(t)) \
+    X(stage, t->stage) X(batch, t->B) X(seq, t->opt.seq) X(vocab, t->L.cfg.vocab) \
+    X(family, t->L.cfg.family) X(elapsed_s, s->meta.elapsed_s)
+#define STAT_ENUM(n, e) ST_##n,
+enum { TRAINER_STATS(STAT_ENUM) ST_COUNT };
+#define STAT_NAME(n, e) #n,
+static const char *const STAT_NAMES[ST_COUNT] = { TRAINER_STATS(STAT_NAME) };
+#define STAT_CASE(n, e) case ST_##n: return (double)(e);
+
+API const char *atome_stat_name(int i) { return i >= 0 && i < ST_COUNT ? STAT_NAMES[i] : NULL; }
+
 API double atome_stat(session *s, int what) {
     const atm_trainer *t = s->tr;
     if (!t) return NAN;
     switch (what) {
-    case 0: return (double)t->step;
-    case 1: return (double)t->opt.steps;
-    case 2: return t->last_loss;
-    case 3: return t->last_lr;
-    case 4: return t->last_gnorm;
-    case 5: return (double)t->L.n_params;
-    case 6: return atm_trainer_quant(t);
-    case 7: return t->stage;
-    case 8: return t->B;
-    case 9: return t->opt.seq;
-    case 10: return t->L.cfg.vocab;
-    case 11: return t->L.cfg.family;
-    case 12: return s->meta.elapsed_s;
+    TRAINER_STATS(STAT_CASE)
     default: return NAN;
     }
 }
@@ -387,7 +403,7 @@ API int atome_load(session *s, const uint8_t *buf, size_t len) {
     model_clear(s);
     s->cfg = ck.cfg;
     s->opt = ck.opt;
-    s->quant_set = s->lr2_set = 1;
+    s->given[ATM_TO_QUANT] = s->given[ATM_TO_LR2] = 1;
     s->tr = atm_trainer_new(&ck.cfg, &ck.opt);
     if (!s->tr || atm_trainer_load_ckpt(s->tr, &ck)) {
         atm_ckpt_free(&ck);
@@ -457,18 +473,6 @@ double atome_shape_params(const atm_mconfig *c) {
 
 /* ---- float generation (what `atome generate --model CKPT` does) ---- */
 
-/* Parses sampling settings the way every front end does (core/sampler.h:
- * decimal text, NULL = default) with the native CLI's ranges and messages
- * (cli/packed.c cli_sampler_settings). 0 or -2 with the reason in err. */
-int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
-                           char *err, size_t errlen) {
-    int e = atm_sampler_settings(c, temperature, top_k, top_p);
-    if (e == ATM_SET_OK) return 0;
-    const char *got = e == ATM_SET_E_TEMPERATURE ? temperature : e == ATM_SET_E_TOP_K ? top_k : top_p;
-    snprintf(err, errlen, "%s (got '%s')", atm_sampler_settings_msg(e), got);
-    return -2;
-}
-
 /* The settings check alone (no model needed; the Node CLI validates its
  * flags before it reads the model, as the native CLI does): 0 or -2, the
  * reason in atome_settings_error(). */
@@ -481,7 +485,7 @@ API double atome_gen_limit(int which) {
 
 API int atome_settings_check(const char *temperature, const char *top_k, const char *top_p) {
     atm_sampler_cfg c;
-    return atome_sampler_settings(&c, temperature, top_k, top_p, settings_err, sizeof settings_err);
+    return atm_sampler_settings_why(&c, temperature, top_k, top_p, settings_err, sizeof settings_err) ? -2 : 0;
 }
 API const char *atome_settings_error(void) { return settings_err; }
 
@@ -491,9 +495,8 @@ API int atome_gen_begin(session *s, int window, const char *temperature, const c
                         uint32_t seed) {
     if (!s->tr) FAIL(s, "no model (build or load one first)");
     gen_clear(s);
-    atm_sampler_cfg c;
-    int rc = atome_sampler_settings(&c, temperature, top_k, top_p, s->err, sizeof s->err);
-    if (rc) return rc;
+    atm_sampler_cfg c;   /* the settings texts, by core/sampler.h's one parser */
+    if (atm_sampler_settings_why(&c, temperature, top_k, top_p, s->err, sizeof s->err)) return -2;
     const atm_layout *L = &s->tr->L;
     if (window <= 0) window = (int)atm_config_run_window(&L->cfg, s->tr->opt.seq);
     if (L->cfg.family == ATM_FAMILY_VANILLA && window > L->cfg.max_seq)
@@ -507,15 +510,12 @@ API int atome_gen_begin(session *s, int window, const char *temperature, const c
         s->gen = s->gfam->gen_new(L, s->gw, window);
     }
     if (!s->gen) { gen_clear(s); FAIL(s, "out of memory for the generator"); }
+    s->fgen.step = s->gfam->gen_step;
+    s->fgen.gen = s->gen;
+    s->fgen.V = L->cfg.vocab;
     s->gcfg = c;
-    atm_rng_seed(&s->grng, seed);
-    s->gpending = -1;
+    atm_gen_init(&s->gg, &atm_float_gen_src, &s->fgen, L->cfg.vocab, &s->gcfg, seed, s->order);
     return 0;
-}
-
-static void gen_step(session *s, int byte) {
-    atm_logits_q16(s->gfam->gen_step(s->gen, byte), s->tr->L.cfg.vocab, s->q);
-    s->have_q = 1;
 }
 
 /* Feeds prompt bytes (n = 0: one '\n', as the CLI). */
@@ -524,24 +524,16 @@ API int atome_gen_feed(session *s, const uint8_t *p, size_t n) {
     int V = s->tr->L.cfg.vocab;
     for (size_t i = 0; i < n; i++)
         if (p[i] >= V) FAIL_ARG(s, "prompt byte 0x%02X is outside the model's vocabulary of %d", p[i], V);
-    if (n == 0) gen_step(s, '\n');
-    for (size_t i = 0; i < n; i++) gen_step(s, p[i]);
-    s->gpending = -1;
+    atm_gen_prompt(&s->gg, p, n);
     return 0;
 }
 
-/* Samples n bytes into out with the fixed-point sampler. A sampled byte is
- * fed back only when the next one is asked for, so the generator does
- * exactly the CLI's work and calls may be split anywhere. n or -1. */
+/* Samples n bytes into out with the one generator (core/generate.h): a
+ * sampled byte is fed back only when the next one is asked for, so this
+ * does exactly the CLI's work and calls may be split anywhere. n or -1. */
 API int atome_gen_next(session *s, uint8_t *out, int n) {
-    if (!s->gen || !s->have_q) FAIL(s, "no prompt fed (call gen_feed first)");
-    int V = s->tr->L.cfg.vocab;
-    for (int i = 0; i < n; i++) {
-        if (s->gpending >= 0) gen_step(s, s->gpending);
-        int b = atm_sampler_next(&s->gcfg, s->q, V, &s->grng, s->order);
-        out[i] = (uint8_t)b;
-        s->gpending = b;
-    }
+    if (!s->gen || !s->gg.logits) FAIL(s, "no prompt fed (call gen_feed first)");
+    for (int i = 0; i < n; i++) out[i] = (uint8_t)atm_gen_next(&s->gg);
     return n;
 }
 

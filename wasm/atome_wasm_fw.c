@@ -23,6 +23,9 @@
 #include "core/host/engine_host.h"
 #include "core/format.h"
 #include "core/fwsettings.h"
+
+/* wasm/atome_wasm.c: the parameter count of `atome inspect` for a shape */
+double atome_shape_params(const atm_mconfig *c);
 #include "core/sampler.h"
 #include "fwimage/fwimage.h"
 #include "atome_version.h"   /* ATOME_VERSION: <build>/generated, cmake/version.cmake */
@@ -214,9 +217,10 @@ API int atome_fw_patch(const uint8_t *tmpl, size_t tlen, const char *board, cons
     return (int)tlen;
 }
 
-/* `atome header --model M [--name N]`: the header text (source = the model
- * file's base name, as the CLI writes it) in the output buffer. */
-API int atome_fw_header(const uint8_t *model, size_t mlen, const char *name, const char *source) {
+/* `atome header --model M [--name N] --out FILE`: the header text (source =
+ * the model file's base name, file = the name of the file it is saved as,
+ * as the CLI writes them; NULL or "" = "<name>.h") in the output buffer. */
+API int atome_fw_header(const uint8_t *model, size_t mlen, const char *name, const char *source, const char *file) {
     out_clear();
     atm_model m;
     if (open_model(model, mlen, source ? source : "model", &m)) return -1;
@@ -225,7 +229,9 @@ API int atome_fw_header(const uint8_t *model, size_t mlen, const char *name, con
     FILE *f = open_memstream(&text, &tl);
     if (!f) FAIL(-1, "out of memory");
     char err[300];
-    int st = atm_fw_header_text(f, &m, model, mlen, name && *name ? name : NULL, source, err, sizeof err);
+    double params = atome_shape_params(&m.cfg);      /* `atome inspect`'s count (wasm/atome_wasm.c) */
+    int st = atm_fw_header_text(f, &m, model, mlen, name && *name ? name : NULL, file && *file ? file : NULL,
+                                params > 0 ? (size_t)params : 0, source, err, sizeof err);
     int closed = fclose(f);
     if (st != ATM_FW_OK || closed != 0) {
         free(text);
@@ -265,10 +271,6 @@ static void info_add_uf2(size_t flash_bytes, const char *board) {
              (unsigned)atm_fw_uf2_family(board));
 }
 
-/* wasm/atome_wasm.c: the settings texts with the CLI's ranges and messages */
-int atome_sampler_settings(atm_sampler_cfg *c, const char *temperature, const char *top_k, const char *top_p,
-                           char *err, size_t errlen);
-
 /* `atome firmware --model M --board B --prompt-hex P --n N [--temperature T
  * --top-k K --top-p P --seed S --window W --loop --interactive] --format F`:
  * a standalone image (settings block, known answer) as ELF (format 0),
@@ -298,8 +300,8 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
              slot.board, (unsigned)slot.capacity, ATM_FWSET_BYTES);
     char err[400], note[300];
     atm_sampler_cfg sc;
-    int rc = atome_sampler_settings(&sc, temperature, top_k, top_p, err, sizeof err);
-    if (rc) FAIL(rc, "%s", err);
+    if (atm_sampler_settings_why(&sc, temperature, top_k, top_p, err, sizeof err)) FAIL(-2, "%s", err);
+    int rc;
     atm_fw_settings_in in;
     memset(&in, 0, sizeof in);
     in.seed = 1;

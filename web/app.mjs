@@ -7,6 +7,7 @@
 //   web/board.mjs     Download for a board
 //   web/train.mjs     Train in the tab (web/chart.mjs: curves and samples)
 //   web/runs.mjs      Saved runs, the resume banner, one run per tab
+//   web/score.mjs     Score your own text (one or two models side by side)
 // The heavy work runs in two module workers on atome.wasm, both spoken to
 // through web/rpc.mjs: web/gen-worker.mjs (integer engine, board files) and
 // web/train-worker.mjs (float trainer). Saved runs live in IndexedDB
@@ -22,6 +23,7 @@ import { initGenerate } from './generate.mjs';
 import { initBoard } from './board.mjs';
 import { initTrain, trainedLabel } from './train.mjs';
 import { initRuns } from './runs.mjs';
+import { initScore } from './score.mjs';
 
 // What every section sees: the query string, the generation limits, what is
 // ready, the two workers, refresh() (the buttons that depend on all that)
@@ -34,7 +36,7 @@ const page = {
   // the firmware alike.
   limits: { nMax: 1e12, nDefault: 256, seedDefault: 1, maxWindow: 65535 },
   ready: { module: false, model: false, trainer: false },
-  refresh: () => { page.generate.refresh(); page.train.refresh(); page.board.refresh(); },
+  refresh: () => { page.generate.refresh(); page.train.refresh(); page.board.refresh(); page.score?.refresh(); },
 };
 page.gen = connect(new URL('./gen-worker.mjs', import.meta.url), { name: 'generation worker' });
 page.trainer = connect(new URL('./train-worker.mjs', import.meta.url), { name: 'training worker',
@@ -55,6 +57,7 @@ page.generate = initGenerate(page);
 page.board = initBoard(page);
 page.train = initTrain(page);
 page.runs = initRuns(page);
+page.score = initScore(page);
 
 // Start-up: both modules load, the models are listed and the first opened,
 // then the saved runs (their trained models join the list) and the offer of
@@ -97,7 +100,8 @@ async function listModels() {
   // the site's static list (tools/site.mjs), beside the models
   const at = new URL('../models/index.json', import.meta.url);
   try { list = JSON.parse(new TextDecoder().decode(await fetchBytes(at.href))).models; } catch (e) { showError(`cannot list the models: ${e.message}`); }
-  for (const m of list) page.models.add(m.name, { label: `${m.name} (${fmt(m.bytes)} bytes)`, kind: 'shipped', url: new URL(encodeURIComponent(m.name), at).href });
+  for (const m of list) page.models.add(m.name, { label: `${m.name} (${fmt(m.bytes)} bytes)`, kind: 'shipped', url: new URL(encodeURIComponent(m.name), at).href,
+    card: m.card ? new URL(encodeURIComponent(m.card), at).href : null });
   const want = page.params.get('model-select') ?? page.params.get('model');
   const first = want && page.models.has(want) ? want : list[0]?.name;
   if (first) { $('model-select').value = first; await page.models.open(first); }

@@ -9,6 +9,9 @@
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
 
+// the shipped model made for the smallest board, offered when the one chosen does not fit
+const SMALL_MODEL = 'atome-60k.atome';
+
 // The section: the boards (rows of the module's table, set by setBoards),
 // the firmware templates fetched (board name -> promise of the ELF bytes),
 // each card's verdict for the open model (ok | warn | bad; a card holding
@@ -28,7 +31,8 @@ const size = (n) => (n % 1048576 === 0 ? `${n / 1048576} MiB` : `${fmt(n / 1024)
 
 // The rows that get a card (a row named by another's hex_with is on that
 // row's card), and the second row of a two-row card (null for none).
-const cards = (boards) => boards.filter((b) => !boards.some((x) => x.hex_with === b.name));
+// in the rows' card_order (the boards people own first: micro:bit, Pico, then the MPS2).
+const cards = (boards) => boards.filter((b) => !boards.some((x) => x.hex_with === b.name)).sort((a, b) => a.card_order - b.card_order);
 const partner = (boards, b) => (b.hex_with ? boards.find((x) => x.name === b.hex_with) ?? null : null);
 const specs = (b) => `Arm ${cpuName(b.cpu)} · ${b.chip} · ${fmt(b.clock_hz / 1e6)} MHz · ${size(b.flash_bytes)} flash, ${size(b.ram_bytes)} RAM`;
 
@@ -118,7 +122,7 @@ async function updateFit(page, bs) {
     if (serial !== bs.serial) return;
     card.querySelector('.fit-body').replaceChildren(verdictPara(f), fitList(f.rows), known, ...(known2 ? [known2] : []));
     // how to flash and run it, only for a model that fits
-    card.querySelector('.board-note').replaceChildren(...(f.cls === 'bad' ? [] : boardNote(page, b, key, f.runW)));
+    card.querySelector('.board-note').replaceChildren(...(f.cls === 'bad' ? smallerModel(page, key) : boardNote(page, b, key, f.runW)));
   }
 }
 
@@ -131,7 +135,7 @@ async function fitVerdict(page, bs, b, key, w) {
     const flashOk = f.model_bytes <= f.capacity, ramOk = f.max_window >= w;
     const verdict = !flashOk ? `Too big: the model does not fit the ${fmt(f.capacity)}-byte model slot` :
       f.max_window === 0 ? 'Too big: the engine does not fit the board\'s RAM at any window' :
-      ramOk ? `Fits at window ${w}` : `Fits at window ${f.max_window} or less (not at ${w})`;
+      ramOk ? `Fits at a window of ${fmt(w)} bytes` : `Fits at a window of ${fmt(f.max_window)} bytes or less (not at ${fmt(w)})`;
     const cls = flashOk && f.max_window > 0 ? (ramOk ? 'ok' : 'warn') : 'bad';
     // an ATOME01 image of a board whose row says offset_stream (the micro:bit) also holds the model's
     // offset stream (docs/mcu.md, "the model slot")
@@ -169,6 +173,20 @@ async function pairVerdict(page, bs, b, pair, key, w) {
     `${short(pair)} image only: it runs on a ${pair.label}, not on a ${short(b)}.` : '');
   const rows = [...v1.rows.map(([k, v]) => [`${short(b)} — ${k}`, v]), ...v2.rows.map(([k, v]) => [`${short(pair)} — ${k}`, v])];
   return { cls, verdict, rows, runW: v1.cls === 'bad' ? v2.runW : v1.runW, v1, v2, pair };
+}
+
+// A model too big for a board: the shipped board model, one click away.
+function smallerModel(page, key) {
+  if (key === SMALL_MODEL || !page.models.has(SMALL_MODEL)) return [];
+  const p = document.createElement('p');
+  p.textContent = `${SMALL_MODEL}, the shipped model made for small boards, fits it: `;
+  const use = document.createElement('button');
+  use.type = 'button';
+  use.className = 'secondary';
+  use.textContent = `Use ${SMALL_MODEL}`;
+  use.addEventListener('click', () => guarded(async () => { $('model-select').value = SMALL_MODEL; await page.models.open(SMALL_MODEL); }));
+  p.append(use);
+  return [p];
 }
 
 function verdictPara(f) {
@@ -299,7 +317,8 @@ function qemuCommand(page, b, key, w) {
 function commandRow(b, cmd, what = 'QEMU command') {
   const pre = document.createElement('pre');
   pre.textContent = cmd;
-  pre.tabIndex = 0;
+  pre.tabIndex = 0;                     // it scrolls sideways: the keyboard can reach it
+  pre.setAttribute('role', 'group');     // (a <pre> may not carry a name of its own)
   pre.setAttribute('aria-label', `${what} for ${b.label}`);
   const copy = document.createElement('button');
   copy.type = 'button';
@@ -324,10 +343,19 @@ function wireModelDownloads(page) {
   const base = () => key().replace(/\.atome$/, '');
   $('download-atome01').addEventListener('click', () => guarded(async () => download(await call('convert', { key: key(), encoding: 1 }), `${base()}-atome01.atome`)));
   $('download-atome02').addEventListener('click', () => guarded(async () => download(await call('convert', { key: key(), encoding: 2 }), `${base()}-atome02.atome`)));
-  // as `atome header --model <file>`: the array is atome_model, the comment names the file
+  // as `atome header --model <file> [--name N] --out <N or the model>.h`: the
+  // array is named by the Name field (atome_model when empty), the comment names the model and the file
   $('download-header').addEventListener('click', () => guarded(async () => {
-    const r = await call('header', { key: key(), source: key(), name: '' });
-    download(r.text, `${base()}.h`, 'text/x-c');
+    const name = $('header-name').value.trim();
+    const file = `${name || base()}.h`;
+    let r;
+    try { r = await call('header', { key: key(), source: key(), name, file }); } catch (e) {
+      if (!e.usage) throw e;
+      const err = Object.assign(new Error(`Array name: ${e.message.replace(/^--name: /, '')}`), { field: 'header-name' });
+      markField(err);
+      throw err;
+    }
+    download(r.text, file, 'text/x-c');
   }));
 }
 

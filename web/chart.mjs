@@ -1,7 +1,7 @@
 // web/chart.mjs — the training panel's loss curves (uPlot: train points,
 // one per 10 steps, and validation points) and its samples list.
 import uPlot from '../vendor/uplot/uPlot.esm.js';
-import { $, fmt } from './ui.mjs';
+import { $, fmt, storyBreaks } from './ui.mjs';
 
 // The chart: its points, the uPlot (made on the first run shown), a pending
 // frame; steps() is the length of the run shown (the x axis ends there).
@@ -54,7 +54,9 @@ export function addSample(step, text) {
   const b = document.createElement('strong');
   b.textContent = `step ${fmt(step)}: `;
   const t = document.createElement('span');
-  t.textContent = text;
+  const sb = storyBreaks(t);       // <|endoftext|> as a story break
+  sb.append(text);
+  sb.flush();
   d.append(b, t);
   $('samples').prepend(d);
   while ($('samples').children.length > 8) $('samples').lastChild.remove();

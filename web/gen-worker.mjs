@@ -13,7 +13,7 @@
 // message of the shared settings parser.
 import { loadAtome } from '../wasm/atome.mjs';
 import { simdSupported, yieldNow } from './worker-util.mjs';
-import { serve } from './rpc.mjs';
+import { serve, Transfer } from './rpc.mjs';
 
 let atome = null;
 const models = new Map();     // key -> { model: PackedModel, bytes: Uint8Array }
@@ -145,7 +145,7 @@ const handlers = {
     const r = atome.firmware(template, board, get(key).bytes);
     return r;
   },
-  header: ({ key, source, name }) => atome.header(get(key).bytes, { source, name }),
+  header: ({ key, source, name, file }) => atome.header(get(key).bytes, { source, name, file }),
   // a standalone image with the settings baked in (hex / bin / uf2 / elf)
   standalone: ({ key, template, board, settings, format }) => atome.firmwareStandalone(template, board, get(key).bytes, settings, format),
   // the micro:bit file: the Universal Hex of the v1 and v2 standalone .hex
@@ -158,36 +158,85 @@ const handlers = {
     try { v1 = atome.firmwareStandalone(t1, b1, bytes, settings, 'hex'); } catch (e) { if (e.usage) throw e; refused = e.message; }
     return { bytes: atome.universalHex(v1 && v1.bytes, v2.bytes), info: { v1: v1 && v1.info, v2: v2.info, v1_refused: refused } };
   },
-  // the first min(n, 64) bytes those settings generate at that window: the known answer
-  expect: ({ key, prompt, n, temperature, topK, topP, seed, window }) =>
-    get(key).model.generateBytes(prompt, { n: Math.min(n, 64), temperature, topK, topP, seed, window }),
   convert: ({ key, encoding }) => {
     const { model, bytes } = get(key);
     return model.encoding === encoding ? bytes.slice() : atome.convert(bytes, encoding);
   },
 };
 
-// Requests run one at a time, in order (a model is never reopened or freed
-// under a running generation); only `stop` jumps the queue.
-let queue = Promise.resolve();
-function inOrder(type, fn) {
+// The first min(n, 64) bytes those settings generate at that window: the
+// board card's known answer. Background work: the prompt is read in slices,
+// and when a request of the person (generate, score, …) arrives the answer is
+// dropped and computed again after it (restart: the engine session is
+// shared, and a known answer is a pure function of its arguments).
+async function expect({ key, prompt, n, temperature, topK, topP, seed, window }, { preempted }) {
+  const { model } = get(key);
+  const it = model.generateSteps(prompt, { n: Math.min(n, 64), temperature, topK, topP, seed, window, chunk: 64, promptSlice: 256 });
+  let out = new Uint8Array(0);
+  try {
+    for (const piece of it) {
+      if (piece.total === undefined) { out = piece; continue; }
+      await yieldNow();
+      if (preempted()) throw PREEMPTED;
+    }
+  } finally { it.return(); }
+  return out;
+}
+const PREEMPTED = Symbol('preempted');
+
+// "Score your own text": the text scored as `atome eval` scores a file
+// (PackedModel.scoreSteps), with `progress { done, total }` events; replies
+// { seq, window, layers, stride, nats, recs, chunks, scoredBytes, sumNats,
+// bpb } (the arrays moved to the page), or { stopped: true }.
+async function score({ key, text }, { rid, emit }) {
+  const { model } = get(key);
+  const it = model.scoreSteps(text, { slice: 512 });
+  for (;;) {
+    const r = it.next();
+    if (r.done) return new Transfer(r.value, [r.value.nats.buffer, r.value.recs.buffer]);
+    emit('progress', r.value);
+    await yieldNow();
+    if (stops.has(rid)) { it.return(); return { stopped: true }; }
+  }
+}
+
+// Requests run one at a time (a model is never reopened or freed under a
+// running generation): the person's in the order they came, then the
+// background ones (a board card's known answer), which give way to any
+// request of the person at their next slice; only `stop` jumps the queue.
+const fg = [], bg = [];
+let busy = false;
+function enqueue(type, fn, background) {
   return (args, ctx) => {
-    if (type === 'generate') running.add(ctx.rid);
-    const p = queue.then(async () => {
-      try {
-        if (type !== 'init' && !atome) throw new Error('the module is not loaded yet');
-        return await fn(args, ctx);
-      } finally {
-        running.delete(ctx.rid);
-        stops.delete(ctx.rid);
-      }
+    if (type === 'generate' || type === 'score') running.add(ctx.rid);
+    return new Promise((resolve, reject) => {
+      (background ? bg : fg).push({ type, fn, args, ctx, resolve, reject });
+      pump();
     });
-    queue = p.catch(() => {});
-    return p;
   };
 }
 
+async function pump() {
+  if (busy) return;
+  busy = true;
+  while (fg.length || bg.length) {
+    const job = fg.length ? fg.shift() : bg.shift();
+    const background = job.type === 'expect';
+    try {
+      if (job.type !== 'init' && !atome) throw new Error('the module is not loaded yet');
+      job.resolve(await job.fn(job.args, { ...job.ctx, preempted: () => background && fg.length > 0 }));
+    } catch (e) {
+      if (e === PREEMPTED) { bg.unshift(job); continue; }
+      job.reject(e);
+    } finally {
+      running.delete(job.ctx.rid);
+      stops.delete(job.ctx.rid);
+    }
+  }
+  busy = false;
+}
+
 serve({
-  ...Object.fromEntries(Object.entries({ ...handlers, generate }).map(([type, fn]) => [type, inOrder(type, fn)])),
+  ...Object.fromEntries(Object.entries({ ...handlers, generate, score, expect }).map(([type, fn]) => [type, enqueue(type, fn, type === 'expect')])),
   stop: ({ target }) => { if (running.has(target)) stops.add(target); return true; },
 });

@@ -1,7 +1,7 @@
 // web/generate.mjs — the Generate section: its fields checked, a generation
 // streamed from the generation worker into #output (and the "why this byte"
 // strip), the speed line, Stop (and Esc), Ctrl+Enter, Copy and Save.
-import { $, enc, fmt, hexOf, showError, hideError, guarded, markField, intField, fieldError, download } from './ui.mjs';
+import { $, enc, fmt, hexOf, showError, hideError, guarded, markField, intField, fieldError, download, storyBreaks } from './ui.mjs';
 import { testEvent } from './hook.mjs';
 
 // The section: running / starting (a click or Ctrl+Enter finds it taken),
@@ -36,14 +36,27 @@ export function initGenerate(page) {
   };
 }
 
+// Generate answers at once: the button is taken, Stop offered and the
+// keyboard's place moved to Stop before anything is asked of the worker; at
+// the end the keyboard goes back to Generate (it had the focus, or lost it).
 async function startGenerate(page, g) {
   hideError();
   if (!page.ready.model || g.running || g.starting) return;
   g.starting = true;        // at once: a second click or Ctrl+Enter finds it taken
-  try { await runGenerate(page, g); } finally { g.starting = false; page.refresh(); }
+  g.cancelled = false;
+  const fromButton = document.activeElement === $('generate');
+  page.refresh();
+  if (fromButton) $('stop').focus();
+  $('speed').textContent = 'Starting…';
+  try { await runGenerate(page, g); } finally {
+    g.starting = false;
+    page.refresh();
+    if (fromButton && (document.activeElement === $('stop') || document.activeElement === document.body)) $('generate').focus();
+  }
 }
 
 async function stopGenerate(page, g) {
+  if (g.starting && !g.running) { g.cancelled = true; return; }
   if (!g.running) return;
   page.gen.call('stop', { target: g.rid }).catch(() => {});
   while (g.running) await new Promise((r) => setTimeout(r, 10));
@@ -82,18 +95,16 @@ function progressLine(done, n, seconds) {
 async function runGenerate(page, g) {
   $('output').dataset.done = '0';
   const fields = await generateFields(page);
-  if (!fields) return;
+  if (!fields || g.cancelled) { $('speed').textContent = ''; return; }
   const prompt = enc.encode($('prompt').value);
   const out = $('output');
   clearOutput(page, g, prompt);
   const explain = $('explain').checked;
-  const hadFocus = document.activeElement === $('generate');
   Object.assign(g, { running: true, n: 0, t0: performance.now() });
   page.refresh();
   const stream = outputStream(page, g, out, fields.n);
   const job = page.gen.request('generate', { key: page.models.current, prompt, ...fields, explain }, { onEvent: stream.onEvent });
   g.rid = job.rid;
-  if (hadFocus) $('stop').focus();       // the Generate button is disabled now: keep the keyboard's place
   try {
     const r = await job.done;
     stream.end();
@@ -103,6 +114,7 @@ async function runGenerate(page, g) {
       (r.stopped ? ' (stopped)' : '');
     testEvent('generated', r.n);
   } catch (e) {
+    stream.end();
     out.dataset.hex = stream.hex();
     out.dataset.done = '1';
     if (!stream.any()) $('speed').textContent = '';
@@ -118,15 +130,16 @@ async function runGenerate(page, g) {
 function outputStream(page, g, out, n) {
   const dec = new TextDecoder();
   const hexParts = [];
+  const breaks = storyBreaks(out);
   let pendingText = '', raf = 0;
   const paint = () => {
     raf = 0;
-    if (pendingText) { out.append(pendingText); pendingText = ''; }
+    if (pendingText) { breaks.append(pendingText); pendingText = ''; }
     page.why.follow();
   };
   const onEvent = (event, m) => {
     if (event === 'prompt') {          // a long prompt is being read
-      $('speed').textContent = `Reading the prompt: ${fmt(m.fed)} of ${fmt(m.total)} bytes (${Math.floor(100 * m.fed / m.total)} %)…`;
+      $('speed').textContent = readingLine(m.fed, m.total);
       return;
     }
     hexParts.push(hexOf(m.bytes));
@@ -136,8 +149,31 @@ function outputStream(page, g, out, n) {
     $('speed').textContent = progressLine(m.done, n, m.seconds);
     if (!raf) raf = requestAnimationFrame(paint);
   };
-  const end = () => { pendingText += dec.decode(); if (raf) cancelAnimationFrame(raf); paint(); };
+  const end = () => { pendingText += dec.decode(); if (raf) cancelAnimationFrame(raf); paint(); breaks.flush(); };
   return { onEvent, end, hex: () => hexParts.join(''), any: () => hexParts.length > 0 };
+}
+
+// The prompt is read in slices of this many bytes (the worker's promptSlice):
+// a longer one shows how far it is.
+const PROMPT_SLICE = 512;
+const readingLine = (fed, total) => `Reading the prompt: ${fmt(fed)} of ${fmt(total)} bytes (${Math.floor(100 * fed / total)} %)…`;
+
+// The prompt above the story; a long one folded to its last lines, with a
+// button that unfolds it (the story's bytes, Copy and Save keep all of it).
+const FOLD_AT = 600, FOLD_KEEP = 240;
+function echoPrompt(text) {
+  const more = $('output-prompt-more'), chars = [...text];
+  const fold = chars.length > FOLD_AT;
+  more.hidden = !fold;
+  more.setAttribute('aria-expanded', 'false');
+  more.textContent = fold ? `… ${fmt(chars.length - FOLD_KEEP)} more characters of the prompt (show)` : 'Show the whole prompt';
+  $('output-prompt').textContent = fold ? chars.slice(-FOLD_KEEP).join('') : text;
+  more.onclick = () => {
+    const open = more.getAttribute('aria-expanded') !== 'true';
+    more.setAttribute('aria-expanded', String(open));
+    $('output-prompt').textContent = open ? text : chars.slice(-FOLD_KEEP).join('');
+    more.textContent = open ? 'Fold the prompt' : `… ${fmt(chars.length - FOLD_KEEP)} more characters of the prompt (show)`;
+  };
 }
 
 // A new story: the output, its buttons and the why strip start empty.
@@ -146,8 +182,8 @@ function clearOutput(page, g, prompt) {
   out.textContent = '';
   out.dataset.hex = '';
   out.dataset.done = '0';
-  $('output-prompt').textContent = $('prompt').value || '';
-  $('speed').textContent = prompt.length > 2048 ? `Reading the prompt (${fmt(prompt.length)} bytes)…` : '';
+  echoPrompt($('prompt').value || '');
+  $('speed').textContent = prompt.length > PROMPT_SLICE ? readingLine(0, prompt.length) : '';
   g.story = null;
   $('output-copy').disabled = true;
   $('output-save').disabled = true;
@@ -164,8 +200,6 @@ function endGenerate(page, g, prompt, out) {
     $('output-copy').disabled = false;
     $('output-save').disabled = false;
   }
-  page.refresh();
-  if (document.activeElement === $('stop') || document.activeElement === document.body) $('generate').focus();
   page.why.end();
 }
 

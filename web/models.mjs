@@ -19,6 +19,7 @@ export function initModels(page) {
     has: (key) => s.entries.has(key),
     add: (value, entry, select = false) => addModelOption(s, value, entry, select),
     open: (value) => openModel(page, s, value),
+    bytes: (value) => entryBytes(s.entries.get(value)),
   };
 }
 
@@ -58,7 +59,7 @@ async function openModel(page, s, value) {
     e.info = info;
     s.current = value;
     page.ready.model = true;
-    showModel(value, info);
+    showModel(value, info, e.card);
     page.board.update();
   } catch (err) {
     if (serial !== s.serial) return;
@@ -69,9 +70,12 @@ async function openModel(page, s, value) {
   page.refresh();
 }
 
-function showModel(value, i) {
+function showModel(value, i, card) {
   $('model-info').textContent = `${value}: ${fmt(i.params)} parameters, ${i.layers} layers of width ${i.dModel}, ` +
     `${fmt(i.bytes)} bytes (${i.encoding}), default window ${i.defaultWindow}, engine RAM ${fmt(i.arenaBytes)} bytes.`;
+  // a shipped model's card: how it was trained, what it scores, its limits
+  if (card) $('model-info').append(' ', Object.assign(document.createElement('a'), { href: card,
+    textContent: `Model card (${decodeURIComponent(card.split('/').pop())})`, target: '_blank', rel: 'noopener' }));
   $('board-model').textContent = `Now: ${value} (${fmt(i.bytes)} bytes).`;
 }
 

@@ -7,7 +7,7 @@
 // Continue, no Delete) and offer it again when the lock is released. A
 // BroadcastChannel (atome-runs) tells the other tabs to refresh their list.
 import * as store from './store.mjs';
-import { $, fmt, li, button, guarded, download } from './ui.mjs';
+import { $, fmt, stamp, li, button, guarded, download } from './ui.mjs';
 import { trainedLabel } from './train.mjs';
 
 const lockName = (id) => `atome-run:${id}`;
@@ -87,12 +87,13 @@ function runItem(page, rs, r, there) {
   const item = document.createElement('li');
   const s = r.settings;
   const txt = document.createElement('span');
-  const when = new Date(r.updated).toLocaleString();
+  const when = stamp(r.updated);
   const isLive0 = page.train.run?.id === r.id && page.train.active;
   if (there) watchRun(page, rs, r.id);
   const stateText = there ? 'training in another tab' : r.state === 'done' ? (r.stopped ? 'stopped early' : 'finished') :
     r.state === 'failed' ? `failed: ${r.error ?? 'an error'}` :
-    !r.hasCkpt && !isLive0 ? 'interrupted before its first save' : r.state;
+    !r.hasCkpt && !isLive0 ? 'interrupted before its first save' :
+    isLive0 ? r.state : r.state === 'running' ? 'interrupted (continues from this step)' : 'paused';
   txt.textContent = `${s.config} ${s.quant}, ${r.corpusName}: step ${fmt(r.step)} of ${fmt(r.steps)}, ${stateText}` +
     (r.valBpb ? `, validation ${r.valBpb.toFixed(4)} bpb` : '') + ` — ${when}`;
   item.append(txt);
@@ -102,6 +103,7 @@ function runItem(page, rs, r, there) {
   if (r.state === 'done' && r.hasModel) item.append(button('Open in Generate', () => openRunModel(page, r.id), `open-${r.id}`));
   if (r.hasCkpt) item.append(button('Checkpoint', () => downloadCkpt(r.id), `ckpt-${r.id}`, 'secondary'));
   if (!isLive) item.append(deleteButton(page, rs, r.id));
+  if (r.hasCkpt) item.append(...cliResume(page, r));
   item.dataset.runId = r.id;
   return item;
 }
@@ -157,7 +159,31 @@ async function openRunModel(page, id) {
 async function downloadCkpt(id) {
   const r = await store.getRun(id);
   if (!r?.ckpt) throw new Error('that run has no saved checkpoint');
-  download(r.ckpt, `${r.settings.config}-${r.id.slice(4, 12)}-step${r.step}.ckpt`);
+  download(r.ckpt, ckptName(r));
+}
+
+const ckptName = (r) => `${r.settings.config}-${r.id.slice(4, 12)}-step${r.step}.ckpt`;
+
+// How the downloaded checkpoint goes on in the CLI: the data it needs (the
+// very bytes the run trained on, under the name the checkpoint records) and
+// the command; the Corpus button downloads those bytes.
+function cliResume(page, r) {
+  const p = document.createElement('p');
+  p.className = 'hint cli-resume';
+  const ck = ckptName(r);
+  const data = r.corpusBuiltin ? `the first ${fmt(r.corpusBytes)} bytes of TinyStories` : 'your file';
+  p.append('To continue it in the CLI, save the checkpoint and the corpus (Checkpoint, Corpus: ', r.corpusName, `, ${data}) and run `,
+    Object.assign(document.createElement('code'), { textContent: `atome train --resume ${ck} --data ${r.corpusName} --out ${ck}` }), '.');
+  return [button('Corpus', () => downloadCorpus(page, r.id), `corpus-${r.id}`, 'secondary'), p];
+}
+
+// The bytes a run trained on, under the name its checkpoint records.
+async function downloadCorpus(page, id) {
+  const r = await store.getRun(id);
+  if (!r) throw new Error('that run is gone');
+  const bytes = r.corpusBuiltin ? await page.train.builtinCorpus(r.corpusBytes || 500000) : r.corpus;
+  if (!bytes) throw new Error('the corpus of that run was not saved');
+  download(bytes, r.corpusName, 'text/plain');
 }
 
 async function deleteSavedRun(page, rs, id) {

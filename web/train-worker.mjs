@@ -6,8 +6,9 @@
 //
 // Protocol: web/rpc.mjs (requests with ids, events, one reply each); the
 // requests (docs/web.md):
-//   init { scalar, threads } -> { simd, kernels, threads, isolated } load the module (atome-threads.wasm
-//                                                                 when threads > 1 and shared memory exists)
+//   init { scalar, threads } -> { simd, kernels, threads, isolated, note, options } load the module
+//                               (atome-threads.wasm when threads > 1 and shared memory exists);
+//                               options: its training option table (core/train/options.h)
 //   start { run }            -> { step, steps, valBpb, atome01, atome02, ckpt, history, stopped, seconds }
 //                               when the run is over; run = { id, settings, corpus, corpusName, samplePrompt,
 //                               resume?, saveEveryMs, failAt }. Its events, while it trains:
@@ -277,7 +278,8 @@ async function init({ scalar, threads = 1 }) {
   // a threaded module that does not start leaves one thread, said so
   initDone = load(t).catch((e) => { if (t <= 1) throw e; note = e.message; return load(1); }).then((a) => { atome = a; });
   await initDone;
-  return { simd, kernels: atome.kernels(), threads: atome.threads, isolated: threadsAvailable(), note };
+  return { simd, kernels: atome.kernels(), threads: atome.threads, isolated: threadsAvailable(), note,
+    options: atome.trainOptions() };
 }
 
 function pause() {

@@ -3,7 +3,8 @@
 // its events shown (status, progress, curves, samples), pause / resume /
 // stop, and every checkpoint saved to IndexedDB in order.
 import * as store from './store.mjs';
-import { $, fmt, showError, hideError, markField, intField, fieldError, fetchBytes, dropZone } from './ui.mjs';
+import { $, enc, fmt, stamp, showError, hideError, markField, fieldError, fetchBytes, dropZone } from './ui.mjs';
+import { checkOption, findOption } from '../wasm/atome.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
 import { initPresets, PAGE_THREADS, presetOfFields } from './presets.mjs';
@@ -53,11 +54,13 @@ export function initTrain(page) {
 }
 
 function wireTrain(page, ts) {
+  // leaving while a run has steps not yet in IndexedDB: the browser asks first
+  window.addEventListener('beforeunload', (e) => { if (unsavedSteps(ts)) { e.preventDefault(); e.returnValue = ''; } });
   dropZone('sec-train', (f) => pickCorpus(ts, f));
   $('corpus-file').addEventListener('change', (e) => { pickCorpus(ts, e.target.files[0]); e.target.value = ''; });
   $('corpus-builtin').addEventListener('click', () => useBuiltin(ts, ts.builtinN, true));
   $('corpus-limit').textContent = `A text file of up to ${fmt(CORPUS_LIMIT)} bytes (16 MiB). ` +
-    'Plain text trains best; bytes are the vocabulary, so any language or encoding works.';
+    'Plain text trains best; bytes are the vocabulary, so any language works (a UTF-16 or UTF-32 file is offered for conversion to UTF-8).';
   const ask = (type) => page.trainer.call(type).catch((e) => trainError(page, ts, e));
   $('train-start').addEventListener('click', () => startTraining(page, ts));
   $('train-pause').addEventListener('click', () => ask('pause'));
@@ -69,6 +72,12 @@ function wireTrain(page, ts) {
   });
 }
 
+// A run trains, or stands paused with steps after its last save.
+function unsavedSteps(ts) {
+  return ts.state === 'running' || ts.state === 'starting' ||
+    ts.state === 'paused' && Number($('train-status').dataset.step) > (ts.savedStep ?? -1);
+}
+
 // state: idle | starting | running | paused | done | error; data-state shows
 // the contract's five (a run being set up still reads idle)
 function setTrainStatus(page, ts, state, extra = {}) {
@@ -78,39 +87,51 @@ function setTrainStatus(page, ts, state, extra = {}) {
   if (extra.valBpb !== undefined) st.dataset.valBpb = String(extra.valBpb);
   ts.state = state;
   ts.active = state === 'running' || state === 'paused' || state === 'starting';
+  const had = document.activeElement;
   $('train-pause').disabled = state !== 'running';
   $('train-resume').disabled = state !== 'paused';
   $('train-stop').disabled = !(state === 'running' || state === 'paused');
   for (const id of FORM_FIELDS) $(id).disabled = ts.active;
   page.refresh();
+  // the control used is disabled now: the keyboard goes to the one that undoes or follows it
+  if (had?.disabled && had.closest?.('#sec-train')) {
+    const next = { 'train-pause': 'train-resume', 'train-resume': 'train-pause', 'train-stop': 'train-start' }[had.id];
+    if (next && !$(next).disabled) $(next).focus();
+  }
 }
 
-const NUM = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
-function num(id, what, lo = -Infinity, hi = Infinity, loOpen = false) {
-  const s = $(id).value.trim();
-  if (!NUM.test(s)) throw fieldError(id, `${what} must be a number (got '${s}')`);
-  const x = Number(s);
-  if (x < lo || x > hi || (loOpen && x === lo))
-    throw fieldError(id, `${what} must be ${loOpen ? `above ${lo}` : `at least ${lo}`}${hi < Infinity ? ` and at most ${hi}` : ''} (got '${s}')`);
-  return x;
-}
-const TEXT_FIELDS = ['steps', 'batch', 'seq', 'lr', 'train-seed', 'warmup', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2',
-  'eval-every', 'sample-every'];
+// The number fields: [field id, the option of the training table
+// (core/train/options.h) whose range and words it takes, its key in the
+// run's settings]. The table comes from the training module (the worker's
+// init reply), so the page refuses what `atome train` and the JS API refuse,
+// with their words after the field's label. Sample every is the page's own
+// and takes Validate every's range.
+const FIELDS = [['steps', 'steps', 'steps'], ['batch', 'batch', 'batch'], ['seq', 'seq', 'seq'], ['lr', 'lr', 'lr'],
+  ['train-seed', 'seed', 'seed'], ['warmup', 'warmup', 'warmup'], ['lr-min', 'lr-min', 'lrMin'], ['clip', 'clip', 'clip'],
+  ['wd', 'wd', 'wd'], ['fp-fraction', 'fp-fraction', 'fpFraction'], ['lr2', 'lr2', 'lr2'],
+  ['eval-every', 'eval-every', 'evalEvery'], ['sample-every', 'eval-every', 'sampleEvery'], ['train-threads', 'threads', 'threads']];
+// Fields that may be left empty: lr2 (= lr), the cadences (auto).
+const OPTIONAL = new Set(['lr2', 'eval-every', 'sample-every']);
+const TEXT_FIELDS = FIELDS.map(([id]) => id).filter((id) => id !== 'train-threads');
 // "auto": about six validations / samples a run, on a multiple of 10 steps
 const autoEvery = (steps) => Math.max(10, Math.round(steps / 6 / 10) * 10);
-function readSettings() {
-  const int = (id, lo, hi, what) => intField(id, lo, hi, what);
-  const s = {
-    config: $('train-config').value, quant: $('train-quant').value,
-    steps: int('steps', 1, 1e8, 'Steps'), batch: int('batch', 1, 4096, 'Batch'), seq: int('seq', 2, 65536, 'Seq'),
-    lr: num('lr', 'Learning rate', 0, 10, true), seed: int('train-seed', 0, 4294967295, 'Training seed'),
-    warmup: int('warmup', 0, 1e8, 'Warmup steps'), cosine: $('cosine').value === '1', lrMin: num('lr-min', 'Cosine floor', 0, 10),
-    clip: num('clip', 'Clip grad norm', 0), wd: num('wd', 'Weight decay', 0, 10), fpFraction: num('fp-fraction', 'fp32 fraction', 0, 1),
-    lr2: $('lr2').value.trim() === '' ? null : num('lr2', 'Stage-2 lr', 0, 10, true),
-    preset: $('train-preset').value, threads: intField('train-threads', 1, 16, 'Threads'),
-  };
-  s.evalEvery = $('eval-every').value.trim() === '' ? autoEvery(s.steps) : int('eval-every', 0, 1e8, 'Validate every');
-  s.sampleEvery = $('sample-every').value.trim() === '' ? autoEvery(s.steps) : int('sample-every', 0, 1e8, 'Sample every');
+const labelOf = (id) => document.querySelector(`label[for="${id}"]`)?.textContent.trim() ?? id;
+
+// One field's value by its option's row, or a field error in the table's words.
+function fieldValue(options, id, name) {
+  const opt = findOption(options, name);
+  if (!opt) throw new Error(`the training module has no option '${name}'`);
+  try { return checkOption(opt, $(id).value.trim(), labelOf(id)); } catch (e) { throw fieldError(id, e.message); }
+}
+
+// The run's settings from the form, checked with the option table.
+function readSettings(options) {
+  if (!options) throw new Error('the training module is not loaded yet');
+  const s = { config: $('train-config').value, quant: $('train-quant').value, cosine: $('cosine').value === '1',
+    preset: $('train-preset').value };
+  for (const [id, name, key] of FIELDS) s[key] = OPTIONAL.has(id) && $(id).value.trim() === '' ? null : fieldValue(options, id, name);
+  s.evalEvery ??= autoEvery(s.steps);
+  s.sampleEvery ??= autoEvery(s.steps);
   // the fields as typed ("3e-4" stays "3e-4" when the form shows the run again)
   s.text = Object.fromEntries(TEXT_FIELDS.map((id) => [id, $(id).value.trim()]));
   if (!['atome-60k', 'vanilla-60k', 'gssm-60k'].includes(s.config)) throw new Error(`unknown model '${s.config}'`);
@@ -118,13 +139,13 @@ function readSettings() {
 }
 
 // Checks a corpus for the run's batch and seq; returns a reason or null.
-export function corpusProblem(bytes, name, batch, seq) {
+export function corpusProblem(bytes, name, batch, seq, rawOk = false) {
   if (bytes.length === 0) return `${name}: the file is empty`;
   if (bytes.length > CORPUS_LIMIT)
     return `${name}: ${fmt(bytes.length)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`;
   let nul = 0;
   for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0) nul++;
-  if (nul > 0 && nul * 1000 >= bytes.length)
+  if (!rawOk && nul > 0 && nul * 1000 >= bytes.length)
     return `${name}: ${(100 * nul / bytes.length).toFixed(1)}% of its bytes are NUL: it looks like a binary file, not text`;
   const chunks = Math.floor(bytes.length / seq), train = Math.floor(0.9 * chunks), evalc = chunks - train;
   if (train < batch || evalc < 1) {
@@ -139,17 +160,83 @@ async function pickCorpus(ts, file) {
   hideError();
   if (!file || ts.active) return;
   if (file.size > CORPUS_LIMIT) {
-    showError(`${file.name}: ${fmt(file.size)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`);
+    const why = `${file.name}: ${fmt(file.size)} bytes is more than the ${fmt(CORPUS_LIMIT)} bytes (16 MiB) the page trains on`;
+    $('corpus-encoding').hidden = true;
+    refuseCorpus(ts, file.name, why);
+    showError(why);
     return;
   }
   const bytes = new Uint8Array(await file.arrayBuffer());
+  const wide = wideEncoding(bytes);
+  if (wide) { offerConversion(ts, file.name, bytes, wide); return; }
+  takeCorpus(ts, file.name, bytes, '');
+}
+
+// Your file as the next run's corpus, if it can be one; else the reason is
+// shown and Start refuses to train (it never falls back to the built-in
+// corpus unasked). `how`: the label's note (converted, raw bytes).
+function takeCorpus(ts, name, bytes, how, rawOk = false) {
+  $('corpus-encoding').hidden = true;
   let s;
-  try { s = readSettings(); } catch { s = { batch: 16, seq: 64 }; }
-  const why = corpusProblem(bytes, file.name, s.batch, s.seq);
-  if (why) { showError(why); return; }
-  Object.assign(ts, { corpus: bytes, corpusName: file.name, builtin: false });
-  $('corpus-name').textContent = `${file.name} — ${fmt(bytes.length)} bytes (your file)`;
+  try { s = readSettings(ts.options); } catch { s = { batch: 16, seq: 64 }; }
+  const why = corpusProblem(bytes, name, s.batch, s.seq, rawOk);
+  if (why) { refuseCorpus(ts, name, why); showError(why); return; }
+  Object.assign(ts, { corpus: bytes, corpusName: name, builtin: false, refused: null, rawOk });
+  $('corpus-name').textContent = `${name} — ${fmt(bytes.length)} bytes (your file${how})`;
   $('corpus-builtin').hidden = false;
+}
+
+function refuseCorpus(ts, name, why) {
+  Object.assign(ts, { corpus: null, builtin: false, refused: why });
+  $('corpus-name').textContent = `${name} — not taken (see the message above); pick another file or the built-in corpus`;
+  $('corpus-builtin').hidden = false;
+}
+
+// UTF-16 or UTF-32 text, by its byte-order mark or, without one, by where its
+// NUL bytes fall (ASCII text in UTF-16LE: every second byte): { name, le,
+// width, bom } or null.
+export function wideEncoding(b) {
+  const at = (i) => b[i] ?? -1;
+  if (at(0) === 0xff && at(1) === 0xfe && at(2) === 0 && at(3) === 0) return { name: 'UTF-32LE', le: true, width: 4, bom: 4 };
+  if (at(0) === 0 && at(1) === 0 && at(2) === 0xfe && at(3) === 0xff) return { name: 'UTF-32BE', le: false, width: 4, bom: 4 };
+  if (at(0) === 0xff && at(1) === 0xfe) return { name: 'UTF-16LE', le: true, width: 2, bom: 2 };
+  if (at(0) === 0xfe && at(1) === 0xff) return { name: 'UTF-16BE', le: false, width: 2, bom: 2 };
+  const n = Math.min(b.length, 65536) & ~3, z = [0, 0, 0, 0];
+  if (n < 8) return null;
+  for (let i = 0; i < n; i++) if (b[i] === 0) z[i & 3]++;
+  const q = n / 4, most = (c) => c >= 0.9 * q, few = (c) => c <= 0.1 * q;
+  if (few(z[0]) && most(z[1]) && most(z[2]) && most(z[3])) return { name: 'UTF-32LE', le: true, width: 4, bom: 0 };
+  if (most(z[0]) && most(z[1]) && most(z[2]) && few(z[3])) return { name: 'UTF-32BE', le: false, width: 4, bom: 0 };
+  if (z[0] + z[2] <= 0.1 * 2 * q && z[1] + z[3] >= 0.6 * 2 * q) return { name: 'UTF-16LE', le: true, width: 2, bom: 0 };
+  if (z[1] + z[3] <= 0.1 * 2 * q && z[0] + z[2] >= 0.6 * 2 * q) return { name: 'UTF-16BE', le: false, width: 2, bom: 0 };
+  return null;
+}
+
+// The text of a UTF-16 / UTF-32 file as UTF-8 (a bad unit becomes U+FFFD).
+export function toUtf8(b, w) {
+  if (w.width === 2) return enc.encode(new TextDecoder(w.le ? 'utf-16le' : 'utf-16be').decode(b.subarray(w.bom)));
+  const dv = new DataView(b.buffer, b.byteOffset, b.length);
+  let t = '';
+  for (let i = w.bom; i + 4 <= b.length; i += 4) {
+    const c = dv.getUint32(i, w.le);
+    t += c <= 0x10ffff && (c < 0xd800 || c > 0xdfff) ? String.fromCodePoint(c) : '\ufffd';
+  }
+  return enc.encode(t);
+}
+
+// A UTF-16 / UTF-32 file: the person chooses UTF-8 (what the models read
+// best) or the raw bytes; until then Start says so.
+function offerConversion(ts, name, bytes, w) {
+  let nul = 0;
+  for (const x of bytes) nul += x === 0;
+  refuseCorpus(ts, name, `${name} is ${w.name} text: convert it to UTF-8 or use its raw bytes first (the buttons under Corpus)`);
+  $('corpus-name').textContent = `${name} — ${fmt(bytes.length)} bytes of ${w.name} text (your file): choose below`;
+  $('corpus-encoding-text').textContent = `${name} looks like ${w.name} text (${w.bom ? 'it starts with a byte-order mark' : 'from where its NUL bytes fall'}; ` +
+    `${Math.round(100 * nul / bytes.length)} % of its bytes are NUL). The models read bytes: converted to UTF-8, the same text is ` +
+    `${w.width === 2 ? 'about half' : 'about a quarter'} as long and trains like any other; as raw bytes the model also learns the NULs.`;
+  $('corpus-encoding').hidden = false;
+  $('corpus-convert').onclick = () => takeCorpus(ts, name, toUtf8(bytes, w), `, converted from ${w.name} to UTF-8`);
+  $('corpus-raw').onclick = () => takeCorpus(ts, name, bytes, `, raw ${w.name} bytes`, true);
 }
 
 // The built-in corpus of n bytes for the next run (a preset's size; `pick`:
@@ -157,9 +244,10 @@ async function pickCorpus(ts, file) {
 function useBuiltin(ts, n, pick) {
   ts.builtinN = Math.min(n, BUILTIN.bytes);
   if (!ts.builtin && !pick) return;
-  Object.assign(ts, { corpus: null, corpusName: builtinName(ts.builtinN), builtin: true });
+  Object.assign(ts, { corpus: null, corpusName: builtinName(ts.builtinN), builtin: true, refused: null, rawOk: false });
   $('corpus-name').textContent = builtinLabel(ts.builtinN);
   $('corpus-builtin').hidden = true;
+  $('corpus-encoding').hidden = true;
 }
 
 async function builtinCorpus(ts, n = ts.builtinN) {
@@ -187,7 +275,8 @@ async function startTraining(page, ts) {
   hideError();
   if (ts.active) return;
   let s;
-  try { s = readSettings(); } catch (e) { showError(e.message); markField(e); return; }
+  try { s = readSettings(ts.options); } catch (e) { showError(e.message); markField(e); return; }
+  if (ts.refused) { showError(`Start: ${ts.refused}`); $('corpus-file').focus(); return; }   // never the built-in corpus unasked
   setTrainStatus(page, ts, 'starting');      // at once: a second click finds the run taken
   let corpus;
   try { corpus = ts.builtin ? await builtinCorpus(ts) : ts.corpus; } catch (e) {
@@ -195,7 +284,7 @@ async function startTraining(page, ts) {
     showError(`cannot load the built-in corpus: ${e.message}`);
     return;
   }
-  const why = corpusProblem(corpus, ts.corpusName, s.batch, s.seq);
+  const why = corpusProblem(corpus, ts.corpusName, s.batch, s.seq, ts.rawOk && !ts.builtin);
   if (why) { setTrainStatus(page, ts, 'idle'); showError(why); return; }
   ts.focusPause = document.activeElement === $('train-start') || document.activeElement === document.body;
   const run = { id: newRunId(), created: Date.now(), updated: Date.now(), settings: s, corpusName: ts.corpusName,
@@ -239,7 +328,7 @@ function launch(page, ts, run, corpus, resume) {
   $('train-progress').max = run.steps;
   $('train-progress').value = run.step || 0;
   Object.assign(ts, { stopping: false, run, corpusForSave: run.corpusBuiltin ? null : corpus, savedCorpus: false,
-    started: performance.now(), history: resume?.history ?? null });
+    started: performance.now(), history: resume?.history ?? null, savedStep: resume ? run.step : -1 });
   testRunId(run.id);
   ts.chart.reset(resume?.history);
   $('samples').replaceChildren();
@@ -267,6 +356,7 @@ function saveRun(page, ts, patch, why) {
   ts.saves = ts.saves.then(() => store.saveRun(rec, corpus)).then(() => {
     if (corpus) ts.savedCorpus = true;
     testSaved(rec.step);
+    if (ts.run === run) ts.savedStep = rec.step;
     // a save that lands after its run failed or another run started says nothing
     if (ts.run === run) $('train-saved').textContent = `Saved at step ${fmt(rec.step)}${why ? ` (${why})` : ''}.`;
     page.runs.list();
@@ -279,6 +369,7 @@ function saveRun(page, ts, patch, why) {
 }
 
 function trainerReady(page, ts, m) {
+  ts.options = m.options;          // the option table (names, defaults, ranges, words)
   testEvent('train', 'ready', m.step);
   ts.presets.threads(m.threads ?? 1, m.isolated === true, m.note ?? null);
   page.ready.trainer = true;
@@ -384,6 +475,6 @@ function runFailed(page, ts, message) {
 }
 
 export function trainedLabel(r, step) {
-  const t = new Date(r.created).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  const t = stamp(r.created);
   return `trained ${r.settings.config} ${r.settings.quant}, ${fmt(step)} steps (${t})`;
 }

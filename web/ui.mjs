@@ -7,6 +7,8 @@ export const $ = (id) => document.getElementById(id);
 export const enc = new TextEncoder();
 export const hexOf = (u8) => { let s = ''; for (const b of u8) s += (b < 16 ? '0' : '') + b.toString(16); return s; };
 export const fmt = (x) => Math.round(x).toLocaleString('en-US');
+// One date format for the whole page: "7 Dec 2026, 04:41" (the browser's clock).
+export const stamp = (t) => new Date(t).toLocaleString('en-GB', { day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit' });
 
 export function showError(msg) {
   const line = String(msg).split('\n')[0];
@@ -84,5 +86,35 @@ export function button(text, fn, id, cls = '') {
   b.id = id;
   if (cls) b.className = cls;
   b.addEventListener('click', () => guarded(fn));
+  return b;
+}
+
+// "<|endoftext|>", the mark between two stories in TinyStories, shown as a
+// story break (the bytes, Copy and Save keep it). storyBreaks(el) appends
+// text that comes in pieces: a mark cut between two pieces is held back
+// until the next one; flush() writes what is held back.
+export const EOT = '<|endoftext|>';
+export function storyBreaks(el) {
+  let hold = '';
+  const put = (t) => { if (t) el.append(t); };
+  return {
+    append(text) {
+      let t = hold + text;
+      hold = '';
+      for (let k = t.indexOf(EOT); k >= 0; k = t.indexOf(EOT)) { put(t.slice(0, k)); el.append(storyBreak()); t = t.slice(k + EOT.length); }
+      for (let n = Math.min(EOT.length - 1, t.length); n > 0; n--) {
+        if (EOT.startsWith(t.slice(-n))) { hold = t.slice(-n); t = t.slice(0, -n); break; }
+      }
+      put(t);
+    },
+    flush() { put(hold); hold = ''; },
+  };
+}
+function storyBreak() {
+  const b = document.createElement('span');
+  b.className = 'story-break';
+  b.setAttribute('role', 'separator');
+  b.setAttribute('aria-label', 'end of story (<|endoftext|>)');
+  b.title = '<|endoftext|>: the mark between two stories in the training text';
   return b;
 }

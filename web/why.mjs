@@ -46,7 +46,7 @@ function byteText(b) {
   return `'${String.fromCharCode(b)}' (${hex})`;
 }
 
-function topLabel(b) {
+export function topLabel(b) {
   if (b === 32) return 'space';
   if (b === 10) return 'newline';
   if (b < 32 || b >= 127) return `0x${b.toString(16).padStart(2, '0')}`;
@@ -101,13 +101,9 @@ export function drawWhy(canvas, spacer, lines, sel = -1, scrollLeft = 0, viewWid
   }
 }
 
-// DOM nodes describing one byte (for #why-detail).
-export function whyDetail(x) {
-  const out = [];
-  const head = document.createElement('p');
-  head.className = 'why-title';
-  head.textContent = `Byte ${x.i + 1}: ${byteText(x.byte)}`;
-  out.push(head);
+// The router's weights and entropy per layer of one byte, as a table (the
+// layer number heads each row).
+export function routerTable(x) {
   const t = document.createElement('table');
   t.className = 'why-table';
   const hr = t.createTHead().insertRow();
@@ -120,11 +116,24 @@ export function whyDetail(x) {
   const tb = t.createTBody();
   x.router.forEach((r, l) => {
     const row = tb.insertRow();
-    row.insertCell().textContent = String(l + 1);
+    const th = document.createElement('th');
+    th.scope = 'row';
+    th.textContent = String(l + 1);
+    row.append(th);
     r.forEach((w) => { row.insertCell().textContent = w.toFixed(3); });
     row.insertCell().textContent = `${x.entropy[l].toFixed(3)} nats`;
   });
-  out.push(t);
+  return t;
+}
+
+// DOM nodes describing one byte (for #why-detail).
+export function whyDetail(x) {
+  const out = [];
+  const head = document.createElement('p');
+  head.className = 'why-title';
+  head.textContent = `Byte ${x.i + 1}: ${byteText(x.byte)}`;
+  out.push(head);
+  out.push(routerTable(x));
   const top = document.createElement('p');
   top.className = 'why-top';
   top.textContent = 'The model\'s top 5 for this position: ' +
@@ -149,9 +158,10 @@ export function initWhy() {
     const step = { ArrowLeft: -1, ArrowRight: 1, Home: -1e9, End: 1e9, PageUp: -20, PageDown: 20 }[e.key];
     if (step === undefined) return;
     e.preventDefault();
-    selectWhy(w, (w.sel < 0 ? w.lines.length : w.sel) + step);
+    selectWhy(w, (w.sel < 0 ? w.lines.length : w.sel) + step, true);
   });
-  canvas.addEventListener('focus', () => { if (w.sel < 0) selectWhy(w, w.lines.length - 1); });
+  // from the keyboard, the picked byte's details come into view with the strip
+  canvas.addEventListener('focus', () => { if (w.sel < 0) selectWhy(w, w.lines.length - 1, true); else detailIntoView(); });
   $('explain').addEventListener('change', () => { if (!$('explain').checked) $('why').hidden = true; else if (w.lines.length) $('why').hidden = false; });
   testExpose('whyLines', () => w.lines.all());
   return {
@@ -185,7 +195,12 @@ function followWhy(w) {
   if (follow) { sc.scrollLeft = sc.scrollWidth; paintWhy(w); }
 }
 
-function selectWhy(w, i) {
+function detailIntoView() {
+  const box = $('why-detail'), r = box.getBoundingClientRect(), top = $('why-scroll').getBoundingClientRect().top;
+  if (r.bottom > window.innerHeight) window.scrollBy({ top: Math.min(r.bottom - window.innerHeight + 8, top - 8), behavior: 'instant' });
+}
+
+function selectWhy(w, i, keyboard = false) {
   const n = w.lines.length;
   if (!n) return;
   w.sel = Math.max(0, Math.min(n - 1, i));
@@ -193,4 +208,5 @@ function selectWhy(w, i) {
   if (x < sc.scrollLeft || x > sc.scrollLeft + sc.clientWidth - 2 * WHY_COL) sc.scrollLeft = x - sc.clientWidth / 2;
   paintWhy(w);
   $('why-detail').replaceChildren(...whyDetail(w.lines.get(w.sel)));
+  if (keyboard) detailIntoView();
 }

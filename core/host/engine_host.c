@@ -101,6 +101,13 @@ void atm_logits_q16(const float *logits, int V, int32_t *out) {
     }
 }
 
+static const int32_t *float_gen_step(void *ctx, int byte) {
+    atm_float_gen *f = (atm_float_gen *)ctx;
+    atm_logits_q16(f->step(f->gen, byte), f->V, f->q);
+    return f->q;
+}
+const atm_gen_src atm_float_gen_src = { float_gen_step, 0, 0, 0 };
+
 /* ---- why a container failed to open (CLI and wasm front end) ---- */
 
 void atm_container_why(const uint8_t *b, size_t len, int status, char *out, size_t n) {

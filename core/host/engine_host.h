@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "eval_types.h"
+#include "../generate.h"
 
 /* One line saying why atm_model_open() refused a container (status), with
  * the sizes and CRCs involved: the words the CLI and the wasm front end use. */
@@ -26,6 +27,18 @@ void atm_container_why(const uint8_t *b, size_t len, int status, char *out, size
  * float path samples with the same code as the integer engine: x * 65536
  * (exact), rounded to nearest-even, clamped to +-2^30; NaN is never chosen. */
 void atm_logits_q16(const float *logits, int V, int32_t *out);
+
+/* A float generator as a source of the one generator (core/generate.h):
+ * step = the float model's streaming step (the trainer's gen_step on gen),
+ * its logits brought to Q16 by atm_logits_q16 into q. ctx: an
+ * atm_float_gen with step, gen and V (<= 256) set. */
+typedef struct {
+    const float *(*step)(void *gen, int byte);
+    void   *gen;
+    int     V;
+    int32_t q[256];
+} atm_float_gen;
+extern const atm_gen_src atm_float_gen_src;
 
 /* Mean cross-entropy of the integer engine over every chunk of ch: each
  * chunk starts from a reset engine, feeds bytes 0..seq-2 and scores bytes

@@ -3,25 +3,39 @@
  * errlen), write one line of reason there (either may be NULL / 0: no
  * reason wanted) and return -1:
  *     if (n == 0) ATM_FAIL("nothing to evaluate");
- * ATM_FAIL_GOTO(label, ...) writes the reason and jumps to a cleanup label. */
+ * ATM_FAIL_GOTO(label, ...) writes the reason and jumps to a cleanup label.
+ * atm_fail_code does the same and returns a code of the caller's (the
+ * legacy importer's and the firmware image library's error codes). */
 #ifndef ATOME_HOST_FAIL_H
 #define ATOME_HOST_FAIL_H
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
-static inline int atm_fail(char *err, size_t errlen, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+#define ATM_FAIL_FORMAT(i) __attribute__((format(printf, i, i + 1)))
+#else
+#define ATM_FAIL_FORMAT(i)
 #endif
-    ;
+
+static inline int atm_failv(int code, char *err, size_t errlen, const char *fmt, va_list ap) {
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    return code;
+}
+static inline int atm_fail_code(int code, char *err, size_t errlen, const char *fmt, ...) ATM_FAIL_FORMAT(4);
+static inline int atm_fail_code(int code, char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    atm_failv(code, err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+static inline int atm_fail(char *err, size_t errlen, const char *fmt, ...) ATM_FAIL_FORMAT(3);
 static inline int atm_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    atm_failv(-1, err, errlen, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

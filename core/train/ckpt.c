@@ -6,6 +6,7 @@
 #include "ckpt.h"
 #include "../host/fail.h"
 #include "export.h"
+#include "../le.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,12 +29,8 @@ static const uint8_t MAGIC[8] = { 'A', 'T', 'O', 'M', 'E', 'C', 'K', 'P' };
 /* ---- little-endian writer ---- */
 typedef struct { uint8_t *p; size_t n; } wbuf;
 
-static void put_u32(wbuf *b, uint32_t x) {
-    for (int i = 0; i < 4; i++) b->p[b->n++] = (uint8_t)(x >> (8 * i));
-}
-static void put_u64(wbuf *b, uint64_t x) {
-    for (int i = 0; i < 8; i++) b->p[b->n++] = (uint8_t)(x >> (8 * i));
-}
+static void put_u32(wbuf *b, uint32_t x) { atm_wr_u32le(b->p + b->n, x); b->n += 4; }
+static void put_u64(wbuf *b, uint64_t x) { atm_wr_u64le(b->p + b->n, x); b->n += 8; }
 static void put_i32(wbuf *b, int32_t x) { put_u32(b, (uint32_t)x); }
 static void put_i64(wbuf *b, int64_t x) { put_u64(b, (uint64_t)x); }
 static void put_f32(wbuf *b, float f) { uint32_t u; memcpy(&u, &f, 4); put_u32(b, u); }
@@ -47,14 +44,10 @@ static void put_section(wbuf *b, const char tag[4], uint32_t flags, uint64_t len
 }
 
 /* ---- little-endian reader (callers check bounds before reading) ---- */
-static uint32_t get_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-static uint64_t get_u64(const uint8_t *p) { return (uint64_t)get_u32(p) | ((uint64_t)get_u32(p + 4) << 32); }
-static int32_t get_i32(const uint8_t *p) { return (int32_t)get_u32(p); }
-static int64_t get_i64(const uint8_t *p) { return (int64_t)get_u64(p); }
-static float get_f32(const uint8_t *p) { uint32_t u = get_u32(p); float f; memcpy(&f, &u, 4); return f; }
-static double get_f64(const uint8_t *p) { uint64_t u = get_u64(p); double f; memcpy(&f, &u, 8); return f; }
+static int32_t get_i32(const uint8_t *p) { return (int32_t)atm_rd_u32le(p); }
+static int64_t get_i64(const uint8_t *p) { return (int64_t)atm_rd_u64le(p); }
+static float get_f32(const uint8_t *p) { uint32_t u = atm_rd_u32le(p); float f; memcpy(&f, &u, 4); return f; }
+static double get_f64(const uint8_t *p) { uint64_t u = atm_rd_u64le(p); double f; memcpy(&f, &u, 8); return f; }
 
 void atm_ckpt_init(atm_ckpt *ck) {
     memset(ck, 0, sizeof *ck);
@@ -211,7 +204,7 @@ static void tag_text(const uint8_t *t, char out[16]) {
 
 static int read_string(const uint8_t **pp, const uint8_t *end, char *dst, size_t cap) {
     if (end - *pp < 4) return -1;
-    uint32_t n = get_u32(*pp);
+    uint32_t n = atm_rd_u32le(*pp);
     *pp += 4;
     if ((uint64_t)n >= cap || (uint64_t)(end - *pp) < n) return -1;
     memcpy(dst, *pp, n);
@@ -241,15 +234,15 @@ static int check_header(const uint8_t *buf, size_t len, uint32_t *nsec, char *er
         SFAIL(ATM_CKPT_ETRUNC, "truncated: %zu bytes, shorter than the %d-byte header", len, HEADER_BYTES);
     }
     if (memcmp(buf, MAGIC, 8) != 0) SFAIL(ATM_CKPT_EMAGIC, "not an atome checkpoint (bad magic)");
-    uint32_t version = get_u32(buf + 8);
+    uint32_t version = atm_rd_u32le(buf + 8);
     if (version != ATM_CKPT_VERSION)
         SFAIL(ATM_CKPT_EVERSION, "format version %u; this build reads version %d", version, ATM_CKPT_VERSION);
-    *nsec = get_u32(buf + 12);
-    uint64_t fsize = get_u64(buf + 16);
+    *nsec = atm_rd_u32le(buf + 12);
+    uint64_t fsize = atm_rd_u64le(buf + 16);
     if ((uint64_t)len < fsize) SFAIL(ATM_CKPT_ETRUNC, "truncated: %zu of %llu bytes", len, (unsigned long long)fsize);
     if (fsize < HEADER_BYTES + CRC_BYTES) SFAIL(ATM_CKPT_EFORMAT, "malformed: declared size %llu is too small", (unsigned long long)fsize);
     if ((uint64_t)len > fsize) SFAIL(ATM_CKPT_EFORMAT, "malformed: %llu bytes after the declared end", (unsigned long long)((uint64_t)len - fsize));
-    uint32_t stored = get_u32(buf + len - CRC_BYTES), actual = atm_crc32(buf, len - CRC_BYTES);
+    uint32_t stored = atm_rd_u32le(buf + len - CRC_BYTES), actual = atm_crc32(buf, len - CRC_BYTES);
     if (stored != actual) SFAIL(ATM_CKPT_ECRC, "corrupt: CRC-32 mismatch (stored 0x%08X, computed 0x%08X)", stored, actual);
     if (*nsec > MAX_SECTIONS) SFAIL(ATM_CKPT_EFORMAT, "malformed: %u sections", *nsec);
     return ATM_CKPT_OK;
@@ -263,8 +256,8 @@ static int scan_sections(const uint8_t *buf, size_t len, uint32_t nsec, sec_ref 
     for (uint32_t s = 0; s < nsec; s++) {
         if ((size_t)(end - p) < SECTION_HEAD) SFAIL(ATM_CKPT_EFORMAT, "malformed: section %u header runs past the end", s);
         const uint8_t *tag = p;
-        uint32_t flags = get_u32(p + 4);
-        uint64_t slen = get_u64(p + 8);
+        uint32_t flags = atm_rd_u32le(p + 4);
+        uint64_t slen = atm_rd_u64le(p + 8);
         p += SECTION_HEAD;
         char tt[16];
         tag_text(tag, tt);
@@ -328,7 +321,7 @@ static int decode_topt(atm_ckpt *ck, const uint8_t *q, char *err, size_t errlen)
     o->steps = get_i64(q + 52);
     o->batch = get_i32(q + 60);
     o->seq = get_i32(q + 64);
-    o->seed = get_u32(q + 68);
+    o->seed = atm_rd_u32le(q + 68);
     char why[200];
     if (atm_train_opts_validate(o, why, sizeof why)) PFAIL(ATM_CKPT_ECONFIG, "bad training options: %s", why);
     ck->has_opt = 1;
@@ -339,7 +332,7 @@ static int decode_stat(atm_ckpt *ck, const uint8_t *q, char *err, size_t errlen)
     ck->step = get_i64(q);
     ck->adam_t = get_i64(q + 8);
     ck->stage = get_i32(q + 16);
-    for (int i = 0; i < 4; i++) ck->rng.s[i] = get_u32(q + 20 + 4 * i);
+    for (int i = 0; i < 4; i++) ck->rng.s[i] = atm_rd_u32le(q + 20 + 4 * i);
     ck->elapsed_s = get_f64(q + 36);
     ck->last_loss = get_f64(q + 44);
     if (ck->step < 0 || ck->adam_t < 0 || ck->adam_t > ck->step || (ck->stage != 0 && ck->stage != 1))
@@ -354,7 +347,7 @@ static int decode_stat(atm_ckpt *ck, const uint8_t *q, char *err, size_t errlen)
 static int decode_data(atm_ckpt *ck, const uint8_t *q, uint64_t qlen, char *err, size_t errlen) {
     const uint8_t *qe = q + qlen;
     if (qlen < 16) PFAIL(ATM_CKPT_EFORMAT, "malformed: DATA section too short");
-    ck->max_bytes = get_u64(q);
+    ck->max_bytes = atm_rd_u64le(q);
     ck->split = get_f64(q + 8);
     q += 16;
     if (read_string(&q, qe, ck->data_path, sizeof ck->data_path) ||
@@ -370,7 +363,7 @@ static int decode_dist(atm_ckpt *ck, const uint8_t *q, uint64_t qlen, char *err,
     const uint8_t *qe = q + qlen;
     if (qlen < 8) PFAIL(ATM_CKPT_EFORMAT, "malformed: DIST section too short");
     ck->distill_weight = get_f32(q);
-    ck->teacher_crc = get_u32(q + 4);
+    ck->teacher_crc = atm_rd_u32le(q + 4);
     q += 8;
     if (read_string(&q, qe, ck->teacher_path, sizeof ck->teacher_path) || q != qe || !ck->teacher_path[0])
         PFAIL(ATM_CKPT_EFORMAT, "malformed: bad DIST section");
@@ -385,10 +378,10 @@ static int decode_tensors(atm_ckpt *ck, const sec_ref *sec, size_t np, char *err
     const atm_config *c = &ck->cfg;
     const uint8_t *wght = sec[S_WGHT].p, *adam = sec[S_ADAM].p, *calb = sec[S_ACAL].p;
     uint64_t wght_len = sec[S_WGHT].len, adam_len = sec[S_ADAM].len, calb_len = sec[S_ACAL].len;
-    if (wght_len < 8 || get_u64(wght) != (uint64_t)np || wght_len != 8 + 4 * (uint64_t)np)
+    if (wght_len < 8 || atm_rd_u64le(wght) != (uint64_t)np || wght_len != 8 + 4 * (uint64_t)np)
         SFAIL(ATM_CKPT_EFORMAT, "malformed: WGHT holds %llu values, the config has %zu parameters",
-              (unsigned long long)(wght_len >= 8 ? get_u64(wght) : 0), np);
-    if (adam && (adam_len < 8 || get_u64(adam) != (uint64_t)np || adam_len != 8 + 8 * (uint64_t)np))
+              (unsigned long long)(wght_len >= 8 ? atm_rd_u64le(wght) : 0), np);
+    if (adam && (adam_len < 8 || atm_rd_u64le(adam) != (uint64_t)np || adam_len != 8 + 8 * (uint64_t)np))
         SFAIL(ATM_CKPT_EFORMAT, "malformed: ADAM section does not match the config's %zu parameters", np);
     if (calb) {
         atm_calib_stats cs;

@@ -88,8 +88,6 @@ static const char CAL_MAGIC[8] = { 'A', 'T', 'M', 'C', 'A', 'L', '0', '1' };
 
 size_t atm_calib_bytes(int n_layers) { return 32 + 4 * (6 * (size_t)n_layers + 3); }
 
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint32_t get32(const uint8_t *p) { return p[0] | (p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24); }
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float bitsf(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
@@ -99,39 +97,39 @@ size_t atm_calib_serialize(const atm_calib_stats *st, uint8_t *out, size_t cap) 
     size_t n = atm_calib_bytes(Ln);
     if (!out || cap < n) return 0;
     memcpy(out, CAL_MAGIC, 8);
-    put32(out + 8, ATM_CALIB_VERSION);
-    put32(out + 12, (uint32_t)Ln);
-    put32(out + 16, (uint32_t)st->d_model);
-    put32(out + 20, 0);
-    put32(out + 24, (uint32_t)st->positions);
-    put32(out + 28, (uint32_t)(st->positions >> 32));
+    atm_wr_u32le(out + 8, ATM_CALIB_VERSION);
+    atm_wr_u32le(out + 12, (uint32_t)Ln);
+    atm_wr_u32le(out + 16, (uint32_t)st->d_model);
+    atm_wr_u32le(out + 20, 0);
+    atm_wr_u32le(out + 24, (uint32_t)st->positions);
+    atm_wr_u32le(out + 28, (uint32_t)(st->positions >> 32));
     uint8_t *p = out + 32;
-    for (int i = 0; i <= Ln; i++, p += 4) put32(p, fbits(st->x_max[i]));
-    for (int i = 0; i <= Ln; i++, p += 4) put32(p, fbits(st->u_max[i]));
+    for (int i = 0; i <= Ln; i++, p += 4) atm_wr_u32le(p, fbits(st->x_max[i]));
+    for (int i = 0; i <= Ln; i++, p += 4) atm_wr_u32le(p, fbits(st->u_max[i]));
     const float *arr[4] = { st->s_max, st->q_max, st->k_max, st->v_max };
-    for (int a = 0; a < 4; a++) for (int i = 0; i < Ln; i++, p += 4) put32(p, fbits(arr[a][i]));
-    put32(p, fbits(st->logit_max));
+    for (int a = 0; a < 4; a++) for (int i = 0; i < Ln; i++, p += 4) atm_wr_u32le(p, fbits(arr[a][i]));
+    atm_wr_u32le(p, fbits(st->logit_max));
     return n;
 }
 
 int atm_calib_parse(const uint8_t *b, size_t len, atm_calib_stats *st, char *err, size_t errlen) {
     if (!b || len < 32 || memcmp(b, CAL_MAGIC, 8) != 0) ATM_FAIL_GOTO(fail, "calibration stats: bad magic or too short");
-    if (get32(b + 8) != ATM_CALIB_VERSION) ATM_FAIL_GOTO(fail, "calibration stats: unsupported version %u", (unsigned)get32(b + 8));
-    uint32_t Ln = get32(b + 12);
+    if (atm_rd_u32le(b + 8) != ATM_CALIB_VERSION) ATM_FAIL_GOTO(fail, "calibration stats: unsupported version %u", (unsigned)atm_rd_u32le(b + 8));
+    uint32_t Ln = atm_rd_u32le(b + 12);
     if (Ln < 1 || Ln > ATM_CALIB_MAX_LAYERS) ATM_FAIL_GOTO(fail, "calibration stats: bad layer count %u", (unsigned)Ln);
     if (len != atm_calib_bytes((int)Ln)) ATM_FAIL_GOTO(fail, "calibration stats: size %zu, expected %zu", len, atm_calib_bytes((int)Ln));
-    if (get32(b + 20) != 0) ATM_FAIL_GOTO(fail, "calibration stats: reserved field not zero");
+    if (atm_rd_u32le(b + 20) != 0) ATM_FAIL_GOTO(fail, "calibration stats: reserved field not zero");
     memset(st, 0, sizeof *st);
     st->n_layers = (int32_t)Ln;
-    st->d_model = (int32_t)get32(b + 16);
-    st->positions = get32(b + 24) | ((uint64_t)get32(b + 28) << 32);
+    st->d_model = (int32_t)atm_rd_u32le(b + 16);
+    st->positions = atm_rd_u32le(b + 24) | ((uint64_t)atm_rd_u32le(b + 28) << 32);
     const uint8_t *p = b + 32;
     float *arr[6] = { st->x_max, st->u_max, st->s_max, st->q_max, st->k_max, st->v_max };
     for (int a = 0; a < 6; a++) {
         uint32_t cnt = a < 2 ? Ln + 1 : Ln;
-        for (uint32_t i = 0; i < cnt; i++, p += 4) arr[a][i] = bitsf(get32(p));
+        for (uint32_t i = 0; i < cnt; i++, p += 4) arr[a][i] = bitsf(atm_rd_u32le(p));
     }
-    st->logit_max = bitsf(get32(p));
+    st->logit_max = bitsf(atm_rd_u32le(p));
     for (int a = 0; a < 6; a++)
         for (uint32_t i = 0; i < (a < 2 ? Ln + 1 : Ln); i++)
             if (!(arr[a][i] >= 0.0f) || !isfinite(arr[a][i])) ATM_FAIL_GOTO(fail, "calibration stats: invalid value");
@@ -278,31 +276,40 @@ static int ex_ssm(exporter *e, int l, double u_bound, double *bound) {
     return ex_vec(e, ATM_T_SSM_BC, l, 0);
 }
 
-/* Block l after its LayerNorm: its pathways and router; *bound: the most
- * the block adds to the residual (the router weights sum to 1, so the
- * largest pathway bound). */
+/* Block l after its LayerNorm: the rest of its tensors, in the order of
+ * atm_block_tensors (core/container.h); *bound: the most the block adds
+ * to the residual (the router weights sum to 1, so the largest pathway
+ * bound). */
 static int ex_block(exporter *e, int l, double u_bound, double *bound) {
     const atm_config *c = e->c;
     const atm_atome_block_off *bo = &e->O.blk[l];
     const int C = c->d_model, pw = c->pathways, P = (pw & 1) + ((pw >> 1) & 1) + ((pw >> 2) & 1);
-    double pb = 0.0, t = 0.0;
-    if (pw & ATM_PATH_CONV) {
-        if (ex_trits(e, ATM_T_CONV, l, "conv", bo->conv, C, c->kernel)) return -1;
-        if ((t = ex_alpha(e) * c->kernel * u_bound) > pb) pb = t;
-    }
-    if (pw & ATM_PATH_SSM) {
-        if (ex_ssm(e, l, u_bound, &t)) return -1;
+    double pb = 0.0;
+    for (int i = 0; i < ATM_BLOCK_TENSORS; i++) {
+        const atm_block_tensor *bt = &atm_block_tensors[i];
+        if (bt->path && !(pw & bt->path)) continue;
+        double t = 0.0;
+        int rc = 0;
+        switch (bt->kind) {
+        case ATM_T_CONV:
+            rc = ex_trits(e, ATM_T_CONV, l, "conv", bo->conv, C, c->kernel);
+            if (!rc) t = ex_alpha(e) * c->kernel * u_bound;
+            break;
+        case ATM_T_SSM_A: rc = ex_ssm(e, l, u_bound, &t); break;   /* SSM_A and SSM_BC */
+        case ATM_T_WQ: rc = ex_trits(e, ATM_T_WQ, l, "attn.wq", bo->wq, c->d_head, C); break;
+        case ATM_T_WK: rc = ex_trits(e, ATM_T_WK, l, "attn.wk", bo->wk, c->d_head, C); break;
+        case ATM_T_WV:   /* |v| <= alpha_v * d * u_max; the mix is a convex combination */
+            rc = ex_trits(e, ATM_T_WV, l, "attn.wv", bo->wv, C, C);
+            if (!rc) t = ex_alpha(e) * C * u_bound;
+            break;
+        case ATM_T_ROUTER: rc = ex_trits(e, ATM_T_ROUTER, l, "router", bo->router, P, C); break;
+        default: break;   /* LN_G, LN_B: with the LayerNorm (ex_layernorm); SSM_BC: with SSM_A */
+        }
+        if (rc) return -1;
         if (t > pb) pb = t;
     }
-    if (pw & ATM_PATH_ATTN) {
-        if (ex_trits(e, ATM_T_WQ, l, "attn.wq", bo->wq, c->d_head, C) || ex_trits(e, ATM_T_WK, l, "attn.wk", bo->wk, c->d_head, C) ||
-            ex_trits(e, ATM_T_WV, l, "attn.wv", bo->wv, C, C))
-            return -1;
-        /* |v| <= alpha_v * d * u_max; the mix is a convex combination */
-        if ((t = ex_alpha(e) * C * u_bound) > pb) pb = t;
-    }
     *bound = pb;
-    return ex_trits(e, ATM_T_ROUTER, l, "router", bo->router, P, C);
+    return 0;
 }
 
 /* The container config of an export (window: the option, else the training seq). */

@@ -2,6 +2,7 @@
  * Contract in legacy.h; byte layout in docs/legacy-format.md. */
 #include "legacy.h"
 #include "atome_layers.h"
+#include "../host/fail.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -153,16 +154,6 @@ int atm_legacy_requant(const int8_t *t, size_t n, float alpha, float *w) {
 
 /* ---- import ---- */
 
-static int fail(int e, char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
-
 static size_t max_ternary(const atm_legacy_plan *p) {
     size_t m = 0;
     for (int f = 0; f < ATM_LF_COUNT; f++) if (p->count[f] > m) m = p->count[f];
@@ -174,36 +165,36 @@ int atm_legacy_import(const uint8_t *blob, size_t len, const atm_config *cfg,
     atm_legacy_shape s;
     if (err && errlen) err[0] = 0;
     if (atm_legacy_shape_from_config(cfg, &s))
-        return fail(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: %s", atm_legacy_strerror(ATM_LEGACY_E_CONFIG));
+        return atm_fail_code(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: %s", atm_legacy_strerror(ATM_LEGACY_E_CONFIG));
     atm_legacy_plan p;
     atm_fmt_where where;
     int e = atm_legacy_validate(blob, len, &s, &p, &where);
     if (e) {
         if (where.field >= 0)
-            return fail(e, err, errlen, "legacy import: %s (byte %zu, %s%s%d)", atm_fmt_strerror(e), where.offset,
+            return atm_fail_code(e, err, errlen, "legacy import: %s (byte %zu, %s%s%d)", atm_fmt_strerror(e), where.offset,
                         atm_legacy_field_name(where.field), where.layer >= 0 ? " of block " : "",
                         where.layer >= 0 ? where.layer : 0);
         if ((e == ATM_FMT_E_TRUNCATED || e == ATM_FMT_E_TRAILING) && len >= ATM_LEGACY_MAGIC_LEN)
-            return fail(e, err, errlen, "legacy import: %s (%zu bytes, this config needs %zu)",
+            return atm_fail_code(e, err, errlen, "legacy import: %s (%zu bytes, this config needs %zu)",
                         atm_fmt_strerror(e), len, p.size);
-        return fail(e, err, errlen, "legacy import: %s", atm_fmt_strerror(e));
+        return atm_fail_code(e, err, errlen, "legacy import: %s", atm_fmt_strerror(e));
     }
     atm_layout *L = malloc(sizeof *L);
     int8_t *t = malloc(max_ternary(&p));
     char *filled = NULL;
-    if (!L || !t) { e = fail(ATM_LEGACY_E_NOMEM, err, errlen, "legacy import: out of memory"); goto done; }
+    if (!L || !t) { e = atm_fail_code(ATM_LEGACY_E_NOMEM, err, errlen, "legacy import: out of memory"); goto done; }
     if (atm_layout_build(cfg, L) != 0) {
-        e = fail(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: cannot build the atome layout");
+        e = atm_fail_code(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: cannot build the atome layout");
         goto done;
     }
     filled = calloc((size_t)L->n_tensors + 1, 1);
-    if (!filled) { e = fail(ATM_LEGACY_E_NOMEM, err, errlen, "legacy import: out of memory"); goto done; }
+    if (!filled) { e = atm_fail_code(ATM_LEGACY_E_NOMEM, err, errlen, "legacy import: out of memory"); goto done; }
     for (size_t i = 0; i < p.n_items; i++) {
         atm_legacy_span sp;
         atm_legacy_item(&p, i, &sp);
         int ti = tensor_for(L, &sp, &s);
         if (ti < 0 || filled[ti]) {
-            e = fail(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: layout has no matching tensor for %s%s%d",
+            e = atm_fail_code(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: layout has no matching tensor for %s%s%d",
                      atm_legacy_field_name(sp.field), sp.layer >= 0 ? " of block " : "", sp.layer >= 0 ? sp.layer : 0);
             goto done;
         }
@@ -214,7 +205,7 @@ int atm_legacy_import(const uint8_t *blob, size_t len, const atm_config *cfg,
             float alpha = f32_from_bits(atm_rd_u32le(src));
             if (p.format == 1) atm_t2_unpack(src + 4, sp.n, t); else atm_t5_unpack(src + 4, sp.n, t);
             if (atm_legacy_requant(t, sp.n, alpha, dst)) {
-                e = fail(ATM_LEGACY_E_REQUANT, err, errlen, "legacy import: %s (%s%s%d, alpha %.9g)",
+                e = atm_fail_code(ATM_LEGACY_E_REQUANT, err, errlen, "legacy import: %s (%s%s%d, alpha %.9g)",
                          atm_legacy_strerror(ATM_LEGACY_E_REQUANT), atm_legacy_field_name(sp.field),
                          sp.layer >= 0 ? " of block " : "", sp.layer >= 0 ? sp.layer : 0, (double)alpha);
                 goto done;
@@ -225,7 +216,7 @@ int atm_legacy_import(const uint8_t *blob, size_t len, const atm_config *cfg,
     }
     for (int i = 0; i < L->n_tensors; i++)
         if (!filled[i]) {
-            e = fail(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: tensor %s is not in the legacy file", L->t[i].name);
+            e = atm_fail_code(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: tensor %s is not in the legacy file", L->t[i].name);
             goto done;
         }
     e = 0;

@@ -22,9 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../rng.h"
+#include "../pathways.h"   /* ATM_PATH_* */
 
 enum { ATM_FAMILY_ATOME = 0, ATM_FAMILY_VANILLA = 1, ATM_FAMILY_GSSM = 2, ATM_N_FAMILIES = 3 };
-enum { ATM_PATH_CONV = 1, ATM_PATH_SSM = 2, ATM_PATH_ATTN = 4, ATM_PATH_ALL = 7 };
 enum { ATM_QUANT_FP32 = 0, ATM_QUANT_TERNARY = 1 };
 /* vanilla positions: a learned fp32 table (default), none (causal attention
  * is the only position signal), or a table quantised with the weights */

@@ -2,6 +2,7 @@
  * fp32-then-ternary two-stage schedule. See trainer.h for the contract; all
  * memory is allocated in atm_trainer_new, a step allocates nothing. */
 #include "trainer.h"
+#include "options.h"
 #include "pool.h"
 #include "../host/fail.h"
 #include <math.h>
@@ -10,24 +11,14 @@
 #include <string.h>
 
 
+/* The defaults are the option table's (options.c). */
 void atm_train_opts_default(atm_train_opts *o) {
     memset(o, 0, sizeof *o);
-    o->quant = ATM_QUANT_FP32;
-    o->lr = 3e-4f;
-    o->lr2 = 3e-4f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.999f;
-    o->eps = 1e-8f;
-    o->wd = 0.01f;
-    o->clip = 0.0f;
-    o->lr_min = 0.0f;
-    o->warmup = 0;
-    o->cosine = 0;
-    o->fp_fraction = 0.0f;
-    o->steps = 1000;
-    o->batch = 16;
-    o->seq = 64;
-    o->seed = 0;
+    for (int i = 0; i < ATM_TO_COUNT; i++) {
+        const atm_topt *r = &atm_topts[i];
+        atm_topt_val v = { (int64_t)r->def, r->def };
+        if (r->store != ATM_TO_RUN) atm_topt_put(o, r, &v);
+    }
 }
 
 static int finite_f(float x) { return x == x && x - x == 0.0f; }

@@ -57,7 +57,8 @@ typedef struct {
 } atm_train_opts;
 
 /* betas 0.9/0.999, eps 1e-8, wd 0.01, lr 3e-4 constant, no clip, no warmup,
- * no two-stage, quant fp32, steps 1000, batch 16, seq 64, seed 0. */
+ * no two-stage, quant fp32, steps 3000, batch 16, seq 64, seed 0: the
+ * defaults of the option table (options.h). */
 void atm_train_opts_default(atm_train_opts *o);
 /* 0 if usable; else -1 and a one-line reason. */
 int  atm_train_opts_validate(const atm_train_opts *o, char *err, size_t errlen);

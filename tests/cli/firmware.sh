@@ -208,6 +208,9 @@ ok '[ -z "$(ls "$W" | grep -E "\.tmp-")" ]' "no temporary files left behind"
 ok '[ $rc -eq 0 ] && [ ! -s h.err ] && [ "$(jv h.json model_bytes)" -eq "$(wc -c < a60k.atome)" ]' "header: exit 0, JSON"
 ok 'grep -q "d_model 64, layers 4" model.h && grep -q "pathways conv,ssm,attn" model.h && grep -q "encoding ATOME02" model.h' "header: config comment"
 ok 'grep -q "#define ATOME_MODEL_BYTES $(wc -c < a60k.atome)u" model.h' "header: size macro"
+# the comment names the file written and counts the parameters as inspect does (not the stored values)
+ok 'grep -q "^/\* model.h — generated from a60k.atome" model.h' "header: the comment names the file written"
+ok 'grep -q " $("$ATOME" inspect a60k.atome | python3 -c "import json,sys; print(json.load(sys.stdin)[\"params\"])") parameters ($("$ATOME" inspect a60k.atome | python3 -c "import json,sys; print(json.load(sys.stdin)[\"stored_values\"])") values stored)" model.h' "header: inspect's parameter count"
 python3 - model.h > back.bin <<'EOF'
 import re, sys
 t = open(sys.argv[1]).read()

@@ -60,7 +60,7 @@ assert (m[\"alias\"], m[\"hex_with\"], m[\"uhex_board_id\"], j[\"boards\"][2][\"
 for b in j[\"boards\"]:
     for k in (\"label\", \"cpu\", \"chip\", \"clock_hz\", \"flash_base\", \"flash_bytes\", \"ram_bytes\", \"slot_bytes\", \"formats\",
               \"drive\", \"faster_encoding\", \"uf2_family\", \"semihosting\", \"offset_stream\", \"tables\", \"emulator\", \"cost\",
-              \"machine\", \"alias\", \"uhex_board_id\", \"hex_with\", \"card_label\"):
+              \"machine\", \"alias\", \"uhex_board_id\", \"hex_with\", \"card_label\", \"card_order\"):
         assert k in b, (b[\"name\"], k)
     assert b[\"drive\"] in b[\"formats\"] and \"elf\" in b[\"formats\"], b
     assert (b[\"uf2_family\"] is not None) == (\"uf2\" in b[\"formats\"]), b

@@ -328,6 +328,10 @@ test('malformed specs are refused with one line, before any run', async () => {
     ['negative train-bytes', bad({ flags: { ...TINY.flags, steps: undefined, 'train-bytes': -1000 } }), /--train-bytes must be >= 1 /],
     ['batch 0 in an axis', bad({ grids: g({ batch: [0] }) }), /--batch must be >= 1 /],
     ['split 1', bad({ flags: { ...TINY.flags, split: 1 } }), /--split must be > 0 and < 1 /],
+    // the ranges and kinds come from `atome train --options-json` (core/train/options.h)
+    ['steps above 2^40', bad({ flags: { ...TINY.flags, steps: 2 ** 40 + 1 } }), /--steps must be >= 1 and <= 1099511627776 /],
+    ['beta2 at 1', bad({ flags: { ...TINY.flags, beta2: 1 } }), /--beta2 must be >= 0 and <= 0.9999999 /],
+    ['unknown quantiser', bad({ flags: { ...TINY.flags, quant: 'int8' } }), /--quant must be ternary or fp32 \(got "int8"\)/],
   ];
   for (const [what, spec, want] of cases) {
     const dir = path.join(tmp, 'bad');

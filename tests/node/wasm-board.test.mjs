@@ -58,11 +58,11 @@ test('firmware images, headers and conversions equal the CLI\'s', async () => {
     const hn = path.join(tmp, 'n.h');
     const hr = await native(['header', '--model', m.file, '--out', hn]);
     assert.equal(hr.code, 0, hr.stderr);
-    const h = atome.header(m.bytes, { source: path.basename(m.file) });
+    const h = atome.header(m.bytes, { source: path.basename(m.file), file: 'n.h' });   // the comment names the file written
     assert.ok(Buffer.from(h.text).equals(readFileSync(hn)), `${m.name}: header differs from atome header`);
     const hn2 = path.join(tmp, 'n2.h');
     assert.equal((await native(['header', '--model', m.file, '--out', hn2, '--name', 'story_model'])).code, 0);
-    assert.ok(Buffer.from(atome.header(m.bytes, { source: path.basename(m.file), name: 'story_model' }).text).equals(readFileSync(hn2)));
+    assert.ok(Buffer.from(atome.header(m.bytes, { source: path.basename(m.file), name: 'story_model', file: 'n2.h' }).text).equals(readFileSync(hn2)));
     for (const [enc, fmt] of [[1, 'atome01'], [2, 'atome02']]) {
       const cn = path.join(tmp, `c.${fmt}`);
       assert.equal((await native(['convert', '--model', m.file, '--format', fmt, '--out', cn])).code, 0);

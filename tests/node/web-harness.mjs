@@ -139,15 +139,35 @@ export async function waitReady(page) {
 }
 
 // Laptop- and phone-width screenshots of the whole page (and, for docs/web.md,
-// laptop-width ones of the named sections).
+// laptop-width ones of the named sections). Every state photographed is also
+// checked by axe-core at both widths: a serious or critical violation fails
+// the test that reached it (ATOME_AXE=0 turns the check off while debugging).
 export async function shot(page, name, sections = []) {
   for (const sec of sections) await page.locator(`#${sec}`).screenshot({ path: path.join(SHOTS, `${name}-${sec}.png`) });
   const vp = page.viewportSize();
   await page.screenshot({ path: path.join(SHOTS, `${name}-laptop.png`), fullPage: true });
+  const bad = await axeProblems(page, `${name} (${vp.width} px)`);
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(150);
   await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`), fullPage: true });
+  bad.push(...await axeProblems(page, `${name} (390 px)`));
   await page.setViewportSize(vp);
+  assert.deepEqual(bad, [], `axe-core: serious or critical violations in state ${name}`);
+}
+
+export const axeStates = [];     // [state, violation ids] of every state checked (web-axe.test.mjs reads it)
+
+// axe-core's WCAG 2.x A/AA and best-practice rules over the page as it is:
+// the serious and critical violations, one line each.
+export async function axeProblems(page, state) {
+  if (process.env.ATOME_AXE === '0') return [];
+  const { default: AxeBuilder } = await import('@axe-core/playwright');
+  // a scored text is one span a character, all alike: its first 200 are checked (thousands take axe minutes)
+  const r = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'])
+    .exclude('.score-view > span:nth-child(n+201)').analyze();
+  axeStates.push([state, r.violations.map((v) => `${v.id}:${v.impact}`)]);
+  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${state}: ${v.id} (${v.impact}) at ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 export const errorText = (page) => page.evaluate(() => (document.getElementById('error').hidden ? null :
