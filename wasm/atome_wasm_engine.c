@@ -341,12 +341,13 @@ API int atome_engine_score(engine_session *s, const uint8_t *text, size_t n, int
             nats[i - from] = NAN;
             if (ri) memset(ri, 0, (size_t)stride * sizeof *ri);
         } else {
-            atm_engine_logprobs(s->logits, V, lp);
+            atm_engine_logprobs(s->g.logits, V, lp);
             nats[i - from] = -lp[text[i]];
-            if (ri) score_record(s, s->logits, text[i], ri);
+            if (ri) score_record(s, s->g.logits, text[i], ri);
         }
-        if ((i + 1) % (size_t)seq != 0) s->logits = atm_engine_step_traced(&s->e, text[i], s->trace);
+        if ((i + 1) % (size_t)seq != 0) s->g.logits = atm_engine_step_traced(&s->e, text[i], s->trace);
     }
-    s->pending = -1;
+    s->g.pending = -1;    /* the generator continues from the scored text's last byte */
+    s->g.next = -1;
     return (int)(to - from);
 }
