@@ -316,7 +316,7 @@ export class Atome {
   firmwareStandalone(template: Uint8Array, board: string, model: Uint8Array, settings: StandaloneSettings,
     format?: FirmwareFormat): { bytes: Uint8Array; info: FirmwareInfo };
   /** `atome header --model M [--name N]`. */
-  header(model: Uint8Array, options?: { name?: string; source?: string }): { text: Uint8Array; info: FirmwareInfo };
+  header(model: Uint8Array, options?: { name?: string; source?: string; file?: string }): { text: Uint8Array; info: FirmwareInfo };
   /**
    * The micro:bit Universal Hex (`atome firmware --board microbit --format hex`) of the v1 and v2
    * single-board .hex files (v1 null: the v2's alone).
@@ -377,6 +377,32 @@ export class Model {
 }
 
 /** A packed .atome model on the integer engine (the bytes of the CLI and the firmware); free() it. */
+/** Options of PackedModel.score / scoreSteps. */
+export interface ScoreOptions {
+  /** Bytes scored between two yields (default 1024). */
+  slice?: number;
+  /** Keep each byte's record (rank, top bytes, router mix); default true. */
+  records?: boolean;
+}
+
+/** What PackedModel.score returns. */
+export interface ScoreResult {
+  seq: number;
+  window: number;
+  layers: number;
+  /** Int32 values per byte in recs. */
+  stride: number;
+  /** Each byte's cost in nats; NaN where not scored (the first byte of a chunk). */
+  nats: Float64Array;
+  /** [n x stride]: rank, n_top, top bytes, top p Q16, router Q15 and entropy Q16 per layer; null without records. */
+  recs: Int32Array | null;
+  chunks: number;
+  scoredBytes: number;
+  sumNats: number;
+  /** Over the whole chunks only, as `atome eval` reports it; null below one chunk. */
+  bpb: number | null;
+}
+
 export class PackedModel {
   constructor(atome: Atome);
   readonly a: Atome;
@@ -416,6 +442,13 @@ export class PackedModel {
   generateExplained(prompt: Prompt, options?: ExplainOptions & { steps?: false }): Generator<ExplainedPiece, void, undefined>;
   generateExplained(prompt: Prompt, options: ExplainOptions): Generator<ExplainedPiece | PromptProgress, void, undefined>;
   /** Engine RAM at window w (0 = default), bytes. */
+  /**
+   * "Score your own text" as `atome eval --model M --data FILE` scores that file: chunks of eval's
+   * seq bytes from a reset engine; yields progress after each slice and returns the scores.
+   */
+  scoreSteps(text: string | Uint8Array, options?: ScoreOptions): Generator<{ done: number; total: number }, ScoreResult, void>;
+  /** scoreSteps run to its end. */
+  score(text: string | Uint8Array, options?: ScoreOptions): ScoreResult;
   arenaFor(w?: number): number;
   /** Feeds one byte; returns the Q16 logits (value / 65536). */
   step(byte: number): Int32Array;

@@ -347,6 +347,7 @@ API int atome_engine_score(engine_session *s, const uint8_t *text, size_t n, int
         }
         if ((i + 1) % (size_t)seq != 0) s->g.logits = atm_engine_step_traced(&s->e, text[i], s->trace);
     }
-    s->g.pending = -1;
+    s->g.pending = -1;    /* the generator continues from the scored text's last byte */
+    s->g.next = -1;
     return (int)(to - from);
 }

@@ -9,7 +9,7 @@ import {
 } from 'atome';
 import type {
   AtomeError, AtomeExports, Evaluation, ExplainedPiece, FirmwareInfo, GenLimits, LoadOptions, ModelOptions,
-  PromptProgress, Setting, TrainOption, TrainResult, TrainerStats, WasmSource,
+  PromptProgress, ScoreOptions, ScoreResult, Setting, TrainOption, TrainResult, TrainerStats, WasmSource,
 } from 'atome';
 
 async function bytesOf(url: URL): Promise<Uint8Array> {
@@ -61,6 +61,10 @@ function generate(m: Model, p: PackedModel): void {
   p.ex.atome_engine_feed;   // raw exports stay reachable for tools
   for (const piece of p.pieces({ n: 4, chunk: 2 })) console.log(prompt.length, piece.length);
   const logits: Int32Array = p.step(0x20);
+  const so: ScoreOptions = { slice: 64, records: false };
+  const scored: ScoreResult = p.score('Once upon a time there was a cat.', so);
+  for (const prog of p.scoreSteps(new Uint8Array(100))) console.log(prog.done, prog.total);
+  console.log(scored.bpb ?? 0, scored.nats.length, scored.recs?.length ?? 0, scored.stride);
   console.log(all.length, packed.length, logits[0], p.arenaFor(32), p.stat(0), p.check(0), p.h);
   console.log(p.vocab, p.window, p.arenaBytes, p.dModel, p.layers, p.bytes, p.nParams, p.storedValues,
     p.defaultWindow, p.trainSeq, p.encoding, p.a === m.a);
@@ -72,7 +76,7 @@ function boards(atome: Atome, template: Uint8Array, templateV2: Uint8Array, mode
   const { image, info } = atome.firmware(template, 'microbit-v1', model);
   const standalone = atome.firmwareStandalone(template, 'microbit-v1', model,
     { prompt: 'Once', n: 64, temperature: '0.8', topK: 40, topP: null, seed: 7, window: 0, loop: false, interactive: false }, 'hex');
-  const header: { text: Uint8Array; info: FirmwareInfo } = atome.header(model, { name: 'story', source: 'story.atome' });
+  const header: { text: Uint8Array; info: FirmwareInfo } = atome.header(model, { name: 'story', source: 'story.atome', file: 'story.h' });
   const other: Uint8Array = atome.convert(model, 1);
   const v2 = atome.firmwareStandalone(templateV2, 'microbit-v2', model, { prompt: 'Once', n: 64 }, 'hex');
   const both: Uint8Array = atome.universalHex(standalone.bytes, v2.bytes);
