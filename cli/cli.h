@@ -141,6 +141,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_firmware(int argc, char **argv);   /* cli/cmd_firmware.c */
 int cmd_header(int argc, char **argv);
+int cmd_boards(int argc, char **argv);     /* cli/cmd_boards.c */
 
 /* Usage texts (cli/main.c). */
 void cli_usage(FILE *f, const char *cmd);

@@ -27,6 +27,7 @@
  *    broken template, model larger than the slot or the RAM, write error).
  *  - Success prints one JSON line (docs/cli.md). */
 #include "cli.h"
+#include "core/boards.h"
 #include "core/engine.h"
 #include "core/format.h"
 #include "core/cost.h"
@@ -41,16 +42,21 @@
 #define ATOME_SOURCE_DIR "."
 #endif
 
-/* "microbit" is the v1 (nRF51822, QEMU's microbit machine) everywhere but in
- * `--format hex`, where it names the Universal Hex of the v1 and the v2;
- * "microbit-v1" is the v1's single-board name (its template and slot board
- * are "microbit"). */
-static const char *const BOARDS[] = { "mps2-an385", "microbit", "microbit-v1", "microbit-v2", "pico" };
-#define BOARD_LIST "mps2-an385, microbit, microbit-v1, microbit-v2 or pico"
+/* "unknown board 'x' (mps2-an385, microbit or pico)": CLI_USAGE. */
+static int unknown_board(const char *cmd, const char *board) {
+    char names[256];
+    atm_fw_board_list(names, sizeof names, " or ");
+    if (!board) return cli_err(CLI_USAGE, "%s: --board is required (%s)", cmd, names);
+    return cli_err(CLI_USAGE, "%s: unknown board '%s' (%s)", cmd, board, names);
+}
 
-/* The template (and model-slot board name) of a board. */
+/* The template (and model-slot board name) of a board: its row's name
+ * ("microbit-v1", the alias, is the "microbit" row). "microbit" is the v1
+ * (nRF51822, QEMU's microbit machine) everywhere but in `--format hex`, where
+ * its row's hex_with makes it the Universal Hex of the v1 and the v2. */
 static const char *template_board(const char *board) {
-    return strcmp(board, "microbit-v1") == 0 ? "microbit" : board;
+    const atm_board *b = atm_board_find(board);
+    return b ? b->name : board;
 }
 
 /* Directory of the running binary ("" if unknown), without the trailing '/'. */
@@ -265,8 +271,7 @@ static int make_image(fw_job *j, const settings_args *sa, cli_opt *opts, int nop
         if (atm_fwset_encode(&j->set, block) != ATM_FWSET_OK || atm_fw_put_settings(j->elf, j->elen, block, err, sizeof err) != ATM_FW_OK)
             return cli_err(CLI_RUNTIME, "firmware: cannot write the settings block: %s", err);
     }
-    const int fmt = strcmp(j->format, "hex") == 0 ? ATM_FW_FORMAT_HEX : strcmp(j->format, "bin") == 0 ? ATM_FW_FORMAT_BIN
-                  : strcmp(j->format, "uf2") == 0 ? ATM_FW_FORMAT_UF2 : ATM_FW_FORMAT_ELF;
+    const int fmt = atm_fw_format_parse(j->format);
     if (atm_fw_make_file(j->elf, j->elen, fmt, data, dlen, &j->base, &j->flash_bytes, err, sizeof err) != ATM_FW_OK)
         return cli_err(CLI_RUNTIME, "firmware: template '%s': %s", j->path, err);
     return CLI_OK;
@@ -331,14 +336,20 @@ static void print_firmware(const fw_job *j) {
     printf("}\n");
 }
 
-/* `--board microbit --format hex`: the Universal Hex of the v1 and v2
- * images (fwimage/uhex.c), the v2's alone when the model does not fit the
- * v1 (said on stderr). The v2 is built first: its errors are the command's. */
+/* The name a row's single-board files go by: its alias ("microbit-v1") or its name. */
+static const char *single_name(const atm_board *b) { return b->alias[0] ? b->alias : b->name; }
+
+/* `--format hex` on a board whose row has hex_with (`--board microbit`):
+ * the Universal Hex of its image and hex_with's (fwimage/uhex.c; the v1 and
+ * the v2), the second's alone when the model does not fit the first (said
+ * on stderr). The second is built first: its errors are the command's. */
 static int universal_hex(const fw_job *base, const char *tmpl, const settings_args *sa, cli_opt *opts, int nopts) {
+    const atm_board *row[2] = { atm_board_find(base->board), NULL };
+    row[1] = atm_board_find(row[0]->hex_with);
     fw_job v[2];
     uint8_t *hex[2] = { NULL, NULL };
     size_t hl[2] = { 0, 0 };
-    for (int k = 0; k < 2; k++) { v[k] = *base; v[k].board = k ? "microbit-v2" : "microbit"; }
+    for (int k = 0; k < 2; k++) { v[k] = *base; v[k].board = row[k]->name; }
     int rc = build_image(&v[1], NULL, sa, opts, nopts, &hex[1], &hl[1]);
     char why[CLI_ERR_MAX] = "";
     int rc1 = rc;
@@ -351,7 +362,8 @@ static int universal_hex(const fw_job *base, const char *tmpl, const settings_ar
     char *u = NULL, err[256];
     size_t ul = 0;
     if (!rc) {
-        atm_fw_uh_part parts[2] = { { (const char *)hex[0], hl[0], ATM_FW_UH_BOARD_V1 }, { (const char *)hex[1], hl[1], ATM_FW_UH_BOARD_V2 } };
+        atm_fw_uh_part parts[2];
+        for (int k = 0; k < 2; k++) { parts[k].hex = (const char *)hex[k]; parts[k].len = hl[k]; parts[k].board_id = (uint16_t)row[k]->uh_board_id; }
         const int first = rc1 ? 1 : 0;
         if (atm_fw_universal_hex(parts + first, (size_t)(2 - first), 0, &u, &ul, err, sizeof err) != ATM_FW_OK)
             rc = cli_err(CLI_RUNTIME, "firmware: Universal Hex: %s", err);
@@ -359,13 +371,14 @@ static int universal_hex(const fw_job *base, const char *tmpl, const settings_ar
     }
     if (!rc) {
         const char *w = strncmp(why, "firmware: ", 10) == 0 ? why + 10 : why;
-        if (rc1) fprintf(stderr, "firmware: note: the model does not fit the micro:bit v1 (%s): the file is for the micro:bit v2 only\n", w);
+        if (rc1) fprintf(stderr, "firmware: note: the model does not fit the %s (%s): the file is for the %s only\n", row[0]->label, w, row[1]->label);
         printf("{\"out\":");
         cli_json_str(stdout, base->out);
-        printf(",\"board\":\"microbit\",\"format\":\"hex\",\"universal_hex\":true,\"file_bytes\":%zu,\"boards\":[%s\"microbit-v2\"]",
-               ul, rc1 ? "" : "\"microbit-v1\",");
+        printf(",\"board\":\"%s\",\"format\":\"hex\",\"universal_hex\":true,\"file_bytes\":%zu,\"boards\":[", row[0]->name, ul);
+        if (!rc1) printf("\"%s\",", single_name(row[0]));
+        printf("\"%s\"]", single_name(row[1]));
         if (rc1) { printf(",\"v1_refused\":"); cli_json_str(stdout, w); }
-        for (int k = rc1 ? 1 : 0; k < 2; k++) {
+        for (int k = rc1 ? 1 : 0; k < 2; k++) {   /* "v1": the row's own image, "v2": hex_with's */
             printf(",\"%s\":{\"out\":", k ? "v2" : "v1");
             cli_json_str(stdout, base->out);
             json_job(&v[k]);
@@ -400,20 +413,22 @@ int cmd_firmware(int argc, char **argv) {
     int rc = cli_parse("firmware", argc, argv, opts, nopts);
     if (rc) return rc;
     if (!j.model) return cli_err(CLI_USAGE, "firmware: --model is required");
-    if (!j.board) return cli_err(CLI_USAGE, "firmware: --board is required (" BOARD_LIST ")");
+    if (!j.board) return unknown_board("firmware", NULL);
     if (!j.out || !*j.out) return cli_err(CLI_USAGE, "firmware: --out is required");
-    int known = 0;
-    for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(j.board, BOARDS[i]) == 0;
-    if (!known) return cli_err(CLI_USAGE, "firmware: unknown board '%s' (" BOARD_LIST ")", j.board);
-    if (strcmp(j.format, "elf") && strcmp(j.format, "hex") && strcmp(j.format, "bin") && strcmp(j.format, "uf2"))
-        return cli_err(CLI_USAGE, "firmware: --format must be elf, hex, bin or uf2 (got '%s')", j.format);
-    if (strcmp(j.format, "uf2") == 0 && !atm_fw_uf2_family(j.board))
-        return cli_err(CLI_USAGE, "firmware: --format uf2 is for the pico (the RP2040 bootrom's drive); the %s takes elf, hex or bin",
-                       j.board);
+    if (!atm_board_find(j.board)) return unknown_board("firmware", j.board);
+    const int fmt = atm_fw_format_parse(j.format);
+    if (fmt < 0) return cli_err(CLI_USAGE, "firmware: --format must be elf, hex, bin or uf2 (got '%s')", j.format);
+    if (!atm_fw_board_takes(j.board, fmt)) {
+        char why[300];
+        atm_fw_format_refusal(j.board, fmt, why, sizeof why);
+        return cli_err(CLI_USAGE, "firmware: %s", why);
+    }
     if (strcmp(j.encoding, "auto") && strcmp(j.encoding, "keep"))
         return cli_err(CLI_USAGE, "firmware: --encoding must be auto or keep (got '%s')", j.encoding);
     j.with_settings = settings_seen(opts, 6);
-    if (strcmp(j.board, "microbit") == 0 && strcmp(j.format, "hex") == 0) return universal_hex(&j, tmpl, &sa, opts, nopts);
+    const atm_board *row = atm_board_find(j.board);
+    if (fmt == ATM_FW_FORMAT_HEX && row->hex_with[0] && strcmp(j.board, row->name) == 0)   /* not by its alias */
+        return universal_hex(&j, tmpl, &sa, opts, nopts);
     uint8_t *data = NULL;
     size_t dlen = 0;
     char why[512];
@@ -480,9 +495,7 @@ static int write_example(const char *out, const char *name, char *example, size_
 /* header --board: the largest window whose engine fits the board's RAM
  * (its template's arena, as for `atome firmware`). */
 static int header_board_fit(const char *board, const atm_model *m, int *max_window, long long *arena) {
-    int known = 0;
-    for (size_t i = 0; i < sizeof BOARDS / sizeof BOARDS[0]; i++) known |= strcmp(board, BOARDS[i]) == 0;
-    if (!known) return cli_err(CLI_USAGE, "header: unknown board '%s' (" BOARD_LIST ")", board);
+    if (!atm_board_find(board)) return unknown_board("header", board);
     char path[4096], tried[8192], err[512];
     if (find_template(template_board(board), path, sizeof path, tried, sizeof tried))
         return cli_err(CLI_RUNTIME, "header: no template image for %s (looked for %s): run 'cmake --preset mcu && "

@@ -1,6 +1,8 @@
 /* cli/main.c — `atome` entry point: command dispatch and usage texts.
  * The commands live in cli/cmd_*.c; docs/cli.md documents every flag. */
 #include "cli.h"
+#include "core/boards.h"
+#include "atome_version.h"   /* ATOME_VERSION: <build>/generated, cmake/version.cmake */
 #include <string.h>
 
 static const char *const USAGE_MAIN =
@@ -21,8 +23,10 @@ static const char *const USAGE_MAIN =
     "  bench     generation speed of a .atome model or checkpoint (JSON line)\n"
     "  firmware  .atome model -> Cortex-M firmware image (ELF) for QEMU or a board\n"
     "  header    .atome model -> C header (const byte array)\n"
+    "  boards    the boards the firmware runs on (table or JSON)\n"
     "\n"
-    "'atome <command> --help' lists a command's flags. Exit status: 0 ok,\n"
+    "'atome <command> --help' lists a command's flags; 'atome --version' prints\n"
+    "the version and the git commit of this build. Exit status: 0 ok,\n"
     "2 usage error, 1 runtime error (data, checkpoint, I/O).\n";
 
 static const char *const USAGE_SHAPE =
@@ -175,8 +179,9 @@ static const char *const USAGE_BENCH =
     "engine, a checkpoint on the float generator. Each repetition feeds the\n"
     "prompt (\"Once upon a time\" by default), then times N bytes.\n";
 
+/* after "usage: atome firmware --model FILE.atome --board " and the boards */
 static const char *const USAGE_FIRMWARE =
-    "usage: atome firmware --model FILE.atome --board mps2-an385|microbit|pico --out FILE [flags]\n"
+    " --out FILE [flags]\n"
     "\n"
     "Patches the model into the model slot of the board's prebuilt firmware\n"
     "(the template the mcu preset builds: tools/setup; found in\n"
@@ -210,8 +215,8 @@ static const char *const USAGE_HEADER =
     "microcontroller), NAME_BYTES and NAME_CRC32, and a comment with its config.\n"
     "With the generation flags of `atome firmware` it also holds the settings\n"
     "block (NAME_settings, NAME_ARENA_BYTES) and writes atome_model.c beside it:\n"
-    "a one-file example firmware main for your own board. --board mps2-an385,\n"
-    "microbit or pico checks the model against that board's RAM (its firmware\n"
+    "a one-file example firmware main for your own board. --board B (one of\n"
+    "'atome boards') checks the model against that board's RAM (its firmware\n"
     "template's arena): the settings' window must fit, and without --window the\n"
     "largest that fits is used when the model's default does not.\n";
 
@@ -237,6 +242,22 @@ static const char *const USAGE_INIT =
     "Writes a checkpoint with weights initialised from the seed exactly as\n"
     "'atome train' would (default training options, step 0).\n";
 
+static const char *const USAGE_BOARDS =
+    "usage: atome boards [--json]\n"
+    "       atome boards --cost --model FILE.atome --board B [--window W] [--offsets]\n"
+    "\n"
+    "The boards `atome firmware` and `atome header` know (core/boards.def): name,\n"
+    "label, CPU, clock, flash, RAM, model slot and the files each takes, as a table,\n"
+    "or with --json as one JSON object (the page's board cards read the same JSON\n"
+    "from the wasm module). --cost prints the cost model's features and estimate\n"
+    "of the model on the board at window W (default: the model's), --offsets as\n"
+    "in an image holding the model's offset stream (docs/mcu-cost.md).\n";
+
+/* "mps2-an385|microbit|pico" */
+static void board_names(FILE *f) {
+    for (size_t i = 0; i < atm_board_count(); i++) fprintf(f, "%s%s", i ? "|" : "", atm_board_at(i)->name);
+}
+
 void cli_usage(FILE *f, const char *cmd) {
     if (!cmd) { fputs(USAGE_MAIN, f); return; }
     if (strcmp(cmd, "train") == 0) { fputs(USAGE_TRAIN, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
@@ -250,7 +271,12 @@ void cli_usage(FILE *f, const char *cmd) {
     else if (strcmp(cmd, "convert") == 0) fputs(USAGE_CONVERT, f);
     else if (strcmp(cmd, "inspect") == 0) fputs(USAGE_INSPECT, f);
     else if (strcmp(cmd, "bench") == 0) fputs(USAGE_BENCH, f);
-    else if (strcmp(cmd, "firmware") == 0) fputs(USAGE_FIRMWARE, f);
+    else if (strcmp(cmd, "firmware") == 0) {
+        fputs("usage: atome firmware --model FILE.atome --board ", f);
+        board_names(f);
+        fputs(USAGE_FIRMWARE, f);
+    }
+    else if (strcmp(cmd, "boards") == 0) fputs(USAGE_BOARDS, f);
     else if (strcmp(cmd, "header") == 0) fputs(USAGE_HEADER, f);
     else if (strcmp(cmd, "init") == 0) { fputs(USAGE_INIT, f); fputc('\n', f); fputs(USAGE_SHAPE, f); }
     else fputs(USAGE_MAIN, f);
@@ -269,13 +295,17 @@ int main(int argc, char **argv) {
         cli_usage(stdout, argc > 2 && strcmp(cmd, "help") == 0 ? argv[2] : NULL);
         return CLI_OK;
     }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("atome %s\n", ATOME_VERSION);
+        return CLI_OK;
+    }
     static const struct { const char *name; int (*fn)(int, char **); } CMDS[] = {
         { "train", cmd_train }, { "eval", cmd_eval }, { "generate", cmd_generate },
         { "params", cmd_params }, { "init", cmd_init }, { "import", cmd_import },
         { "match", cmd_match },
         { "strip", cmd_strip }, { "export", cmd_export }, { "convert", cmd_convert },
         { "inspect", cmd_inspect }, { "bench", cmd_bench },
-        { "firmware", cmd_firmware }, { "header", cmd_header },
+        { "firmware", cmd_firmware }, { "header", cmd_header }, { "boards", cmd_boards },
     };
     for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
         if (strcmp(cmd, CMDS[i].name) != 0) continue;

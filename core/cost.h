@@ -18,8 +18,20 @@
  * model's offset stream (fwimage's atm_fw_put_offsets: the engine then
  * runs the bit-plane rows from it); 0 when there is no fit for them. */
 uint64_t atm_cost_insns_per_byte(const atm_mconfig *c, int encoding, const char *board, int window, int offsets);
-/* The board's CPU clock in Hz (16 MHz micro:bit v1, 64 MHz micro:bit v2,
- * 25 MHz MPS2-AN385, 125 MHz Raspberry Pi Pico), 0 if unknown. */
+
+/* The cost model's features of that model on that board, the rule
+ * tools/fit-mcu-cost.mjs fits to (it reads them through `atome boards
+ * --cost`): 1, Mlut, Mdec, A, S, E, Mox (docs/mcu-cost.md). M, the ternary
+ * matrix weights a byte passes, counts as Mlut on the engine's table path
+ * (d % 4 == 0 and d <= ATM_LUT_MAX_D, or any d % 4 == 0 on a board whose
+ * row has `tables`), as Mox instead where the image holds the offset stream
+ * (offsets = 1, ATOME01, d % 16 == 0), else as Mdec. 0, or -1 (no config,
+ * an unknown board). */
+#define ATM_COST_FEATURES 7
+int atm_cost_features(const atm_mconfig *c, int encoding, const char *board, int window, int offsets,
+                      int64_t f[ATM_COST_FEATURES]);
+
+/* The board's CPU clock in Hz (its row of core/boards.def), 0 if unknown. */
 uint32_t atm_cost_clock_hz(const char *board);
 
 #endif

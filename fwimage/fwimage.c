@@ -4,6 +4,7 @@
  * section header is 40 bytes: sh_name 0, sh_type 4, sh_flags 8, sh_addr 12,
  * sh_offset 16, sh_size 20). */
 #include "fwimage.h"
+#include "core/boards.h"
 #include "core/engine.h"
 #include "core/rng.h"
 #include "core/sampler.h"
@@ -100,7 +101,8 @@ int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *mod
 
 int atm_fw_offsets(const char *board, int encoding, size_t mlen, size_t capacity) {
     /* the bit-plane kernel reads ATOME01 rows only */
-    if (!board || strcmp(board, "microbit") != 0 || encoding != ATM_ENC_ATOME01 || mlen == 0) return 0;
+    const atm_board *b = atm_board_find(board);
+    if (!b || !b->offsets || encoding != ATM_ENC_ATOME01 || mlen == 0) return 0;
     if (mlen > capacity) return 0;
     const size_t need = ATM_FW_OFFSETS_AT((uint32_t)mlen) + 8u + atm_engine_offsets_bytes(mlen) + ATM_FWSET_BYTES;
     return need <= capacity;
@@ -388,10 +390,14 @@ int atm_fw_settings_make(const atm_model *m, int max_window, const char *board, 
 }
 
 uint32_t atm_fw_uf2_family(const char *board) {
-    return board && strcmp(board, "pico") == 0 ? ATM_FW_UF2_FAMILY_RP2040 : 0u;
+    const atm_board *b = atm_board_find(board);
+    return b ? b->uf2_family : 0u;
 }
 
-int atm_fw_semihosting(const char *board) { return !(board && strcmp(board, "pico") == 0); }
+int atm_fw_semihosting(const char *board) {
+    const atm_board *b = atm_board_find(board);
+    return b ? b->semihosting : 1;
+}
 
 /* The UF2 of flash[fl] at base for the board of elf's model slot. */
 static int uf2_file(const uint8_t *elf, size_t len, const uint8_t *flash, size_t fl, uint32_t base, uint8_t **out,
@@ -544,8 +550,8 @@ int atm_fw_example_text(FILE *f, const char *header, const char *name) {
 /* ---- the encoding a board gets ---- */
 
 int atm_fw_faster_encoding(const char *board) {
-    (void)board;   /* every board (mps2-an385, microbit, pico): docs/budgets.md */
-    return ATM_ENC_ATOME01;
+    const atm_board *b = atm_board_find(board);   /* docs/budgets.md */
+    return b ? b->faster_encoding : ATM_ENC_ATOME01;
 }
 
 static const char *enc_label(int e) { return e == ATM_ENC_ATOME01 ? "ATOME01" : "ATOME02"; }
@@ -623,4 +629,113 @@ uint32_t atm_fw_crc32_mpeg2(const uint8_t *p, size_t n) {
         for (int k = 0; k < 8; k++) c = (c & 0x80000000u) ? (c << 1) ^ 0x04C11DB7u : c << 1;
     }
     return c;
+}
+
+/* ---- the table of boards (core/boards.def) as the front ends show it ---- */
+
+static const char *const FORMAT_NAMES[] = { "elf", "hex", "bin", "uf2" };
+
+const char *atm_fw_format_name(int format) {
+    return format >= ATM_FW_FORMAT_ELF && format <= ATM_FW_FORMAT_UF2 ? FORMAT_NAMES[format] : NULL;
+}
+
+int atm_fw_format_parse(const char *name) {
+    for (int f = ATM_FW_FORMAT_ELF; f <= ATM_FW_FORMAT_UF2; f++)
+        if (name && strcmp(name, FORMAT_NAMES[f]) == 0) return f;
+    return -1;
+}
+
+int atm_fw_board_takes(const char *board, int format) {
+    const atm_board *b = atm_board_find(board);
+    return b && atm_fw_format_name(format) && (b->formats & (1u << format)) != 0;
+}
+
+/* out[o..] += the printf text, snprintf-style: o grows by the text's length
+ * whether or not it fits. */
+static size_t add(char *out, size_t cap, size_t o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(o < cap ? out + o : NULL, o < cap ? cap - o : 0, fmt, ap);
+    va_end(ap);
+    return o + (w > 0 ? (size_t)w : 0);
+}
+
+size_t atm_fw_board_list(char *out, size_t cap, const char *last_sep) {
+    size_t o = 0;
+    const size_t n = atm_board_count();
+    if (cap) out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {   /* a row's alias after its name */
+        const atm_board *b = atm_board_at(i);
+        o = add(out, cap, o, "%s%s", i == 0 ? "" : i + 1 == n && !b->alias[0] ? last_sep : ", ", b->name);
+        if (b->alias[0]) o = add(out, cap, o, "%s%s", i + 1 == n ? last_sep : ", ", b->alias);
+    }
+    return o;
+}
+
+/* One board's JSON object. */
+static size_t board_json(char *out, size_t cap, size_t o, const atm_board *b) {
+    o = add(out, cap, o, "{\"name\":\"%s\",\"label\":\"%s\",\"cpu\":\"%s\",\"chip\":\"%s\",\"clock_hz\":%lu,"
+            "\"flash_base\":\"0x%08lX\",\"flash_bytes\":%lu,\"ram_bytes\":%lu,\"slot_bytes\":%lu,\"formats\":[",
+            b->name, b->label, b->cpu, b->chip, (unsigned long)b->clock_hz, (unsigned long)b->flash_base,
+            (unsigned long)b->flash_bytes, (unsigned long)b->ram_bytes, (unsigned long)b->slot_bytes);
+    int first = 1;
+    for (int f = ATM_FW_FORMAT_ELF; f <= ATM_FW_FORMAT_UF2; f++)
+        if (b->formats & (1u << f)) { o = add(out, cap, o, "%s\"%s\"", first ? "" : ",", FORMAT_NAMES[f]); first = 0; }
+    int drive = 0;
+    while (drive < ATM_FW_FORMAT_UF2 && !(b->drive & (1u << drive))) drive++;
+    o = add(out, cap, o, "],\"drive\":\"%s\",\"faster_encoding\":\"%s\",\"uf2_family\":", FORMAT_NAMES[drive],
+            enc_label(b->faster_encoding));
+    o = b->uf2_family ? add(out, cap, o, "\"0x%08lX\"", (unsigned long)b->uf2_family) : add(out, cap, o, "null");
+    o = add(out, cap, o, ",\"semihosting\":%s,\"offset_stream\":%s,\"tables\":%s,\"emulator\":\"%s\",\"cost\":{\"count\":\"%s\","
+            "\"windows\":[", b->semihosting ? "true" : "false", b->offsets ? "true" : "false", b->tables ? "true" : "false",
+            b->emulator, b->cost_count);
+    for (const char *w = b->cost_windows; *w;) {
+        while (*w == ' ') w++;
+        const char *e = w;
+        while (*e >= '0' && *e <= '9') e++;
+        if (e == w) break;
+        o = add(out, cap, o, "%s%.*s", w == b->cost_windows ? "" : ",", (int)(e - w), w);
+        w = e;
+    }
+    o = add(out, cap, o, "]},\"machine\":");
+    o = b->machine[0] ? add(out, cap, o, "\"%s\"", b->machine) : add(out, cap, o, "null");
+    o = add(out, cap, o, ",\"alias\":");
+    o = b->alias[0] ? add(out, cap, o, "\"%s\"", b->alias) : add(out, cap, o, "null");
+    o = add(out, cap, o, ",\"uhex_board_id\":");
+    o = b->uh_board_id ? add(out, cap, o, "\"0x%04lX\"", (unsigned long)b->uh_board_id) : add(out, cap, o, "null");
+    o = add(out, cap, o, ",\"hex_with\":");
+    o = b->hex_with[0] ? add(out, cap, o, "\"%s\"", b->hex_with) : add(out, cap, o, "null");
+    return add(out, cap, o, ",\"card_label\":\"%s\",\"card_order\":%d}", b->card_label[0] ? b->card_label : b->label, b->card_order);
+}
+
+size_t atm_fw_boards_json(char *out, size_t cap) {
+    size_t o = add(out, cap, 0, "{\"boards\":[");
+    for (size_t i = 0; i < atm_board_count(); i++) {
+        if (i) o = add(out, cap, o, ",");
+        o = board_json(out, cap, o, atm_board_at(i));
+    }
+    return add(out, cap, o, "]}");
+}
+
+size_t atm_fw_format_refusal(const char *board, int format, char *out, size_t cap) {
+    const char *fname = atm_fw_format_name(format);
+    if (cap) out[0] = '\0';
+    if (!fname) return add(out, cap, 0, "unknown file format %d", format);
+    size_t o = add(out, cap, 0, "--format %s is for the", fname), takers = 0;
+    const atm_board *drive_of = NULL;
+    for (size_t i = 0; i < atm_board_count(); i++) {
+        const atm_board *b = atm_board_at(i);
+        if (!(b->formats & (1u << format))) continue;
+        o = add(out, cap, o, "%s %s", takers++ ? "," : "", b->name);
+        drive_of = takers == 1 && (b->drive & (1u << format)) ? b : NULL;
+    }
+    if (drive_of) o = add(out, cap, o, " (the %s bootrom's drive)", drive_of->chip);
+    const atm_board *b = atm_board_find(board);
+    if (!b) return o;
+    o = add(out, cap, o, "; the %s takes", b->name);
+    int n = 0, seen = 0;
+    for (int f = ATM_FW_FORMAT_ELF; f <= ATM_FW_FORMAT_UF2; f++) n += (b->formats >> f) & 1u;
+    for (int f = ATM_FW_FORMAT_ELF; f <= ATM_FW_FORMAT_UF2; f++)
+        if (b->formats & (1u << f)) { o = add(out, cap, o, "%s%s", seen == 0 ? " " : seen + 1 == n ? " or " : ", ", FORMAT_NAMES[f]); seen++; }
+    return o;
 }

@@ -71,14 +71,15 @@ int atm_fw_patch(uint8_t *elf, size_t len, const char *board, const uint8_t *mod
 
 /* 1 if a `board` image with a model of `encoding` (ATM_ENC_*) and mlen
  * bytes in a slot of `capacity` bytes holds the offset stream
- * (ATM_FW_OFFSETS_MAGIC, core/fwsettings.h): ATOME01 on the micro:bit
- * (whose engine runs the bit-plane kernel), when the stream fits beside
+ * (ATM_FW_OFFSETS_MAGIC, core/fwsettings.h): ATOME01 on a board whose row
+ * says offsets (the micro:bit, whose engine runs the bit-plane kernel), when the stream fits beside
  * the model with room left for a settings block. */
 int atm_fw_offsets(const char *board, int encoding, size_t mlen, size_t capacity);
 
-/* The trit encoding the engine runs fastest from on a board: ATOME01 on
- * every board today (mps2-an385, microbit, pico; the instruction counts of
- * both encodings are in docs/budgets.md, from tools/bench-mcu). */
+/* The trit encoding the engine runs fastest from on a board, its row's
+ * faster encoding: ATOME01 on every board today (mps2-an385, microbit,
+ * pico; the instruction counts of both encodings are in docs/budgets.md,
+ * from tools/bench-mcu). */
 int atm_fw_faster_encoding(const char *board);
 
 /* What a board is given: the model re-encoded with the board's faster
@@ -179,14 +180,15 @@ int atm_fw_example_text(FILE *out, const char *header, const char *name);
 enum { ATM_FW_FORMAT_ELF = 0, ATM_FW_FORMAT_HEX = 1, ATM_FW_FORMAT_BIN = 2, ATM_FW_FORMAT_UF2 = 3 };
 
 /* The UF2 family id of the boot loader drive of a board that takes UF2
- * files: ATM_FW_UF2_FAMILY_RP2040 for "pico"; 0 for every other board (the
- * micro:bit's drive takes Intel HEX, the MPS2's a raw binary). */
+ * files (its row of core/boards.def: ATM_FW_UF2_FAMILY_RP2040 for "pico");
+ * 0 for every other board (the micro:bit's drive takes Intel HEX, the
+ * MPS2's a raw binary). */
 uint32_t atm_fw_uf2_family(const char *board);
 
 /* 1 if an image of the board without a settings block reads its settings
  * over semihosting (QEMU or a debugger answers: mps2-an385, microbit), 0
  * if the board is standalone only (the pico: such an image prints one line
- * saying it has no settings block, docs/mcu.md). */
+ * saying it has no settings block, docs/mcu.md). Its row's semihosting. */
 int atm_fw_semihosting(const char *board);
 
 /* The file for a board from a patched image: the ELF itself, its flash
@@ -225,6 +227,36 @@ int atm_fw_uf2(const uint8_t *bin, size_t n, uint32_t base, uint32_t family, uin
  * (CRC-32/MPEG-2; "123456789" gives 0x0376e6e7), over the first 252 bytes;
  * the boot loader's last word holds it (little-endian). */
 uint32_t atm_fw_crc32_mpeg2(const uint8_t *p, size_t n);
+
+/* ---- the table of boards (core/boards.h, rows in core/boards.def) ---- */
+
+/* "elf", "hex", "bin", "uf2" for ATM_FW_FORMAT_*, NULL for another value;
+ * and back (-1 for an unknown name). */
+const char *atm_fw_format_name(int format);
+int atm_fw_format_parse(const char *name);
+
+/* 1 if the board takes files of that format (its row's formats). */
+int atm_fw_board_takes(const char *board, int format);
+
+/* The boards' names in the table's order for a message: "a, b<last_sep>c"
+ * (last_sep " or ", say). snprintf-style: writes at most cap bytes
+ * (NUL-terminated when cap > 0), returns the text's full length. */
+size_t atm_fw_board_list(char *out, size_t cap, const char *last_sep);
+
+/* The table as one JSON object, the text of `atome boards --json` and of
+ * the wasm module's boards(): {"boards":[{"name","label","cpu","chip",
+ * "clock_hz","flash_base":"0x...","flash_bytes","ram_bytes","slot_bytes",
+ * "formats":["elf",...],"drive","faster_encoding":"ATOME01","uf2_family":
+ * "0x..." or null,"semihosting","offset_stream","tables","emulator",
+ * "cost":{"count":"insns_per_byte"|"cycles_per_byte","windows":[...]},
+ * "machine","alias","uhex_board_id":"0x9900","hex_with" (each null for
+ * none),"card_label","card_order"}, ...]} (docs/cli.md). snprintf-style, as atm_fw_board_list. */
+size_t atm_fw_boards_json(char *out, size_t cap);
+
+/* Why the board takes no file of that format, as the CLI and the page say
+ * it: "--format uf2 is for the pico (the RP2040 bootrom's drive); the
+ * microbit takes elf, hex or bin". snprintf-style. */
+size_t atm_fw_format_refusal(const char *board, int format, char *out, size_t cap);
 
 /* ---- the micro:bit Universal Hex (fwimage/uhex.c) ---- */
 

@@ -17,19 +17,25 @@
 //   insns/byte = c0 + c1*Mlut + c2*Mdec + c3*A + c4*S + c5*E + c6*Mox
 //     M = ternary matrix weights a byte passes (per layer wq, wk, wv and the
 //         router, 2*d_head*d + d*d + 3*d; the unembedding 256*d), as Mlut
-//         when the engine takes its table path (d % 4 == 0, d <= 128), else
-//         as Mdec; as Mox instead of Mlut where the image holds the model's
-//         offset stream (the firmware's report says "offsets":1: the
-//         micro:bit's ATOME01 images) and d % 16 == 0 (core/cost.c)
+//         when the engine takes its table path (d % 4 == 0, d <= 128, or any
+//         d % 4 == 0 on a board whose row has "tables"), else as Mdec; as Mox
+//         instead of Mlut where the image holds the model's offset stream
+//         (the firmware's report says "offsets":1: the micro:bit's ATOME01
+//         images) and d % 16 == 0
 //     A = layers*window*d_head (attention scores)
 //     S = layers*window        (the top-k selection over the window)
 //     E = layers*d             (per-channel work: LayerNorm, conv, SSM, mix)
 //
-// and prints, for every count, the prediction and its error, then a JSON
-// line. --board B counts and fits one board only (microbit-v2: the v2 image
-// on QEMU's mps2-an386, tools/bench-mcu); with --write its rows replace that
-// board's rows of core/mcu_cost.h (added if new), the other rows stay as
-// they are, and docs/mcu-cost.md is left alone (its table is printed).
+// The features are core/cost.c's (atm_cost_features, the rule the firmware,
+// the CLI and the page estimate with), read through `atome boards --cost`;
+// the boards, their windows and what tools/bench-mcu counts there
+// (instructions, or the Pico's emulated cycles) are the table of boards
+// (`atome boards --json`, core/boards.def). It prints, for every count, the
+// prediction and its error, then a JSON line. --board B (a row of the table)
+// counts and fits that board only (microbit-v2: the v2 image on QEMU's
+// mps2-an386, tools/bench-mcu); with --write its rows replace that board's
+// rows of core/mcu_cost.h (added if new), the other rows stay as they are,
+// and docs/mcu-cost.md is left alone (its table is printed).
 // --write writes the coefficients to core/mcu_cost.h (a generated
 // file that core/cost.c's atm_cost_insns_per_byte reads) and the table to
 // docs/mcu-cost.md. The shipped models are among the counted shapes.
@@ -48,15 +54,16 @@ const bi = argv.indexOf('--board');
 const only = bi >= 0 ? argv[bi + 1] : null;
 for (const [i, a] of argv.entries()) if (a !== '--write' && !(i === bi || i === bi + 1)) { console.error(`fit-mcu-cost: unknown argument ${a}`); process.exit(2); }
 
-// [name, init flags, or a shipped model's path]; windows per board (what fits its RAM is tried; a
-// window that does not fit is skipped)
+// [name, init flags, or a shipped model's path, which boards (all if absent)]; windows per board
+// from the table (what fits its RAM is tried; a window that does not fit is skipped)
 const SHAPES = [
   ['tiny', ['--config', 'atome-tiny']],
   ['d32-l2', ['--config', 'atome-60k', '--d-model', '32', '--layers', '2', '--d-head', '8']],
   ['d48-l3', ['--config', 'atome-60k', '--d-model', '48', '--layers', '3', '--d-head', '16']],
-  // d % 16 != 0: the micro:bit's ATOME01 rows without the offset stream (its Mlut); counted on the micro:bit
-  // only, since its 10-byte rows take the C loop of the bit-plane kernel, which the linear model does not know
-  ['d40-l2', ['--config', 'atome-60k', '--d-model', '40', '--layers', '2', '--d-head', '8'], ['microbit']],
+  // d % 16 != 0: the micro:bit's ATOME01 rows without the offset stream (its Mlut); counted on the boards
+  // with the offset stream (the micro:bit) only, since its 10-byte rows take the C loop of the bit-plane
+  // kernel, which the linear model does not know
+  ['d40-l2', ['--config', 'atome-60k', '--d-model', '40', '--layers', '2', '--d-head', '8'], (b) => b.offset_stream],
   ['d64-l1', ['--config', 'atome-60k', '--layers', '1']],
   ['d64-l2-h32', ['--config', 'atome-60k', '--layers', '2', '--d-head', '32']],
   ['atome-60k', 'models/atome-60k.atome'],
@@ -65,24 +72,19 @@ const SHAPES = [
   ['d160-l1', ['--config', 'atome-60k', '--d-model', '160', '--layers', '1', '--d-head', '16']],
   ['d200-l2', ['--config', 'atome-60k', '--d-model', '200', '--layers', '2', '--d-head', '32']],
 ];
-const ALL_BOARDS = { microbit: [8, 16, 32], 'mps2-an385': [16, 32, 64], pico: [16, 32, 64], 'microbit-v2': [16, 32, 64] };
-if (only && !ALL_BOARDS[only]) { console.error(`fit-mcu-cost: unknown board ${only}`); process.exit(2); }
-// without --board: the boards of the committed table (microbit-v2 is fitted with --board microbit-v2)
-const BOARDS = only ? { [only]: ALL_BOARDS[only] } : { microbit: ALL_BOARDS.microbit, 'mps2-an385': ALL_BOARDS['mps2-an385'], pico: ALL_BOARDS.pico };
+// the table of boards, by name (the fits and core/mcu_cost.h's rows in that order); --board B: its row only
+const TABLE = JSON.parse(execFileSync(ATOME, ['boards', '--json']).toString()).boards
+  .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+if (only && !TABLE.some((b) => b.name === only)) {
+  console.error(`fit-mcu-cost: unknown board ${only} (${TABLE.map((b) => b.name).join(', ')})`);
+  process.exit(2);
+}
+const BOARDS = only ? TABLE.filter((b) => b.name === only) : TABLE;
 const ENCODINGS = ['atome01', 'atome02'];
 
-const shapeOf = (p, board, ox) => {
-  const D = p.d_model, L = p.layers, H = p.d_head;
-  // the engine's ternary products take a per-input table path when d % 4 == 0
-  // and d <= 128 (core/engine.c, ATM_LUT_MAX_D), or at any d % 4 == 0 where
-  // the firmware gives the engine its byte tables (mps2-an385), else decode
-  // + multiply
-  const lut = D % 4 === 0 && (D <= 128 || board === 'mps2-an385');
-  const M = L * (2 * H * D + D * D + 3 * D) + p.vocab * D;
-  const o = lut && ox && D % 16 === 0;
-  return { D, L, H, Mlut: lut && !o ? M : 0, Mdec: lut ? 0 : M, Mox: o ? M : 0 };
-};
-const features = (s, W) => [1, s.Mlut, s.Mdec, s.L * W * s.H, s.L * W, s.L * s.D, s.Mox];
+// core/cost.c's features of the model in `file` on `board` at window W (ox: the image holds the offset stream)
+const features = (file, board, W, ox) => JSON.parse(execFileSync(ATOME, ['boards', '--cost', '--model', file, '--board', board,
+  '--window', String(W), ...(ox ? ['--offsets'] : [])]).toString()).features;
 
 // Least squares on relative errors (each row divided by its count, so a
 // large model does not outweigh the small ones), by the normal equations
@@ -115,12 +117,10 @@ function models(tmp) {
   const out = [];
   for (const [name, flags, boards] of SHAPES) {
     const files = {};
-    let config = flags;
     if (typeof flags === 'string') {   // a shipped model (ATOME02), and it re-encoded
       files.atome02 = path.join(repo, flags);
       files.atome01 = path.join(tmp, `${name}-01.atome`);
       execFileSync(ATOME, ['convert', '--model', files.atome02, '--format', 'atome01', '--out', files.atome01]);
-      config = ['--config', name];
     } else {
       const ck = path.join(tmp, `${name}.ckpt`);
       execFileSync(ATOME, ['train', '--data', DATA, '--max-bytes', '300000', '--steps', '300', '--batch', '16', '--seq', '64',
@@ -130,20 +130,20 @@ function models(tmp) {
         execFileSync(ATOME, ['export', '--model', ck, '--format', e, '--out', files[e]]);
       }
     }
-    const p = JSON.parse(execFileSync(ATOME, ['params', ...config]).toString());
-    out.push({ name, files, params: p, boards });
+    out.push({ name, files, boards });
   }
   return out;
 }
 
-// QEMU's instruction counts on the micro:bit and the MPS2; on the Pico,
-// rp2040js's cycle counts (32 bytes: the emulator is slower than QEMU)
+// What the board's row says tools/bench-mcu counts: QEMU's instructions on the
+// micro:bit and the MPS2; on the Pico, rp2040js's cycles (32 bytes: the
+// emulator is slower than QEMU)
 function count(file, board, W) {
   try {
-    const r = execFileSync(path.join(repo, 'tools/bench-mcu'), ['--model', file, '--board', board, '--window', String(W)],
+    const r = execFileSync(path.join(repo, 'tools/bench-mcu'), ['--model', file, '--board', board.name, '--window', String(W)],
       { stdio: ['ignore', 'pipe', 'ignore'] });
     const j = JSON.parse(r.toString());
-    return { y: board === 'pico' ? j.cycles_per_byte : j.insns_per_byte, ox: !!(j.report && j.report.offsets) };
+    return { y: j[board.cost.count], ox: !!(j.report && j.report.offsets) };
   } catch { return null; }   // the window does not fit the board's RAM
 }
 
@@ -159,13 +159,14 @@ const tmp = mkdtempSync(path.join(tmpdir(), 'atome-cost-'));
 try {
   const ms = models(tmp);
   const fits = [];
-  for (const [board, windows] of Object.entries(BOARDS)) {
+  for (const b of BOARDS) {
+    const board = b.name;
     for (const enc of ENCODINGS) {
       const rows = [];
-      for (const m of ms) for (const W of windows) {
-        if (m.boards && !m.boards.includes(board)) continue;
-        const k = count(m.files[enc], board, W);
-        if (k != null) rows.push({ name: m.name, W, y: k.y, x: features(shapeOf(m.params, board, k.ox), W) });
+      for (const m of ms) for (const W of b.cost.windows) {
+        if (m.boards && !m.boards(b)) continue;
+        const k = count(m.files[enc], b, W);
+        if (k != null) rows.push({ name: m.name, W, y: k.y, x: features(m.files[enc], board, W, k.ox) });
       }
       const c = fit(rows);
       for (const r of rows) r.pred = r.x.reduce((s, v, i) => s + v * c[i], 0);

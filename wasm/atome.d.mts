@@ -243,6 +243,18 @@ export function fileKind(bytes: Uint8Array): 'checkpoint' | 'atome' | 'unknown';
 /** The Node command `generate` (argv without the command name's path); resolves to the exit status. */
 export function main(argv: string[]): Promise<number>;
 
+/** One row of the table of boards (`atome boards --json`). */
+export interface BoardRow {
+  name: string; label: string; cpu: string; chip: string; clock_hz: number;
+  flash_base: string; flash_bytes: number; ram_bytes: number; slot_bytes: number;
+  formats: Array<'elf' | 'hex' | 'bin' | 'uf2'>; drive: 'elf' | 'hex' | 'bin' | 'uf2';
+  faster_encoding: 'ATOME01' | 'ATOME02'; uf2_family: string | null;
+  semihosting: boolean; offset_stream: boolean; tables: boolean; emulator: string;
+  cost: { count: 'insns_per_byte' | 'cycles_per_byte'; windows: number[] };
+  machine: string | null; alias: string | null; uhex_board_id: string | null; hex_with: string | null;
+  card_label: string; card_order: number;
+}
+
 export class Atome {
   constructor(ex: AtomeExports);
   readonly ex: AtomeExports;
@@ -310,6 +322,10 @@ export class Atome {
    * single-board .hex files (v1 null: the v2's alone).
    */
   universalHex(v1: Uint8Array | null, v2: Uint8Array): Uint8Array;
+  /** The project version and git commit the module was built from, as `atome --version` prints them after `atome `. */
+  version(): string;
+  /** The table of boards (core/boards.def), as `atome boards --json` prints it (docs/cli.md). */
+  boards(): { boards: BoardRow[] };
   /** `atome convert`: 1 = ATOME01, 2 = ATOME02. */
   convert(model: Uint8Array, encoding: 1 | 2): Uint8Array;
 }

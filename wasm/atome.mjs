@@ -403,6 +403,15 @@ export class Atome {
     return rc;
   }
   fwOut() { return this.u8(this.ex.atome_fw_out(), this.ex.atome_fw_out_len()).slice(); }
+
+  // The project version and the git commit this module was built from, as
+  // `atome --version` prints it after "atome ": "0.1.0 (commit 0123abcd4567)".
+  version() { return this.cstr(this.ex.atome_version()); }
+
+  // The table of boards (core/boards.def), as `atome boards --json` prints it:
+  // { boards: [{ name, label, cpu, chip, clock_hz, flash_bytes, ram_bytes,
+  // slot_bytes, formats, drive, semihosting, emulator, cost, ... }] }.
+  boards() { return JSON.parse(this.cstr(this.ex.atome_boards_json())); }
   fwInfo() { return JSON.parse(this.cstr(this.ex.atome_fw_info())); }
 
   // How `model` fits the board of `template` (a firmware template ELF), in

@@ -12,6 +12,7 @@
  * reason in atome_fw_error() worded as the CLI's message after its
  * "firmware: " / "header: " prefix. */
 #define _POSIX_C_SOURCE 200809L   /* open_memstream */
+#include "core/boards.h"
 #include "core/cost.h"
 #include <emscripten/emscripten.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 double atome_shape_params(const atm_mconfig *c);
 #include "core/sampler.h"
 #include "fwimage/fwimage.h"
+#include "atome_version.h"   /* ATOME_VERSION: <build>/generated, cmake/version.cmake */
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -58,6 +60,22 @@ static void out_clear(void) {
 }
 
 API const char *atome_fw_error(void) { return g_err; }
+
+/* `atome --version`'s string after "atome ": the project version and the
+ * git commit of this build. */
+API const char *atome_version(void) { return ATOME_VERSION; }
+
+/* `atome boards --json`: the table of boards (core/boards.def) as JSON,
+ * built once; NULL if out of memory. */
+API const char *atome_boards_json(void) {
+    static char *json;
+    if (!json) {
+        const size_t need = atm_fw_boards_json(NULL, 0);
+        json = (char *)malloc(need + 1);
+        if (json) atm_fw_boards_json(json, need + 1);
+    }
+    return json;
+}
 API const char *atome_fw_info(void) { return g_info; }
 API uint8_t *atome_fw_out(void) { return g_out; }
 API size_t atome_fw_out_len(void) { return g_out_len; }
@@ -267,8 +285,11 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
     out_clear();
     g_info[0] = 0;
     if (format < ATM_FW_FORMAT_ELF || format > ATM_FW_FORMAT_UF2) FAIL(-2, "--format must be elf, hex, bin or uf2");
-    if (format == ATM_FW_FORMAT_UF2 && board && !atm_fw_uf2_family(board))
-        FAIL(-2, "--format uf2 is for the pico (the RP2040 bootrom's drive); the %s takes elf, hex or bin", board);
+    if (board && atm_board_find(board) && !atm_fw_board_takes(board, format)) {
+        char why[300];
+        atm_fw_format_refusal(board, format, why, sizeof why);
+        FAIL(-2, "%s", why);
+    }
     choose_encoding(tmpl, tlen, &model, &mlen, 1);
     atm_model m;
     atm_fw_slot slot;

@@ -84,6 +84,8 @@ async function loadModule(scalar) {
   }
   page.ready.module = true;
   Object.assign(page.limits, mod.limits);
+  $('version').textContent = mod.version;   // as `atome --version`: version (commit)
+  page.board.setBoards(mod.boards);         // the table of boards, core/boards.def
   $('module-status').textContent = mod.simd ? 'Ready: WebAssembly SIMD module.' :
     'Ready: this browser has no WebAssembly SIMD, so the page uses the scalar module (atome-scalar.wasm): the same bytes, slower.';
   $('module-status').dataset.module = mod.module;

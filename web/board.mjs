@@ -1,36 +1,86 @@
 // web/board.mjs — the "Download for a board" section: the open model as
-// ATOME01 / ATOME02 / C header, and for each board of BOARDS its fit card
+// ATOME01 / ATOME02 / C header, and for each board of the table of boards
+// (core/boards.def, from the module: `atome boards --json`) its card: the fit
 // (model slot, RAM at Generate's window, the largest window that fits), the
-// known answer, how to flash and run it, and its firmware downloads
-// (semihosting .elf, standalone .hex / .bin / .uf2 with Generate's settings;
-// the Pico has no semihosting: its .elf is standalone too).
+// known answer, how to flash and run it, and its firmware downloads (its
+// USB drive's standalone file — .hex / .bin / .uf2 — with Generate's
+// settings; the semihosting .elf, or on a board without semihosting a
+// standalone .elf).
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
 
-// the boards people own first; the MPS2 (an FPGA board most meet in QEMU) last
-export const BOARDS = [{ id: 'microbit', name: 'BBC micro:bit (v1 and v2)', semihosting: true },
-  { id: 'pico', name: 'Raspberry Pi Pico', semihosting: false }, { id: 'mps2-an385', name: 'mps2-an385', semihosting: true }];
 // the shipped model made for the smallest board, offered when the one chosen does not fit
 const SMALL_MODEL = 'atome-60k.atome';
 
-// The section: the firmware templates fetched (board id -> promise of the
-// ELF bytes), each board's verdict for the open model (ok | warn | bad) and
-// a serial that tells a fit overtaken by a later one.
+// The section: the boards (rows of the module's table, set by setBoards),
+// the firmware templates fetched (board name -> promise of the ELF bytes),
+// each card's verdict for the open model (ok | warn | bad; a card holding
+// two rows also "own:<name>", its first row's own) and a serial that tells
+// a fit overtaken by a later one.
 export function initBoard(page) {
-  const bs = { templates: new Map(), fit: new Map(), serial: 0 };
+  const bs = { boards: [], templates: new Map(), fit: new Map(), serial: 0 };
   for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', () => updateFit(page, bs));
-  wireDownloads(page, bs);
-  return { state: bs, update: () => updateFit(page, bs), refresh: () => refreshBoard(page, bs) };
+  wireModelDownloads(page);
+  return { state: bs, update: () => updateFit(page, bs), refresh: () => refreshBoard(page, bs),
+    setBoards: (boards) => setBoards(page, bs, boards) };
+}
+
+// "cortex-m0plus" -> "Cortex-M0+"
+const cpuName = (cpu) => cpu.replace(/^cortex-m/, 'Cortex-M').replace(/plus$/, '+');
+const size = (n) => (n % 1048576 === 0 ? `${n / 1048576} MiB` : `${fmt(n / 1024)} KiB`);
+
+// The rows that get a card (a row named by another's hex_with is on that
+// row's card), and the second row of a two-row card (null for none).
+// in the rows' card_order (the boards people own first: micro:bit, Pico, then the MPS2).
+const cards = (boards) => boards.filter((b) => !boards.some((x) => x.hex_with === b.name)).sort((a, b) => a.card_order - b.card_order);
+const partner = (boards, b) => (b.hex_with ? boards.find((x) => x.name === b.hex_with) ?? null : null);
+const specs = (b) => `Arm ${cpuName(b.cpu)} · ${b.chip} · ${fmt(b.clock_hz / 1e6)} MHz · ${size(b.flash_bytes)} flash, ${size(b.ram_bytes)} RAM`;
+
+// The board's downloads: [element id, format, standalone?, text, secondary?];
+// a two-row card's drive file holds both rows' images, its .elf is the first's.
+function downloadsOf(b, pair) {
+  const v = pair ? `, ${b.label.split(' ').pop()}` : '';
+  const debug = b.emulator === 'qemu' ? `Debugger / QEMU image${v} (.elf)` : `Debugger image${v} (.elf)`;
+  const file = pair ? `${b.label.split(' ')[0]} file (.${b.drive})` : `Standalone image (.${b.drive})`;
+  return [[`download-${b.drive}-${b.name}`, b.drive, true, file, false],
+    b.semihosting ? [`download-fw-${b.name}`, 'elf', false, debug, true] : [`download-elf-${b.name}`, 'elf', true, debug, true]];
+}
+
+// One card a board (or a row and its hex_with row), in the table's order, and their downloads wired.
+function setBoards(page, bs, boards) {
+  bs.boards = boards;
+  const els = cards(boards).map((b) => {
+    const pair = partner(boards, b);
+    const card = Object.assign(document.createElement('div'), { className: 'board-card' });
+    card.dataset.board = b.name;
+    const h = Object.assign(document.createElement('h4'), { textContent: `${b.card_label} ` });
+    h.append(Object.assign(document.createElement('span'), { className: 'cpu',
+      textContent: pair ? [b, pair].map((x) => `${x.label.split(' ').pop()}: ${specs(x)}`).join('; ') : specs(b) }));
+    const actions = Object.assign(document.createElement('div'), { className: 'row actions wrap' });
+    for (const [id, format, standalone, text, secondary] of downloadsOf(b, pair)) {
+      const btn = Object.assign(document.createElement('button'), { type: 'button', id, textContent: text, disabled: true });
+      if (secondary) btn.className = 'secondary';
+      btn.addEventListener('click', () => guarded(() => (standalone ? downloadStandalone(page, bs, b, format) : downloadDebug(page, bs, b))));
+      actions.append(btn);
+    }
+    card.append(h, Object.assign(document.createElement('div'), { className: 'fit-body' }), actions,
+      Object.assign(document.createElement('div'), { className: 'board-note' }));
+    return card;
+  });
+  $('fit-table').replaceChildren(...els);
+  refreshBoard(page, bs);
 }
 
 function refreshBoard(page, bs) {
   const ok = page.ready.module && page.ready.model;
   for (const id of ['download-atome01', 'download-atome02', 'download-header']) $(id).disabled = !ok;
   // a board's firmware buttons: off while its card says the model does not fit (the verdict says why)
-  for (const b of BOARDS) {
-    for (const btn of document.querySelectorAll(`.board-card[data-board="${b.id}"] .actions button`)) {
-      // the micro:bit's .elf is the v1's (QEMU's microbit machine); its .hex holds whichever versions fit
-      const tooBig = bs.fit.get(btn.id === 'download-fw-microbit' ? 'microbit-v1' : b.id) === 'bad';
+  for (const b of cards(bs.boards)) {
+    for (const btn of document.querySelectorAll(`.board-card[data-board="${b.name}"] .actions button`)) {
+      // a two-row card's .elf is its first row's (the micro:bit's: the v1's, QEMU's microbit machine);
+      // its .hex holds whichever rows fit
+      const own = btn.id === `download-fw-${b.name}` && bs.fit.get(`own:${b.name}`);
+      const tooBig = (own || bs.fit.get(b.name)) === 'bad';
       btn.disabled = !ok || tooBig;
       btn.title = tooBig ? 'This model does not fit this board: see above' : '';
     }
@@ -56,18 +106,19 @@ async function updateFit(page, bs) {
   const serial = ++bs.serial;
   bs.fit.clear();
   const w = chosenWindow(page) || page.models.info(key).defaultWindow;
-  for (const b of BOARDS) {
-    const card = document.querySelector(`.board-card[data-board="${b.id}"]`);
-    const f = b.id === 'microbit' ? await microbitVerdict(page, bs, b, key, w) : await fitVerdict(page, bs, b, key, w);
+  for (const b of cards(bs.boards)) {
+    const card = document.querySelector(`.board-card[data-board="${b.name}"]`);
+    const pair = partner(bs.boards, b);
+    const f = pair ? await pairVerdict(page, bs, b, pair, key, w) : await fitVerdict(page, bs, b, key, w);
     if (serial !== bs.serial) return;
     card.className = `board-card ${f.cls}`;
-    bs.fit.set(b.id, f.cls);
-    if (f.v1) bs.fit.set('microbit-v1', f.v1.cls);
+    bs.fit.set(b.name, f.cls);
+    if (f.v1) bs.fit.set(`own:${b.name}`, f.v1.cls);
     page.refresh();
     const known = f.cls === 'bad' ? knownPara() : await knownAnswer(page, key, f.runW);
     // the v2 runs at a larger window than the v1 when its RAM allows: its story differs, so its own known answer
     const known2 = f.v2 && f.v1.cls !== 'bad' && f.v2.cls !== 'bad' && f.v2.runW !== f.runW
-      ? await knownAnswer(page, key, f.v2.runW, 'micro:bit v2: ') : null;
+      ? await knownAnswer(page, key, f.v2.runW, `${f.pair.label}: `) : null;
     if (serial !== bs.serial) return;
     card.querySelector('.fit-body').replaceChildren(verdictPara(f), fitList(f.rows), known, ...(known2 ? [known2] : []));
     // how to flash and run it, only for a model that fits
@@ -79,23 +130,24 @@ async function updateFit(page, bs) {
 // (runW: the window the board runs at).
 async function fitVerdict(page, bs, b, key, w) {
   try {
-    const t = await template(bs, b.id);
+    const t = await template(bs, b.name);
     const f = await page.gen.call('fit', { key, template: t, window: w });
     const flashOk = f.model_bytes <= f.capacity, ramOk = f.max_window >= w;
     const verdict = !flashOk ? `Too big: the model does not fit the ${fmt(f.capacity)}-byte model slot` :
       f.max_window === 0 ? 'Too big: the engine does not fit the board\'s RAM at any window' :
       ramOk ? `Fits at a window of ${fmt(w)} bytes` : `Fits at a window of ${fmt(f.max_window)} bytes or less (not at ${fmt(w)})`;
     const cls = flashOk && f.max_window > 0 ? (ramOk ? 'ok' : 'warn') : 'bad';
-    // the micro:bit's ATOME01 image also holds the model's offset stream (docs/mcu.md, "the model slot")
+    // an ATOME01 image of a board whose row says offset_stream (the micro:bit) also holds the model's
+    // offset stream (docs/mcu.md, "the model slot")
     const ox = f.offset_stream
       ? `; ${fmt(((f.model_bytes + 3) & ~3) + 8 + 2 * f.model_bytes)} with the model's offset stream (faster rows)` : '';
     const rows = [['Flash (model slot)', `${fmt(f.model_bytes)} of ${fmt(f.capacity)} bytes${ox}`],
       [`RAM at window ${w}`, `${fmt(f.ram_at_window)} of ${fmt(f.arena_bytes)} bytes`],
       ['Largest window that fits', f.max_window ? fmt(f.max_window) : 'none']];
     if (f.encoding_choice) rows.push(['Encoding', f.encoding_choice]);
-    // the Pico's cost model counts rp2040js's cycles; the others', QEMU's instructions at one per cycle
-    const per = b.id === 'pico'
-      ? 'emulated cycles a byte (cost model fitted to rp2040js, docs/mcu-cost.md; flash wait states not counted)'
+    // the cost model counts the emulator's cycles (the Pico's rp2040js) or QEMU's instructions at one per cycle
+    const per = b.cost.count === 'cycles_per_byte'
+      ? `emulated cycles a byte (cost model fitted to ${b.emulator}, docs/mcu-cost.md; flash wait states not counted)`
       : 'instructions a byte (cost model, docs/mcu-cost.md) at one per cycle, an upper bound on the board';
     // a speed only for a model the board can run
     if (f.estimate_bytes_per_s && flashOk && f.max_window > 0) rows.push(['Speed (estimate)', `about ${fmt(Math.round(f.estimate_bytes_per_s))} bytes/s at ` +
@@ -106,19 +158,21 @@ async function fitVerdict(page, bs, b, key, w) {
   }
 }
 
-// The micro:bit card: one file for both versions (a Universal Hex), so the
-// verdict and rows of each, the better verdict for the card; when only the
-// v2 holds the model the file holds the v2 image alone, and the card says so.
-async function microbitVerdict(page, bs, b, key, w) {
-  const v1 = await fitVerdict(page, bs, { ...b, id: 'microbit' }, key, w);
-  const v2 = await fitVerdict(page, bs, { ...b, id: 'microbit-v2' }, key, w);
+// A card of two rows (a row with hex_with, the micro:bit v1 and v2): one file
+// for both (a Universal Hex), so the verdict and rows of each, the better
+// verdict for the card; when only the second holds the model the file holds
+// its image alone, and the card says so.
+async function pairVerdict(page, bs, b, pair, key, w) {
+  const v1 = await fitVerdict(page, bs, b, key, w);
+  const v2 = await fitVerdict(page, bs, pair, key, w);
   const rank = { ok: 2, warn: 1, bad: 0 };
   const cls = rank[v1.cls] >= rank[v2.cls] ? v1.cls : v2.cls;
   const only = v1.cls === 'bad' && v2.cls !== 'bad';
-  const verdict = `micro:bit v1: ${v1.verdict}. micro:bit v2: ${v2.verdict}.` +
-    (only ? ' The micro:bit file holds the v2 image only: it runs on a micro:bit v2, not on a v1.' : '');
-  const rows = [...v1.rows.map(([k, v]) => [`v1 — ${k}`, v]), ...v2.rows.map(([k, v]) => [`v2 — ${k}`, v])];
-  return { cls, verdict, rows, runW: v1.cls === 'bad' ? v2.runW : v1.runW, v1, v2 };
+  const short = (x) => x.label.split(' ').pop();   // "micro:bit v2" -> "v2"
+  const verdict = `${b.label}: ${v1.verdict}. ${pair.label}: ${v2.verdict}.` + (only ? ` The ${b.label.split(' ')[0]} file holds the ` +
+    `${short(pair)} image only: it runs on a ${pair.label}, not on a ${short(b)}.` : '');
+  const rows = [...v1.rows.map(([k, v]) => [`${short(b)} — ${k}`, v]), ...v2.rows.map(([k, v]) => [`${short(pair)} — ${k}`, v])];
+  return { cls, verdict, rows, runW: v1.cls === 'bad' ? v2.runW : v1.runW, v1, v2, pair };
 }
 
 // A model too big for a board: the shipped board model, one click away.
@@ -188,22 +242,30 @@ function pageSettings(page) {
 
 function fwName(key, board) { return `${key.replace(/\.atome$/, '')}-${board}.elf`; }
 
+// How to flash a board: its own words where a board has them, else the
+// table's facts (its USB drive's file, its UART).
+const FLASH_NOTES = {
+  microbit: (base) => `Flash it: plug the micro:bit (v1 or v2) in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
+    'the file is a Universal Hex holding an image for each version, and the board takes its own. It restarts and prints ' +
+    'the status line, the story and a byte count on its USB serial port: ' +
+    'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is the v1\'s, for a debugger ' +
+    '(pyocd, OpenOCD) or QEMU, with the prompt and settings on the semihosting command line.',
+  'mps2-an385': (base) => `Flash it: copy ${base}-mps2-an385.bin to the MPS2 board's configuration USB drive and point ` +
+    'its images.txt at it; the story comes out of UART0 at 115200 baud. Under QEMU: qemu-system-arm -M mps2-an385 -display none ' +
+    `-monitor none -serial stdio -kernel ${base}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`,
+};
+const flashNote = (b, base) => (FLASH_NOTES[b.name] ?? ((x) => `Flash it: copy ${x}-${b.name}.${b.drive} to the ${b.label}'s USB ` +
+  'drive; it prints the status line, the story and a byte count on its serial port at 115200 baud. The .elf is for a debugger' +
+  `${b.emulator === 'qemu' ? ' or QEMU' : ''}.`))(base);
+
 // How to flash the board and read it, then the QEMU command with Generate's
-// settings (the Pico: its steps; QEMU has no RP2040).
+// settings (a board QEMU does not have, the Pico: its steps and emulator).
 function boardNote(page, b, key, w) {
-  if (b.id === 'pico') return picoSteps(b, page.models.current.replace(/\.atome$/, ''));
+  const base = page.models.current.replace(/\.atome$/, '');
+  if (b.emulator !== 'qemu') return picoSteps(b, base);
   const p = document.createElement('p');
   const cmd = qemuCommand(page, b, key, w);
-  const base = page.models.current.replace(/\.atome$/, '');
-  p.textContent = b.id === 'microbit'
-    ? `Flash it: plug the micro:bit (v1 or v2) in by USB and drag ${base}-microbit.hex onto the MICROBIT drive; ` +
-      'the file is a Universal Hex holding an image for each version, and the board takes its own. It restarts and prints ' +
-      'the status line, the story and a byte count on its USB serial port: ' +
-      'picocom -b 115200 --imap lfcrlf /dev/ttyACM0 (press reset to hear it again). The .elf is the v1\'s, for a debugger ' +
-      '(pyocd, OpenOCD) or QEMU, with the prompt and settings on the semihosting command line.'
-    : `Flash it: copy ${base}-mps2-an385.bin to the MPS2 board's configuration USB drive and point ` +
-      'its images.txt at it; the story comes out of UART0 at 115200 baud. Under QEMU: qemu-system-arm -M mps2-an385 -display none ' +
-      `-monitor none -serial stdio -kernel ${base}-mps2-an385.bin. The .elf takes its settings over semihosting (below).`;
+  p.textContent = flashNote(b, base);
   const label = document.createElement('p');
   label.className = 'cmd-label';
   const gw = chosenWindow(page) || page.models.info(key)?.defaultWindow;
@@ -246,9 +308,9 @@ function qemuCommand(page, b, key, w) {
     if (/^[0-9.]+$/.test(v)) args.push(flag, v);
   }
   args.push('--window', String(w));
-  return `qemu-system-arm -M ${b.id} -display none -monitor none -serial none ` +
+  return `qemu-system-arm -M ${b.machine} -display none -monitor none -serial none ` +
     `-semihosting-config enable=on,target=native,arg=atome${args.map((a) => `,arg=${a}`).join('')} ` +
-    `-kernel ${fwName(key, b.id)} > story.txt`;
+    `-kernel ${fwName(key, b.name)} > story.txt`;
 }
 
 // The command, focusable, with its Copy button.
@@ -257,12 +319,12 @@ function commandRow(b, cmd, what = 'QEMU command') {
   pre.textContent = cmd;
   pre.tabIndex = 0;                     // it scrolls sideways: the keyboard can reach it
   pre.setAttribute('role', 'group');     // (a <pre> may not carry a name of its own)
-  pre.setAttribute('aria-label', `${what} for ${b.name}`);
+  pre.setAttribute('aria-label', `${what} for ${b.label}`);
   const copy = document.createElement('button');
   copy.type = 'button';
   copy.className = 'secondary';
   copy.textContent = 'Copy';
-  copy.setAttribute('aria-label', `Copy the ${what} for ${b.name}`);
+  copy.setAttribute('aria-label', `Copy the ${what} for ${b.label}`);
   copy.addEventListener('click', () => guarded(async () => {
     await navigator.clipboard.writeText(cmd);
     copy.textContent = 'Copied';
@@ -274,7 +336,8 @@ function commandRow(b, cmd, what = 'QEMU command') {
   return row;
 }
 
-function wireDownloads(page, bs) {
+// The model file's downloads (the boards' are wired by setBoards).
+function wireModelDownloads(page) {
   const call = (type, args) => page.gen.call(type, args);
   const key = () => page.models.current;
   const base = () => key().replace(/\.atome$/, '');
@@ -294,38 +357,32 @@ function wireDownloads(page, bs) {
     }
     download(r.text, file, 'text/x-c');
   }));
-  for (const [id, board, format] of [['download-hex-microbit', 'microbit', 'hex'], ['download-bin-mps2-an385', 'mps2-an385', 'bin'],
-    ['download-uf2-pico', 'pico', 'uf2'], ['download-elf-pico', 'pico', 'elf']])
-    $(id).addEventListener('click', () => guarded(() => downloadStandalone(page, bs, board, format)));
-  for (const b of BOARDS.filter((x) => x.semihosting)) {
-    $(`download-fw-${b.id}`).addEventListener('click', () => guarded(async () => {
-      const t = await template(bs, b.id);
-      let r;
-      try { r = await call('firmware', { key: key(), template: t, board: b.id }); } catch (e) {
-        throw new Error(`${b.id === 'microbit' ? 'micro:bit v1' : b.name}: ${e.message}`);   // the micro:bit .elf is the v1's
-      }
-      download(r.image, fwName(key(), b.id));
-    }));
-  }
 }
 
-// A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings
-// baked in; the micro:bit's .hex is the Universal Hex of its v1 and v2 images.
-async function downloadStandalone(page, bs, board, format) {
-  const b = BOARDS.find((x) => x.id === board);
-  const uh = board === 'microbit' && format === 'hex';
+// The semihosting .elf (settings from the debugger or QEMU's command line).
+async function downloadDebug(page, bs, b) {
+  const t = await template(bs, b.name);
+  let r;
+  try { r = await page.gen.call('firmware', { key: page.models.current, template: t, board: b.name }); } catch (e) { throw new Error(`${b.label}: ${e.message}`); }
+  download(r.image, fwName(page.models.current, b.name));
+}
+
+// A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings baked in.
+async function downloadStandalone(page, bs, b, format) {
+  const board = b.name;
+  const pair = format === 'hex' ? partner(bs.boards, b) : null;   // the Universal Hex of the two rows' images
   const t = await template(bs, board);
-  const t2 = uh ? await template(bs, 'microbit-v2') : null;
+  const t2 = pair ? await template(bs, pair.name) : null;
   let g;
   try { g = pageSettings(page); } catch (e) { markField(e); throw e; }
   const settings = { ...g, seed: String(g.seed) };
   let r;
   try {
-    r = uh ? await page.gen.call('universal', { key: page.models.current, t1: t, t2, settings })
+    r = pair ? await page.gen.call('universal', { key: page.models.current, t1: t, t2, boards: [board, pair.name], settings })
       : await page.gen.call('standalone', { key: page.models.current, template: t, board, settings, format });
-    if (uh) r.info.expect_hex = (r.info.v1 ?? r.info.v2).expect_hex;
+    if (pair) r.info.expect_hex = (r.info.v1 ?? r.info.v2).expect_hex;
   } catch (e) {
-    throw new Error(`${b.name}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
+    throw new Error(`${b.label}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
   }
   testEvent('standalone', board, r.info.expect_hex);
   download(r.bytes, `${page.models.current.replace(/\.atome$/, '')}-${board}.${format}`);

@@ -24,7 +24,8 @@ async function init({ forceScalar = false } = {}) {
   const simd = !forceScalar && simdSupported();
   const url = new URL(simd ? '../build/wasm/atome.wasm' : '../build/wasm/atome-scalar.wasm', import.meta.url);
   atome = await loadAtome(url, { onStderr: () => {} });
-  return { simd, module: simd ? 'atome.wasm' : 'atome-scalar.wasm', wasm: url.href, limits: atome.genLimits() };
+  return { simd, module: simd ? 'atome.wasm' : 'atome-scalar.wasm', wasm: url.href, limits: atome.genLimits(), version: atome.version(),
+    boards: atome.boards().boards };
 }
 
 function info(m, bytes) {
@@ -149,11 +150,12 @@ const handlers = {
   standalone: ({ key, template, board, settings, format }) => atome.firmwareStandalone(template, board, get(key).bytes, settings, format),
   // the micro:bit file: the Universal Hex of the v1 and v2 standalone .hex
   // files, the v2's alone when the model does not fit the v1 (v1_refused says why)
-  universal: ({ key, t1, t2, settings }) => {
+  // (boards: the card's row and its hex_with row, the micro:bit v1 and v2)
+  universal: ({ key, t1, t2, boards: [b1, b2] = ['microbit', 'microbit-v2'], settings }) => {
     const { bytes } = get(key);
-    const v2 = atome.firmwareStandalone(t2, 'microbit-v2', bytes, settings, 'hex');
+    const v2 = atome.firmwareStandalone(t2, b2, bytes, settings, 'hex');
     let v1 = null, refused = null;
-    try { v1 = atome.firmwareStandalone(t1, 'microbit', bytes, settings, 'hex'); } catch (e) { if (e.usage) throw e; refused = e.message; }
+    try { v1 = atome.firmwareStandalone(t1, b1, bytes, settings, 'hex'); } catch (e) { if (e.usage) throw e; refused = e.message; }
     return { bytes: atome.universalHex(v1 && v1.bytes, v2.bytes), info: { v1: v1 && v1.info, v2: v2.info, v1_refused: refused } };
   },
   convert: ({ key, encoding }) => {

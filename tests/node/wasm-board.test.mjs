@@ -58,11 +58,11 @@ test('firmware images, headers and conversions equal the CLI\'s', async () => {
     const hn = path.join(tmp, 'n.h');
     const hr = await native(['header', '--model', m.file, '--out', hn]);
     assert.equal(hr.code, 0, hr.stderr);
-    const h = atome.header(m.bytes, { source: path.basename(m.file) });
+    const h = atome.header(m.bytes, { source: path.basename(m.file), file: 'n.h' });   // the comment names the file written
     assert.ok(Buffer.from(h.text).equals(readFileSync(hn)), `${m.name}: header differs from atome header`);
     const hn2 = path.join(tmp, 'n2.h');
     assert.equal((await native(['header', '--model', m.file, '--out', hn2, '--name', 'story_model'])).code, 0);
-    assert.ok(Buffer.from(atome.header(m.bytes, { source: path.basename(m.file), name: 'story_model' }).text).equals(readFileSync(hn2)));
+    assert.ok(Buffer.from(atome.header(m.bytes, { source: path.basename(m.file), name: 'story_model', file: 'n2.h' }).text).equals(readFileSync(hn2)));
     for (const [enc, fmt] of [[1, 'atome01'], [2, 'atome02']]) {
       const cn = path.join(tmp, `c.${fmt}`);
       assert.equal((await native(['convert', '--model', m.file, '--format', fmt, '--out', cn])).code, 0);
@@ -171,10 +171,46 @@ test('why this byte: generateExplained gives the bytes of generate and the lines
   }
 });
 
+test('the table of boards and the version: the module says what the CLI says, the templates what the table says', async () => {
+  const r = await native(['boards', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const table = JSON.parse(r.stdout.toString());
+  assert.deepEqual(atome.boards(), table, 'boards() = atome boards --json');
+  assert.deepEqual(table.boards.map((b) => b.name).filter((n) => BOARDS.includes(n)), BOARDS);
+  // the micro:bit v2 is a row; `--board microbit --format hex` joins it to the v1's (hex_with); microbit-v1 is the v1's alias
+  const mb = table.boards.find((b) => b.name === 'microbit'), v2row = table.boards.find((b) => b.name === 'microbit-v2');
+  assert.deepEqual([mb.hex_with, mb.alias, mb.machine, mb.card_label], ['microbit-v2', 'microbit-v1', 'microbit', 'BBC micro:bit (v1 and v2)']);
+  assert.deepEqual([v2row.hex_with, v2row.alias, v2row.machine, v2row.clock_hz], [null, null, 'mps2-an386', 64000000]);
+  const v = await native(['--version']);
+  assert.equal(v.code, 0, v.stderr);
+  assert.equal(`atome ${atome.version()}\n`, v.stdout.toString(), 'version() = atome --version');
+  assert.match(atome.version(), /^\d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)$/);
+  // each board's template: its model slot and flash base as its row says
+  for (const b of table.boards) {
+    const fit = atome.firmwareFit(template(b.name), models[0].bytes);
+    assert.equal(fit.board, b.name);
+    assert.equal(fit.capacity + 32, b.slot_bytes, `${b.name}: slot`);
+    const out = path.join(tmp, `fb-${b.name}.bin`);
+    const fr = await native(['firmware', '--model', models[0].file, '--board', b.name, '--format', 'bin', '--out', out,
+      '--prompt', 'Once', '--n', '8']);
+    assert.equal(fr.code, 0, fr.stderr);
+    const j = JSON.parse(fr.stdout.toString());
+    assert.equal(j.flash_base, b.flash_base, `${b.name}: flash base`);
+    assert.ok(j.flash_bytes <= b.flash_bytes, `${b.name}: the image fits its flash`);
+    assert.ok(j.arena_bytes < b.ram_bytes, `${b.name}: the arena fits its RAM`);
+    assert.equal(!!j.estimate_insns_per_byte, true, `${b.name}: a cost model row`);
+    assert.equal(j.clock_hz, b.clock_hz, `${b.name}: clock`);
+  }
+});
+
 test('the page\'s micro:bit file: the Universal Hex of the v1 and v2 files, equal to the CLI\'s and to createUniversalHex', { timeout: 300000 }, async () => {
   const { createUniversalHex, microbitBoardId } = await import('@microbit/microbit-universal-hex');
   const s = { prompt: 'Once upon a time', n: 60, temperature: '0.8', topK: '40', seed: '3' };
   const flags = ['--prompt', s.prompt, '--n', '60', '--temperature', '0.8', '--top-k', '40', '--seed', '3'];
+  // the table's Universal Hex board IDs are the Foundation's
+  const rows = atome.boards().boards;
+  assert.equal(Number(rows.find((b) => b.name === 'microbit').uhex_board_id), microbitBoardId.V1);
+  assert.equal(Number(rows.find((b) => b.name === 'microbit-v2').uhex_board_id), microbitBoardId.V2);
   for (const [file, both] of [[path.join(repo, 'models/atome-60k.atome'), true], [path.join(repo, 'models/atome-944k.atome'), false]]) {
     const bytes = readFileSync(file);
     const v2 = atome.firmwareStandalone(template('microbit-v2'), 'microbit-v2', bytes, s, 'hex').bytes;

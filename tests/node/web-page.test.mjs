@@ -14,6 +14,8 @@
 //    them) pass `atome inspect`, generate the page's bytes natively, equal
 //    `atome header` / `atome firmware`, and the firmware runs with the
 //    native bytes: under QEMU (QEMU's boards), in rp2040js (the Pico's .uf2);
+//    the board cards are the rows of `atome boards --json`, and the footer
+//    shows `atome --version`'s version;
 //  - a reload mid-run and a tab closed mid-save both continue to an .atome
 //    byte-identical to the uninterrupted run's;
 //  - bad inputs (empty, binary, too large and too short corpora, corrupt and
@@ -263,6 +265,12 @@ test('a 200-step run lowers the validation bpb; its downloads run natively, equa
     const fit = [byBoard['mps2-an385'], byBoard.microbit, byBoard.pico];
     assert.match(fit[0], /Fits at a window of 64 bytes/);
     assert.match(fit[1], /Fits at a window of 32 bytes or less \(not at 64\)/);
+    // one card a row of the table of boards in its card_order (a row named by another's hex_with shares that row's card);
+    // the footer shows atome --version's version
+    const table = JSON.parse((await native(['boards', '--json'])).stdout.toString()).boards;
+    assert.deepEqual(cards.map(([b]) => b), table.filter((b) => !table.some((x) => x.hex_with === b.name))
+      .sort((a, b) => a.card_order - b.card_order).map((b) => b.name));
+    assert.equal(`atome ${await page.textContent('#version')}\n`, (await native(['--version'])).stdout.toString());
     assert.match(fit[1], /Largest window that fits32/);
     assert.match(fit[2], /Raspberry Pi Pico[\s\S]*Fits at a window of 64 bytes/);
     assert.ok(fit[2].includes(`Largest window that fits${est.pico.max_window.toLocaleString('en-US')}`), fit[2]);
