@@ -6,6 +6,7 @@
 // the Pico has no semihosting: its .elf is standalone too).
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
+import { initPicoRun } from './pico-run.mjs';
 
 // the boards people own first; the MPS2 (an FPGA board most meet in QEMU) last
 export const BOARDS = [{ id: 'microbit', name: 'BBC micro:bit (v1 and v2)', semihosting: true },
@@ -20,6 +21,13 @@ export function initBoard(page) {
   const bs = { templates: new Map(), fit: new Map(), serial: 0 };
   for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', () => updateFit(page, bs));
   wireDownloads(page, bs);
+  // the virtual Pico boots the very .uf2 the Pico card downloads; its speed line
+  // gives the card's estimate (atome firmware's cost model) at the image's window
+  initPicoRun(async () => {
+    const r = await standaloneImage(page, bs, 'pico', 'uf2');
+    const f = await page.gen.call('fit', { key: page.models.current, template: await template(bs, 'pico'), window: r.info.window });
+    return { ...r, estimate: f.estimate_bytes_per_s };
+  });
   return { state: bs, update: () => updateFit(page, bs), refresh: () => refreshBoard(page, bs) };
 }
 
@@ -309,9 +317,16 @@ function wireDownloads(page, bs) {
   }
 }
 
+async function downloadStandalone(page, bs, board, format) {
+  const r = await standaloneImage(page, bs, board, format);
+  testEvent('standalone', board, r.info.expect_hex);
+  download(r.bytes, `${page.models.current.replace(/\.atome$/, '')}-${board}.${format}`);
+}
+
 // A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings
 // baked in; the micro:bit's .hex is the Universal Hex of its v1 and v2 images.
-async function downloadStandalone(page, bs, board, format) {
+// { bytes, info }
+async function standaloneImage(page, bs, board, format) {
   const b = BOARDS.find((x) => x.id === board);
   const uh = board === 'microbit' && format === 'hex';
   const t = await template(bs, board);
@@ -327,6 +342,5 @@ async function downloadStandalone(page, bs, board, format) {
   } catch (e) {
     throw new Error(`${b.name}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
   }
-  testEvent('standalone', board, r.info.expect_hex);
-  download(r.bytes, `${page.models.current.replace(/\.atome$/, '')}-${board}.${format}`);
+  return r;
 }
