@@ -33,7 +33,6 @@
 
 export const FLASH_BASE = 0x10000000;
 export const UF2_FAMILY_RP2040 = 0xe48bff56;
-export const CLOCK_HZ = 125e6;
 const NS_PER_CYCLE = 8; // 125 MHz
 
 export function crc32Mpeg2(bytes) {

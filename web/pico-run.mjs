@@ -77,7 +77,9 @@ async function runVirtual(t, image) {
   end(t, null);
   clear(t);
   status('Making the Pico file…');
-  const { bytes, info, estimate } = await image();
+  let made;
+  try { made = await image(); } catch (e) { status('Virtual Pico: no Pico file for these settings (see the message above).'); throw e; }
+  const { bytes, info, estimate } = made;
   const worker = new Worker(new URL('./pico-worker.mjs', import.meta.url), { type: 'module' });
   const session = { kind: 'emulator', stop: () => worker.terminate(), send: (b) => worker.postMessage({ type: 'input', bytes: b }) };
   begin(t, session);
@@ -123,7 +125,11 @@ async function connect(t) {
     testEvent('serial', 'missing');
     return;
   }
-  const port = await navigator.serial.requestPort();
+  let port;
+  try { port = await navigator.serial.requestPort(); } catch (e) {
+    if (e.name === 'NotFoundError') { status('No serial port was chosen.'); return; }
+    throw e;
+  }
   end(t, null);
   clear(t);
   await port.open({ baudRate: 115200 });
