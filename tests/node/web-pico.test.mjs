@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { native, firmwareFlags, storyBytes } from './artifacts.mjs';
-import { useBrowser, requests, MODEL, open, fillSettings, errorText } from './web-harness.mjs';
+import { useBrowser, requests, MODEL, open, fillSettings, errorText, shot } from './web-harness.mjs';
 import { parseUf2, runPico } from '../../tools/pico.mjs';
 
 const B = useBrowser();
@@ -52,11 +52,13 @@ test('#board-run-pico: the Pico card\'s .uf2 in rp2040js in a worker prints the 
   try {
     await ready(page);
     const before = workers.length;
+    const e0 = (await events(page)).length;
     await page.click('#board-run-pico');
-    await page.waitForFunction(() => window.__atome.events.some((e) => e[0] === 'pico' && e[1] === 'done') ||
-      window.__atome.events.some((e) => e[0] === 'error'), null, { timeout: LONG });
+    await page.waitForFunction((k) => window.__atome.events.slice(k).some((e) => (e[0] === 'pico' && e[1] === 'done') || e[0] === 'error'),
+      e0, { timeout: LONG });
     assert.equal(await errorText(page), null);
-    const ev = await events(page);
+    const ev = (await events(page)).slice(e0);
+    assert.deepEqual(ev.filter((e) => e[0] === 'error'), [], 'the virtual Pico ran without an error');
     assert.ok(ev.some((e) => e[0] === 'pico' && e[1] === 'start' && e[2] === want.info.expect_hex), 'the page booted the image of these settings');
     // the terminal: exactly the bytes the CLI's image sent over USB in rp2040js under Node
     const got = Buffer.from(await terminalHex(page), 'hex');
@@ -75,6 +77,7 @@ test('#board-run-pico: the Pico card\'s .uf2 in rp2040js in a worker prints the 
     assert.ok(status.includes(`A real Pico at 125 MHz: about ${Math.round(want.info.estimate_bytes_per_s).toLocaleString('en-US')} bytes/s`), status);
     assert.ok(workers.length > before, 'the emulator ran in a worker');
     assert.ok(await page.isDisabled('#board-stop'), 'the finished run left nothing to stop');
+    await shot(page, '40-pico-run', ['sec-board']);   // and axe-core's check of the terminal and its buttons
 
     // Stop ends the emulator's worker (a second run, stopped while it boots)
     const n = workers.length;
