@@ -50,7 +50,7 @@ function parseArgs(argv) {
 function missing(o) {
   const need = ['atome.wasm', 'atome-scalar.wasm', 'atome-threads.wasm'].map((f) => path.join(o.wasmDir, f))
     .concat(['mps2-an385', 'microbit', 'pico'].map((b) => path.join(o.mcuDir, `atome-fw-${b}.elf`)))
-    .concat(['node_modules/uplot/dist/uPlot.esm.js']);
+    .concat(['node_modules/uplot/dist/uPlot.esm.js', 'node_modules/rp2040js/dist/esm/index.js']);
   return need.filter((f) => !existsSync(path.resolve(REPO, f)));
 }
 

@@ -3,7 +3,7 @@
 // 127.0.0.1 in the layout tools/build-site writes (tools/site.mjs: index.html,
 // sw.js, manifest.webmanifest, app-<version>/ with web/, the wasm modules of
 // build/wasm, the shipped models and their list, the firmware templates of
-// build/mcu/mcu, uPlot), from memory, with what `tools/setup` built. GET and
+// build/mcu/mcu, uPlot, rp2040js), from memory, with what `tools/setup` built. GET and
 // HEAD only, nothing outside the layout (plus /api/models, the model list as
 // JSON), every response with a Content-Security-Policy that allows this
 // origin and nothing else, and the cross-origin isolation headers (COOP +
@@ -76,6 +76,7 @@ const NEEDS = [
   ['build/mcu/mcu/atome-fw-pico.elf', 'tools/setup'],
   ['web/index.html', '(part of the source tree)'],
   ['node_modules/uplot/dist/uPlot.esm.js', 'tools/setup (npm ci)'],
+  ['node_modules/rp2040js/dist/esm/index.js', 'tools/setup (npm ci)'],
 ];
 
 // The site: tools/site.mjs's layout (the one tools/build-site writes), planned

@@ -15,6 +15,8 @@
 //     build/mcu/mcu/*.elf   the firmware templates
 //     models/               the shipped .atome models, their .md cards, index.json (the model list)
 //     vendor/uplot/         uPlot (npm) and its licence
+//     vendor/rp2040js/      rp2040js (npm: its ES modules, dist/esm, but the Node-only
+//                           gdb-tcp-server) and its licence, for the page's virtual Pico
 //
 // web/ is taken whole (new files need no list here), except index.html and
 // sw.js (site root) and dot files.
@@ -51,8 +53,13 @@ function parts(o) {
     ['models', 'models', (f, dir) => f.endsWith('.atome') || (f.endsWith('.md') && existsSync(path.join(dir, f.replace(/\.md$/, '.atome')))), false],
     ['vendor/uplot', 'node_modules/uplot/dist', (f) => f === 'uPlot.esm.js' || f === 'uPlot.min.css', false],
     ['vendor/uplot', 'node_modules/uplot', (f) => f === 'LICENSE', false],
+    ['vendor/rp2040js', 'node_modules/rp2040js/dist/esm', deep((f) => f.endsWith('.js') && f !== 'gdb-tcp-server.js'), true],
+    ['vendor/rp2040js', 'node_modules/rp2040js', (f) => f === 'LICENSE', false],
   ];
 }
+
+// A file test applied in sub-folders too (a plain one sees only the top folder's files).
+const deep = (ok) => Object.assign(ok, { deep: true });
 
 function walk(dir, ok, recursive, rel = '') {
   const out = [];
@@ -63,7 +70,7 @@ function walk(dir, ok, recursive, rel = '') {
     const r = rel ? `${rel}/${n}` : n;
     const st = statSync(path.join(dir, r));
     if (st.isDirectory()) { if (recursive) out.push(...walk(dir, ok, recursive, r)); }
-    else if (st.isFile() && (rel || ok(n, dir))) out.push({ rel: r, file: path.join(dir, r), mtime: st.mtimeMs, size: st.size });
+    else if (st.isFile() && (rel && !ok.deep ? true : ok(n, dir))) out.push({ rel: r, file: path.join(dir, r), mtime: st.mtimeMs, size: st.size });
   }
   return out;
 }

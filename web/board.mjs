@@ -8,6 +8,7 @@
 // standalone .elf).
 import { $, enc, fmt, hexOf, guarded, markField, intField, fetchBytes, download } from './ui.mjs';
 import { testEvent } from './hook.mjs';
+import { initPicoRun } from './pico-run.mjs';
 
 // the shipped model made for the smallest board, offered when the one chosen does not fit
 const SMALL_MODEL = 'atome-60k.atome';
@@ -21,6 +22,15 @@ export function initBoard(page) {
   const bs = { boards: [], templates: new Map(), fit: new Map(), serial: 0 };
   for (const id of ['window', 'prompt', 'n', 'temperature', 'top-k', 'top-p', 'seed']) $(id).addEventListener('change', () => updateFit(page, bs));
   wireModelDownloads(page);
+  // the virtual Pico (the row whose emulator is rp2040js) boots the very file its card
+  // downloads; its speed line gives the card's estimate (the cost model) at the image's window
+  initPicoRun(async () => {
+    const b = bs.boards.find((x) => x.emulator === 'rp2040js');
+    if (!b) throw new Error('no board of the table runs in rp2040js');
+    const r = await standaloneImage(page, bs, b, b.drive);
+    const f = await page.gen.call('fit', { key: page.models.current, template: await template(bs, b.name), window: r.info.window });
+    return { ...r, estimate: f.estimate_bytes_per_s };
+  });
   return { state: bs, update: () => updateFit(page, bs), refresh: () => refreshBoard(page, bs),
     setBoards: (boards) => setBoards(page, bs, boards) };
 }
@@ -63,6 +73,8 @@ function setBoards(page, bs, boards) {
       btn.addEventListener('click', () => guarded(() => (standalone ? downloadStandalone(page, bs, b, format) : downloadDebug(page, bs, b))));
       actions.append(btn);
     }
+    if (b.emulator === 'rp2040js') actions.append(Object.assign(document.createElement('button'), { type: 'button', id: `board-run-${b.name}`,
+      className: 'secondary', disabled: true, textContent: 'Run it here first (virtual Pico)' }));
     card.append(h, Object.assign(document.createElement('div'), { className: 'fit-body' }), actions,
       Object.assign(document.createElement('div'), { className: 'board-note' }));
     return card;
@@ -367,8 +379,16 @@ async function downloadDebug(page, bs, b) {
   download(r.image, fwName(page.models.current, b.name));
 }
 
-// A standalone image (.hex / .bin / .uf2 / .elf) with Generate's settings baked in.
+// A standalone image with Generate's settings baked in, downloaded.
 async function downloadStandalone(page, bs, b, format) {
+  const r = await standaloneImage(page, bs, b, format);
+  testEvent('standalone', b.name, r.info.expect_hex);
+  download(r.bytes, `${page.models.current.replace(/\.atome$/, '')}-${b.name}.${format}`);
+}
+
+// The image (.hex / .bin / .uf2 / .elf) with Generate's settings baked in,
+// { bytes, info }; a two-row card's .hex is the Universal Hex of both rows' images.
+async function standaloneImage(page, bs, b, format) {
   const board = b.name;
   const pair = format === 'hex' ? partner(bs.boards, b) : null;   // the Universal Hex of the two rows' images
   const t = await template(bs, board);
@@ -384,6 +404,5 @@ async function downloadStandalone(page, bs, b, format) {
   } catch (e) {
     throw new Error(`${b.label}: ${e.message.replace(/^--(temperature|top-k|top-p)/, (m, f) => ({ temperature: 'Temperature', 'top-k': 'Top-k', 'top-p': 'Top-p' }[f]))}`);
   }
-  testEvent('standalone', board, r.info.expect_hex);
-  download(r.bytes, `${page.models.current.replace(/\.atome$/, '')}-${board}.${format}`);
+  return r;
 }
