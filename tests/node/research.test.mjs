@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo } from './artifacts.mjs';
@@ -264,6 +264,40 @@ test('the verdict rule: one rule, the same in every row', async () => {
   assert.equal(claimVerdict([h, n]), 'does not hold');
   assert.equal(claimVerdict([h, u]), 'undetermined');
   assert.equal(claimVerdict([u, n]), 'does not hold', 'one part that does not hold decides');
+});
+
+test('the ablation pair: read at 50 seeds until both cells have 100, then once at 100 with the two-look threshold', { timeout: 120000 }, async () => {
+  const { cmp, firstSeeds } = await import(path.join(repo, 'tools/research-claims.mjs'));
+  // the committed results, and the pair's cells given seeds 50… (copies of seeds 0… moved by a fixed offset)
+  const row = async (nPair) => {
+    const dir = path.join(tmp, `pair-${nPair}`);
+    cpSync(path.join(repo, 'research/results'), dir, { recursive: true });
+    const sub = path.join(dir, 'r1-protocol-r');
+    for (const f of readdirSync(sub).filter((f) => /^no-(ssm|attn)-st1500-s\d+\.json$/.test(f))) {
+      const seed = Number(/-s(\d+)\.json$/.exec(f)[1]);
+      if (seed >= 50) rmSync(path.join(sub, f));
+    }
+    for (const model of ['no-ssm', 'no-attn']) for (let s = 50; s < nPair; s++) {
+      const r = JSON.parse(readFileSync(path.join(sub, `${model}-st1500-s${s - 50}.json`), 'utf8'));
+      r.cell.seed = s;
+      r.run = `${model}-st1500-s${s}`;
+      r.nats_per_byte += model === 'no-ssm' ? 0.004 : -0.004;
+      writeFileSync(path.join(sub, `${r.run}.json`), JSON.stringify(r));
+    }
+    const out = path.join(dir, 'R.md');
+    const r = await sh(tool, ['report', '--results', dir, '--out', out]);
+    assert.equal(r.code, 0, r.err);
+    return readFileSync(out, 'utf8').split('\n').find((l) => l.startsWith('| ablation order'));
+  };
+  const mid = await row(70), done = await row(100);
+  assert.match(mid, /first look, 50 seeds a cell; the second, at 100, is under way: 70 and 70 so far/);
+  assert.match(mid, /within 2·SE at 50 and 50 seeds|beyond 2·SE/);
+  assert.match(done, /the second of two looks, fixed in advance: 50 seeds a cell within 2·SE, then 100; threshold 2\.84·SE/);
+  assert.match(done, /2\.84·SE at 100 and 100 seeds/);
+  const A = { n: 100, mean: 1, sd: 0.05 }, B = { n: 100, mean: 1.017, sd: 0.05 };
+  assert.equal(cmp(A, B).sig, true, 'beyond 2·SE');
+  assert.equal(cmp(A, B, 2.84).sig, false, "but within 2.84·SE");
+  assert.equal(firstSeeds({ runs: [0, 1, 2, 3].map((s) => ({ cell: { seed: s }, nats_per_byte: s })), n: 4 }, 3).n, 3);
 });
 
 test('a committed result re-runs from its own commands to the same nats_per_byte (close, where its kernel set is missing)', { timeout: 300000 }, async () => {
