@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync }
 import path from 'node:path';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { planSite, REPO } from './site.mjs';
+import { missingNeeds, planSite } from './site.mjs';
 
 const USAGE = `usage: tools/build-site --out DIR [--wasm-dir DIR] [--mcu-dir DIR]
 
@@ -46,19 +46,18 @@ function parseArgs(argv) {
   return o;
 }
 
-// What the page needs from the build, and the command that makes it.
-function missing(o) {
-  const need = ['atome.wasm', 'atome-scalar.wasm', 'atome-threads.wasm'].map((f) => path.join(o.wasmDir, f))
-    .concat(['mps2-an385', 'microbit', 'pico'].map((b) => path.join(o.mcuDir, `atome-fw-${b}.elf`)))
-    .concat(['node_modules/uplot/dist/uPlot.esm.js', 'node_modules/rp2040js/dist/esm/index.js']);
-  return need.filter((f) => !existsSync(path.resolve(REPO, f)));
-}
+// The file that marks a folder as written by this tool (it holds the version):
+// only such a folder is replaced.
+export const MARK = '.atome-site';
+// ours: the mark, or (a site written before the mark existed) sw.js, index.html and an app-<version>/ folder
+const ours = (dir) => existsSync(path.join(dir, MARK)) || (existsSync(path.join(dir, 'sw.js')) &&
+  existsSync(path.join(dir, 'index.html')) && readdirSync(dir).some((f) => /^app-[0-9a-f]{12}$/.test(f)));
 
 export function buildSite(out, opts = {}) {
   const plan = planSite(opts);
   const dest = path.resolve(out);
-  if (existsSync(dest) && readdirSync(dest).length && !(existsSync(path.join(dest, 'sw.js')) && existsSync(path.join(dest, 'index.html'))))
-    throw new Error(`${out} exists and is not a site this tool wrote (no sw.js and index.html): refusing to replace it`);
+  if (existsSync(dest) && readdirSync(dest).length && !ours(dest))
+    throw new Error(`${out} exists and is not a site this tool wrote (no ${MARK} in it): refusing to replace it`);
   const tmp = `${dest}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   for (const [p, f] of plan.files) {
@@ -67,16 +66,24 @@ export function buildSite(out, opts = {}) {
     writeFileSync(file, f.body);
   }
   writeFileSync(path.join(tmp, '.nojekyll'), '');   // GitHub Pages: serve the folder as it is
+  writeFileSync(path.join(tmp, MARK), `${plan.version}\n`);
+  // the old site moves aside, the new one takes its name, then the old goes;
+  // if the second rename fails the old site is put back
   const old = `${dest}.old-${process.pid}`;
-  if (existsSync(dest)) renameSync(dest, old);
-  renameSync(tmp, dest);
+  const had = existsSync(dest);
+  if (had) renameSync(dest, old);
+  try { renameSync(tmp, dest); } catch (e) {
+    if (had) renameSync(old, dest);
+    rmSync(tmp, { recursive: true, force: true });
+    throw e;
+  }
   rmSync(old, { recursive: true, force: true });
   return plan;
 }
 
-function main() {
+async function main() {
   const o = parseArgs(process.argv.slice(2));
-  const gone = missing(o);
+  const gone = (await missingNeeds(o)).map(([f]) => f);
   if (gone.length) fail(1, `missing ${gone.join(', ')}: build ${gone.length > 1 ? 'them' : 'it'} with tools/setup`);
   let plan;
   try { plan = buildSite(o.out, { wasmDir: o.wasmDir, mcuDir: o.mcuDir }); } catch (e) { fail(1, e.message.startsWith(o.out) ? e.message : `cannot write ${o.out}: ${e.message}`); }
@@ -86,4 +93,4 @@ function main() {
 }
 
 const self = process.argv[1] && realpathSync(process.argv[1]);
-if (self === fileURLToPath(import.meta.url)) main();
+if (self === fileURLToPath(import.meta.url)) await main();

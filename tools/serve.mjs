@@ -18,7 +18,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { planSite, sourceStamp, modelList, CSP } from './site.mjs';
+import { planSite, sourceStamp, modelList, missingNeeds, CSP } from './site.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const USAGE = `usage: tools/serve [--port 8080] [--host 127.0.0.1] [--allow-remote]
@@ -66,18 +66,6 @@ function isLoopback(host) {
   return false;
 }
 
-// What the page needs, and the command that makes each.
-const NEEDS = [
-  ['build/wasm/atome.wasm', 'tools/setup'],
-  ['build/wasm/atome-scalar.wasm', 'tools/setup'],
-  ['build/wasm/atome-threads.wasm', 'tools/setup'],
-  ['build/mcu/mcu/atome-fw-mps2-an385.elf', 'tools/setup'],
-  ['build/mcu/mcu/atome-fw-microbit.elf', 'tools/setup'],
-  ['build/mcu/mcu/atome-fw-pico.elf', 'tools/setup'],
-  ['web/index.html', '(part of the source tree)'],
-  ['node_modules/uplot/dist/uPlot.esm.js', 'tools/setup (npm ci)'],
-  ['node_modules/rp2040js/dist/esm/index.js', 'tools/setup (npm ci)'],
-];
 
 // The site: tools/site.mjs's layout (the one tools/build-site writes), planned
 // at start and again when a source file changed and the page or its service
@@ -176,8 +164,10 @@ export function startServer({ port = 0, host = '127.0.0.1', allowRemote = false,
   });
 }
 
-export function missingArtifacts() {
-  return NEEDS.filter(([f]) => !existsSync(path.join(repo, f)));
+// What the page needs and is missing (tools/site.mjs), the page's own source too.
+export async function missingArtifacts() {
+  const src = existsSync(path.join(repo, 'web/index.html')) ? [] : [['web/index.html', '(part of the source tree)']];
+  return [...src, ...await missingNeeds()];
 }
 
 async function main() {
@@ -185,7 +175,7 @@ async function main() {
   if (!isLoopback(o.host) && !o.allowRemote)
     fail(2, `--host ${o.host} is not a loopback address: the page would be reachable from other machines. ` +
       'Add --allow-remote if that is what you want.');
-  const missing = missingArtifacts();
+  const missing = await missingArtifacts();
   if (missing.length) {
     const cmds = [...new Set(missing.map(([, c]) => c))];
     fail(1, `missing ${missing.map(([f]) => f).join(', ')}: build ${missing.length > 1 ? 'them' : 'it'} with ${cmds.join(' / ')}`);

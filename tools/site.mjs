@@ -24,6 +24,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadAtome } from '../wasm/atome.mjs';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -76,6 +77,20 @@ function walk(dir, ok, recursive, rel = '') {
 }
 
 // The source files of the version folder: [{ site, file, mtime, size }].
+// What the page needs from the build ([file relative to the repository, the
+// command that makes it]) and is missing: the wasm modules, a firmware
+// template for every board of the table the page's module carries (its
+// boards(), core/boards.def) and the npm packages.
+export async function missingNeeds({ wasmDir = 'build/wasm', mcuDir = 'build/mcu/mcu' } = {}) {
+  const absent = (list) => list.filter(([f]) => !existsSync(path.resolve(REPO, f)));
+  const wasm = ['atome.wasm', 'atome-scalar.wasm', 'atome-threads.wasm'].map((f) => [path.join(wasmDir, f), 'tools/setup']);
+  const npm = ['node_modules/uplot/dist/uPlot.esm.js', 'node_modules/rp2040js/dist/esm/index.js'].map((f) => [f, 'tools/setup (npm ci)']);
+  if (absent(wasm).length) return absent([...wasm, ...npm]);
+  const atome = await loadAtome(readFileSync(path.resolve(REPO, wasm[0][0])));
+  const fw = atome.boards().boards.map((b) => [path.join(mcuDir, `atome-fw-${b.name}.elf`), 'tools/setup']);
+  return absent([...fw, ...npm]);
+}
+
 export function siteSources({ repo = REPO, wasmDir = 'build/wasm', mcuDir = 'build/mcu/mcu' } = {}) {
   const out = [];
   for (const [site, src, ok, rec] of parts({ wasmDir, mcuDir })) {

@@ -35,11 +35,16 @@ function clear(t) {
   $('board-terminal').textContent = '';
 }
 
+// A board left running (--loop, --interactive) keeps talking: the box and the
+// bytes the test hook reads keep the last KEEP of it.
+const KEEP = 1 << 18;
 function show(t, bytes) {
   for (const b of bytes) t.bytes.push(b);
+  if (t.bytes.length > 2 * KEEP) t.bytes.splice(0, t.bytes.length - KEEP);
   const box = $('board-terminal');
   const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
   box.append(t.decoder.decode(bytes, { stream: true }));
+  if (box.childNodes.length > 512) box.textContent = box.textContent.slice(-KEEP);   // one text node again
   if (atEnd) box.scrollTop = box.scrollHeight;
 }
 
@@ -135,10 +140,18 @@ async function connect(t) {
   clear(t);
   await port.open({ baudRate: 115200 });
   const reader = port.readable.getReader();
+  const writer = port.writable.getWriter();
+  // keys typed quickly: one writer, the writes in order, a failure said in the status line
+  let writes = Promise.resolve();
   const session = {
     kind: 'serial',
-    stop: () => { reader.cancel().catch(() => {}).finally(() => port.close().catch(() => {})); },
-    send: async (b) => { const w = port.writable.getWriter(); try { await w.write(b); } finally { w.releaseLock(); } },
+    stop: () => {
+      writer.releaseLock();
+      reader.cancel().catch(() => {}).finally(() => port.close().catch(() => {}));
+    },
+    send: (b) => {
+      writes = writes.then(() => writer.write(b)).catch((e) => { if (t.session === session) status(`Could not send to the board: ${e.message}`); });
+    },
   };
   begin(t, session);
   status('Connected to the board\'s serial port at 115200 baud: press reset (the Pico: unplug and plug in) to hear it again.');

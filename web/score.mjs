@@ -18,7 +18,7 @@ const PANES = [{ sel: 'score-model', bpb: 'score-bpb', view: 'score-view', detai
 // keys, the rid of the scoring running, a serial that tells a run overtaken
 // by a later one, the byte picked (-1: none), the typing timer.
 export function initScore(page) {
-  const sc = { res: [null, null], opened: new Map(), rid: 0, serial: 0, cur: -1, timer: 0 };
+  const sc = { res: [null, null], spans: [null, null], opened: new Map(), rid: 0, serial: 0, cur: -1, timer: 0 };
   $('score-run').addEventListener('click', () => runScore(page, sc));
   $('score-text').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); runScore(page, sc); }
@@ -112,6 +112,7 @@ async function scoreOne(page, sc, value, text, serial) {
 
 // The characters of the text (UTF-8 sequences; a byte that is not part of
 // one is a character of its own): [first byte, byte count, text shown].
+const UTF8 = new TextDecoder();
 function characters(b) {
   const out = [];
   for (let i = 0; i < b.length;) {
@@ -119,7 +120,7 @@ function characters(b) {
     let ok = i + n <= b.length;
     for (let j = 1; ok && j < n; j++) ok = (b[i + j] & 0xc0) === 0x80;
     const len = ok ? n : 1;
-    let t = ok ? new TextDecoder().decode(b.subarray(i, i + len)) : '\ufffd';
+    let t = len === 1 ? (c < 0x80 ? String.fromCharCode(c) : '\ufffd') : UTF8.decode(b.subarray(i, i + len));
     if (c === 10) t = '↵\n';
     else if (c === 9) t = '⇥\t';
     else if (c < 32 || c === 127) t = '·';
@@ -142,6 +143,7 @@ function showPane(sc, k, r) {
     bpb.dataset.bpb = '';
     view.replaceChildren();
     view.hidden = true;
+    sc.spans[k] = { spans: new Map(), starts: [] };
     return;
   }
   view.hidden = false;
@@ -154,6 +156,9 @@ function showPane(sc, k, r) {
     : `over ${fmt(r.scoredBytes)} bytes: ${fmt(r.chunks)} chunk${r.chunks === 1 ? '' : 's'} of ${r.seq} bytes, as atome eval reads the text` +
       (tail ? `; the last ${fmt(tail)} byte${tail === 1 ? ' is' : 's are'} shaded but not counted` : '')}.`);
   const frag = document.createDocumentFragment();
+  // the spans by first byte, and their first bytes in order (keys and hover look up here, not in the DOM)
+  const spans = new Map(), starts = [];
+  sc.spans[k] = { spans, starts };
   for (const [i, n, t] of characters(r.text)) {
     const s = document.createElement('span');
     s.textContent = t;
@@ -163,6 +168,8 @@ function showPane(sc, k, r) {
     for (let j = i; j < i + n; j++) { const b = bitsOf(r, j); if (b !== null) { bits += b; any = true; } }
     s.className = any ? `b${Math.min(9, Math.floor(bits))}` : 'unscored';
     if (i >= whole) s.classList.add('tail');
+    spans.set(i, s);
+    starts.push(i);
     frag.append(s);
   }
   view.replaceChildren(frag);
@@ -175,14 +182,15 @@ function wireView(sc, k) {
   view.addEventListener('click', (e) => { const s = at(e); if (s) pickBoth(sc, Number(s.dataset.i)); });
   view.addEventListener('focus', () => { if (sc.cur < 0) pickBoth(sc, 0); });
   view.addEventListener('keydown', (e) => {
-    const spans = view.querySelectorAll('span[data-i]');
-    if (!spans.length) return;
-    const idx = [...spans].findIndex((s) => Number(s.dataset.i) >= sc.cur);
+    const { starts } = sc.spans[k] ?? { starts: [] };
+    if (!starts.length) return;
     const step = { ArrowLeft: -1, ArrowRight: 1, Home: -1e9, End: 1e9, PageUp: -40, PageDown: 40 }[e.key];
     if (step === undefined) return;
     e.preventDefault();
-    const j = Math.max(0, Math.min(spans.length - 1, (idx < 0 ? 0 : idx) + step));
-    pickBoth(sc, Number(spans[j].dataset.i), true);
+    let lo = 0, hi = starts.length;   // the first character at or after the current byte
+    while (lo < hi) { const m = (lo + hi) >> 1; if (starts[m] < sc.cur) lo = m + 1; else hi = m; }
+    const j = Math.max(0, Math.min(starts.length - 1, (lo >= starts.length ? 0 : lo) + step));
+    pickBoth(sc, starts[j], true);
   });
 }
 
@@ -198,7 +206,7 @@ function pick(sc, k, i, keyboard) {
   const view = $(p.view);
   view.querySelector('span.cur')?.classList.remove('cur');
   if (!r || i < 0) { $(p.detail).replaceChildren(); return; }
-  const s = view.querySelector(`span[data-i="${i}"]`);
+  const s = sc.spans[k]?.spans.get(i);
   if (!s) return;
   s.classList.add('cur');
   $(p.detail).replaceChildren(...scoreDetail(r, i, Number(s.dataset.n)));

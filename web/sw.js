@@ -126,10 +126,14 @@ async function cached(req) {
   return /^app-[0-9a-f]+\//.test(rel) ? caches.match(key) : undefined;
 }
 
+const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 function offline(req) {
-  const what = decodeURIComponent(new URL(req.url).pathname.split('/').pop() || 'this page');
+  const last = new URL(req.url).pathname.split('/').pop();
+  let what = 'this page';
+  try { if (last) what = decodeURIComponent(last); } catch { what = last; }   // a malformed %-escape: the raw name
   const text = `the server cannot be reached (no network?) and ${what} is not in this browser's offline copy of the page`;
-  return new Response(req.mode === 'navigate' ? `<!doctype html><meta charset="utf-8"><title>Offline</title><p>Offline: ${text}.</p>` : text,
+  const html = text.replace(/[&<>"']/g, (c) => ESC[c]);
+  return new Response(req.mode === 'navigate' ? `<!doctype html><meta charset="utf-8"><title>Offline</title><p>Offline: ${html}.</p>` : text,
     { status: 503, headers: { 'Content-Type': req.mode === 'navigate' ? 'text/html; charset=utf-8' : 'text/plain; charset=utf-8', 'X-Atome-Offline': '1' } });
 }
 

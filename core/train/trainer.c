@@ -16,8 +16,9 @@ void atm_train_opts_default(atm_train_opts *o) {
     memset(o, 0, sizeof *o);
     for (int i = 0; i < ATM_TO_COUNT; i++) {
         const atm_topt *r = &atm_topts[i];
-        atm_topt_val v = { (int64_t)r->def, r->def };
-        if (r->store != ATM_TO_RUN) atm_topt_put(o, r, &v);
+        if (r->store == ATM_TO_RUN) continue;   /* run-level rows: NaN defaults, nothing stored here */
+        atm_topt_val v = { isfinite(r->def) ? (int64_t)r->def : 0, r->def };
+        atm_topt_put(o, r, &v);
     }
 }
 

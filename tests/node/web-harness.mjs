@@ -72,7 +72,7 @@ export const requests = [];      // every URL any page or worker of the suite as
 
 export function useBrowser({ headers = null, isolated = true } = {}) {
 before(async () => {
-  const missing = missingArtifacts();
+  const missing = await missingArtifacts();
   assert.deepEqual(missing, [], `the page needs ${missing.map(([f]) => f).join(', ')}: run tools/setup`);
   await playwrightChromium();   // throws, saying how to get it, if Chromium or playwright-core is missing
   tmp = mkdtempSync(path.join(tmpdir(), 'atome-web-'));

@@ -113,7 +113,8 @@ const fakeSerial = (hex) => `(() => {
       await new Promise((r) => setTimeout(r, 5));
       c.enqueue(bytes.slice(port.at, port.at + 7)); port.at += 7;
     } }),
-    writable: new WritableStream({ write(chunk) { window.__serialSent.push(...chunk); } }),
+    // a slow port: keys typed faster than it takes them must queue, not be lost
+    writable: new WritableStream({ async write(chunk) { await new Promise((r) => setTimeout(r, 30)); window.__serialSent.push(...chunk); } }),
   };
   Object.defineProperty(Navigator.prototype, 'serial', { configurable: true, get: () => ({ requestPort: async () => port, getPorts: async () => [port] }) });
 })();`;
@@ -128,10 +129,11 @@ test('#board-connect: a stand-in Web Serial port playing back the bytes rp2040js
     assert.deepEqual(await page.evaluate(() => window.__serialOpened), { baudRate: 115200 });
     assert.equal(await page.textContent('#board-terminal'), new TextDecoder().decode(want.usb));
     await page.focus('#board-terminal');
-    await page.keyboard.type('Hi');
+    await page.keyboard.type('Hello there');
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => window.__serialSent.length === 3, null, { timeout: 10000 });
-    assert.deepEqual(await page.evaluate(() => window.__serialSent), [...Buffer.from('Hi\r')]);
+    await page.waitForFunction(() => window.__serialSent.length >= 12, null, { timeout: 10000 });
+    assert.deepEqual(await page.evaluate(() => window.__serialSent), [...Buffer.from('Hello there\r')]);
+    assert.doesNotMatch(await page.textContent('#board-terminal-status'), /Could not send/);
     await page.click('#board-stop');
     assert.ok(await page.isDisabled('#board-stop'));
   } finally { await ctx.close(); }

@@ -103,6 +103,13 @@ test('tools/build-site: usage, a folder it did not write is left alone, relative
   assert.equal(r.code, 1);
   assert.match(r.stderr, /is not a site this tool wrote/);
   assert.equal(readFileSync(path.join(foreign, 'notes.txt'), 'utf8'), 'mine');
+  // another web app's folder (it has an index.html and a sw.js of its own) is not ours either
+  writeFileSync(path.join(foreign, 'index.html'), '<p>mine</p>');
+  writeFileSync(path.join(foreign, 'sw.js'), '// mine');
+  r = await run(tool, ['--out', foreign], { timeout: 60000 });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /is not a site this tool wrote \(no \.atome-site in it\)/);
+  assert.equal(readFileSync(path.join(foreign, 'index.html'), 'utf8'), '<p>mine</p>');
   const out = path.join(tmp, 'cli-site');
   r = await run(tool, ['--out', out], { timeout: 60000 });
   assert.equal(r.code, 0, r.stderr);
@@ -209,6 +216,19 @@ for (const base of ['/', '/atome/']) {
       assert.match(d.suggestedFilename(), /\.elf$/);
       await shortRun(page, 2);
       assert.equal(server.log.length, asked, 'a request reached the stopped server');
+      // a file the offline copy lacks: the words, with the name as text (never markup), even for a malformed %-escape
+      const miss = await page.evaluate(async () => Promise.all(['./%E0%A4%A', './%3Cb%3Ex.txt'].map(async (u) => {
+        const r = await fetch(u);
+        return [r.status, r.headers.get('content-type'), await r.text()];
+      })));
+      assert.deepEqual(miss.map((m) => m[0]), [503, 503]);
+      assert.match(miss[0][2], /%E0%A4%A is not in this browser's offline copy/);
+      assert.match(miss[1][2], /and <b>x\.txt is not in this browser's offline copy/);
+      const lost = await page.context().newPage();
+      await lost.goto(new URL('%3Cb%3Ex', page.url()).href);
+      assert.equal(await lost.locator('b').count(), 0, 'a name in the offline page became markup');
+      assert.match(await lost.textContent('p'), /^Offline: .*<b>x is not in this browser's offline copy/);
+      await lost.close();
 
       // a new build over the old one: the notice, then the new version's wasm
       if (base === '/') return;
