@@ -8,8 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-char *cli_err_capture;
-
 int cli_err(int code, const char *fmt, ...) {
     char buf[CLI_ERR_MAX];
     va_list ap;
@@ -17,7 +15,6 @@ int cli_err(int code, const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     for (char *p = buf; *p; p++) if ((unsigned char)*p < 0x20 || *p == 0x7F) *p = '?';
-    if (cli_err_capture) { memcpy(cli_err_capture, buf, sizeof buf); return code; }
     fprintf(stderr, "atome: %s\n", buf);
     fflush(stderr);
     return code;

@@ -27,11 +27,7 @@
 
 /* Prints "atome: <msg>\n" to stderr (control characters in msg become '?',
  * so a hostile path cannot split the line) and returns code. */
-/* When set (CLI_ERR_MAX bytes), cli_err keeps its line there (without the
- * "atome: " prefix) instead of printing it: a caller that may recover
- * (firmware's micro:bit v1 part of a Universal Hex) decides what to say. */
-#define CLI_ERR_MAX 1024
-extern char *cli_err_capture;
+#define CLI_ERR_MAX 1024   /* the longest line cli_err prints */
 int cli_err(int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -34,6 +34,7 @@
 #include "core/fwsettings.h"
 #include "core/sampler.h"
 #include "fwimage/fwimage.h"
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -200,6 +201,8 @@ typedef struct {
     size_t blen, elen;
     atm_model m;
     char path[4096];
+    int keep_refusal;              /* a fit refusal is kept in refused, not printed (the Universal Hex) */
+    char refused[CLI_ERR_MAX];     /* why the model does not fit this board, when kept */
     atm_fw_slot slot;
     long arena;
     int max_window, with_settings;
@@ -219,6 +222,20 @@ static int load_template(fw_job *j, const char *tmpl) {
         return cli_err(CLI_RUNTIME, "firmware: cannot open template '%s' (run 'cmake --preset mcu && cmake --build --preset mcu')",
                        j->path);
     return cli_read_file("firmware", j->path, (size_t)64 << 20, &j->elf, &j->elen);
+}
+
+/* A refusal because the model does not fit the board (its slot or its RAM):
+ * an error, or, with j->keep_refusal, kept in j->refused for the caller
+ * that leaves this board out instead (every other failure stays an error). */
+static int fit_refusal(fw_job *j, const char *fmt, ...) {
+    char buf[CLI_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!j->keep_refusal) return cli_err(CLI_RUNTIME, "firmware: %s", buf);
+    memcpy(j->refused, buf, sizeof buf);
+    return CLI_RUNTIME;
 }
 
 /* The container into the slot (with room for the settings block when there
@@ -242,12 +259,12 @@ static int patch_model(fw_job *j) {
         }
     }
     if (st == ATM_FW_OK && j->with_settings && j->blen + ATM_FWSET_BYTES > j->slot.capacity)
-        return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block",
-                       j->model, j->blen, j->board, (unsigned)j->slot.capacity, ATM_FWSET_BYTES);
+        return fit_refusal(j, "'%s' is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block",
+                           j->model, j->blen, j->board, (unsigned)j->slot.capacity, ATM_FWSET_BYTES);
     if (st == ATM_FW_OK) st = atm_fw_patch(j->elf, j->elen, j->tboard, j->blob, j->blen, err, sizeof err);
     if (st == ATM_FW_E_CAPACITY)
-        return cli_err(CLI_RUNTIME, "firmware: '%s' is %zu bytes, too big for the %s model slot of %u bytes", j->model, j->blen,
-                       j->board, (unsigned)j->slot.capacity);
+        return fit_refusal(j, "'%s' is %zu bytes, too big for the %s model slot of %u bytes", j->model, j->blen,
+                           j->board, (unsigned)j->slot.capacity);
     if (st != ATM_FW_OK) return cli_err(st == ATM_FW_E_BOARD ? CLI_USAGE : CLI_RUNTIME, "firmware: template '%s': %s", j->path, err);
     atm_fw_fit fit;
     if (atm_fw_fit_model(j->elf, j->elen, &j->m, &fit, err, sizeof err) != ATM_FW_OK || fit.arena < 0)
@@ -255,8 +272,8 @@ static int patch_model(fw_job *j) {
     j->arena = (long)fit.arena;
     j->max_window = fit.max_window;
     if (j->max_window == 0)
-        return cli_err(CLI_RUNTIME, "firmware: '%s' needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %ld",
-                       j->model, atm_engine_arena_bytes(&j->m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, j->board, j->arena);
+        return fit_refusal(j, "'%s' needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %ld",
+                           j->model, atm_engine_arena_bytes(&j->m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, j->board, j->arena);
     return CLI_OK;
 }
 
@@ -341,8 +358,9 @@ static const char *single_name(const atm_board *b) { return b->alias[0] ? b->ali
 
 /* `--format hex` on a board whose row has hex_with (`--board microbit`):
  * the Universal Hex of its image and hex_with's (fwimage/uhex.c; the v1 and
- * the v2), the second's alone when the model does not fit the first (said
- * on stderr). The second is built first: its errors are the command's. */
+ * the v2), the second's alone when the model does not fit the first (its
+ * slot or its RAM; said on stderr). The second is built first; any error
+ * of either but that fit refusal is the command's. */
 static int universal_hex(const fw_job *base, const char *tmpl, const settings_args *sa, cli_opt *opts, int nopts) {
     const atm_board *row[2] = { atm_board_find(base->board), NULL };
     row[1] = atm_board_find(row[0]->hex_with);
@@ -351,14 +369,13 @@ static int universal_hex(const fw_job *base, const char *tmpl, const settings_ar
     size_t hl[2] = { 0, 0 };
     for (int k = 0; k < 2; k++) { v[k] = *base; v[k].board = row[k]->name; }
     int rc = build_image(&v[1], NULL, sa, opts, nopts, &hex[1], &hl[1]);
-    char why[CLI_ERR_MAX] = "";
     int rc1 = rc;
     if (!rc) {
-        cli_err_capture = why;
+        v[0].keep_refusal = 1;
         rc1 = build_image(&v[0], tmpl, sa, opts, nopts, &hex[0], &hl[0]);
-        cli_err_capture = NULL;
-        if (rc1 == CLI_USAGE) rc = cli_err(rc1, "%s", why);
+        if (rc1 && !v[0].refused[0]) rc = rc1;   /* not a fit refusal: already said, the command fails */
     }
+    const char *w = v[0].refused;
     char *u = NULL, err[256];
     size_t ul = 0;
     if (!rc) {
@@ -370,7 +387,6 @@ static int universal_hex(const fw_job *base, const char *tmpl, const settings_ar
         else if ((rc = atm_write_atomic(base->out, u, ul, err, sizeof err))) rc = cli_err(CLI_RUNTIME, "firmware: %s", err);
     }
     if (!rc) {
-        const char *w = strncmp(why, "firmware: ", 10) == 0 ? why + 10 : why;
         if (rc1) fprintf(stderr, "firmware: note: the model does not fit the %s (%s): the file is for the %s only\n", row[0]->label, w, row[1]->label);
         printf("{\"out\":");
         cli_json_str(stdout, base->out);

@@ -1,6 +1,8 @@
 # cmake/version.cmake — the version string of `atome --version` and of the
 # wasm module's version(): the project version and the git commit the tree
-# was configured from ("unknown" without git or outside a repository). Written at
+# was configured from (", modified" after it when tracked files differed from
+# that commit at configure time; "unknown" without git or outside a
+# repository). Written at
 # configure time into <build>/generated/atome_version.h (ATOME_VERSION); a
 # new commit re-runs the configure step (the git directory's HEAD and
 # reflog are configure dependencies), so the string follows the tree.
@@ -11,6 +13,12 @@ if(GIT_FOUND)
                   OUTPUT_VARIABLE _commit RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(_rc EQUAL 0 AND _commit)
     set(ATOME_GIT_COMMIT "${_commit}")
+    # sources that differ from the commit (at configure time) say so
+    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${CMAKE_SOURCE_DIR} status --porcelain --untracked-files=no
+                    OUTPUT_VARIABLE _dirty RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(_rc EQUAL 0 AND _dirty)
+      set(ATOME_GIT_COMMIT "${_commit}, modified")
+    endif()
     execute_process(COMMAND ${GIT_EXECUTABLE} -C ${CMAKE_SOURCE_DIR} rev-parse --absolute-git-dir
                     OUTPUT_VARIABLE _gitdir RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     if(_rc EQUAL 0)

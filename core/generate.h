@@ -95,6 +95,24 @@ ATM_GEN_INLINE void atm_gen_init(atm_gen *g, const atm_gen_src *src, void *ctx, 
     g->pending = -1;
 }
 
+/* The source was laid out afresh (a model opened, V bytes): nothing fed yet.
+ * The settings, the random sequence and the stop rule stay. */
+ATM_GEN_INLINE void atm_gen_restart(atm_gen *g, int V) {
+    g->V = (int16_t)V;
+    g->logits = 0;
+    g->next = -1;
+    g->pending = -1;
+}
+
+/* The caller stepped the source by hand (scoring a text) and stopped with
+ * `last` not fed yet (-1: everything fed; lg then the logits after the last
+ * byte fed): the generator goes on from there, as after a prompt. */
+ATM_GEN_INLINE void atm_gen_resume(atm_gen *g, const int32_t *lg, int last) {
+    g->logits = lg;
+    g->next = -1;
+    g->pending = (int16_t)last;
+}
+
 /* Feeds byte b whose prediction is wanted: the next byte itself where the
  * greedy shortcut applies, else the logits to draw it from. */
 ATM_GEN_INLINE void atm_gen_step_to_(atm_gen *g, int b) {

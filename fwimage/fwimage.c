@@ -6,6 +6,7 @@
 #include "fwimage.h"
 #include "core/boards.h"
 #include "core/engine.h"
+#include "core/generate.h"
 #include "core/rng.h"
 #include "core/sampler.h"
 #include <stdlib.h>
@@ -254,25 +255,21 @@ int atm_fw_expect(const atm_model *m, atm_fwset *s, char *err, size_t errlen) {
         return atm_fail_code(ATM_FW_E_ARG, err, errlen, "engine: cannot initialise");
     }
     const int V = m->cfg.vocab;
-    static const uint8_t newline = '\n';
-    const uint8_t *feed = s->prompt_len ? s->prompt : &newline;
-    const size_t flen = s->prompt_len ? s->prompt_len : 1;
-    for (size_t i = 0; i < flen; i++)
-        if (feed[i] >= V) { free(arena); return atm_fail_code(ATM_FW_E_ARG, err, errlen, "prompt byte 0x%02X is outside the model's vocabulary of %d", feed[i], V); }
-    const int32_t *logits = NULL;
-    for (size_t i = 0; i < flen; i++) logits = atm_engine_step(&e, feed[i]);
+    for (size_t i = 0; i < s->prompt_len; i++)
+        if (s->prompt[i] >= V) { free(arena); return atm_fail_code(ATM_FW_E_ARG, err, errlen, "prompt byte 0x%02X is outside the model's vocabulary of %d", s->prompt[i], V); }
     atm_sampler_cfg c;
-    atm_sampler_config(&c, s->temperature[0] ? s->temperature : NULL, s->top_k[0] ? s->top_k : NULL,
-                       s->top_p[0] ? s->top_p : NULL);
-    atm_rng rng;
-    atm_rng_seed(&rng, s->seed);
-    uint8_t order[256];
-    const uint64_t k = s->n < ATM_FWSET_EXPECT ? s->n : ATM_FWSET_EXPECT;
-    for (uint64_t i = 0; i < k; i++) {
-        int b = atm_sampler_next(&c, logits, V, &rng, order);
-        s->expect[i] = (uint8_t)b;
-        if (i + 1 < k) logits = atm_engine_step(&e, b);
+    if (atm_sampler_settings_why(&c, s->temperature[0] ? s->temperature : NULL, s->top_k[0] ? s->top_k : NULL,
+                                 s->top_p[0] ? s->top_p : NULL, err, errlen)) {
+        free(arena);
+        return ATM_FW_E_ARG;
     }
+    /* the one generator, as the firmware runs it (core/generate.h) */
+    uint8_t order[256];
+    atm_gen g;
+    atm_gen_init(&g, ATM_GEN_ENGINE, &e, V, &c, s->seed, order);
+    atm_gen_prompt(&g, s->prompt, s->prompt_len);
+    const uint64_t k = s->n < ATM_FWSET_EXPECT ? s->n : ATM_FWSET_EXPECT;
+    for (uint64_t i = 0; i < k; i++) s->expect[i] = (uint8_t)atm_gen_next(&g);
     s->expect_len = (uint8_t)k;
     free(arena);
     return ATM_FW_OK;

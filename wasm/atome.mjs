@@ -832,7 +832,7 @@ export class PackedModel {
   // Feeds one byte and returns a copy of the Q16 logits (value / 65536).
   step(byte) {
     const p = this.ex.atome_engine_step(this.h, byte);
-    if (!p) throw new Error('no model open');
+    if (!p) throw new Error(this.a.cstr(this.ex.atome_engine_error(this.h)));
     return new Int32Array(this.ex.memory.buffer, p, this.vocab).slice();
   }
 }

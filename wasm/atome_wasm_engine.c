@@ -51,7 +51,7 @@ typedef struct {
     uint8_t         order[256];  /* sampler scratch (truncation order) */
     char            err[300];
     int             explain;     /* 1: atome_engine_next also writes explain lines */
-    int32_t         trace[64 * 3];  /* router weights of the last step (atm_engine_step_traced) */
+    int32_t         trace[ATM_MAX_LAYERS * 3];  /* router weights of the last step (atm_engine_step_traced) */
     char           *xbuf;        /* explain lines of the last atome_engine_next call */
     size_t          xlen, xcap;
 } engine_session;
@@ -118,10 +118,7 @@ API int atome_engine_open(engine_session *s, int window) {
     if (st != ATM_OK) FAIL(s, -1, "engine: %s", atm_status_str(st));
     s->arena_bytes = need;
     s->open = 1;
-    s->g.V = (int16_t)s->m.cfg.vocab;
-    s->g.logits = NULL;    /* no prompt fed yet */
-    s->g.next = -1;
-    s->g.pending = -1;
+    atm_gen_restart(&s->g, s->m.cfg.vocab);   /* no prompt fed yet */
     return 0;
 }
 
@@ -203,12 +200,16 @@ API int atome_engine_next(engine_session *s, uint8_t *out, int n) {
     return n;
 }
 
-/* Feeds one byte (after any pending one) and returns the Q16 logits [V]
- * (a byte outside 0..255 goes in as 0, as the engine feeds one outside
- * the vocabulary). */
+/* Feeds one byte (after any pending one) and returns the Q16 logits [V];
+ * NULL with the reason in atome_engine_error for no model or a byte outside
+ * the model's vocabulary. */
 API const int32_t *atome_engine_step(engine_session *s, int byte) {
-    if (!s->open) return NULL;
-    const uint8_t b = (uint8_t)(byte >= 0 && byte < 256 ? byte : 0);
+    if (!s->open) { snprintf(s->err, sizeof s->err, "no model open"); return NULL; }
+    if (byte < 0 || byte >= s->m.cfg.vocab) {
+        snprintf(s->err, sizeof s->err, "byte %d is outside the model's vocabulary of %d", byte, (int)s->m.cfg.vocab);
+        return NULL;
+    }
+    const uint8_t b = (uint8_t)byte;
     atm_gen_prompt_more(&s->g, &b, 1);
     return s->g.logits;
 }
@@ -333,6 +334,8 @@ API int atome_engine_score(engine_session *s, const uint8_t *text, size_t n, int
     if (seq < 2 || to > n || from > to) FAIL(s, -2, "score: bad range %zu..%zu of %zu bytes (seq %d)", from, to, n, seq);
     int V = s->m.cfg.vocab, stride = atome_engine_score_stride(s);
     double lp[256];
+    const int32_t *lg = s->g.logits;
+    int last = -1;    /* the text's last byte, when its step (whose logits nobody reads) was left out */
     for (size_t i = from; i < to; i++) {
         if (text[i] >= V) FAIL(s, -2, "byte %zu (0x%02X) is outside the model's vocabulary of %d", i, text[i], V);
         int32_t *ri = rec ? rec + (i - from) * (size_t)stride : NULL;
@@ -341,13 +344,15 @@ API int atome_engine_score(engine_session *s, const uint8_t *text, size_t n, int
             nats[i - from] = NAN;
             if (ri) memset(ri, 0, (size_t)stride * sizeof *ri);
         } else {
-            atm_engine_logprobs(s->g.logits, V, lp);
+            atm_engine_logprobs(lg, V, lp);
             nats[i - from] = -lp[text[i]];
-            if (ri) score_record(s, s->g.logits, text[i], ri);
+            if (ri) score_record(s, lg, text[i], ri);
         }
-        if ((i + 1) % (size_t)seq != 0) s->g.logits = atm_engine_step_traced(&s->e, text[i], s->trace);
+        if ((i + 1) % (size_t)seq == 0) continue;
+        if (i + 1 == n) { last = text[i]; break; }
+        /* the router trace only where a record reads it (this call's, or the next call's first) */
+        lg = rec || i + 1 == to ? atm_engine_step_traced(&s->e, text[i], s->trace) : atm_engine_step(&s->e, text[i]);
     }
-    s->g.pending = -1;    /* the generator continues from the scored text's last byte */
-    s->g.next = -1;
+    atm_gen_resume(&s->g, lg, last);   /* the generator continues from the scored text's last byte */
     return (int)(to - from);
 }

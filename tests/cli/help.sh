@@ -2,14 +2,14 @@
 # tests/cli/help.sh — every subcommand that `atome --help` lists answers
 # --help (and `atome help CMD`) with its own usage on stdout ("usage: atome
 # CMD ..."), nothing on stderr, exit 0; `atome --version` prints one line,
-# "atome X.Y.Z (commit C)", C a commit of this repository (or "unknown"
-# outside one); `atome boards` lists the table of boards, as text and as
+# "atome X.Y.Z (commit C)", C a commit of this repository (", modified"
+# after it when the tree differed at configure time; "unknown" outside one); `atome boards` lists the table of boards, as text and as
 # JSON, and refuses bad flags with exit 2.
 # Usage: bash tests/cli/help.sh /path/to/atome
 set -u
 ATOME=${1:?usage: help.sh /path/to/atome}
 case "$ATOME" in /*) ;; *) ATOME="$PWD/$ATOME" ;; esac   # the checks run in a scratch directory
-SRC=${ATOME_SOURCE_DIR:-}
+SRC=${ATOME_SOURCE_DIR:?help.sh: set ATOME_SOURCE_DIR to the source tree (ctest does)}
 W=$(mktemp -d /tmp/atome-cli-help.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 cd "$W" || exit 1
@@ -38,11 +38,13 @@ for c in train eval generate params match init import strip export convert inspe
 done
 
 "$ATOME" --version > v.txt 2> v.err; rc=$?
-ok '[ $rc -eq 0 ] && [ ! -s v.err ] && [ "$(wc -l < v.txt)" -eq 1 ] && grep -Eq "^atome [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown)\)$" v.txt' \
+ok '[ $rc -eq 0 ] && [ ! -s v.err ] && [ "$(wc -l < v.txt)" -eq 1 ] && grep -Eq "^atome [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(, modified)?|unknown)\)$" v.txt' \
    "atome --version: exit $rc, '$(cat v.txt)'"
 commit=$(sed -nE 's/.*\(commit ([0-9a-f]{12}).*/\1/p' v.txt)
-if [ -n "$SRC" ] && git -C "$SRC" rev-parse --git-dir > /dev/null 2>&1; then
+if git -C "$SRC" rev-parse --git-dir > /dev/null 2>&1; then
     ok '[ -n "$commit" ] && git -C "$SRC" cat-file -e "$commit^{commit}"' "the version's commit '$commit' is a commit of $SRC"
+else
+    ok '! grep -q "commit [0-9a-f]\{12\}" v.txt' "outside a git checkout the version names no commit: $(cat v.txt)"
 fi
 "$ATOME" --version --help > /dev/null 2>&1; rc=$?
 ok '[ $rc -eq 0 ]' "atome --version ignores what follows"
@@ -73,7 +75,8 @@ assert p[\"microbit\"][\"clock_hz\"] == 16000000 and p[\"microbit\"][\"offset_st
 ok '[ $rc -eq 2 ] && [ "$(wc -l < e.err)" -eq 1 ] && [ ! -s e.out ]' "boards --board without --cost: exit 2"
 "$ATOME" boards --cost --model x.atome --board stm32 > e.out 2> e.err; rc=$?
 ok '[ $rc -eq 2 ] && grep -q "unknown board .stm32. (mps2-an385, microbit, microbit-v1, microbit-v2 or pico" e.err' "boards --cost with an unknown board: $(cat e.err)"
-if [ -n "$SRC" ] && [ -f "$SRC/models/atome-60k.atome" ]; then
+ok '[ -f "$SRC/models/atome-60k.atome" ]' "the shipped model $SRC/models/atome-60k.atome is there"
+if [ -f "$SRC/models/atome-60k.atome" ]; then
     "$ATOME" boards --cost --model "$SRC/models/atome-60k.atome" --board microbit --window 32 > c.json; rc=$?
     ok '[ $rc -eq 0 ] && python3 -c "
 import json

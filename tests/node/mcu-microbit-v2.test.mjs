@@ -13,7 +13,7 @@
 // Needs the native and mcu builds and qemu-system-arm; nothing is skipped.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, nativeDir, native, run, generateArgs } from './artifacts.mjs';
@@ -155,4 +155,16 @@ test('a model only the v2 holds (the web model): a v2-only Universal Hex, and th
   const r = await native(['firmware', '--model', M944, '--board', 'microbit', '--format', 'elf', '--out', path.join(tmp, 'no.elf')]);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /too big for the microbit model slot/);
+});
+
+test('--board microbit --format hex: a v1 part that fails for any reason but the fit fails the command (no v2-only file)', { timeout: 120000 }, async () => {
+  const bad = path.join(tmp, 'not-a-template.elf');
+  writeFileSync(bad, Buffer.from('not an ELF file at all'));
+  const out = path.join(tmp, 'bad-v1.hex');
+  const r = await native(['firmware', '--model', M60, '--board', 'microbit', '--format', 'hex', '--template', bad, '--out', out, ...SET]);
+  assert.equal(r.code, 1, r.stderr.toString());
+  assert.match(r.stderr.toString(), /^atome: firmware: template '.*not-a-template\.elf': /);
+  assert.doesNotMatch(r.stderr.toString(), /does not fit/);
+  assert.equal(r.stdout.length, 0);
+  assert.equal(existsSync(out), false, 'a file was written');
 });

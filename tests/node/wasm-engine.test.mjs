@@ -60,6 +60,8 @@ test('greedy generation is the argmax of the engine logits, fed back byte by byt
     assert.equal(out[i], best, `byte ${i}`);
     logits = p.step(best);
   }
+  // a byte outside the vocabulary is refused with the reason, not fed as 0
+  for (const bad of [-1, 256, 1000]) assert.throws(() => p.step(bad), /^Error: byte -?\d+ is outside the model's vocabulary of 256$/);
   p.free();
 });
 
