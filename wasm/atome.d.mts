@@ -452,3 +452,7 @@ export class PackedModel extends Session {
   /** Feeds one byte; returns the Q16 logits (value / 65536). */
   step(byte: number): Int32Array;
 }
+
+// Only what is marked export is exported (a declaration file otherwise exports
+// every top-level declaration, Session included).
+export {};
