@@ -191,15 +191,19 @@ static int parse_pathways(const char *cmd, const char *s, int32_t *mask) {
     return CLI_OK;
 }
 
-int cli_build_config(const char *cmd, const char *name, cli_shape *s, cli_opt *opts, int n, atm_config *c) {
-    if (atm_config_by_name(name, c) != 0) {
-        char list[512] = "";
-        for (int i = 0; atm_config_names[i]; i++) {
-            if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
-            strncat(list, atm_config_names[i], sizeof list - strlen(list) - 1);
-        }
-        return cli_err(CLI_USAGE, "%s: unknown config '%s' (known: %s)", cmd, name, list);
+/* "unknown config" with the list of known names. */
+static int unknown_config(const char *cmd, const char *name) {
+    char list[512] = "";
+    for (int i = 0; atm_config_names[i]; i++) {
+        if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, atm_config_names[i], sizeof list - strlen(list) - 1);
     }
+    return cli_err(CLI_USAGE, "%s: unknown config '%s' (known: %s)", cmd, name, list);
+}
+
+/* Every shape flag given applies to the config's family: CLI_OK, or the
+ * error printed. */
+static int shape_flags_apply(const char *cmd, int family, cli_opt *opts, int n) {
     static const char *const applies[ATM_N_FAMILIES][CLI_SHAPE_OPTS] = {
         /* atome */   { "d-model", "layers", "d-head", "kernel", "attn-top-k", "pathways", "attn-window" },
         /* vanilla */ { "d-model", "layers", "d-head", "heads", "d-ff", "max-seq", "pos" },
@@ -210,10 +214,39 @@ int cli_build_config(const char *cmd, const char *name, cli_shape *s, cli_opt *o
     for (int i = 0; i < CLI_SHAPE_OPTS; i++) {
         if (!cli_seen(opts, n, shape_names[i])) continue;
         int ok = 0;
-        for (int k = 0; k < CLI_SHAPE_OPTS && applies[c->family][k]; k++)
-            if (strcmp(applies[c->family][k], shape_names[i]) == 0) ok = 1;
-        if (!ok) return cli_err(CLI_USAGE, "%s: --%s does not apply to the %s family", cmd, shape_names[i], atm_family_name(c->family));
+        for (int k = 0; k < CLI_SHAPE_OPTS && applies[family][k]; k++)
+            if (strcmp(applies[family][k], shape_names[i]) == 0) ok = 1;
+        if (!ok) return cli_err(CLI_USAGE, "%s: --%s does not apply to the %s family", cmd, shape_names[i], atm_family_name(family));
     }
+    return CLI_OK;
+}
+
+/* A vanilla model's heads follow d_model: --d-head or --heads fixes one,
+ * the other is d_model divided by it; with neither, the named head count
+ * stays. CLI_OK, or the error printed. */
+static int vanilla_heads(const char *cmd, const cli_shape *s, cli_opt *opts, int n, atm_config *c) {
+    int64_t heads = c->n_heads;
+    if (cli_seen(opts, n, "heads")) heads = s->heads;
+    if (cli_seen(opts, n, "d-head")) {
+        if (c->d_model % s->d_head)
+            return cli_err(CLI_USAGE, "%s: --d-head %lld does not divide d-model %d", cmd, (long long)s->d_head, (int)c->d_model);
+        int64_t h = c->d_model / s->d_head;
+        if (cli_seen(opts, n, "heads") && h != heads)
+            return cli_err(CLI_USAGE, "%s: --heads %lld and --d-head %lld disagree with d-model %d", cmd,
+                           (long long)heads, (long long)s->d_head, (int)c->d_model);
+        heads = h;
+    }
+    if (heads < 1 || c->d_model % heads)
+        return cli_err(CLI_USAGE, "%s: %lld heads do not divide d-model %d", cmd, (long long)heads, (int)c->d_model);
+    c->n_heads = (int32_t)heads;
+    c->d_head = (int32_t)(c->d_model / heads);
+    return CLI_OK;
+}
+
+int cli_build_config(const char *cmd, const char *name, cli_shape *s, cli_opt *opts, int n, atm_config *c) {
+    if (atm_config_by_name(name, c) != 0) return unknown_config(cmd, name);
+    int rc = shape_flags_apply(cmd, c->family, opts, n);
+    if (rc) return rc;
     if (cli_seen(opts, n, "d-model")) c->d_model = (int32_t)s->d_model;
     if (cli_seen(opts, n, "layers")) c->n_layers = (int32_t)s->layers;
     if (cli_seen(opts, n, "kernel")) c->kernel = (int32_t)s->kernel;
@@ -222,40 +255,35 @@ int cli_build_config(const char *cmd, const char *name, cli_shape *s, cli_opt *o
     if (cli_seen(opts, n, "d-inner")) c->d_inner = (int32_t)s->d_inner;
     if (cli_seen(opts, n, "max-seq")) c->max_seq = (int32_t)s->max_seq;
     if (cli_seen(opts, n, "attn-window")) c->attn_window = (int32_t)s->attn_window;
-    if (cli_seen(opts, n, "pos")) {
-        if (strcmp(s->pos, "learned") == 0) c->pos = ATM_POS_LEARNED;
-        else if (strcmp(s->pos, "none") == 0) c->pos = ATM_POS_NONE;
-        else if (strcmp(s->pos, "ternary") == 0) c->pos = ATM_POS_TERNARY;
-        else return cli_err(CLI_USAGE, "%s: --pos must be learned, none or ternary (got '%s')", cmd, s->pos);
-    }
-    if (cli_seen(opts, n, "pathways")) {
-        int rc = parse_pathways(cmd, s->pathways, &c->pathways);
-        if (rc) return rc;
-    }
+    if (cli_seen(opts, n, "pos") && (rc = cli_pos(cmd, s->pos, &c->pos))) return rc;
+    if (cli_seen(opts, n, "pathways") && (rc = parse_pathways(cmd, s->pathways, &c->pathways))) return rc;
     if (c->family == ATM_FAMILY_ATOME) {
         if (cli_seen(opts, n, "d-head")) c->d_head = (int32_t)s->d_head;
-    } else if (c->family == ATM_FAMILY_VANILLA) {
-        /* Heads follow d_model: --d-head or --heads fixes one, the other is
-         * d_model divided by it; with neither, the named head count stays. */
-        int64_t heads = c->n_heads;
-        if (cli_seen(opts, n, "heads")) heads = s->heads;
-        if (cli_seen(opts, n, "d-head")) {
-            if (c->d_model % s->d_head)
-                return cli_err(CLI_USAGE, "%s: --d-head %lld does not divide d-model %d", cmd, (long long)s->d_head, (int)c->d_model);
-            int64_t h = c->d_model / s->d_head;
-            if (cli_seen(opts, n, "heads") && h != heads)
-                return cli_err(CLI_USAGE, "%s: --heads %lld and --d-head %lld disagree with d-model %d", cmd,
-                               (long long)heads, (long long)s->d_head, (int)c->d_model);
-            heads = h;
-        }
-        if (heads < 1 || c->d_model % heads)
-            return cli_err(CLI_USAGE, "%s: %lld heads do not divide d-model %d", cmd, (long long)heads, (int)c->d_model);
-        c->n_heads = (int32_t)heads;
-        c->d_head = (int32_t)(c->d_model / heads);
+    } else if (c->family == ATM_FAMILY_VANILLA && (rc = vanilla_heads(cmd, s, opts, n, c))) {
+        return rc;
     }
     char why[256];
     if (atm_config_validate(c, why, sizeof why))
         return cli_err(CLI_USAGE, "%s: invalid shape for %s: %s", cmd, name, why);
+    return CLI_OK;
+}
+
+int cli_pos(const char *cmd, const char *s, int32_t *pos) {
+    if (strcmp(s, "learned") == 0) *pos = ATM_POS_LEARNED;
+    else if (strcmp(s, "none") == 0) *pos = ATM_POS_NONE;
+    else if (strcmp(s, "ternary") == 0) *pos = ATM_POS_TERNARY;
+    else return cli_err(CLI_USAGE, "%s: --pos must be learned, none or ternary (got '%s')", cmd, s);
+    return CLI_OK;
+}
+
+const char *cli_pos_name(int pos) {
+    return pos == ATM_POS_NONE ? "none" : pos == ATM_POS_TERNARY ? "ternary" : "learned";
+}
+
+int cli_quant(const char *cmd, const char *s, int family, int32_t *quant) {
+    *quant = cli_default_quant(family);
+    if (s && (*quant = cli_quant_from_name(s)) < 0)
+        return cli_err(CLI_USAGE, "%s: --quant must be ternary or fp32 (got '%s')", cmd, s);
     return CLI_OK;
 }
 

@@ -77,6 +77,13 @@ int cli_shape_opts(cli_shape *s, cli_opt *opts);
 /* Looks up name, applies the overrides that were seen, validates. On error
  * prints it and returns CLI_USAGE. */
 int cli_build_config(const char *cmd, const char *name, cli_shape *s, cli_opt *opts, int n, atm_config *c);
+/* --pos's text (learned, none, ternary) -> *pos = ATM_POS_*: CLI_OK, or
+ * CLI_USAGE (printed). cli_pos_name is the text of an ATM_POS_*. */
+int cli_pos(const char *cmd, const char *s, int32_t *pos);
+const char *cli_pos_name(int pos);
+/* --quant's text (NULL: the family's default) -> *quant = ATM_QUANT_*:
+ * CLI_OK, or CLI_USAGE (printed). */
+int cli_quant(const char *cmd, const char *s, int family, int32_t *quant);
 /* "ternary" / "fp32" -> ATM_QUANT_*, or -1. */
 int cli_quant_from_name(const char *s);
 const char *cli_quant_name(int q);

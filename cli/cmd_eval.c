@@ -67,6 +67,22 @@ static int print_eval(const atm_eval_result *r, size_t chunks, int64_t seq, int6
     return CLI_OK;
 }
 
+/* The held-out chunks of data: the first max_bytes (0: all), cut into
+ * seq-byte chunks, the last (1 - split) of them (split 0: every chunk).
+ * CLI_OK, or the error printed with nothing to free. */
+static int eval_data(const char *data, int64_t max_bytes, double split, int64_t seq, atm_corpus *corpus, atm_chunks *ch) {
+    char why[600];
+    if (atm_corpus_load(data, (uint64_t)max_bytes, corpus, why, sizeof why)) return cli_err(CLI_RUNTIME, "eval: %s", why);
+    int rc;
+    if (split > 0.0) rc = atm_chunks_split(corpus, (int)seq, split, NULL, ch, why, sizeof why);
+    else rc = atm_chunks_all(corpus, (int)seq, ch, why, sizeof why);
+    if (rc) {
+        atm_corpus_free(corpus);
+        return cli_err(CLI_RUNTIME, "eval: '%s': %s", data, why);
+    }
+    return CLI_OK;
+}
+
 /* eval of a container with the integer engine. seq 0: the container's
  * training seq (its default window if unknown); window 0: the container's
  * stored window (the one generate and the firmware default to), or seq - 1
@@ -91,18 +107,11 @@ static int eval_packed(const char *model, const char *data, int64_t max_bytes, d
     }
     atm_corpus corpus;
     atm_chunks ch;
+    if ((rc = eval_data(data, max_bytes, split, seq, &corpus, &ch))) {
+        free(blob);
+        return rc;
+    }
     char why[600];
-    if (atm_corpus_load(data, (uint64_t)max_bytes, &corpus, why, sizeof why)) {
-        free(blob);
-        return cli_err(CLI_RUNTIME, "eval: %s", why);
-    }
-    if (split > 0.0) rc = atm_chunks_split(&corpus, (int)seq, split, NULL, &ch, why, sizeof why);
-    else rc = atm_chunks_all(&corpus, (int)seq, &ch, why, sizeof why);
-    if (rc) {
-        atm_corpus_free(&corpus);
-        free(blob);
-        return cli_err(CLI_RUNTIME, "eval: '%s': %s", data, why);
-    }
     atm_eval_result r;
     atm_router_stats rs;
     rc = atm_engine_eval_router(blob, len, &ch, (int)window, &r, router ? &rs : NULL, why, sizeof why);
@@ -111,6 +120,45 @@ static int eval_packed(const char *model, const char *data, int64_t max_bytes, d
     free(blob);
     if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
     return print_eval(&r, chunks, seq, window, router ? &rs : NULL);
+}
+
+/* eval of a checkpoint on the float model with its quantiser. split 0:
+ * every chunk; seq 0: the checkpoint's training seq. */
+static int eval_float(const char *model, const char *data, int64_t max_bytes, double split, int64_t seq, int64_t batch,
+                      int router) {
+    atm_ckpt ck;
+    int rc = load_model("eval", model, &ck);
+    if (rc) return rc;
+    if (router && ck.cfg.family != ATM_FAMILY_ATOME) {
+        int fam = ck.cfg.family;
+        atm_ckpt_free(&ck);
+        return cli_err(CLI_USAGE, "eval: --router needs an atome-family model (this checkpoint is %s)", atm_family_name(fam));
+    }
+    if (seq == 0) seq = ck.opt.seq;
+    if (ck.cfg.family == ATM_FAMILY_VANILLA && seq - 1 > ck.cfg.max_seq) {
+        atm_ckpt_free(&ck);
+        return cli_err(CLI_USAGE, "eval: --seq %lld needs %lld positions; the model has max-seq %d",
+                       (long long)seq, (long long)seq - 1, (int)ck.cfg.max_seq);
+    }
+    if ((int64_t)batch * (seq - 1) > ((int64_t)1 << 24)) batch = ((int64_t)1 << 24) / (seq - 1);
+    atm_corpus corpus;
+    atm_chunks ch;
+    if ((rc = eval_data(data, max_bytes, split, seq, &corpus, &ch))) {
+        atm_ckpt_free(&ck);
+        return rc;
+    }
+    char why[600];
+    atm_layout L;
+    atm_eval_result r;
+    atm_router_stats rs;
+    rc = atm_layout_build(&ck.cfg, &L) ? -1 : atm_eval_chunks_router(&L, ck.w, cli_ckpt_quant(&ck), &ch, (int)batch, &r,
+                                                                      router ? &rs : NULL, why, sizeof why);
+    if (rc) snprintf(why, sizeof why, "%s", "evaluation failed (model family not built or out of memory)");
+    size_t chunks = ch.n;
+    atm_corpus_free(&corpus);
+    atm_ckpt_free(&ck);
+    if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
+    return print_eval(&r, chunks, seq, 0, router ? &rs : NULL);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -138,50 +186,13 @@ int cmd_eval(int argc, char **argv) {
     if (!data) return cli_err(CLI_USAGE, "eval: --data is required");
     if (cli_seen(opts, n, "split") && split >= 1.0)
         return cli_err(CLI_USAGE, "eval: --split must be a number in (0, 1) (got %g)", split);
+    const double split_given = cli_seen(opts, n, "split") ? split : 0.0;
+    const int64_t seq_given = cli_seen(opts, n, "seq") ? seq : 0;
     if (cli_sniff(model) == CLI_FILE_CONTAINER)
-        return eval_packed(model, data, max_bytes, cli_seen(opts, n, "split") ? split : 0.0,
-                           cli_seen(opts, n, "seq") ? seq : 0, cli_seen(opts, n, "window") ? window : 0, router);
+        return eval_packed(model, data, max_bytes, split_given, seq_given, cli_seen(opts, n, "window") ? window : 0, router);
     if (cli_seen(opts, n, "window"))
         return cli_err(CLI_USAGE, "eval: --window applies to packed .atome models only");
-    atm_ckpt ck;
-    if ((rc = load_model("eval", model, &ck))) return rc;
-    if (router && ck.cfg.family != ATM_FAMILY_ATOME) {
-        int fam = ck.cfg.family;
-        atm_ckpt_free(&ck);
-        return cli_err(CLI_USAGE, "eval: --router needs an atome-family model (this checkpoint is %s)", atm_family_name(fam));
-    }
-    if (!cli_seen(opts, n, "seq")) seq = ck.opt.seq;
-    if (ck.cfg.family == ATM_FAMILY_VANILLA && seq - 1 > ck.cfg.max_seq) {
-        atm_ckpt_free(&ck);
-        return cli_err(CLI_USAGE, "eval: --seq %lld needs %lld positions; the model has max-seq %d",
-                       (long long)seq, (long long)seq - 1, (int)ck.cfg.max_seq);
-    }
-    if ((int64_t)batch * (seq - 1) > ((int64_t)1 << 24)) batch = ((int64_t)1 << 24) / (seq - 1);
-    atm_corpus corpus;
-    char why[600];
-    if (atm_corpus_load(data, (uint64_t)max_bytes, &corpus, why, sizeof why)) {
-        atm_ckpt_free(&ck);
-        return cli_err(CLI_RUNTIME, "eval: %s", why);
-    }
-    atm_chunks ch;
-    if (cli_seen(opts, n, "split")) rc = atm_chunks_split(&corpus, (int)seq, split, NULL, &ch, why, sizeof why);
-    else rc = atm_chunks_all(&corpus, (int)seq, &ch, why, sizeof why);
-    if (rc) {
-        atm_corpus_free(&corpus);
-        atm_ckpt_free(&ck);
-        return cli_err(CLI_RUNTIME, "eval: '%s': %s", data, why);
-    }
-    atm_layout L;
-    atm_eval_result r;
-    atm_router_stats rs;
-    rc = atm_layout_build(&ck.cfg, &L) ? -1 : atm_eval_chunks_router(&L, ck.w, cli_ckpt_quant(&ck), &ch, (int)batch, &r,
-                                                                      router ? &rs : NULL, why, sizeof why);
-    if (rc) snprintf(why, sizeof why, "%s", "evaluation failed (model family not built or out of memory)");
-    size_t chunks = ch.n;
-    atm_corpus_free(&corpus);
-    atm_ckpt_free(&ck);
-    if (rc) return cli_err(CLI_RUNTIME, "eval: %s", why);
-    return print_eval(&r, chunks, seq, 0, router ? &rs : NULL);
+    return eval_float(model, data, max_bytes, split_given, seq_given, batch, router);
 }
 
 static int hexval(int c) {

@@ -7,6 +7,17 @@
 
 #define N_MAX_OPTS 24
 
+/* params' and init's flags: their own opts[0..*n), then the shape overrides
+ * (*n becomes the whole count); parsed, with --config required. CLI_OK, or
+ * the error printed. */
+static int parse_shaped(const char *cmd, int argc, char **argv, cli_opt *opts, int *n, cli_shape *shape) {
+    *n += cli_shape_opts(shape, opts + *n);
+    int rc = cli_parse(cmd, argc, argv, opts, *n);
+    if (rc) return rc;
+    if (!cli_seen(opts, *n, "config")) return cli_err(CLI_USAGE, "%s: --config is required", cmd);
+    return CLI_OK;
+}
+
 int cmd_params(int argc, char **argv) {
     const char *config = NULL, *quant_s = NULL;
     cli_shape shape;
@@ -15,15 +26,12 @@ int cmd_params(int argc, char **argv) {
         { "quant",  OPT_STR, &quant_s, 0, 0, 0, 0 },
     };
     int n = 2;
-    n += cli_shape_opts(&shape, opts + n);
-    int rc = cli_parse("params", argc, argv, opts, n);
+    int rc = parse_shaped("params", argc, argv, opts, &n, &shape);
     if (rc) return rc;
-    if (!config) return cli_err(CLI_USAGE, "params: --config is required");
     atm_config c;
     if ((rc = cli_build_config("params", config, &shape, opts, n, &c))) return rc;
-    int quant = cli_default_quant(c.family);
-    if (quant_s && (quant = cli_quant_from_name(quant_s)) < 0)
-        return cli_err(CLI_USAGE, "params: --quant must be ternary or fp32 (got '%s')", quant_s);
+    int32_t quant;
+    if ((rc = cli_quant("params", quant_s, c.family, &quant))) return rc;
     atm_layout L;
     if (atm_layout_build(&c, &L)) return cli_err(CLI_RUNTIME, "params: the %s family is not built", atm_family_name(c.family));
     size_t qp = atm_layout_quant_params(&L);
@@ -49,7 +57,7 @@ int cmd_params(int argc, char **argv) {
     }
     case ATM_FAMILY_VANILLA:
         fprintf(f, ",\"heads\":%d,\"d_head\":%d,\"d_ff\":%d,\"max_seq\":%d,\"pos\":\"%s\"", (int)c.n_heads, (int)c.d_head, (int)c.d_ff, (int)c.max_seq,
-                c.pos == ATM_POS_NONE ? "none" : c.pos == ATM_POS_TERNARY ? "ternary" : "learned");
+                cli_pos_name(c.pos));
         break;
     default:
         fprintf(f, ",\"d_ff\":%d,\"d_inner\":%d", (int)c.d_ff, (int)c.d_inner);
@@ -80,10 +88,8 @@ int cmd_init(int argc, char **argv) {
         { "seq",    OPT_INT, &seq, 2, 65537, 0, 0 },
     };
     int n = 5;
-    n += cli_shape_opts(&shape, opts + n);
-    int rc = cli_parse("init", argc, argv, opts, n);
+    int rc = parse_shaped("init", argc, argv, opts, &n, &shape);
     if (rc) return rc;
-    if (!config) return cli_err(CLI_USAGE, "init: --config is required");
     if (!cli_seen(opts, n, "seed")) return cli_err(CLI_USAGE, "init: --seed is required");
     if (!out || !*out) return cli_err(CLI_USAGE, "init: --out is required");
     atm_config c;
@@ -92,9 +98,7 @@ int cmd_init(int argc, char **argv) {
     atm_ckpt_init(&ck);
     ck.cfg = c;
     snprintf(ck.name, sizeof ck.name, "%s", config);
-    ck.opt.quant = cli_default_quant(c.family);
-    if (quant_s && (ck.opt.quant = cli_quant_from_name(quant_s)) < 0)
-        return cli_err(CLI_USAGE, "init: --quant must be ternary or fp32 (got '%s')", quant_s);
+    if ((rc = cli_quant("init", quant_s, c.family, &ck.opt.quant))) return rc;
     ck.opt.seed = seed;
     ck.opt.seq = (int32_t)seq;
     if (c.family == ATM_FAMILY_VANILLA && seq - 1 > c.max_seq)
@@ -188,7 +192,7 @@ static int print_match(int fam, const atm_match_opts *mo, const match_list *m, i
     cli_json_num(f, m->tol);
     if (fam == ATM_FAMILY_VANILLA)
         fprintf(f, ",\"max_seq\":%d,\"heads\":%d,\"pos\":\"%s\"", (int)mo->max_seq, (int)mo->n_heads,
-                mo->pos == ATM_POS_NONE ? "none" : mo->pos == ATM_POS_TERNARY ? "ternary" : "learned");
+                cli_pos_name(mo->pos));
     fprintf(f, ",\"count\":%zu,\"closest\":", m->n);
     if (m->n) print_shape(f, &m->rows[bi], m->target); else fputs("null", f);
     fputs(",\"library\":", f);
@@ -227,10 +231,7 @@ int cmd_match(int argc, char **argv) {
     atm_match_defaults(fam, &mo);
     if (pos_s) {
         if (fam != ATM_FAMILY_VANILLA) return cli_err(CLI_USAGE, "match: --pos applies to the vanilla family only");
-        if (strcmp(pos_s, "learned") == 0) mo.pos = ATM_POS_LEARNED;
-        else if (strcmp(pos_s, "none") == 0) mo.pos = ATM_POS_NONE;
-        else if (strcmp(pos_s, "ternary") == 0) mo.pos = ATM_POS_TERNARY;
-        else return cli_err(CLI_USAGE, "match: --pos must be learned, none or ternary (got '%s')", pos_s);
+        if ((rc = cli_pos("match", pos_s, &mo.pos))) return rc;
     }
     if (fam == ATM_FAMILY_GSSM && (cli_seen(opts, n, "max-seq") || cli_seen(opts, n, "heads")))
         return cli_err(CLI_USAGE, "match: --max-seq and --heads apply to the vanilla family only");

@@ -182,6 +182,33 @@ static void log_eval(FILE *lg, int64_t step, const atm_eval_result *r) {
     fflush(lg);
 }
 
+/* --resume's data description: the checkpoint's (repeated flags must agree),
+ * or, when it names none, --data's; into *meta. CLI_OK, or the error printed. */
+static int resume_data(const train_args *a, cli_opt *opts, int n, const atm_ckpt *resume, atm_ckpt *meta) {
+#define SEEN(nm) cli_seen(opts, n, nm)
+    if (!resume->has_data) {
+        if (!a->data) return cli_err(CLI_USAGE, "train: the checkpoint names no data; --data is required");
+        meta->max_bytes = SEEN("max-bytes") ? (uint64_t)V(MAX_BYTES).i : 0;
+        meta->split = V(SPLIT).x;
+        snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data);
+        if (a->valid) snprintf(meta->valid_path, sizeof meta->valid_path, "%s", a->valid);
+        return CLI_OK;
+    }
+    if (SEEN("max-bytes") && V(MAX_BYTES).i != (int64_t)resume->max_bytes)
+        return cli_err(CLI_USAGE, "train: --max-bytes %lld differs from the checkpoint's %lld (a resumed run keeps its options)",
+                       (long long)V(MAX_BYTES).i, (long long)resume->max_bytes);
+    if (SEEN("split") && (resume->valid_path[0] || V(SPLIT).x != resume->split))
+        return cli_err(CLI_USAGE, "train: --split %g differs from the checkpoint's data split", V(SPLIT).x);
+    if (SEEN("valid") && strcmp(a->valid, resume->valid_path) != 0)
+        return cli_err(CLI_USAGE, "train: --valid '%s' differs from the checkpoint's '%s'", a->valid, resume->valid_path);
+    meta->max_bytes = resume->max_bytes;
+    meta->split = resume->split;
+    snprintf(meta->valid_path, sizeof meta->valid_path, "%s", resume->valid_path);
+    snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data ? a->data : resume->data_path);
+    return CLI_OK;
+#undef SEEN
+}
+
 /* --resume: reads the checkpoint into *resume, takes config, options and data
  * description from it, and checks that repeated flags agree (see the top of
  * this file). CLI_OK, or the error already printed. */
@@ -189,7 +216,6 @@ static int setup_resume(train_args *a, cli_opt *opts, int n, cli_shape *shape, i
                         atm_ckpt *resume, atm_config *cfg, atm_train_opts *o, atm_ckpt *meta) {
     char why[1200];
     int rc;
-#define SEEN(nm) cli_seen(opts, n, nm)
     if (!*a->resume) return cli_err(CLI_USAGE, "train: --resume needs a file name");
     if (atm_ckpt_read(a->resume, resume, why, sizeof why)) return cli_err(CLI_RUNTIME, "train: %s", why);
     if (!resume->has_opt || !resume->has_state) {
@@ -209,32 +235,8 @@ static int setup_resume(train_args *a, cli_opt *opts, int n, cli_shape *shape, i
         }
     }
     if ((rc = same_opts(a, opts, n, o))) goto fail;
-    if (resume->has_data) {
-        if (SEEN("max-bytes") && V(MAX_BYTES).i != (int64_t)resume->max_bytes) {
-            rc = cli_err(CLI_USAGE, "train: --max-bytes %lld differs from the checkpoint's %lld (a resumed run keeps its options)",
-                         (long long)V(MAX_BYTES).i, (long long)resume->max_bytes);
-            goto fail;
-        }
-        if (SEEN("split") && (resume->valid_path[0] || V(SPLIT).x != resume->split)) {
-            rc = cli_err(CLI_USAGE, "train: --split %g differs from the checkpoint's data split", V(SPLIT).x);
-            goto fail;
-        }
-        if (SEEN("valid") && strcmp(a->valid, resume->valid_path) != 0) {
-            rc = cli_err(CLI_USAGE, "train: --valid '%s' differs from the checkpoint's '%s'", a->valid, resume->valid_path);
-            goto fail;
-        }
-        meta->max_bytes = resume->max_bytes;
-        meta->split = resume->split;
-        snprintf(meta->valid_path, sizeof meta->valid_path, "%s", resume->valid_path);
-        snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data ? a->data : resume->data_path);
-    } else {
-        if (!a->data) { rc = cli_err(CLI_USAGE, "train: the checkpoint names no data; --data is required"); goto fail; }
-        meta->max_bytes = SEEN("max-bytes") ? (uint64_t)V(MAX_BYTES).i : 0;
-        meta->split = V(SPLIT).x;
-        snprintf(meta->data_path, sizeof meta->data_path, "%s", a->data);
-        if (a->valid) snprintf(meta->valid_path, sizeof meta->valid_path, "%s", a->valid);
-    }
-    if (SEEN("steps")) o->steps = V(STEPS).i;
+    if ((rc = resume_data(a, opts, n, resume, meta))) goto fail;
+    if (cli_seen(opts, n, "steps")) o->steps = V(STEPS).i;
     if (o->steps < resume->step) {
         rc = cli_err(CLI_USAGE, "train: the checkpoint is at step %lld, beyond --steps %lld",
                      (long long)resume->step, (long long)o->steps);
@@ -247,7 +249,6 @@ static int setup_resume(train_args *a, cli_opt *opts, int n, cli_shape *shape, i
 fail:
     atm_ckpt_free(resume);
     return rc;
-#undef SEEN
 }
 
 /* Everything one `atome train` holds, freed in one place (train_free). */

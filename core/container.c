@@ -175,8 +175,9 @@ static atm_status check_fields(const atm_tensor_view *t) {
 
 /* ---- reader ---- */
 
-atm_status atm_model_open(atm_model *m, const uint8_t *b, size_t len) {
-    if (!m || !b) return ATM_E_ARG;
+/* The magic, version, sizes, CRC-32 and fixed header fields of b[0..len):
+ * ATM_OK with the declared size in *file_bytes. */
+static atm_status check_header(const uint8_t *b, size_t len, uint32_t *file_bytes) {
     for (size_t i = 0; i < ATM_CONTAINER_MAGIC_LEN; i++) {
         if (i >= len) return ATM_E_TRUNCATED;     /* a prefix of the magic */
         if (b[i] != MAGIC[i]) return ATM_E_MAGIC;
@@ -184,51 +185,51 @@ atm_status atm_model_open(atm_model *m, const uint8_t *b, size_t len) {
     if (len < 10) return ATM_E_TRUNCATED;
     if (atm_rd_u16le(b + 8) != ATM_CONTAINER_VERSION) return ATM_E_VERSION;
     if (len < ATM_CONTAINER_HEADER_BYTES) return ATM_E_TRUNCATED;
-    uint32_t file_bytes = atm_rd_u32le(b + 12);
-    if (file_bytes > ATM_CONTAINER_MAX_BYTES) return ATM_E_OVERSIZE;
-    if (len < file_bytes) return ATM_E_TRUNCATED;
-    if (len > file_bytes) return ATM_E_OVERSIZE;
-    if (file_bytes < ATM_CONTAINER_HEADER_BYTES + 4) return ATM_E_HEADER;
-    if (atm_crc32(b, file_bytes - 4) != atm_rd_u32le(b + file_bytes - 4)) return ATM_E_CRC;
+    const uint32_t fb = atm_rd_u32le(b + 12);
+    if (fb > ATM_CONTAINER_MAX_BYTES) return ATM_E_OVERSIZE;
+    if (len < fb) return ATM_E_TRUNCATED;
+    if (len > fb) return ATM_E_OVERSIZE;
+    if (fb < ATM_CONTAINER_HEADER_BYTES + 4) return ATM_E_HEADER;
+    if (atm_crc32(b, fb - 4) != atm_rd_u32le(b + fb - 4)) return ATM_E_CRC;
     if (atm_rd_u16le(b + 10) != ATM_CONTAINER_HEADER_BYTES) return ATM_E_HEADER;
     if (b[33] != 0 || atm_rd_u32le(b + 44) != 0) return ATM_E_HEADER;
-    const int enc = b[16];
-    if (enc != ATM_ENC_ATOME01 && enc != ATM_ENC_ATOME02) return ATM_E_HEADER;
-    if (b[17] != 0) return ATM_E_CONFIG;                 /* family: atome only */
-    atm_mconfig c;
-    c.pathways = b[18];
-    c.n_layers = b[19];
-    c.vocab = atm_rd_u16le(b + 20);
-    c.d_model = atm_rd_u16le(b + 22);
-    c.d_head = atm_rd_u16le(b + 24);
-    c.kernel = b[26];
-    c.top_k = b[27];
-    c.window = atm_rd_u16le(b + 28);
-    c.train_seq = atm_rd_u16le(b + 30);
-    c.fx = b[32];
-    if (atm_mconfig_check(&c) != ATM_OK) return ATM_E_CONFIG;
-    const int n = atm_container_tensors(&c);
-    const uint32_t table_off = atm_rd_u32le(b + 36), data_off = atm_rd_u32le(b + 40);
-    if (table_off != ATM_CONTAINER_HEADER_BYTES ||
-        data_off != ATM_CONTAINER_HEADER_BYTES + (uint32_t)n * ATM_CONTAINER_ENTRY_BYTES)
-        return ATM_E_HEADER;
-    if (atm_rd_u16le(b + 34) != (uint32_t)n) return ATM_E_TABLE;
-    if (atm_container_size(&c, enc) != file_bytes) return ATM_E_TABLE;
+    *file_bytes = fb;
+    return ATM_OK;
+}
 
-    uint32_t off = data_off, params = 0;
+/* The model config of the header (not yet checked). */
+static void read_config(const uint8_t *b, atm_mconfig *c) {
+    c->pathways = b[18];
+    c->n_layers = b[19];
+    c->vocab = atm_rd_u16le(b + 20);
+    c->d_model = atm_rd_u16le(b + 22);
+    c->d_head = atm_rd_u16le(b + 24);
+    c->kernel = b[26];
+    c->top_k = b[27];
+    c->window = atm_rd_u16le(b + 28);
+    c->train_seq = atm_rd_u16le(b + 30);
+    c->fx = b[32];
+}
+
+/* The n table entries against the canonical layout of c, and each tensor's
+ * data (packed trits or int16 values) at its place: ATM_OK with the
+ * parameter count in *params. */
+static atm_status check_tensors(const uint8_t *b, const atm_mconfig *c, int enc, int n, uint32_t table_off,
+                                uint32_t data_off, uint32_t *params) {
+    uint32_t off = data_off, count = 0;
     for (int i = 0; i < n; i++) {
         atm_tensor_view t;
         int kind, layer;
         read_entry(b + table_off + (size_t)i * ATM_CONTAINER_ENTRY_BYTES, &t);
-        canon_at(&c, i, &kind, &layer);
+        canon_at(c, i, &kind, &layer);
         if (t.kind != kind || t.layer != layer || t.dtype != kind_dtype(kind) ||
             b[table_off + (size_t)i * ATM_CONTAINER_ENTRY_BYTES + 5] != 0)
             return ATM_E_TABLE;
-        if (t.count != kind_count(&c, kind) || t.offset != off) return ATM_E_TABLE;
+        if (t.count != kind_count(c, kind) || t.offset != off) return ATM_E_TABLE;
         atm_status st = check_fields(&t);
         if (st != ATM_OK) return st;
         uint32_t nb = data_bytes(enc, t.dtype, t.count);
-        /* off + nb <= file_bytes - 4 is implied by the size check above */
+        /* off + nb <= file_bytes - 4 is implied by the size check of the caller */
         if (t.dtype == ATM_DT_TRITS) {
             int r = enc == ATM_ENC_ATOME01 ? atm_t2_check(b + off, t.count, NULL)
                                            : atm_t5_check(b + off, t.count, NULL);
@@ -238,8 +239,32 @@ atm_status atm_model_open(atm_model *m, const uint8_t *b, size_t len) {
                 if (atm_rd_u16le(b + off + 2 * j) == 0x8000u) return ATM_E_VALUE;
         }
         off += nb;
-        params += t.count;
+        count += t.count;
     }
+    *params = count;
+    return ATM_OK;
+}
+
+atm_status atm_model_open(atm_model *m, const uint8_t *b, size_t len) {
+    if (!m || !b) return ATM_E_ARG;
+    uint32_t file_bytes = 0;
+    atm_status st = check_header(b, len, &file_bytes);
+    if (st != ATM_OK) return st;
+    const int enc = b[16];
+    if (enc != ATM_ENC_ATOME01 && enc != ATM_ENC_ATOME02) return ATM_E_HEADER;
+    if (b[17] != 0) return ATM_E_CONFIG;                 /* family: atome only */
+    atm_mconfig c;
+    read_config(b, &c);
+    if (atm_mconfig_check(&c) != ATM_OK) return ATM_E_CONFIG;
+    const int n = atm_container_tensors(&c);
+    const uint32_t table_off = atm_rd_u32le(b + 36), data_off = atm_rd_u32le(b + 40);
+    if (table_off != ATM_CONTAINER_HEADER_BYTES ||
+        data_off != ATM_CONTAINER_HEADER_BYTES + (uint32_t)n * ATM_CONTAINER_ENTRY_BYTES)
+        return ATM_E_HEADER;
+    if (atm_rd_u16le(b + 34) != (uint32_t)n) return ATM_E_TABLE;
+    if (atm_container_size(&c, enc) != file_bytes) return ATM_E_TABLE;
+    uint32_t params = 0;
+    if ((st = check_tensors(b, &c, enc, n, table_off, data_off, &params)) != ATM_OK) return st;
     m->cfg = c;
     m->encoding = enc;
     m->n_paths = n_paths(c.pathways);

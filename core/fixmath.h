@@ -39,18 +39,6 @@ static inline int64_t atm_smull_halves(int32_t a, int32_t b) {
     const int64_t mid = (int64_t)(ah * bl) + (int64_t)(al * bh);     /* |each| < 2^31 */
     return (int64_t)(ah * bh) * 65536 * 65536 + mid * 65536 + (int64_t)((uint32_t)al * (uint32_t)bl);
 }
-#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-int64_t atm_smull_m0(int32_t a, int32_t b);   /* core/engine_m0.S: the same product in Thumb-1 */
-#endif
-static inline int64_t atm_smull(int32_t a, int32_t b) {
-#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-    return atm_smull_m0(a, b);
-#elif defined(__ARM_ARCH_6M__)
-    return atm_smull_halves(a, b);
-#else
-    return (int64_t)a * b;
-#endif
-}
 
 /* (uint64_t)a * b exactly; on the Cortex-M0 from four 16 x 16-bit
  * products (every partial sum fits its type) instead of libgcc's 64 x 64
@@ -61,18 +49,21 @@ static inline uint64_t atm_umull_halves(uint32_t a, uint32_t b) {
     const uint32_t hi = ah * bh + (t >> 16) + ((uint32_t)(t < m1) << 16) + (uint32_t)(lo2 < lo);
     return (uint64_t)hi << 32 | lo2;
 }
+
+/* The product atm_smull (s) and atm_umull (u) use, of type T: on the
+ * Cortex-M0 the Thumb-1 assembly of core/engine_m0.S (the same products)
+ * or, without it, the halves above; elsewhere the plain product. */
 #if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-uint64_t atm_umull_m0(uint32_t a, uint32_t b);   /* core/engine_m0.S: the same product in Thumb-1 */
-#endif
-static inline uint64_t atm_umull(uint32_t a, uint32_t b) {
-#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-    return atm_umull_m0(a, b);
+int64_t atm_smull_m0(int32_t a, int32_t b);
+uint64_t atm_umull_m0(uint32_t a, uint32_t b);
+#define ATM_MULL64(s, T, a, b) atm_##s##mull_m0(a, b)
 #elif defined(__ARM_ARCH_6M__)
-    return atm_umull_halves(a, b);
+#define ATM_MULL64(s, T, a, b) atm_##s##mull_halves(a, b)
 #else
-    return (uint64_t)a * b;
+#define ATM_MULL64(s, T, a, b) ((T)(a) * (b))
 #endif
-}
+static inline int64_t atm_smull(int32_t a, int32_t b) { return ATM_MULL64(s, int64_t, a, b); }
+static inline uint64_t atm_umull(uint32_t a, uint32_t b) { return ATM_MULL64(u, uint64_t, a, b); }
 
 /* Saturation bound of atm_rnd64 for left shifts: 2^62 leaves one bit of
  * headroom so callers may add two results without overflow. */

@@ -130,10 +130,8 @@ static uint32_t weight(int32_t l, int32_t lmax, int32_t T, uint64_t R) {
     return atm_exp_q16(-(int32_t)z);
 }
 
-int atm_sampler_next(const atm_sampler_cfg *c, const int32_t *l, int V, atm_rng *rng,
-                     uint8_t *scratch) {
-    if (V < 1) return 0;
-    if (V > 256) V = 256;
+/* The index of the first maximum of l[0..V), V >= 1. */
+static int first_max(const int32_t *l, int V) {
     int best = 0;
 #if defined(__arm__) || defined(__thumb__)
 #if defined(__ARM_ARCH_6M__)
@@ -160,6 +158,14 @@ int atm_sampler_next(const atm_sampler_cfg *c, const int32_t *l, int V, atm_rng 
     for (int k = 1; k < 8; k++) mx = m8[k] > mx ? m8[k] : mx;
     while (l[best] != mx) best++;
 #endif
+    return best;
+}
+
+int atm_sampler_next(const atm_sampler_cfg *c, const int32_t *l, int V, atm_rng *rng,
+                     uint8_t *scratch) {
+    if (V < 1) return 0;
+    if (V > 256) V = 256;
+    const int best = first_max(l, V);
     const int32_t T = c->temperature;
     if (T <= 0) return best;
     const int32_t lmax = l[best];

@@ -478,10 +478,9 @@ int atm_fw_settings_text(FILE *f, const atm_model *m, const atm_fwset *st, const
     return ATM_FW_OK;
 }
 
-int atm_fw_example_text(FILE *f, const char *header, const char *name) {
-    if (!name) name = "atome_model";
-    char up[65];
-    upper_of(name, up, sizeof up);
+/* atome_model.c's comment and includes (header: the model's header file,
+ * up: the model's name in capitals). */
+static void example_head(FILE *f, const char *header, const char *up) {
     fprintf(f,
 "/* atome_model.c — a whole firmware main for your own board, written by `atome header`\n"
 " * beside %s. It runs the model in that header with its settings block:\n"
@@ -505,7 +504,12 @@ int atm_fw_example_text(FILE *f, const char *header, const char *name) {
 "#include \"rng.h\"\n"
 "#include \"sampler.h\"\n"
 "#include \"%s\"\n"
-"\n"
+"\n", header, up, header);
+}
+
+/* atome_model.c's code: atome_model_main() on the model name (up: in capitals). */
+static void example_main(FILE *f, const char *name, const char *up) {
+    fprintf(f,
 "void atome_putc(unsigned char c);\n"
 "void atome_idle(void);\n"
 "int atome_model_main(void);\n"
@@ -540,7 +544,15 @@ int atm_fw_example_text(FILE *f, const char *header, const char *name) {
 "    }\n"
 "    atome_idle();\n"
 "    return 0;\n"
-"}\n", header, up, header, up, name, up, name);
+"}\n", up, name, up, name);
+}
+
+int atm_fw_example_text(FILE *f, const char *header, const char *name) {
+    if (!name) name = "atome_model";
+    char up[65];
+    upper_of(name, up, sizeof up);
+    example_head(f, header, up);
+    example_main(f, name, up);
     return ferror(f) ? ATM_FW_E_IO : ATM_FW_OK;
 }
 

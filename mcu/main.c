@@ -295,20 +295,15 @@ static int check_value(int f, const char *v) {
     case F_N:
         if (parse_int(v, 0, ATM_GEN_N_MAX, &x)) return fail(MCU_EXIT_USAGE, "--n must be an integer in 0..1000000000000 (got '", v, "')");
         break;
-    case F_TOP_K:
-        if ((e = atm_sampler_settings(&sc, NULL, v, NULL))) return fail_got(MCU_EXIT_USAGE, atm_sampler_settings_msg(e), v);
-        break;
     case F_SEED:
         if (atm_sampler_parse_uint(v, 4294967295u, &u)) return fail(MCU_EXIT_USAGE, "--seed must be an integer in 0..4294967295 (got '", v, "')");
         break;
     case F_WINDOW:
         if (parse_int(v, 1, ATM_MAX_WINDOW, &x)) return fail(MCU_EXIT_USAGE, "--window must be an integer in 1..65535 (got '", v, "')");
         break;
-    case F_TEMPERATURE:
-        if ((e = atm_sampler_settings(&sc, v, NULL, NULL))) return fail_got(MCU_EXIT_USAGE, atm_sampler_settings_msg(e), v);
-        break;
-    case F_TOP_P:
-        if ((e = atm_sampler_settings(&sc, NULL, NULL, v))) return fail_got(MCU_EXIT_USAGE, atm_sampler_settings_msg(e), v);
+    case F_TEMPERATURE: case F_TOP_K: case F_TOP_P:   /* each text alone, in its place */
+        e = atm_sampler_settings(&sc, f == F_TEMPERATURE ? v : NULL, f == F_TOP_K ? v : NULL, f == F_TOP_P ? v : NULL);
+        if (e) return fail_got(MCU_EXIT_USAGE, atm_sampler_settings_msg(e), v);
         break;
     default:
         break;
@@ -316,26 +311,28 @@ static int check_value(int f, const char *v) {
     return 0;
 }
 
-/* noinline: its locals must not join the frame of run(), which stays live
- * under the engine's deepest calls */
-__attribute__((noinline))
-static int parse_args(words *w, gen_args *g) {
+/* The flag of the name[0..nl), or -1. */
+static int flag_index(const char *name, size_t nl) {
+    for (int k = 0; k < F_COUNT; k++) {
+        const char *fn = flag_names[k];
+        if (str_len(fn) == nl) {
+            size_t j = 0;
+            while (j < nl && fn[j] == name[j]) j++;
+            if (j == nl) return k;
+        }
+    }
+    return -1;
+}
+
+/* The flags after the program name into flag_val[], each value checked. */
+static int read_flags(words *w) {
     word_next(w);   /* the program name */
     for (char *a; (a = word_next(w)) != NULL; ) {
         if (a[0] != '-' || a[1] != '-' || !a[2])
             return fail(MCU_EXIT_USAGE, "unexpected argument '", a, "' (flags start with --)");
         char *name = a + 2, *eq = name;
         while (*eq && *eq != '=') eq++;
-        size_t nl = (size_t)(eq - name);
-        int f = -1;
-        for (int k = 0; k < F_COUNT && f < 0; k++) {
-            const char *fn = flag_names[k];
-            if (str_len(fn) == nl) {
-                size_t j = 0;
-                while (j < nl && fn[j] == name[j]) j++;
-                if (j == nl) f = k;
-            }
-        }
+        const int f = flag_index(name, (size_t)(eq - name));
         if (f < 0) {
             *eq = '\0';   /* report the name only, as the CLI does */
             return fail(MCU_EXIT_USAGE, "unknown flag '--", name, "'");
@@ -357,6 +354,36 @@ static int parse_args(words *w, gen_args *g) {
         if (rc) return rc;
         flag_val[f] = v;   /* repeated flag: the last value wins */
     }
+    return 0;
+}
+
+/* The prompt of --prompt, or of --prompt-hex decoded in place. */
+static int take_prompt(gen_args *g) {
+    if (!flag_val[F_PROMPT_HEX]) {
+        g->prompt = (const uint8_t *)flag_val[F_PROMPT];
+        g->prompt_len = str_len(flag_val[F_PROMPT]);
+        return 0;
+    }
+    char *h = (char *)flag_val[F_PROMPT_HEX];   /* points into cmdline: decode in place */
+    size_t hl = str_len(h);
+    if (hl % 2u) return fail(MCU_EXIT_USAGE, "--prompt-hex needs an even number of hex digits", 0, 0);
+    uint8_t *p = (uint8_t *)h;
+    for (size_t i = 0; i < hl / 2u; i++) {
+        int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+        if (hi < 0 || lo < 0) return fail(MCU_EXIT_USAGE, "--prompt-hex has a non-hex digit", 0, 0);
+        p[i] = (uint8_t)(hi * 16 + lo);
+    }
+    g->prompt = p;
+    g->prompt_len = hl / 2u;
+    return 0;
+}
+
+/* noinline: its locals must not join the frame of run(), which stays live
+ * under the engine's deepest calls */
+__attribute__((noinline))
+static int parse_args(words *w, gen_args *g) {
+    int rc = read_flags(w);
+    if (rc) return rc;
     if (flag_val[F_PROMPT] && flag_val[F_PROMPT_HEX]) return fail(MCU_EXIT_USAGE, "give --prompt or --prompt-hex, not both", 0, 0);
     if (!flag_val[F_PROMPT] && !flag_val[F_PROMPT_HEX]) return fail(MCU_EXIT_USAGE, "--prompt or --prompt-hex is required", 0, 0);
 
@@ -371,24 +398,7 @@ static int parse_args(words *w, gen_args *g) {
     /* the same call as the native CLI; every text was checked above */
     if (atm_sampler_config(&g->sampling, flag_val[F_TEMPERATURE], flag_val[F_TOP_K], flag_val[F_TOP_P]))
         return fail(MCU_EXIT_USAGE, "invalid sampler settings", 0, 0);
-
-    if (flag_val[F_PROMPT_HEX]) {
-        char *h = (char *)flag_val[F_PROMPT_HEX];   /* points into cmdline: decode in place */
-        size_t hl = str_len(h);
-        if (hl % 2u) return fail(MCU_EXIT_USAGE, "--prompt-hex needs an even number of hex digits", 0, 0);
-        uint8_t *p = (uint8_t *)h;
-        for (size_t i = 0; i < hl / 2u; i++) {
-            int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
-            if (hi < 0 || lo < 0) return fail(MCU_EXIT_USAGE, "--prompt-hex has a non-hex digit", 0, 0);
-            p[i] = (uint8_t)(hi * 16 + lo);
-        }
-        g->prompt = p;
-        g->prompt_len = hl / 2u;
-    } else {
-        g->prompt = (const uint8_t *)flag_val[F_PROMPT];
-        g->prompt_len = str_len(flag_val[F_PROMPT]);
-    }
-    return 0;
+    return take_prompt(g);
 }
 
 /* ---- the model slot -------------------------------------------------------- */
@@ -461,21 +471,43 @@ static int fail_arena(int32_t window, size_t need, size_t tail, size_t have) {
  * sampler's scratch, which is first needed once the prompt has been fed.
  * So the command line costs RAM only while it is needed, and a board with
  * room for a smaller window takes a longer prompt. */
-__attribute__((noinline)) static int run(void) {
-    uint8_t *const a0 = __arena_start;
-    const size_t have = (size_t)((uintptr_t)__arena_end - (uintptr_t)__arena_start);
+/* The command line read to the arena's start, then moved to its end (*cl
+ * bytes with the NUL), as words. */
+static int read_cmdline(uint8_t *a0, size_t have, words *w, size_t *cl) {
     long got = sh_get_cmdline((char *)a0, have);
     if (got < 0)
         return fail(MCU_EXIT_CMDLINE, "cannot read the semihosting command line (longer than the arena?)", 0, 0);
-    const size_t cl = (size_t)got + 1u;   /* with its NUL */
-    char *cmd = (char *)(a0 + (have - cl));
-    for (size_t i = cl; i-- > 0; ) cmd[i] = (char)a0[i];   /* right-align; regions may overlap */
+    const size_t n = (size_t)got + 1u;   /* with its NUL */
+    char *cmd = (char *)(a0 + (have - n));
+    for (size_t i = n; i-- > 0; ) cmd[i] = (char)a0[i];   /* right-align; regions may overlap */
+    split_words(cmd, n - 1u, w);
+    *cl = n;
+    return 0;
+}
 
+/* The prompt (an empty one is one newline, as the CLI) within the model's
+ * vocabulary. */
+static int check_prompt(gen_args *g) {
+    static const uint8_t newline = '\n';
+    if (g->prompt_len == 0) { g->prompt = &newline; g->prompt_len = 1; }
+    for (size_t i = 0; i < g->prompt_len; i++)
+        if (g->prompt[i] >= (unsigned)model.cfg.vocab) {
+            static const char hx[] = "0123456789ABCDEF";
+            char b[3] = { hx[g->prompt[i] >> 4], hx[g->prompt[i] & 15], 0 };
+            return fail(MCU_EXIT_USAGE, "prompt byte 0x", b, " is outside the model's vocabulary");
+        }
+    return 0;
+}
+
+__attribute__((noinline)) static int run(void) {
+    uint8_t *const a0 = __arena_start;
+    const size_t have = (size_t)((uintptr_t)__arena_end - (uintptr_t)__arena_start);
     words w;
-    split_words(cmd, cl - 1u, &w);
-    gen_args g;
-    int rc = parse_args(&w, &g);
+    size_t cl = 0;
+    int rc = read_cmdline(a0, have, &w, &cl);
     if (rc) return rc;
+    gen_args g;
+    if ((rc = parse_args(&w, &g))) return rc;
 
     const uint8_t *blob = NULL;
     uint32_t blob_len = 0;
@@ -492,14 +524,7 @@ __attribute__((noinline)) static int run(void) {
     atm_status st = atm_model_open(&model, blob, blob_len);
     if (st != ATM_OK) return fail(MCU_EXIT_RUNTIME, "embedded model: ", atm_status_str((int)st), 0);
 
-    static const uint8_t newline = '\n';
-    if (g.prompt_len == 0) { g.prompt = &newline; g.prompt_len = 1; }   /* as the CLI */
-    for (size_t i = 0; i < g.prompt_len; i++)
-        if (g.prompt[i] >= (unsigned)model.cfg.vocab) {
-            static const char hx[] = "0123456789ABCDEF";
-            char b[3] = { hx[g.prompt[i] >> 4], hx[g.prompt[i] & 15], 0 };
-            return fail(MCU_EXIT_USAGE, "prompt byte 0x", b, " is outside the model's vocabulary");
-        }
+    if ((rc = check_prompt(&g))) return rc;
 
     const int32_t window = g.window ? g.window : model.cfg.window;
     const size_t tail = cl > ORDER_BYTES ? cl : ORDER_BYTES;

@@ -20,6 +20,25 @@
 
 #define REG(base, off) (*(volatile uint32_t *)((base) + (off)))
 
+#if defined(MCU_UART_NRF52) || defined(MCU_UART_CMSDK)
+/* The Cortex-M3's and M4's cycle counter (DWT CYCCNT), started by uart_init. */
+#define DEMCR (*(volatile uint32_t *)0xE000EDFCu)
+#define DWT_CTRL (*(volatile uint32_t *)0xE0001000u)
+#define DWT_CYCCNT (*(volatile uint32_t *)0xE0001004u)
+static void dwt_start(void) {
+    DEMCR |= 1u << 24;                     /* TRCENA: the DWT */
+    DWT_CYCCNT = 0u;
+    DWT_CTRL |= 1u;                        /* CYCCNTENA */
+}
+uint32_t uart_cycles(void) { return DWT_CYCCNT; }
+#endif
+
+#if !defined(MCU_UART_PICO)
+/* Every board but the Pico: nothing queued to wait for, and WFI to idle. */
+void uart_drain(void) { }
+void uart_idle(void) { __asm__ volatile ("wfi"); }
+#endif
+
 #if defined(MCU_UART_NRF51)
 #define UB 0x40002000u
 #define GPIO 0x50000000u
@@ -59,38 +78,23 @@ int uart_getc(void) {
 }
 uint32_t uart_cycles(void) { return 0u; }   /* the Cortex-M0 has no cycle counter */
 uint32_t uart_cpu_hz(void) { return 16000000u; }
-void uart_drain(void) { }
-void uart_idle(void) { __asm__ volatile ("wfi"); }
 
 #elif defined(MCU_UART_NRF52)
 #include "nrf52/nrf52.h"
-#define DEMCR (*(volatile uint32_t *)0xE000EDFCu)
-#define DWT_CTRL (*(volatile uint32_t *)0xE0001000u)
-#define DWT_CYCCNT (*(volatile uint32_t *)0xE0001004u)
 void uart_init(void) {
     nrf52_clock_uart_init();
-    DEMCR |= 1u << 24;                     /* TRCENA: the DWT */
-    DWT_CYCCNT = 0u;
-    DWT_CTRL |= 1u;                        /* CYCCNTENA */
+    dwt_start();
 }
 void uart_putc(uint8_t b) { nrf52_uart_putc(b); }
 int uart_getc(void) { return nrf52_uart_getc(); }
-uint32_t uart_cycles(void) { return DWT_CYCCNT; }
 uint32_t uart_cpu_hz(void) { return 64000000u; }
-void uart_drain(void) { }
-void uart_idle(void) { __asm__ volatile ("wfi"); }
 
 #elif defined(MCU_UART_CMSDK)
 #define UB 0x40004000u
-#define DEMCR (*(volatile uint32_t *)0xE000EDFCu)
-#define DWT_CTRL (*(volatile uint32_t *)0xE0001000u)
-#define DWT_CYCCNT (*(volatile uint32_t *)0xE0001004u)
 void uart_init(void) {
     REG(UB, 0x10) = 25000000u / 115200u;   /* BAUDDIV (>= 16) */
     REG(UB, 0x08) = 3u;                    /* CTRL: TX and RX enable */
-    DEMCR |= 1u << 24;                     /* TRCENA: the DWT */
-    DWT_CYCCNT = 0u;
-    DWT_CTRL |= 1u;                        /* CYCCNTENA */
+    dwt_start();
 }
 void uart_putc(uint8_t b) {
     while (REG(UB, 0x04) & 1u) { }         /* STATE: TX buffer full */
@@ -100,10 +104,7 @@ int uart_getc(void) {
     while ((REG(UB, 0x04) & 2u) == 0u) { } /* STATE: RX buffer full */
     return (int)(REG(UB, 0x00) & 0xFFu);
 }
-uint32_t uart_cycles(void) { return DWT_CYCCNT; }
 uint32_t uart_cpu_hz(void) { return 25000000u; }
-void uart_drain(void) { }
-void uart_idle(void) { __asm__ volatile ("wfi"); }
 
 #elif defined(MCU_UART_PICO)
 #include "pico/pico.h"

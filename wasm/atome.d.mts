@@ -330,16 +330,21 @@ export class Atome {
   convert(model: Uint8Array, encoding: 1 | 2): Uint8Array;
 }
 
-/** A float model: one trainer session in wasm memory (free() it). */
-export class Model {
-  constructor(atome: Atome);
+/** What Model and PackedModel share: a C session in wasm memory (free() it). Not exported. */
+declare class Session {
   readonly a: Atome;
   readonly ex: AtomeExports;
   /** The session handle (0 once freed). */
   h: number;
 
   free(): void;
+  /** rc, or throws the session's error (error.usage when rc is -2). */
   check(rc: number): number;
+}
+
+/** A float model: one trainer session in wasm memory (free() it). */
+export class Model extends Session {
+  constructor(atome: Atome);
   configure(config: string, options: ModelOptions): void;
   setData(train: Uint8Array, options?: DataOptions): { trainChunks: number; evalChunks: number };
   /** A trainer stat by name: step, steps, loss, lr, grad_norm, params, quant, stage, batch, seq, vocab, family, elapsed_s. */
@@ -403,14 +408,8 @@ export interface ScoreResult {
   bpb: number | null;
 }
 
-export class PackedModel {
+export class PackedModel extends Session {
   constructor(atome: Atome);
-  readonly a: Atome;
-  readonly ex: AtomeExports;
-  h: number;
-
-  free(): void;
-  check(rc: number): number;
   open(bytes: Uint8Array, window?: number): void;
   stat(i: number): number;
   get vocab(): number;
@@ -453,3 +452,7 @@ export class PackedModel {
   /** Feeds one byte; returns the Q16 logits (value / 65536). */
   step(byte: number): Int32Array;
 }
+
+// Only what is marked export is exported (a declaration file otherwise exports
+// every top-level declaration, Session included).
+export {};

@@ -515,27 +515,41 @@ function settingText(x) {
   return x.toFixed(9).replace(/0+$/, '').replace(/\.$/, '');
 }
 
-export class Model {
-  constructor(atome) {
+// What Model and PackedModel share: a C session in wasm memory, made by
+// `${c}new`, freed by `${c}delete`, its last error in `${c}error` (c: the
+// exports' prefix). C calls return -1 (runtime failure) or -2 (bad argument:
+// error.usage); nanFails: NaN (from a double-valued call) fails too.
+class Session {
+  #c;
+  #nanFails;
+
+  constructor(atome, c, what, nanFails) {
     this.a = atome;
     this.ex = atome.ex;
-    this.h = this.ex.atome_new();
-    if (!this.h) throw new Error('out of wasm memory for a session');
+    this.#c = c;
+    this.#nanFails = nanFails;
+    this.h = this.ex[`${c}new`]();
+    if (!this.h) throw new Error(`out of wasm memory for ${what}`);
   }
 
   free() {
-    if (this.h) this.ex.atome_delete(this.h);
+    if (this.h) this.ex[`${this.#c}delete`](this.h);
     this.h = 0;
   }
 
-  // C calls return -1 (runtime failure), -2 (bad argument: error.usage) or NaN.
   check(rc) {
-    if (rc < 0 || Number.isNaN(rc)) {
-      const e = new Error(this.a.cstr(this.ex.atome_error(this.h)));
+    if (rc < 0 || (this.#nanFails && Number.isNaN(rc))) {
+      const e = new Error(this.a.cstr(this.ex[`${this.#c}error`](this.h)));
       e.usage = rc === -2;
       throw e;
     }
     return rc;
+  }
+}
+
+export class Model extends Session {
+  constructor(atome) {
+    super(atome, 'atome_', 'a session', true);
   }
 
   // Shape overrides go to atome_set; training options (the table's model
@@ -679,26 +693,9 @@ export class Model {
   }
 }
 
-export class PackedModel {
+export class PackedModel extends Session {
   constructor(atome) {
-    this.a = atome;
-    this.ex = atome.ex;
-    this.h = this.ex.atome_engine_new();
-    if (!this.h) throw new Error('out of wasm memory for an engine session');
-  }
-
-  free() {
-    if (this.h) this.ex.atome_engine_delete(this.h);
-    this.h = 0;
-  }
-
-  check(rc) {
-    if (rc < 0) {
-      const e = new Error(this.a.cstr(this.ex.atome_engine_error(this.h)));
-      e.usage = rc === -2;
-      throw e;
-    }
-    return rc;
+    super(atome, 'atome_engine_', 'an engine session', false);
   }
 
   open(bytes, window = 0) {
@@ -894,35 +891,51 @@ const GENERATE_USAGE =
   'Environment: ATOME_WASM = path of atome.wasm (default build/wasm/atome.wasm);\n' +
   'ATOME_KERNELS = ref | wasm-simd picks the float matmul kernels, as natively.\n';
 
-async function cliGenerate(argv) {
-  const f = parseFlags(argv);
-  if (f.model === undefined) throw new Usage('generate: --model is required');
-
-  const { readFile } = await import('node:fs/promises');
+// atome.wasm (ATOME_WASM, else the build's) loaded for the CLI.
+async function cliAtome(readFile) {
   const wasmPath = process.env.ATOME_WASM;
   let wasmBytes;
   try { wasmBytes = await readFile(wasmPath ?? defaultWasmUrl); } catch {
     throw new Error(`generate: cannot read ${wasmPath ?? decodeURIComponent(defaultWasmUrl.pathname)} (build it: cmake --preset wasm && cmake --build --preset wasm)`);
   }
   const env = process.env.ATOME_KERNELS ? { ATOME_KERNELS: process.env.ATOME_KERNELS } : {};
-  const atome = await loadAtome(wasmBytes, { env, onStderr: (t) => process.stderr.write(t) });
+  return loadAtome(wasmBytes, { env, onStderr: (t) => process.stderr.write(t) });
+}
 
-  // the model is opened first: a bad model file is reported before a missing option, as natively
+// --model's file opened as natively: a container (recognised by its first
+// four bytes, as cli/packed.c does) or a checkpoint.
+async function cliModel(atome, readFile, f) {
   let file;
   try { file = await readFile(f.model); } catch (e) {   // worded as core/train/ckpt.c's fopen / fread failures
     if (e.code === 'EISDIR') throw new Error(`generate: checkpoint '${f.model}': read error: Is a directory`);
     const why = { ENOENT: 'No such file or directory', EACCES: 'Permission denied' }[e.code] ?? e.message;
     throw new Error(`generate: cannot open checkpoint '${f.model}': ${why}`);
   }
-  // A container is recognised by its first four bytes, as cli/packed.c does.
   const packed = file.length >= 4 && ATOME_MAGIC.slice(0, 4).every((b, i) => file[i] === b);
-  let model;
   try {
-    model = packed ? atome.loadModel(file, { window: f.window ?? 0 }) : atome.loadCheckpoint(file);
+    return packed ? atome.loadModel(file, { window: f.window ?? 0 }) : atome.loadCheckpoint(file);
   } catch (e) {
     if (e.usage) throw new Usage(`generate: ${e.message}`);
     throw new Error(packed ? `generate: '${f.model}': ${e.message}` : `generate: checkpoint '${f.model}': ${e.message}`);
   }
+}
+
+// The prompt bytes of --prompt or --prompt-hex.
+function cliPrompt(f) {
+  if (f['prompt-hex'] === undefined) return enc.encode(f.prompt);   // the argument's bytes (Node decoded them as UTF-8)
+  const h = f['prompt-hex'];
+  if (h.length % 2) throw new Usage('generate: --prompt-hex needs an even number of hex digits');
+  if (!/^[0-9a-fA-F]*$/.test(h)) throw new Usage('generate: --prompt-hex has a non-hex digit');
+  return Uint8Array.from(h.match(/../g) ?? [], (x) => parseInt(x, 16));
+}
+
+async function cliGenerate(argv) {
+  const f = parseFlags(argv);
+  if (f.model === undefined) throw new Usage('generate: --model is required');
+  const { readFile } = await import('node:fs/promises');
+  const atome = await cliAtome(readFile);
+  // the model is opened first: a bad model file is reported before a missing option, as natively
+  const model = await cliModel(atome, readFile, f);
   if (f.n === undefined) f.n = '256';          // ATM_GEN_N_DEFAULT, as the native CLI
   if (f.prompt !== undefined && f['prompt-hex'] !== undefined) throw new Usage('generate: give --prompt or --prompt-hex, not both');
   if (f.prompt === undefined && f['prompt-hex'] === undefined) throw new Usage('generate: --prompt or --prompt-hex is required');
@@ -930,15 +943,7 @@ async function cliGenerate(argv) {
   try { atome.checkSettings(...settings); } catch (e) { throw new Usage(`generate: ${e.message}`); }
   if (f.seed !== undefined && !(/^\d+$/.test(f.seed) && Number(f.seed) <= 4294967295))
     throw new Usage(`generate: --seed must be an integer in 0..4294967295 (got '${f.seed}')`);
-  let prompt;
-  if (f['prompt-hex'] !== undefined) {
-    const h = f['prompt-hex'];
-    if (h.length % 2) throw new Usage('generate: --prompt-hex needs an even number of hex digits');
-    if (!/^[0-9a-fA-F]*$/.test(h)) throw new Usage('generate: --prompt-hex has a non-hex digit');
-    prompt = Uint8Array.from(h.match(/../g) ?? [], (x) => parseInt(x, 16));
-  } else {
-    prompt = enc.encode(f.prompt);   // the argument's bytes (Node decoded them as UTF-8)
-  }
+  const prompt = cliPrompt(f);
 
   const opts = { n: f.n, temperature: settings[0], topK: settings[1], topP: settings[2],
     seed: f.seed === undefined ? 1 : Number(f.seed), window: f.window ?? 0, chunk: 4096 };

@@ -184,6 +184,17 @@ API double atome_fw_ram(const uint8_t *model, size_t mlen, int window) {
     return need ? (double)(need + ATM_FW_MIN_TAIL) : 0;
 }
 
+/* The model's fit in the template, refused when it fits the board's RAM at
+ * no window: 0, or -1. */
+static int fit_window1(const uint8_t *tmpl, size_t tlen, const atm_model *m, const atm_fw_slot *slot, atm_fw_fit *fit) {
+    char err[400];
+    if (atm_fw_fit_model(tmpl, tlen, m, fit, err, sizeof err) != ATM_FW_OK) FAIL(-1, "template: %s", err);
+    if (fit->max_window == 0)
+        FAIL(-1, "the model needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %lld",
+             atm_engine_arena_bytes(m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, slot->board, (long long)fit->arena);
+    return 0;
+}
+
 /* `atome firmware --model M --board B`: the template with the model in its
  * slot, in the output buffer; info JSON as fit. Refused as the CLI refuses:
  * a template of another board (-2), a model larger than the slot, or one
@@ -201,10 +212,7 @@ API int atome_fw_patch(const uint8_t *tmpl, size_t tlen, const char *board, cons
              (unsigned)slot.capacity);
     atm_fw_fit fit;
     char err[400];
-    if (atm_fw_fit_model(tmpl, tlen, &m, &fit, err, sizeof err) != ATM_FW_OK) FAIL(-1, "template: %s", err);
-    if (fit.max_window == 0)
-        FAIL(-1, "the model needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %lld",
-             atm_engine_arena_bytes(&m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, slot.board, (long long)fit.arena);
+    if (fit_window1(tmpl, tlen, &m, &slot, &fit)) return -1;
     g_out = (uint8_t *)malloc(tlen ? tlen : 1);
     if (!g_out) FAIL(-1, "out of memory for a %zu-byte image", tlen);
     memcpy(g_out, tmpl, tlen);
@@ -271,6 +279,74 @@ static void info_add_uf2(size_t flash_bytes, const char *board) {
              (unsigned)atm_fw_uf2_family(board));
 }
 
+/* The settings of a standalone image from the call's texts (seed NULL = 1):
+ * 0, or -2 (usage) with the reason. */
+static int settings_in(atm_fw_settings_in *in, const uint8_t *prompt, size_t plen, double n, const char *temperature,
+                       const char *top_k, const char *top_p, const char *seed, int window, int flags) {
+    char err[400];
+    atm_sampler_cfg sc;
+    if (atm_sampler_settings_why(&sc, temperature, top_k, top_p, err, sizeof err)) FAIL(-2, "%s", err);
+    memset(in, 0, sizeof *in);
+    in->seed = 1;
+    if (seed && atm_sampler_parse_uint(seed, 4294967295u, &in->seed))
+        FAIL(-2, "--seed must be an integer in 0..4294967295 (got '%s')", seed);
+    if (!(n >= 0 && n <= (double)ATM_GEN_N_MAX) || n != (double)(uint64_t)n) FAIL(-2, "--n must be an integer in 0..1000000000000");
+    in->prompt = prompt;
+    in->prompt_len = plen;
+    in->n = (uint64_t)n;
+    in->temperature = temperature;
+    in->top_k = top_k;
+    in->top_p = top_p;
+    in->window = window;
+    in->flags = (uint32_t)flags;
+    return 0;
+}
+
+/* The template with the model and the settings block st in, as a file of
+ * format into the output buffer (*base, *fl: its flash base and bytes): 0,
+ * or -1. */
+static int standalone_file(const uint8_t *tmpl, size_t tlen, const char *board, const uint8_t *model, size_t mlen,
+                           const atm_fwset *st, int format, uint32_t *base, size_t *fl) {
+    char err[400];
+    uint8_t *elf = (uint8_t *)malloc(tlen ? tlen : 1);
+    if (!elf) FAIL(-1, "out of memory for a %zu-byte image", tlen);
+    memcpy(elf, tmpl, tlen);
+    uint8_t block[ATM_FWSET_BYTES];
+    if (atm_fw_patch(elf, tlen, board, model, mlen, err, sizeof err) != ATM_FW_OK ||
+        atm_fwset_encode(st, block) != ATM_FWSET_OK || atm_fw_put_settings(elf, tlen, block, err, sizeof err) != ATM_FW_OK) {
+        free(elf);
+        FAIL(-1, "template: %s", err);
+    }
+    int rc = atm_fw_make_file(elf, tlen, format, &g_out, &g_out_len, base, fl, err, sizeof err);
+    free(elf);
+    if (rc != ATM_FW_OK) { g_out = NULL; g_out_len = 0; FAIL(-1, "template: %s", err); }
+    return 0;
+}
+
+static void hex_of(const uint8_t *b, size_t n, char *out) {
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) { out[2 * i] = hx[b[i] >> 4]; out[2 * i + 1] = hx[b[i] & 15]; }
+    out[2 * n] = 0;
+}
+
+/* g_info of a standalone image: the CLI's keys. */
+static void standalone_info(const atm_fw_slot *slot, size_t mlen, const atm_fwset *st, int max_window, int format,
+                            uint32_t base, size_t fl, const char *note) {
+    char ph[2 * ATM_FWSET_PROMPT_MAX + 1], eh[2 * ATM_FWSET_EXPECT + 1];
+    hex_of(st->prompt, st->prompt_len, ph);
+    hex_of(st->expect, st->expect_len, eh);
+    static const char *const fmts[] = { "elf", "hex", "bin", "uf2" };
+    snprintf(g_info, sizeof g_info,
+             "{\"board\":\"%s\",\"model_bytes\":%zu,\"capacity\":%u,\"window\":%d,\"max_window\":%d,\"format\":\"%s\","
+             "\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu,\"standalone\":true,\"settings\":{\"n\":%llu,\"prompt_hex\":\"%s\","
+             "\"temperature\":\"%s\",\"top_k\":\"%s\",\"top_p\":\"%s\",\"seed\":%u,\"window\":%d,\"loop\":%s,\"interactive\":%s},"
+             "\"expect_hex\":\"%s\",\"note\":\"%s\"}",
+             slot->board, mlen, (unsigned)slot->capacity, (int)st->window, max_window, fmts[format],
+             (unsigned)base, fl, (unsigned long long)st->n, ph, st->temperature[0] ? st->temperature : "0",
+             st->top_k[0] ? st->top_k : "0", st->top_p[0] ? st->top_p : "1", (unsigned)st->seed, (int)st->window,
+             (st->flags & ATM_FWSET_LOOP) ? "true" : "false", (st->flags & ATM_FWSET_INTERACTIVE) ? "true" : "false", eh, note);
+}
+
 /* `atome firmware --model M --board B --prompt-hex P --n N [--temperature T
  * --top-k K --top-p P --seed S --window W --loop --interactive] --format F`:
  * a standalone image (settings block, known answer) as ELF (format 0),
@@ -293,68 +369,24 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
     choose_encoding(tmpl, tlen, &model, &mlen, 1);
     atm_model m;
     atm_fw_slot slot;
-    const int orc = open_for_board(tmpl, tlen, board, model, mlen, &m, &slot);
-    if (orc) return orc;
+    int rc = open_for_board(tmpl, tlen, board, model, mlen, &m, &slot);
+    if (rc) return rc;
     if (mlen + ATM_FWSET_BYTES > slot.capacity)
         FAIL(-1, "the model is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block", mlen,
              slot.board, (unsigned)slot.capacity, ATM_FWSET_BYTES);
-    char err[400], note[300];
-    atm_sampler_cfg sc;
-    if (atm_sampler_settings_why(&sc, temperature, top_k, top_p, err, sizeof err)) FAIL(-2, "%s", err);
-    int rc;
     atm_fw_settings_in in;
-    memset(&in, 0, sizeof in);
-    in.seed = 1;
-    if (seed && atm_sampler_parse_uint(seed, 4294967295u, &in.seed))
-        FAIL(-2, "--seed must be an integer in 0..4294967295 (got '%s')", seed);
-    if (!(n >= 0 && n <= (double)ATM_GEN_N_MAX) || n != (double)(uint64_t)n) FAIL(-2, "--n must be an integer in 0..1000000000000");
-    in.prompt = prompt;
-    in.prompt_len = plen;
-    in.n = (uint64_t)n;
-    in.temperature = temperature;
-    in.top_k = top_k;
-    in.top_p = top_p;
-    in.window = window;
-    in.flags = (uint32_t)flags;
+    if ((rc = settings_in(&in, prompt, plen, n, temperature, top_k, top_p, seed, window, flags))) return rc;
     atm_fw_fit fit;
-    if (atm_fw_fit_model(tmpl, tlen, &m, &fit, err, sizeof err) != ATM_FW_OK) FAIL(-1, "template: %s", err);
-    if (fit.max_window == 0)
-        FAIL(-1, "the model needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %lld",
-             atm_engine_arena_bytes(&m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, slot.board, (long long)fit.arena);
+    if (fit_window1(tmpl, tlen, &m, &slot, &fit)) return -1;
+    char err[400], note[300];
     atm_fwset st;
     rc = atm_fw_settings_make(&m, fit.max_window, slot.board, &in, &st, note, sizeof note, err, sizeof err);
     if (rc == ATM_FW_E_ARG) FAIL(-2, "%s", err);
     if (rc != ATM_FW_OK) FAIL(-1, "%s", err);
-    uint8_t *elf = (uint8_t *)malloc(tlen ? tlen : 1);
-    if (!elf) FAIL(-1, "out of memory for a %zu-byte image", tlen);
-    memcpy(elf, tmpl, tlen);
-    uint8_t block[ATM_FWSET_BYTES];
-    if (atm_fw_patch(elf, tlen, board, model, mlen, err, sizeof err) != ATM_FW_OK ||
-        atm_fwset_encode(&st, block) != ATM_FWSET_OK || atm_fw_put_settings(elf, tlen, block, err, sizeof err) != ATM_FW_OK) {
-        free(elf);
-        FAIL(-1, "template: %s", err);
-    }
     uint32_t base = 0;
     size_t fl = 0;
-    rc = atm_fw_make_file(elf, tlen, format, &g_out, &g_out_len, &base, &fl, err, sizeof err);
-    free(elf);
-    if (rc != ATM_FW_OK) { g_out = NULL; g_out_len = 0; FAIL(-1, "template: %s", err); }
-    char ph[2 * ATM_FWSET_PROMPT_MAX + 1], eh[2 * ATM_FWSET_EXPECT + 1];
-    static const char hx[] = "0123456789abcdef";
-    for (size_t i = 0; i < st.prompt_len; i++) { ph[2 * i] = hx[st.prompt[i] >> 4]; ph[2 * i + 1] = hx[st.prompt[i] & 15]; }
-    ph[2 * st.prompt_len] = 0;
-    for (size_t i = 0; i < st.expect_len; i++) { eh[2 * i] = hx[st.expect[i] >> 4]; eh[2 * i + 1] = hx[st.expect[i] & 15]; }
-    eh[2 * st.expect_len] = 0;
-    static const char *const fmts[] = { "elf", "hex", "bin", "uf2" };
-    snprintf(g_info, sizeof g_info,
-             "{\"board\":\"%s\",\"model_bytes\":%zu,\"capacity\":%u,\"window\":%d,\"max_window\":%d,\"format\":\"%s\","
-             "\"flash_base\":\"0x%08X\",\"flash_bytes\":%zu,\"standalone\":true,\"settings\":{\"n\":%llu,\"prompt_hex\":\"%s\","
-             "\"temperature\":\"%s\",\"top_k\":\"%s\",\"top_p\":\"%s\",\"seed\":%u,\"window\":%d,\"loop\":%s,\"interactive\":%s},"
-             "\"expect_hex\":\"%s\",\"note\":\"%s\"}",
-             slot.board, mlen, (unsigned)slot.capacity, (int)st.window, fit.max_window, fmts[format],
-             (unsigned)base, fl, (unsigned long long)st.n, ph, st.temperature[0] ? st.temperature : "0",
-             st.top_k[0] ? st.top_k : "0", st.top_p[0] ? st.top_p : "1", (unsigned)st.seed, (int)st.window,
-             (st.flags & ATM_FWSET_LOOP) ? "true" : "false", (st.flags & ATM_FWSET_INTERACTIVE) ? "true" : "false", eh, note);
+    if (standalone_file(tmpl, tlen, board, model, mlen, &st, format, &base, &fl)) return -1;
+    standalone_info(&slot, mlen, &st, fit.max_window, format, base, fl, note);
     info_add_choice();
     if (format == ATM_FW_FORMAT_UF2) info_add_uf2(fl, slot.board);
     return (int)g_out_len;

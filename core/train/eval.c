@@ -37,9 +37,9 @@ int atm_eval_chunks(const atm_layout *L, const float *w, int quant, const atm_ch
     return atm_eval_chunks_router(L, w, quant, ch, batch, out, NULL, err, errlen);
 }
 
-int atm_eval_chunks_router(const atm_layout *L, const float *w, int quant, const atm_chunks *ch,
-                           int batch, atm_eval_result *out, atm_router_stats *rs, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
+/* What an evaluation needs before it starts: rs (when given) zeroed and
+ * sized, the model family built, chunks to score. 0, or -1 with the reason. */
+static int eval_check(const atm_layout *L, const atm_chunks *ch, atm_router_stats *rs, char *err, size_t errlen) {
     if (rs) {
         memset(rs, 0, sizeof *rs);
         if (L->cfg.family != ATM_FAMILY_ATOME) ATM_FAIL("router statistics need an atome-family model");
@@ -51,6 +51,40 @@ int atm_eval_chunks_router(const atm_layout *L, const float *w, int quant, const
     if (ch->seq < 2 || ch->n == 0) ATM_FAIL("nothing to evaluate");
     if (L->cfg.family == ATM_FAMILY_VANILLA && ch->seq - 1 > L->cfg.max_seq)
         ATM_FAIL("seq %d needs %d positions but the model has %d", ch->seq, ch->seq - 1, (int)L->cfg.max_seq);
+    return 0;
+}
+
+/* The summed cross-entropy (nats) of chunks [first, first + b) of ch with
+ * the b-row activations acts; the router weights added to rs (when given). */
+static double eval_batch(const atm_family *fam, const atm_layout *L, const float *weff, void *acts, const atm_chunks *ch,
+                         size_t first, int b, int T, uint8_t *in, uint8_t *tgt, atm_router_stats *rs) {
+    atm_batch_range(ch, first, b, in, tgt);
+    double mean = fam->forward(L, weff, acts, in, tgt, b, T);
+    if (rs) router_add(L, acts, b * T, rs);
+    return mean * (double)b * (double)T;
+}
+
+/* The result of sum nats over ch's chunks; rs's sums made means. */
+static void eval_finish(const atm_chunks *ch, double sum, atm_eval_result *out, atm_router_stats *rs) {
+    const int T = ch->seq - 1;
+    if (rs && rs->positions) {
+        for (int l = 0; l < rs->layers; l++) {
+            for (int p = 0; p < 3; p++) rs->weight[l][p] /= (double)rs->positions;
+            rs->entropy[l] /= (double)rs->positions;
+        }
+    }
+    out->sum_nats = sum;
+    out->bytes = (uint64_t)ch->n * (uint64_t)T;
+    out->nats_per_byte = sum / (double)out->bytes;
+    out->bpb = out->nats_per_byte / log(2.0);
+    out->ppl = exp(out->nats_per_byte);
+}
+
+int atm_eval_chunks_router(const atm_layout *L, const float *w, int quant, const atm_chunks *ch,
+                           int batch, atm_eval_result *out, atm_router_stats *rs, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (eval_check(L, ch, rs, err, errlen)) return -1;
+    const atm_family *fam = atm_family_get(L->cfg.family);
     if (batch < 1) batch = 1;
     if ((size_t)batch > ch->n) batch = (int)ch->n;
     int T = ch->seq - 1;
@@ -71,29 +105,9 @@ int atm_eval_chunks_router(const atm_layout *L, const float *w, int quant, const
     }
     atm_quantize_layout(L, quant, w, weff);
     double sum = 0.0;
-    for (size_t i = 0; i < full; i++) {
-        atm_batch_range(ch, i * (size_t)batch, batch, in, tgt);
-        double mean = fam->forward(L, weff, acts, in, tgt, batch, T);
-        sum += mean * (double)batch * (double)T;
-        if (rs) router_add(L, acts, batch * T, rs);
-    }
-    if (rem) {
-        atm_batch_range(ch, full * (size_t)batch, rem, in, tgt);
-        double mean = fam->forward(L, weff, acts_rem, in, tgt, rem, T);
-        sum += mean * (double)rem * (double)T;
-        if (rs) router_add(L, acts_rem, rem * T, rs);
-    }
-    if (rs && rs->positions) {
-        for (int l = 0; l < rs->layers; l++) {
-            for (int p = 0; p < 3; p++) rs->weight[l][p] /= (double)rs->positions;
-            rs->entropy[l] /= (double)rs->positions;
-        }
-    }
-    out->sum_nats = sum;
-    out->bytes = (uint64_t)ch->n * (uint64_t)T;
-    out->nats_per_byte = sum / (double)out->bytes;
-    out->bpb = out->nats_per_byte / log(2.0);
-    out->ppl = exp(out->nats_per_byte);
+    for (size_t i = 0; i < full; i++) sum += eval_batch(fam, L, weff, acts, ch, i * (size_t)batch, batch, T, in, tgt, rs);
+    if (rem) sum += eval_batch(fam, L, weff, acts_rem, ch, full * (size_t)batch, rem, T, in, tgt, rs);
+    eval_finish(ch, sum, out, rs);
 done:
     if (acts) fam->acts_free(acts);
     if (acts_rem) fam->acts_free(acts_rem);

@@ -160,6 +160,56 @@ static size_t max_ternary(const atm_legacy_plan *p) {
     return m;
 }
 
+/* The message of a legacy file atm_legacy_validate refused with e. */
+static int invalid_legacy(int e, const atm_fmt_where *where, size_t len, const atm_legacy_plan *p, char *err, size_t errlen) {
+    if (where->field >= 0)
+        return atm_fail_code(e, err, errlen, "legacy import: %s (byte %zu, %s%s%d)", atm_fmt_strerror(e), where->offset,
+                    atm_legacy_field_name(where->field), where->layer >= 0 ? " of block " : "",
+                    where->layer >= 0 ? where->layer : 0);
+    if ((e == ATM_FMT_E_TRUNCATED || e == ATM_FMT_E_TRAILING) && len >= ATM_LEGACY_MAGIC_LEN)
+        return atm_fail_code(e, err, errlen, "legacy import: %s (%zu bytes, this config needs %zu)",
+                    atm_fmt_strerror(e), len, p->size);
+    return atm_fail_code(e, err, errlen, "legacy import: %s", atm_fmt_strerror(e));
+}
+
+/* One span of the legacy file into its tensor at dst (t: scratch for its
+ * trits): 0, or the error. */
+static int import_span(const atm_legacy_plan *p, const atm_legacy_span *sp, const uint8_t *src, float *dst, int8_t *t,
+                       char *err, size_t errlen) {
+    if (!sp->ternary) {
+        for (size_t j = 0; j < sp->n; j++) dst[j] = f32_from_bits(atm_rd_u32le(src + 4 * j));
+        return 0;
+    }
+    float alpha = f32_from_bits(atm_rd_u32le(src));
+    if (p->format == 1) atm_t2_unpack(src + 4, sp->n, t); else atm_t5_unpack(src + 4, sp->n, t);
+    if (atm_legacy_requant(t, sp->n, alpha, dst))
+        return atm_fail_code(ATM_LEGACY_E_REQUANT, err, errlen, "legacy import: %s (%s%s%d, alpha %.9g)",
+                 atm_legacy_strerror(ATM_LEGACY_E_REQUANT), atm_legacy_field_name(sp->field),
+                 sp->layer >= 0 ? " of block " : "", sp->layer >= 0 ? sp->layer : 0, (double)alpha);
+    return 0;
+}
+
+/* Every span of the validated file into w (filled: one flag per tensor of
+ * L, all 0), then every tensor checked to be filled: 0, or the error. */
+static int import_spans(const uint8_t *blob, const atm_legacy_plan *p, const atm_legacy_shape *s, const atm_layout *L,
+                        float *w, int8_t *t, char *filled, char *err, size_t errlen) {
+    for (size_t i = 0; i < p->n_items; i++) {
+        atm_legacy_span sp;
+        atm_legacy_item(p, i, &sp);
+        int ti = tensor_for(L, &sp, s);
+        if (ti < 0 || filled[ti])
+            return atm_fail_code(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: layout has no matching tensor for %s%s%d",
+                     atm_legacy_field_name(sp.field), sp.layer >= 0 ? " of block " : "", sp.layer >= 0 ? sp.layer : 0);
+        filled[ti] = 1;
+        int e = import_span(p, &sp, blob + sp.off, w + L->t[ti].off, t, err, errlen);
+        if (e) return e;
+    }
+    for (int i = 0; i < L->n_tensors; i++)
+        if (!filled[i])
+            return atm_fail_code(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: tensor %s is not in the legacy file", L->t[i].name);
+    return 0;
+}
+
 int atm_legacy_import(const uint8_t *blob, size_t len, const atm_config *cfg,
                       float *w, char *err, size_t errlen) {
     atm_legacy_shape s;
@@ -169,16 +219,7 @@ int atm_legacy_import(const uint8_t *blob, size_t len, const atm_config *cfg,
     atm_legacy_plan p;
     atm_fmt_where where;
     int e = atm_legacy_validate(blob, len, &s, &p, &where);
-    if (e) {
-        if (where.field >= 0)
-            return atm_fail_code(e, err, errlen, "legacy import: %s (byte %zu, %s%s%d)", atm_fmt_strerror(e), where.offset,
-                        atm_legacy_field_name(where.field), where.layer >= 0 ? " of block " : "",
-                        where.layer >= 0 ? where.layer : 0);
-        if ((e == ATM_FMT_E_TRUNCATED || e == ATM_FMT_E_TRAILING) && len >= ATM_LEGACY_MAGIC_LEN)
-            return atm_fail_code(e, err, errlen, "legacy import: %s (%zu bytes, this config needs %zu)",
-                        atm_fmt_strerror(e), len, p.size);
-        return atm_fail_code(e, err, errlen, "legacy import: %s", atm_fmt_strerror(e));
-    }
+    if (e) return invalid_legacy(e, &where, len, &p, err, errlen);
     atm_layout *L = malloc(sizeof *L);
     int8_t *t = malloc(max_ternary(&p));
     char *filled = NULL;
@@ -189,37 +230,7 @@ int atm_legacy_import(const uint8_t *blob, size_t len, const atm_config *cfg,
     }
     filled = calloc((size_t)L->n_tensors + 1, 1);
     if (!filled) { e = atm_fail_code(ATM_LEGACY_E_NOMEM, err, errlen, "legacy import: out of memory"); goto done; }
-    for (size_t i = 0; i < p.n_items; i++) {
-        atm_legacy_span sp;
-        atm_legacy_item(&p, i, &sp);
-        int ti = tensor_for(L, &sp, &s);
-        if (ti < 0 || filled[ti]) {
-            e = atm_fail_code(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: layout has no matching tensor for %s%s%d",
-                     atm_legacy_field_name(sp.field), sp.layer >= 0 ? " of block " : "", sp.layer >= 0 ? sp.layer : 0);
-            goto done;
-        }
-        filled[ti] = 1;
-        float *dst = w + L->t[ti].off;
-        const uint8_t *src = blob + sp.off;
-        if (sp.ternary) {
-            float alpha = f32_from_bits(atm_rd_u32le(src));
-            if (p.format == 1) atm_t2_unpack(src + 4, sp.n, t); else atm_t5_unpack(src + 4, sp.n, t);
-            if (atm_legacy_requant(t, sp.n, alpha, dst)) {
-                e = atm_fail_code(ATM_LEGACY_E_REQUANT, err, errlen, "legacy import: %s (%s%s%d, alpha %.9g)",
-                         atm_legacy_strerror(ATM_LEGACY_E_REQUANT), atm_legacy_field_name(sp.field),
-                         sp.layer >= 0 ? " of block " : "", sp.layer >= 0 ? sp.layer : 0, (double)alpha);
-                goto done;
-            }
-        } else {
-            for (size_t j = 0; j < sp.n; j++) dst[j] = f32_from_bits(atm_rd_u32le(src + 4 * j));
-        }
-    }
-    for (int i = 0; i < L->n_tensors; i++)
-        if (!filled[i]) {
-            e = atm_fail_code(ATM_LEGACY_E_CONFIG, err, errlen, "legacy import: tensor %s is not in the legacy file", L->t[i].name);
-            goto done;
-        }
-    e = 0;
+    e = import_spans(blob, &p, &s, L, w, t, filled, err, errlen);
 done:
     free(filled);
     free(t);

@@ -158,6 +158,14 @@ function declared(ts, file) {
   return { names: exports.map((s) => s.name).sort(), classes };
 }
 
+// A class's prototype members, its own and inherited (Model and PackedModel
+// share a base), as the declared type lists them.
+function protoMembers(cls) {
+  const names = [];
+  for (let p = cls.prototype; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) names.push(...Object.getOwnPropertyNames(p));
+  return names.filter((n) => n !== 'constructor');
+}
+
 // Runtime names: the module's exports and each class's prototype members plus a live instance's own fields.
 async function runtime(mod) {
   const atome = await mod.loadAtome();
@@ -166,7 +174,7 @@ async function runtime(mod) {
   const live = { Atome: atome, Model: model, PackedModel: packed };
   const classes = {};
   for (const [name, obj] of Object.entries(live)) {
-    const proto = Object.getOwnPropertyNames(mod[name].prototype).filter((p) => p !== 'constructor');
+    const proto = protoMembers(mod[name]);
     classes[name] = [...new Set([...proto, ...Object.keys(obj)])].sort();
   }
   model.free(); packed.free();

@@ -251,6 +251,20 @@ export async function setTrain(page, s) {
   }
 }
 
+// A page opened with query (its ?steps=...) and a training started there
+// without evaluations or samples: { ctx, page } (ctx closed if that fails).
+export async function openTraining(query) {
+  const { ctx, page } = await open(query);
+  try {
+    await setTrain(page, { 'eval-every': 0, 'sample-every': 0 });
+    await page.click('#train-start');
+  } catch (e) {
+    await ctx.close();
+    throw e;
+  }
+  return { ctx, page };
+}
+
 export async function waitTrain(page, want = 'done', timeout = 180000) {
   await page.waitForFunction((w) => {
     const s = document.getElementById('train-status').dataset.state;

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { native, corpusPath } from './artifacts.mjs';
-import { useBrowser, SHOTS, open, shot, errorText, expectError, fillSettings, finished, grab, state, setTrain, waitTrain } from './web-harness.mjs';
+import { useBrowser, SHOTS, open, shot, errorText, expectError, fillSettings, finished, grab, state, openTraining, waitTrain } from './web-harness.mjs';
 
 const B = useBrowser();
 const TEXT = readFileSync(corpusPath()).subarray(0, 200000);
@@ -198,10 +198,8 @@ test('the phone\'s first screen reaches Generate', { timeout: 120000 }, async ()
 });
 
 test('a downloaded checkpoint resumes in the CLI with the data and command the page names', { timeout: 300000 }, async () => {
-  const { ctx, page } = await open('?steps=60&save-ms=100');
+  const { ctx, page } = await openTraining('?steps=60&save-ms=100');
   try {
-    await setTrain(page, { 'eval-every': 0, 'sample-every': 0 });
-    await page.click('#train-start');
     await page.waitForFunction(() => window.__atome.savedStep >= 10, null, { timeout: 60000 });
     await page.click('#train-pause');
     await waitTrain(page, 'paused');

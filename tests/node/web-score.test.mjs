@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { repo, native, sharedDir } from './artifacts.mjs';
-import { useBrowser, open, shot, errorText, grab, setTrain, waitTrain } from './web-harness.mjs';
+import { useBrowser, open, shot, errorText, grab, openTraining, waitTrain } from './web-harness.mjs';
 
 const B = useBrowser();
 const VALID = readFileSync(path.join(sharedDir, 'data/tinystories-valid.txt')).subarray(0, 4000);
@@ -95,10 +95,8 @@ test('#score-bpb equals atome eval for both shipped models, side by side, on odd
 });
 
 test('#score-bpb equals atome eval for a model trained in the tab', { timeout: 400000 }, async () => {
-  const { ctx, page } = await open('?steps=30');
+  const { ctx, page } = await openTraining('?steps=30');
   try {
-    await setTrain(page, { 'eval-every': 0, 'sample-every': 0 });
-    await page.click('#train-start');
     await waitTrain(page);
     await page.waitForFunction(() => [...document.getElementById('score-model').options].some((o) => o.value.startsWith('trained-')), null,
       { timeout: 30000 });
