@@ -185,9 +185,11 @@ export interface StandaloneSettings {
 
 export type FirmwareFormat = 'elf' | 'hex' | 'bin' | 'uf2';
 
-/** An Error from the C side; usage is true where the CLI would exit with status 2. */
+/** An Error from the C side; usage is true where the CLI would exit with status 2; fit is true (board files) when the
+ * model does not fit the board (its slot, or its RAM at window 1). */
 export interface AtomeError extends Error {
   usage?: boolean;
+  fit?: boolean;
 }
 
 /** The module's own atome.wasm (the package's build/wasm/atome.wasm). */

@@ -393,11 +393,13 @@ export class Atome {
 
   // ---- board files (fwimage/fwimage.c compiled in; wasm/atome_wasm_fw.c) ----
   // Each takes Uint8Array copies and returns copies; a failure throws with
-  // the CLI's reason (error.usage for a template built for another board).
+  // the CLI's reason (error.usage for a template built for another board,
+  // error.fit when the model does not fit the board: its slot or its RAM).
   fwCall(rc) {
     if (rc < 0) {
       const e = new Error(this.cstr(this.ex.atome_fw_error()));
       e.usage = rc === -2;
+      e.fit = rc === -3;
       throw e;
     }
     return rc;

@@ -7,8 +7,9 @@
  * container the engine would reject), and leaves its output in one module-
  * owned buffer (atome_fw_out / atome_fw_out_len) until the next call, with a
  * JSON description in atome_fw_info() (the keys of the CLI's JSON line, minus
- * the file names). Failures return -1 (runtime: bad model, template, too
- * big) or -2 (usage: a template built for another board), with a one-line
+ * the file names). Failures return -1 (runtime: bad model or template),
+ * -2 (usage: a template built for another board) or -3 (the model does not
+ * fit the board: its slot or its RAM at window 1), with a one-line
  * reason in atome_fw_error() worded as the CLI's message after its
  * "firmware: " / "header: " prefix. */
 #define _POSIX_C_SOURCE 200809L   /* open_memstream */
@@ -190,7 +191,7 @@ static int fit_window1(const uint8_t *tmpl, size_t tlen, const atm_model *m, con
     char err[400];
     if (atm_fw_fit_model(tmpl, tlen, m, fit, err, sizeof err) != ATM_FW_OK) FAIL(-1, "template: %s", err);
     if (fit->max_window == 0)
-        FAIL(-1, "the model needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %lld",
+        FAIL(-3, "the model needs %zu bytes of RAM at window 1 (engine state + %u), the %s has %lld",
              atm_engine_arena_bytes(m, 1) + ATM_FW_MIN_TAIL, ATM_FW_MIN_TAIL, slot->board, (long long)fit->arena);
     return 0;
 }
@@ -208,11 +209,12 @@ API int atome_fw_patch(const uint8_t *tmpl, size_t tlen, const char *board, cons
     const int orc = open_for_board(tmpl, tlen, board, model, mlen, &m, &slot);
     if (orc) return orc;
     if (mlen > slot.capacity)
-        FAIL(-1, "the model is %zu bytes, too big for the %s model slot of %u bytes", mlen, slot.board,
+        FAIL(-3, "the model is %zu bytes, too big for the %s model slot of %u bytes", mlen, slot.board,
              (unsigned)slot.capacity);
     atm_fw_fit fit;
     char err[400];
-    if (fit_window1(tmpl, tlen, &m, &slot, &fit)) return -1;
+    const int frc = fit_window1(tmpl, tlen, &m, &slot, &fit);
+    if (frc) return frc;
     g_out = (uint8_t *)malloc(tlen ? tlen : 1);
     if (!g_out) FAIL(-1, "out of memory for a %zu-byte image", tlen);
     memcpy(g_out, tmpl, tlen);
@@ -372,12 +374,13 @@ API int atome_fw_standalone(const uint8_t *tmpl, size_t tlen, const char *board,
     int rc = open_for_board(tmpl, tlen, board, model, mlen, &m, &slot);
     if (rc) return rc;
     if (mlen + ATM_FWSET_BYTES > slot.capacity)
-        FAIL(-1, "the model is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block", mlen,
+        FAIL(-3, "the model is %zu bytes, too big for the %s model slot of %u bytes with its %u-byte settings block", mlen,
              slot.board, (unsigned)slot.capacity, ATM_FWSET_BYTES);
     atm_fw_settings_in in;
     if ((rc = settings_in(&in, prompt, plen, n, temperature, top_k, top_p, seed, window, flags))) return rc;
     atm_fw_fit fit;
-    if (fit_window1(tmpl, tlen, &m, &slot, &fit)) return -1;
+    const int frc = fit_window1(tmpl, tlen, &m, &slot, &fit);
+    if (frc) return frc;
     char err[400], note[300];
     atm_fwset st;
     rc = atm_fw_settings_make(&m, fit.max_window, slot.board, &in, &st, note, sizeof note, err, sizeof err);

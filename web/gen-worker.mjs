@@ -149,13 +149,14 @@ const handlers = {
   // a standalone image with the settings baked in (hex / bin / uf2 / elf)
   standalone: ({ key, template, board, settings, format }) => atome.firmwareStandalone(template, board, get(key).bytes, settings, format),
   // the micro:bit file: the Universal Hex of the v1 and v2 standalone .hex
-  // files, the v2's alone when the model does not fit the v1 (v1_refused says why)
+  // files, the v2's alone when the model does not fit the v1 (v1_refused says
+  // why; any other failure of the v1 part is the download's error)
   // (boards: the card's row and its hex_with row, the micro:bit v1 and v2)
   universal: ({ key, t1, t2, boards: [b1, b2] = ['microbit', 'microbit-v2'], settings }) => {
     const { bytes } = get(key);
     const v2 = atome.firmwareStandalone(t2, b2, bytes, settings, 'hex');
     let v1 = null, refused = null;
-    try { v1 = atome.firmwareStandalone(t1, b1, bytes, settings, 'hex'); } catch (e) { if (e.usage) throw e; refused = e.message; }
+    try { v1 = atome.firmwareStandalone(t1, b1, bytes, settings, 'hex'); } catch (e) { if (!e.fit) throw e; refused = e.message; }
     return { bytes: atome.universalHex(v1 && v1.bytes, v2.bytes), info: { v1: v1 && v1.info, v2: v2.info, v1_refused: refused } };
   },
   convert: ({ key, encoding }) => {

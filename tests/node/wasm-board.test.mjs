@@ -131,7 +131,10 @@ test('the same refusals as the CLI', async () => {
   const r = await native(['firmware', '--model', big, '--board', 'microbit', '--out', path.join(tmp, 'y.elf')]);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /too big for the microbit model slot of 65504 bytes/);
-  assert.throws(() => atome.firmware(template('microbit'), 'microbit', bb), /too big for the microbit model slot of 65504 bytes/);
+  assert.throws(() => atome.firmware(template('microbit'), 'microbit', bb),
+    (e) => e.fit === true && !e.usage && /too big for the microbit model slot of 65504 bytes/.test(e.message), 'a fit refusal says so (error.fit)');
+  // a template that is not one is not a fit refusal
+  assert.throws(() => atome.firmwareStandalone(Buffer.from('not an ELF'), 'microbit', good, { prompt: 'Once', n: 10 }, 'hex'), (e) => e.fit === false);
   const fit = atome.firmwareFit(template('microbit'), bb);
   assert.equal(fit.fits_flash, false);
   assert.equal(fit.max_window, 0);
