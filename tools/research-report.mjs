@@ -65,7 +65,7 @@ function specTable(spec, cs, meta) {
   for (const grid of grids) {
     const rows = cs.filter(c => c.grid === grid);
     lines.push(`Grid \`${grid}\`:`, '');
-    lines.push('| cell | bpb mean ± σ (seeds) | ppl | params | train bytes | epochs | train s (estimated) | result files |');
+    lines.push('| cell | bpb mean ± σ (seeds) | ppl | params | train bytes | epochs | train s measured (estimate before the run, where recorded) | result files |');
     lines.push('|---|---:|---:|---:|---:|---:|---:|---|');
     for (const c of rows) {
       const r = c.first;
