@@ -122,6 +122,9 @@ function budgetText(c) {
 const heldText = (c) => c ? `all of tinystories-valid.txt (${int(c.first.eval_bytes)} bytes)` : '—';
 const pplOf = (c) => c ? f3(Math.exp(c.mean)) : '—';
 
+// The numbers of a published figure's text ("router entropy 0.67–0.87 nats": [0.67, 0.87]).
+export const figureNumbers = (P, id) => (P.figures[id].figure.match(/\d+(?:\.\d+)?/g) || []).map(Number);
+
 // The published figure(s) of a claim, with their source file.
 function pub(P, ...ids) {
   return ids.map(id => { const f = P.figures[id]; return `${f.figure} [${P.sources[f.source].replace(/^seeds\//, '')}]`; }).join('; ');
@@ -203,7 +206,7 @@ function claimsShapes16({ g, add, P, extra }) {
   const m16 = all16.filter(matched);
   const atF16 = g('r3-architectures/atome-60k-fp32-16M'), atT16 = g('r3-architectures/atome-60k-ternary-16M');
   const b16 = best(m16), w16 = m16.length ? m16.reduce((a, b) => (b.mean > a.mean ? b : a)) : null;
-  const uni = extra.unigram ? `; every fp32 transformer cell scores ${extra.range(all16)} bpb, above the byte-frequency model's ${extra.unigram.toFixed(3)} bpb (fit on tinystories-train.txt): after 245 steps they have barely left initialisation (recipe table below)` : '';
+  const uni = extra.unigram ? `; every fp32 transformer cell scores ${extra.range(all16)} bpb, above the byte-frequency model's ${extra.unigram.toFixed(3)} bpb (fit on tinystories-train.txt): after ${int(all16.find(Boolean)?.first.steps)} steps they have barely left initialisation (recipe table below)` : '';
   const missing = ids.filter((s, i) => !all16[i]);
   const span = cmp(w16, b16), arch = cmp(atF16, b16);
   const parts = [{ text: `span (worst ${w16 ? shapeName(w16) : '—'} vs best ${b16 ? shapeName(b16) : '—'})`, kind: 'more', c: span }];
@@ -292,9 +295,10 @@ function claimRouter({ g, add, P }) {
       parts.push({ text: `layer ${l} SSM over ${nm}`, kind: 'more', c: paired(w(l, 1), w(l, p)) });
     const ssm = [...Array(L).keys()].map(l => mean(w(l, 1)));
     const ents = [...Array(L).keys()].map(l => mean(R.runs.map(r => r.router.entropy[l])));
-    const out = ents.filter(e => e < 0.67 || e > 0.87).length;
+    const [eLo, eHi] = figureNumbers(P, 'router-entropy');
+    const out = ents.filter(e => e < eLo || e > eHi).length;
     const weakest = parts.reduce((a, b) => (b.c.d / b.c.se < a.c.d / a.c.se ? b : a));
-    ours = `SSM weight ${f3(Math.min(...ssm))}–${f3(Math.max(...ssm))} across layers; paired per layer and seed, SSM above conv and attention in ${parts.filter(p => partVerdict(p) === 'holds').length} of ${parts.length} comparisons (weakest: ${weakest.text} +${f3(weakest.c.d)}, 2·SE ${f3(2 * weakest.c.se)}); entropy ${f3(Math.min(...ents))}–${f3(Math.max(...ents))} nats, ${out ? `outside the published 0.67–0.87 in ${out} of ${L} layers (not part of the verdict)` : 'inside the published range'}`;
+    ours = `SSM weight ${f3(Math.min(...ssm))}–${f3(Math.max(...ssm))} across layers; paired per layer and seed, SSM above conv and attention in ${parts.filter(p => partVerdict(p) === 'holds').length} of ${parts.length} comparisons (weakest: ${weakest.text} +${f3(weakest.c.d)}, 2·SE ${f3(2 * weakest.c.se)}); entropy ${f3(Math.min(...ents))}–${f3(Math.max(...ents))} nats, ${out ? `outside the published ${eLo}–${eHi} in ${out} of ${L} layers (not part of the verdict)` : 'inside the published range'}`;
     verdict = claimVerdict(parts);
   } else why = R ? `fewer than ${MIN_SEEDS} seeds` : 'no results';
   add({ claim: 'router weight on the SSM pathway (130M ternary)', published: pub(P, 'router', 'router-entropy'),
@@ -302,7 +306,7 @@ function claimRouter({ g, add, P }) {
 }
 
 // ---- the recipe table: ours (from the specs) beside the published 944K recipe and the paper ----
-export function recipeLines(specs, P) {
+export function recipeLines(specs, P, facts = { epochsOf: () => null, trainBytes: NaN }) {
   const r2 = specs['r2-shapes']?.flags || {};
   const g16 = specs['r2-shapes']?.grids?.find(x => x.name === 'shape16M');
   const b16 = g16?.axes?.budget?.[0]?.flags || {};
@@ -310,18 +314,21 @@ export function recipeLines(specs, P) {
   const b130 = g130?.axes?.budget?.[0]?.flags || {};
   const steps = (tb) => tb ? Math.ceil(tb / ((r2.batch ?? 16) * (r2.seq ?? 64))) : NaN;
   const row = (k, pubv, paper, ours) => `| ${k} | ${pubv} | ${paper} | ${ours} |`;
+  const s16 = int(steps(b16['train-bytes'])), s130 = int(steps(b130['train-bytes']));
+  const [e16, e130] = figureNumbers(P, 'paper-epochs');
+  const mb = Number.isFinite(facts.trainBytes) ? `${(facts.trainBytes / 1e6).toFixed(1)} MB` : '—';
   return ['### The 16M / 130M recipe beside the published one', '',
     `The paper says its runs "use the published 944K recipe" [${P.sources[P.figures['paper-recipe'].source]}]; that recipe [${P.sources[P.figures['944k-recipe'].source]}, §4.4] ran 30,000 steps. Ours (research/r2-shapes.json, r3, r4, r5) keeps its optimiser and shortens the schedule to the budget:`, '',
     '| knob | published 944K recipe | the paper at 16M / 130M | ours |', '|---|---|---|---|',
     row('optimiser', 'AdamW (0.9, 0.95), wd 0.1', 'the published recipe', `AdamW (${r2.beta1 ?? 0.9}, ${r2.beta2}), wd ${r2.wd}`),
     row('peak lr', '3e-4', 'the published recipe (no per-shape tuning, §7)', String(r2.lr)),
-    row('warmup', '1,000 steps, linear', 'not stated for 245 / 1,984 steps', `${b16.warmup} / ${b130.warmup} steps, linear`),
+    row('warmup', '1,000 steps, linear', `not stated for ${s16} / ${s130} steps`, `${b16.warmup} / ${b130.warmup} steps, linear`),
     row('schedule', 'cosine to 3e-5 at step 30,000', 'not stated', `cosine to ${r2['lr-min']} over the run (${steps(b16['train-bytes'])} / ${steps(b130['train-bytes'])} steps)`),
     row('clip', '1.0', 'the published recipe', String(r2.clip)),
     row('batch × sequence', '256 × 256 bytes', '256-byte chunks', `${r2.batch} × ${r2.seq} bytes`),
     row('precision', 'BF16 autocast (GPU)', 'a laptop (MPS)', 'fp32 (CPU, one thread, pinned kernel set)'),
-    row('corpus and split', 'full TinyStories, random 90/10 split of 256-byte chunks', 'TinyStories V2, 10 % of the chunks held out (0.008 / 0.064 epochs)', 'tinystories-train.txt (10.5 MB; 1.5 / 12.4 epochs), scored on tinystories-valid.txt'),
-    '', 'Differences that remain: the warmup and schedule lengths at 245 and 1,984 steps (the paper does not state how it shortened them), the corpus size and so the number of passes, precision, and the held-out text. With 25 warmup steps of 245 at a peak of 3e-4, none of our transformer shapes reaches the byte-frequency model at 16M (the shape rows above); the paper\'s summary gives no absolute losses to compare.', ''];
+    row('corpus and split', 'full TinyStories, random 90/10 split of 256-byte chunks', `TinyStories V2, 10 % of the chunks held out (${e16} / ${e130} epochs)`, `tinystories-train.txt (${mb}; ${facts.epochsOf('16M') ?? '—'} / ${facts.epochsOf('130M') ?? '—'} epochs), scored on tinystories-valid.txt`),
+    '', `Differences that remain: the warmup and schedule lengths at ${s16} and ${s130} steps (the paper does not state how it shortened them), the corpus size and so the number of passes, precision, and the held-out text. With ${b16.warmup} warmup steps of ${s16} at a peak of ${r2.lr}, none of our transformer shapes reaches the byte-frequency model at 16M (the shape rows above); the paper's summary gives no absolute losses to compare.`, ''];
 }
 
 export function publishedLines(P) {
