@@ -24,7 +24,19 @@
 #include <stdint.h>
 #include "container.h"
 
-/* ---- plain-C twins (engine.c) ----
+/* ---- trit decoding ----
+ * atm_ek_decode: trits [first, first + n) (n <= ATM_EK_CH) of a payload of
+ * encoding enc, decoded into buf (ATM_EK_DECODE_BUF(buf, ATM_EK_BUF): a
+ * word array, as ATOME01 stores a word per byte); returns a pointer into buf
+ * where they start (ATOME02 copies write up to 3 entries past the last
+ * decoded byte: skip 4 + CH + 4 + 3 < ATM_EK_BUF). A larger buffer of n +
+ * 16 entries takes n > ATM_EK_CH trits at once. */
+#define ATM_EK_CH 64
+#define ATM_EK_BUF (ATM_EK_CH + 16)
+#define ATM_EK_DECODE_BUF(name, n) uint32_t name##_w[((n) + 3) / 4]; int8_t *const name = (int8_t *)(void *)name##_w
+const int8_t *atm_ek_decode(const uint8_t *p, int enc, uint32_t first, int n, int8_t *buf);
+
+/* ---- plain-C twins (engine_ref.c) ----
  * Shifts s are "round half up" shifts: round(v / 2^s) = (v + 2^(s-1)) >> s
  * with an arithmetic (floor) shift; every clamp is symmetric. The ranges
  * stated are preconditions the engine guarantees (docs/fixed-point.md). */
