@@ -307,36 +307,6 @@ static void ssm_path(atm_engine *e, const atm_kset *ks, int l, int32_t r, int fu
     add_scaled(ks, e->x, s, d, &sx);
 }
 
-/* The k-th highest of a[0, n) (1 <= k <= n), by selection (Hoare
- * partitions, middle pivot) over a copy in t[n]. */
-static int32_t kth_largest(const int32_t *a, int n, int k, int32_t *t) {
-    for (int i = 0; i < n; i++) t[i] = a[i];
-    int lo = 0, hi = n - 1;
-    const int want = k - 1;
-    while (lo < hi) {
-        const int32_t pv = t[lo + (hi - lo) / 2];
-        int i = lo, j = hi;
-        while (i <= j) {
-            while (t[i] > pv) i++;
-            while (t[j] < pv) j--;
-            if (i <= j) { const int32_t x = t[i]; t[i] = t[j]; t[j] = x; i++; j--; }
-        }
-        /* t[lo..j] >= pv >= t[i..hi], and t(j..i) == pv */
-        if (want <= j) hi = j;
-        else if (want >= i) lo = i;
-        else return pv;
-    }
-    return t[want];
-}
-
-void atm_ek_topk_set(const int32_t *sc, int n, int k, int32_t *scratch, int32_t *sel_s, int32_t *sel_t) {
-    const int32_t T = kth_largest(sc, n, k, scratch);
-    int cnt = 0, ties = k;
-    for (int t = 0; t < n; t++) ties -= sc[t] > T;
-    for (int t = 0; t < n && cnt < k; t++)
-        if (sc[t] > T || (sc[t] == T && ties-- > 0)) { sel_s[cnt] = sc[t]; sel_t[cnt++] = t; }
-}
-
 #define TOPK_PAIRS 32   /* the M3's insertion on the stack: at most 32 kept */
 
 /* the scores of `run` cached positions from slot j into out */

@@ -17,12 +17,8 @@
 #include "le.h"
 
 /* ---- what this build has (the row kernels; engine_kernels.h adds
- * ATM_EK_X86 and ATM_EK_WASM) ---- */
+ * ATM_T2_SIMD, ATM_EK_X86 and ATM_EK_WASM) ---- */
 
-/* SSE2 row kernel (core/engine_x86.c): x86 without the portable switch */
-#if defined(__SSE2__) && !defined(ATM_ENGINE_PORTABLE)
-#define ATM_T2_SIMD 1
-#endif
 /* the pair-sum table row kernel (and the byte tables): everywhere but the
  * Cortex-M0, whose 16 KiB of RAM have no room for its 4 KiB stack table;
  * d <= ATM_LUT_MAX_D */

@@ -1,9 +1,9 @@
 /* core/engine_x86.c — x86-64 kernels of the integer engine: AVX2 and
  * AVX-512 (F, BW, VL, VNNI). Contract in engine_kernels.h: each function
- * returns exactly what its plain-C twin in engine.c returns, for any length.
+ * returns exactly what its plain-C twin in engine_ref.c returns, for any length.
  *
  * The file compiles without -march flags: every function carries a target
- * attribute, and engine.c calls a set only after atm_ek_x86_supported() has
+ * attribute, and engine_select.c picks a set only after atm_ek_x86_supported() has
  * confirmed that this CPU (and OS) run it. On every other target (Cortex-M,
  * wasm, non-x86 hosts) it compiles to nothing. Freestanding like the rest of
  * core/: no library calls, integers only.
@@ -26,6 +26,44 @@
 #include "engine.h"
 #include "engine_kernels.h"
 #include "fixmath.h"
+
+#ifdef ATM_T2_SIMD
+#include <emmintrin.h>
+/* x86-64 kernel for ATOME01 rows of a multiple of 64 columns (byte aligned):
+ * the 16 bytes of a 64-trit chunk are split into the four code positions
+ * (trit 4i + p sits in byte i, bits 2p..2p+1), each turned into 16 int8
+ * trits (code 01 -> 1, 11 -> -1, else 0), widened to int16 and multiplied
+ * with x deinterleaved the same way (xd[16 p + i] = x[4 i + p]). Integer
+ * sums are exact, so the result equals the portable kernel's bit for bit
+ * (tests/test_engine.c compares ATOME01 with ATOME02, which never takes
+ * this path). */
+static __m128i t2_codes(__m128i c, __m128i m3, __m128i one) {
+    __m128i t = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(c, one), one), _mm_cmpeq_epi8(c, m3));
+    return t;
+}
+static __m128i t2_madd(__m128i t, const int16_t *xd, __m128i acc) {
+    const __m128i sg = _mm_cmpgt_epi8(_mm_setzero_si128(), t);
+    acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_unpacklo_epi8(t, sg), _mm_loadu_si128((const __m128i *)xd)));
+    return _mm_add_epi32(acc, _mm_madd_epi16(_mm_unpackhi_epi8(t, sg), _mm_loadu_si128((const __m128i *)(xd + 8))));
+}
+void atm_ek_matvec_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *xd, int32_t *out) {
+    const __m128i m3 = _mm_set1_epi8(3), one = _mm_set1_epi8(1);
+    for (uint32_t r = 0; r < rows; r++) {
+        __m128i acc = _mm_setzero_si128();
+        for (uint32_t k = 0; k < cols; k += 64, b += 16) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)b);
+            const int16_t *xk = xd + k;
+            acc = t2_madd(t2_codes(_mm_and_si128(v, m3), m3, one), xk, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 2), m3), m3, one), xk + 16, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 4), m3), m3, one), xk + 32, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 6), m3), m3, one), xk + 48, acc);
+        }
+        acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0x4E));
+        acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0xB1));
+        out[r] = _mm_cvtsi128_si32(acc);
+    }
+}
+#endif
 
 #ifdef ATM_EK_X86
 #include <immintrin.h>
