@@ -22,6 +22,10 @@
 
 /* ---- small helpers ---- */
 
+/* Pieces of the model that step() runs once each, inlined where they are
+ * used (the micro:bit's stack has no room for more frames). */
+#define STEP_PART static inline __attribute__((always_inline))
+
 static const int32_t X_LIM = (1 << 30) - 1;   /* residual / state clamp: differences fit int32 */
 
 static int16_t rd16(const atm_tview *t, uint32_t i) { return atm_rd_i16le(t->data + 2 * i); }
@@ -436,6 +440,73 @@ static inline int quant_q(int16_t *q, const int32_t *w, int dh) {
     return qe;
 }
 
+/* attention's q, k and v: q into e->q (int16, its exponent returned), k
+ * and v of the current position into cache slot `slot` (int8 rows with
+ * their exponents, |matvec sums| < 2^25). The sums go to wide[0, dh),
+ * [dh, 2 dh), [2 dh, 2 dh + d) where they fit (the bit-plane kernel
+ * builds its tables once for the three), else one after another into
+ * wide[0, ...). */
+STEP_PART int attn_qkv(atm_engine *e, const atm_kset *ks, int l, atm_vin *in, uint32_t slot, const atm_tview *Q,
+                       const atm_tview *Kt, const atm_tview *V) {
+    const atm_model *m = e->m;
+    const int d = m->cfg.d_model, dh = m->cfg.d_head, W = e->window;
+    int32_t *wide = e->wide, *wk = wide, *wv = wide;
+    if ((uint32_t)(2 * dh + d) <= wide_cap(&m->cfg)) {
+        const atm_tview T[3] = { *Q, *Kt, *V };
+        const uint32_t rows[3] = { (uint32_t)dh, (uint32_t)dh, (uint32_t)d };
+        atm_matvecs(T, rows, 3, m->encoding, (uint32_t)d, in, wide);
+        wk = wide + dh;
+        wv = wide + 2 * dh;
+    } else
+        atm_matvec(Q, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
+    const int qe = quant_q(e->q, wide, dh);
+    const size_t lw = (size_t)l * (size_t)W;
+    if (wk == wide) atm_matvec(Kt, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
+    e->kexp[lw + slot] = ks->quant32(wk, dh, e->kc + (lw + slot) * (size_t)dh);
+    if (wv == wide) atm_matvec(V, m->encoding, (uint32_t)d, (uint32_t)d, in, wide);
+    e->vexp[lw + slot] = ks->quant32(wv, d, e->vc + (lw + slot) * (size_t)d);
+    return qe;
+}
+
+/* attention's mix of the kept set (sel_s: scores, sel_i: slots): softmax
+ * in Q15, the weights realigned to the largest value exponent (those that
+ * round to 0 add nothing and are left out: about one in ten for the board
+ * model at window 32), x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i /
+ * 2^15, r in Q15; the sums (|.| < 2^22) collect in wide, free again after
+ * the scores. */
+STEP_PART void attn_mix(atm_engine *e, const atm_kset *ks, int l, int32_t r, int fu, const atm_tview *V, int keff,
+                        uint32_t cap) {
+    const atm_model *m = e->m;
+    const int d = m->cfg.d_model;
+    int32_t *wide = e->wide;
+    const int8_t *vc = e->vc + (size_t)l * (size_t)e->window * (size_t)d;
+    const uint8_t *vexp = e->vexp + (size_t)l * (size_t)e->window;
+    ks->softmax(e->sel_s, keff, e->sel_s, (uint32_t *)wide);   /* weights, Q15; wide is free */
+    int emax = 0;
+    for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];
+    int nz = 0;
+    for (int i = 0; i < keff; i++) {
+        const int32_t w = rnd32(e->sel_s[i], emax - vexp[e->sel_i[i]]);
+        if (w == 0) continue;
+        e->sel_s[nz] = w;
+        e->sel_i[nz++] = e->sel_i[i];
+    }
+    const scaler sv = mk_scaler(atm_smull(r, (int32_t)V->mant), V->exp + fu + 30 - m->cfg.fx - emax);
+#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
+    /* the M0: the pairs in wide after the mixed row (cap: the selection's
+     * sel_s / sel_i, which the mix reads, lie beyond) */
+    if (nz > 0 && ks->mix == atm_ek_mix_m0 && d >= 4 && d % 4 == 0 && ((uintptr_t)vc & 3u) == 0 &&
+        (uint32_t)(d + 2 * nz) <= cap)
+        atm_ek_mix4w_m0(e->sel_s, e->sel_i, vc, nz, d, wide, wide + d);
+    else
+#else
+    (void)cap;
+#endif
+    if (nz > 0) ks->mix(e->sel_s, e->sel_i, vc, nz, d, wide);
+    else for (int c = 0; c < d; c++) wide[c] = 0;
+    add_scaled(ks, e->x, wide, d, &sv);
+}
+
 /* attention: k, v of the current position enter cache slot `slot`; scores
  * q . k_j / sqrt(dh) over the n cached positions, oldest first, in Q16; the
  * top_k highest are kept (a later position replaces the last kept one only
@@ -446,33 +517,9 @@ static inline int quant_q(int16_t *q, const int32_t *w, int dh) {
 static void attn_path(atm_engine *e, const atm_kset *ks, int l, int32_t r, int fu, atm_vin *in,
                       uint32_t slot, uint32_t n, uint32_t oldest) {
     const atm_model *m = e->m;
-    const int d = m->cfg.d_model, dh = m->cfg.d_head, W = e->window;
-    const int tk = m->cfg.top_k;
+    const int dh = m->cfg.d_head, W = e->window, tk = m->cfg.top_k;
     const atm_tview Q = atm_tensor(m, ATM_T_WQ, l), Kt = atm_tensor(m, ATM_T_WK, l), V = atm_tensor(m, ATM_T_WV, l);
-    int32_t *wide = e->wide;
-    int8_t *kc = e->kc + (size_t)l * (size_t)W * (size_t)dh;
-    int8_t *vc = e->vc + (size_t)l * (size_t)W * (size_t)d;
-    uint8_t *kexp = e->kexp + (size_t)l * (size_t)W, *vexp = e->vexp + (size_t)l * (size_t)W;
-
-    /* q, k, v sums into wide[0, dh), [dh, 2 dh), [2 dh, 2 dh + d) where
-     * they fit (the bit-plane kernel builds its tables once for the three),
-     * else one after another into wide[0, ...) */
-    int32_t *wk = wide, *wv = wide;
-    if ((uint32_t)(2 * dh + d) <= wide_cap(&m->cfg)) {
-        const atm_tview T[3] = { Q, Kt, V };
-        const uint32_t rows[3] = { (uint32_t)dh, (uint32_t)dh, (uint32_t)d };
-        atm_matvecs(T, rows, 3, m->encoding, (uint32_t)d, in, wide);
-        wk = wide + dh;
-        wv = wide + 2 * dh;
-    } else
-        atm_matvec(&Q, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
-    const int qe = quant_q(e->q, wide, dh);
-    /* k, v rows: int8 with their exponents (|matvec sums| < 2^25) */
-    if (wk == wide) atm_matvec(&Kt, m->encoding, (uint32_t)dh, (uint32_t)d, in, wide);
-    kexp[slot] = ks->quant32(wk, dh, kc + (size_t)slot * (size_t)dh);
-    if (wv == wide) atm_matvec(&V, m->encoding, (uint32_t)d, (uint32_t)d, in, wide);
-    vexp[slot] = ks->quant32(wv, d, vc + (size_t)slot * (size_t)d);
-
+    const int qe = attn_qkv(e, ks, l, in, slot, &Q, &Kt, &V);
     /* score scale: alpha_q alpha_k / sqrt(dh) * 2^(16 - 2 FU)
      *   = ms * 2^(32 - Q.exp - K.exp - rsh) * 2^(16 - 2 FU), ms <= 2^30 */
     int rsh;
@@ -491,33 +538,9 @@ static void attn_path(atm_engine *e, const atm_kset *ks, int l, int32_t r, int f
      * the micro:bit); elsewhere, and otherwise, run by run by sorted insertion
      * (a later position replaces the last kept one only if strictly greater,
      * so ties keep the older), which is faster on the M3 and on x86. */
-    select_topk(e, ks, kc, kexp, dh, ms, sbase, n, oldest, keff, cap);
-    ks->softmax(e->sel_s, keff, e->sel_s, (uint32_t *)wide);   /* weights, Q15; wide is free */
-    int emax = 0;
-    for (int i = 0; i < keff; i++) if (vexp[e->sel_i[i]] > emax) emax = vexp[e->sel_i[i]];
-    /* realigned weights that round to 0 add nothing: their rows are left
-     * out of the mix (about one in ten for the board model at window 32) */
-    int nz = 0;
-    for (int i = 0; i < keff; i++) {
-        const int32_t w = rnd32(e->sel_s[i], emax - vexp[e->sel_i[i]]);
-        if (w == 0) continue;
-        e->sel_s[nz] = w;
-        e->sel_i[nz++] = e->sel_i[i];
-    }
-    /* x += r * alpha_v * 2^(emax - FU) * sum_i w_i v_i / 2^15, r in Q15;
-     * the sums (|.| < 2^22) collect in wide, free again after the scores */
-    const scaler sv = mk_scaler(atm_smull(r, (int32_t)V.mant), V.exp + fu + 30 - m->cfg.fx - emax);
-#if defined(__ARM_ARCH_6M__) && defined(ATM_M0_ASM)
-    /* the M0: the pairs in wide after the mixed row (cap: the selection's
-     * sel_s / sel_i, which the mix reads, lie beyond) */
-    if (nz > 0 && ks->mix == atm_ek_mix_m0 && d >= 4 && d % 4 == 0 && ((uintptr_t)vc & 3u) == 0 &&
-        (uint32_t)(d + 2 * nz) <= cap)
-        atm_ek_mix4w_m0(e->sel_s, e->sel_i, vc, nz, d, wide, wide + d);
-    else
-#endif
-    if (nz > 0) ks->mix(e->sel_s, e->sel_i, vc, nz, d, wide);
-    else for (int c = 0; c < d; c++) wide[c] = 0;
-    add_scaled(ks, e->x, wide, d, &sv);
+    select_topk(e, ks, e->kc + (size_t)l * (size_t)W * (size_t)dh, e->kexp + (size_t)l * (size_t)W, dh, ms, sbase,
+                n, oldest, keff, cap);
+    attn_mix(e, ks, l, r, fu, &V, keff, cap);
 }
 
 /* ---- one step ---- */
@@ -569,8 +592,7 @@ int atm_ek_argmax_scaled(const int32_t *v, int n, int32_t mul, int s,
 /* final LayerNorm and unembedding: the logits in Q16 into e->wide, or
  * (STEP_ARGMAX) only the index of their first maximum, returned. Inlined
  * into step: the micro:bit's stack has no room for another frame. */
-static inline __attribute__((always_inline)) int head(atm_engine *e, const atm_kset *ks, atm_vin *in,
-                                                      int32_t *tab, int mode) {
+STEP_PART int head(atm_engine *e, const atm_kset *ks, atm_vin *in, int32_t *tab, int mode) {
     const atm_model *m = e->m;
     const int d = m->cfg.d_model, V = m->cfg.vocab;
     const atm_tview G = atm_tensor(m, ATM_T_LNF_G, 0), B = atm_tensor(m, ATM_T_LNF_B, 0);
@@ -589,72 +611,89 @@ static inline __attribute__((always_inline)) int head(atm_engine *e, const atm_k
     return best;
 }
 
-static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
-    if (!e || !e->m) return 0;
+/* the embedding of byte: x = trit * round(alpha_E * 2^FX) */
+STEP_PART void embed(atm_engine *e, int byte) {
     const atm_model *m = e->m;
-    const atm_mconfig *c = &m->cfg;
-    const int d = c->d_model, V = c->vocab, pw = c->pathways, P = m->n_paths;
-    const int enc = m->encoding;
-    if (byte < 0 || byte >= V) byte = 0;
-    atm_vin in;
-    int32_t *tab;
-    const atm_kset *ks = atm_select_kset(e, &tab);
-
-    /* embedding: x = trit * round(alpha_E * 2^FX) */
-    {
-        const atm_tview T = atm_tensor(m, ATM_T_EMBED, 0);
-        const int64_t me = atm_clamp32(atm_rnd64(T.mant, T.exp - c->fx), X_LIM);
-        ATM_EK_DECODE_BUF(buf, ATM_EK_BUF);
-        for (int i = 0; i < d; i += ATM_EK_CH) {
-            int nn = d - i < ATM_EK_CH ? d - i : ATM_EK_CH;
-            const int8_t *t = atm_ek_decode(T.data, enc, (uint32_t)byte * (uint32_t)d + (uint32_t)i, nn, buf);
-            for (int k = 0; k < nn; k++) e->x[i + k] = (int32_t)(t[k] * me);
-        }
+    const int d = m->cfg.d_model;
+    const atm_tview T = atm_tensor(m, ATM_T_EMBED, 0);
+    const int64_t me = atm_clamp32(atm_rnd64(T.mant, T.exp - m->cfg.fx), X_LIM);
+    ATM_EK_DECODE_BUF(buf, ATM_EK_BUF);
+    for (int i = 0; i < d; i += ATM_EK_CH) {
+        int nn = d - i < ATM_EK_CH ? d - i : ATM_EK_CH;
+        const int8_t *t = atm_ek_decode(T.data, m->encoding, (uint32_t)byte * (uint32_t)d + (uint32_t)i, nn, buf);
+        for (int k = 0; k < nn; k++) e->x[i + k] = (int32_t)(t[k] * me);
     }
+}
 
+/* the router of layer l (after its LayerNorm, in): its logits in Q16, the
+ * pathway weights in Q15 into e->rw */
+STEP_PART void route(atm_engine *e, const atm_kset *ks, int l, int fu, atm_vin *in) {
+    const atm_model *m = e->m;
+    const int P = m->n_paths;
+    const atm_tview R = atm_tensor(m, ATM_T_ROUTER, l);
+    atm_matvec(&R, m->encoding, (uint32_t)P, (uint32_t)m->cfg.d_model, in, e->rw);
+    for (int p = 0; p < P; p++)
+        e->rw[p] = atm_clamp32(atm_rnd64(atm_smull(e->rw[p], (int32_t)R.mant), R.exp + fu - 16), X_LIM);
+    uint32_t ex[4];                               /* P <= 3 */
+    ks->softmax(e->rw, P, e->rw, ex);
+}
+
+/* the router weights of layer l into trace[3 l ..] (conv, ssm, attn; 0 for a pathway the model lacks) */
+STEP_PART void trace_layer(const atm_engine *e, int l, int32_t *trace) {
+    const int pw = e->m->cfg.pathways;
+    int32_t *t = trace + 3 * l;
+    int np = 0;
+    t[0] = (pw & ATM_PATH_CONV) ? e->rw[np++] : 0;
+    t[1] = (pw & ATM_PATH_SSM) ? e->rw[np++] : 0;
+    t[2] = (pw & ATM_PATH_ATTN) ? e->rw[np++] : 0;
+}
+
+/* after the blocks: the attention cache and the conv ring move on a position */
+STEP_PART void advance(atm_engine *e, uint32_t slot, uint32_t n) {
+    const atm_mconfig *c = &e->m->cfg;
     const uint32_t W = (uint32_t)e->window;
-    const uint32_t slot = e->kv_next;
-    const uint32_t n = e->kv_count + 1 < W ? e->kv_count + 1 : W;
-    const uint32_t oldest = (slot + 1u + W - n) % W;
-
-    for (int l = 0; l < c->n_layers; l++) {
-        const atm_tview G = atm_tensor(m, ATM_T_LN_G, l), B = atm_tensor(m, ATM_T_LN_B, l);
-        const int fu = G.aux;
-        layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
-        atm_vin_prep(&in, e, ks, e->u, d, tab);
-        /* router: logits in Q16, weights in Q15 */
-        const atm_tview R = atm_tensor(m, ATM_T_ROUTER, l);
-        atm_matvec(&R, enc, (uint32_t)P, (uint32_t)d, &in, e->rw);
-        for (int p = 0; p < P; p++)
-            e->rw[p] = atm_clamp32(atm_rnd64(atm_smull(e->rw[p], (int32_t)R.mant), R.exp + fu - 16), X_LIM);
-        uint32_t ex[4];                               /* P <= 3 */
-        ks->softmax(e->rw, P, e->rw, ex);
-        int np = 0;
-        if (pw & ATM_PATH_CONV) conv_path(e, ks, l, e->rw[np++], fu);
-        if (pw & ATM_PATH_SSM) ssm_path(e, ks, l, e->rw[np++], fu);
-        if (pw & ATM_PATH_ATTN) attn_path(e, ks, l, e->rw[np++], fu, &in, slot, n, oldest);
-        if (trace) {
-            int32_t *t = trace + 3 * l;
-            np = 0;
-            t[0] = (pw & ATM_PATH_CONV) ? e->rw[np++] : 0;
-            t[1] = (pw & ATM_PATH_SSM) ? e->rw[np++] : 0;
-            t[2] = (pw & ATM_PATH_ATTN) ? e->rw[np++] : 0;
-        }
-    }
-
-    const int best = mode == STEP_FEED ? 0 : head(e, ks, &in, tab, mode);
-
-    /* advance the windows */
-    if (pw & ATM_PATH_ATTN) {
+    if (c->pathways & ATM_PATH_ATTN) {
         e->kv_next = slot + 1 == W ? 0 : slot + 1;
         e->kv_count = n;
     }
-    if ((pw & ATM_PATH_CONV) && c->kernel > 1) {
+    if ((c->pathways & ATM_PATH_CONV) && c->kernel > 1) {
         const uint32_t kh = (uint32_t)c->kernel - 1;
         e->ring_next = e->ring_next + 1 == kh ? 0 : e->ring_next + 1;
         if (e->ring_count < kh) e->ring_count++;
     }
     if (++e->pos_lo == 0) e->pos_hi++;
+}
+
+/* One byte through the model: embedding; per layer a LayerNorm, the
+ * router and the weighted pathways added to the residual x; the head. */
+static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
+    if (!e || !e->m) return 0;
+    const atm_mconfig *c = &e->m->cfg;
+    const int d = c->d_model, pw = c->pathways;
+    atm_vin in;
+    int32_t *tab;
+    const atm_kset *ks = atm_select_kset(e, &tab);
+    embed(e, byte < 0 || byte >= c->vocab ? 0 : byte);
+
+    const uint32_t W = (uint32_t)e->window;
+    const uint32_t slot = e->kv_next;
+    const uint32_t n = e->kv_count + 1 < W ? e->kv_count + 1 : W;
+    const uint32_t oldest = (slot + 1u + W - n) % W;
+    for (int l = 0; l < c->n_layers; l++) {
+        const atm_tview G = atm_tensor(e->m, ATM_T_LN_G, l), B = atm_tensor(e->m, ATM_T_LN_B, l);
+        const int fu = G.aux;
+        layernorm(ks, e->x, d, c->fx, &G, &B, e->u);
+        atm_vin_prep(&in, e, ks, e->u, d, tab);
+        route(e, ks, l, fu, &in);
+        int np = 0;
+        if (pw & ATM_PATH_CONV) conv_path(e, ks, l, e->rw[np++], fu);
+        if (pw & ATM_PATH_SSM) ssm_path(e, ks, l, e->rw[np++], fu);
+        if (pw & ATM_PATH_ATTN) attn_path(e, ks, l, e->rw[np++], fu, &in, slot, n, oldest);
+        if (trace) trace_layer(e, l, trace);
+    }
+
+    const int best = mode == STEP_FEED ? 0 : head(e, ks, &in, tab, mode);
+    advance(e, slot, n);
     return e->wide + best;
 }
 

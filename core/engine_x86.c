@@ -699,6 +699,43 @@ ATTR_AVX2 int64_t atm_ek_ln_center_avx2(const int32_t *x, int d, int32_t mean, i
     return vs;
 }
 
+/* conv taps for K = 5, channels [0, nc - nc % 8): the two words of eight
+ * channels' taps (taps 0-3 in one, tap 4 in the low byte of the other)
+ * from four 16-byte loads 10 bytes apart and byte shuffles, without
+ * gathers (their latency was most of this kernel); reads up to t[5 nc + 5];
+ * returns the channels done */
+static ATTR_AVX2 int conv5_avx2(const int8_t *t, int nc, const int16_t *u, const int8_t *const *rp,
+                                const __m128i *sh, int taps, int32_t *acc) {
+    const __m128i a_lo = _mm_setr_epi8(0, 1, 2, 3, 5, 6, 7, 8, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i a_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 2, 3, 5, 6, 7, 8);
+    const __m128i b_lo = _mm_setr_epi8(4, -1, -1, -1, 9, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i b_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 4, -1, -1, -1, 9, -1, -1, -1);
+    int c = 0;
+    for (; c + 8 <= nc; c += 8) {
+        const int8_t *p = t + 5 * c;
+        const __m128i L0 = LOAD128(p), L1 = LOAD128(p + 10), L2 = LOAD128(p + 20), L3 = LOAD128(p + 30);
+        const __m256i w = _mm256_set_m128i(_mm_or_si128(_mm_shuffle_epi8(L2, a_lo), _mm_shuffle_epi8(L3, a_hi)),
+                                           _mm_or_si128(_mm_shuffle_epi8(L0, a_lo), _mm_shuffle_epi8(L1, a_hi)));
+        __m256i a = _mm256_sign_epi32(_mm256_cvtepi16_epi32(LOAD128(u + c)), _mm256_srai_epi32(_mm256_slli_epi32(w, 24), 24));
+        for (int j = 1; j < taps && j < 4; j++) {
+            const __m256i tj = _mm256_srai_epi32(_mm256_sll_epi32(w, _mm_cvtsi32_si128(24 - 8 * j)), 24);
+            const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[j] + c))),
+                                               sh[j]);
+            a = _mm256_add_epi32(a, _mm256_sign_epi32(v, tj));
+        }
+        if (taps == 5) {
+            const __m256i w4 = _mm256_set_m128i(_mm_or_si128(_mm_shuffle_epi8(L2, b_lo), _mm_shuffle_epi8(L3, b_hi)),
+                                                _mm_or_si128(_mm_shuffle_epi8(L0, b_lo), _mm_shuffle_epi8(L1, b_hi)));
+            const __m256i t4 = _mm256_srai_epi32(_mm256_slli_epi32(w4, 24), 24);
+            const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[4] + c))),
+                                               sh[4]);
+            a = _mm256_add_epi32(a, _mm256_sign_epi32(v, t4));
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(acc + c), a);
+    }
+    return c;
+}
+
 ATTR_AVX2 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
                                 const uint8_t *rexp, int next, int kh, int taps, int32_t *acc) {
     const int8_t *rp[ATM_MAX_KERNEL];
@@ -710,39 +747,7 @@ ATTR_AVX2 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u
         sh[j] = _mm_cvtsi32_si128(rexp[slot]);
     }
     const __m256i lane = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(K));
-    int c = 0;
-    if (K == 5) {
-        /* the two words of eight channels' taps (taps 0-3 in one, tap 4 in
-         * the low byte of the other) from four 16-byte loads 10 bytes apart
-         * and byte shuffles, without gathers (their latency was most of
-         * this kernel); reads up to t[5 nc + 5] */
-        const __m128i a_lo = _mm_setr_epi8(0, 1, 2, 3, 5, 6, 7, 8, -1, -1, -1, -1, -1, -1, -1, -1);
-        const __m128i a_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 2, 3, 5, 6, 7, 8);
-        const __m128i b_lo = _mm_setr_epi8(4, -1, -1, -1, 9, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-        const __m128i b_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 4, -1, -1, -1, 9, -1, -1, -1);
-        for (; c + 8 <= nc; c += 8) {
-            const int8_t *p = t + 5 * c;
-            const __m128i L0 = LOAD128(p), L1 = LOAD128(p + 10), L2 = LOAD128(p + 20), L3 = LOAD128(p + 30);
-            const __m256i w = _mm256_set_m128i(_mm_or_si128(_mm_shuffle_epi8(L2, a_lo), _mm_shuffle_epi8(L3, a_hi)),
-                                               _mm_or_si128(_mm_shuffle_epi8(L0, a_lo), _mm_shuffle_epi8(L1, a_hi)));
-            __m256i a = _mm256_sign_epi32(_mm256_cvtepi16_epi32(LOAD128(u + c)), _mm256_srai_epi32(_mm256_slli_epi32(w, 24), 24));
-            for (int j = 1; j < taps && j < 4; j++) {
-                const __m256i tj = _mm256_srai_epi32(_mm256_sll_epi32(w, _mm_cvtsi32_si128(24 - 8 * j)), 24);
-                const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[j] + c))),
-                                                   sh[j]);
-                a = _mm256_add_epi32(a, _mm256_sign_epi32(v, tj));
-            }
-            if (taps == 5) {
-                const __m256i w4 = _mm256_set_m128i(_mm_or_si128(_mm_shuffle_epi8(L2, b_lo), _mm_shuffle_epi8(L3, b_hi)),
-                                                    _mm_or_si128(_mm_shuffle_epi8(L0, b_lo), _mm_shuffle_epi8(L1, b_hi)));
-                const __m256i t4 = _mm256_srai_epi32(_mm256_slli_epi32(w4, 24), 24);
-                const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[4] + c))),
-                                                   sh[4]);
-                a = _mm256_add_epi32(a, _mm256_sign_epi32(v, t4));
-            }
-            _mm256_storeu_si256((__m256i *)(void *)(acc + c), a);
-        }
-    }
+    int c = K == 5 ? conv5_avx2(t, nc, u, rp, sh, taps, acc) : 0;
     for (; c + 8 <= nc; c += 8) {
         const __m256i base = _mm256_add_epi32(lane, _mm256_set1_epi32(c * K));
         /* one gather brings four taps of each channel (its word's bytes) */
