@@ -13,7 +13,7 @@
  *
  * Speed: every product and hot loop goes through the kernel set a step
  * gets from core/engine_select.c (engine_select.h: the choice of kernels,
- * the ternary products); the plain-C kernels are in core/engine_ref.c, the
+ * the ternary products; included at the end); the plain-C kernels are in core/engine_ref.c, the
  * instruction-set versions in core/engine_x86.c, engine_wasm.c, engine_m0.c,
  * engine_m3.c and the .S files; all bit-identical (docs/fixed-point.md §9). */
 #include "engine.h"
@@ -697,3 +697,10 @@ static const int32_t *step(atm_engine *e, int byte, int32_t *trace, int mode) {
     return e->wide + best;
 }
 
+/* ---- the kernels ----
+ * The choice of kernels and the ternary products (engine_select.h) are
+ * core/engine_select.c, compiled here: the build recipe that `atome header`
+ * publishes with atome_model.c (fwimage/fwimage.c) names engine.c and not
+ * engine_select.c. */
+#define ATM_ENGINE_SELECT_IN_ENGINE_C 1
+#include "engine_select.c"

@@ -7,14 +7,19 @@
  * core/engine.c; the plain-C kernels in core/engine_ref.c; the instruction-
  * set kernels in core/engine_x86.c, engine_wasm.c, engine_m0.c / .S,
  * engine_m3.c / .S and engine_arm.S. All bit-identical (docs/fixed-point.md
- * §9). Freestanding: integers only. */
+ * §9). Freestanding: integers only.
+ *
+ * Compiled as part of core/engine.c, which includes this file at its end:
+ * the build recipe that `atome header` publishes with atome_model.c
+ * (fwimage/fwimage.c) names the engine's sources, engine.c among them and
+ * this file not. On its own (a build of every .c file of core/) it compiles to
+ * nothing. */
+#ifdef ATM_ENGINE_SELECT_IN_ENGINE_C
 #include "engine_select.h"
 #include "fixmath.h"
 
 #define CH ATM_EK_CH
 #define PLANE_COLS ATM_PLANE_COLS
-
-
 
 /* 52 groups = 260 bytes = 1040 trits: one row of the widest model (1024
  * columns) plus the up to 16 trits the block start lies before its row;
@@ -569,3 +574,7 @@ int atm_engine_kernel(const atm_engine *e) {
     int32_t *tab;
     return atm_select_kset(e, &tab)->kernel;
 }
+
+#else
+typedef int atm_engine_select_unit;   /* ISO C: a translation unit needs a declaration */
+#endif
