@@ -1,7 +1,8 @@
 /* core/engine_kernels.h — internal interface between the integer engine
- * (core/engine.c) and its instruction-set specific kernels
- * (core/engine_x86.c, core/engine_wasm.c, core/engine_m0.c, core/engine_m0.S,
- * core/engine_m3.S; the plain-C twins in core/engine_ref.c). Not a public
+ * (core/engine.c, its kernel sets in core/engine_select.c) and its kernels
+ * (core/engine_x86.c with core/engine_x86_tmpl.h, core/engine_wasm.c,
+ * core/engine_m0.c, core/engine_m0.S, core/engine_m3.c, core/engine_m3.S,
+ * core/engine_arm.S; the plain-C twins in core/engine_ref.c). Not a public
  * header: front ends use engine.h.
  *
  * Contract. Every kernel computes exactly the integers its plain-C twin
