@@ -108,6 +108,8 @@ void atm_ek_planes_rows_ox(const uint8_t *b, const uint8_t *o, uint32_t stride, 
 #endif
 }
 
+/* ---- the row kernels (engine_select.h: rows) ---- */
+
 #ifdef ATM_T2_SIMD
 static void rk_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, atm_vin *in, int32_t *out) {
     atm_ek_matvec_sse2(b, rows, cols, in->xd, out);
@@ -162,6 +164,8 @@ static void rk_lut8(const uint8_t *b, uint32_t rows, uint32_t cols, atm_vin *in,
     atm_ek_lut8_rows(b + (size_t)r * nb, nb, rows - r, nb, in->t8, out + r);
 }
 #endif
+
+/* ---- the bit-plane kernel's offset stream (engine.h) ---- */
 
 size_t atm_engine_offsets_bytes(size_t model_len) { return 2 * model_len; }
 
