@@ -21,7 +21,7 @@ int atm_cost_features(const atm_mconfig *c, int encoding, const char *board, int
     const int64_t D = c->d_model, L = c->n_layers, H = c->d_head, V = c->vocab;
     const int64_t W = window > 0 ? window : c->window;
     const int64_t M = L * (2 * H * D + D * D + 3 * D) + V * D;
-    /* core/engine.c's table path: the pair-sum table (d <= 128, ATM_LUT_MAX_D),
+    /* core/engine_select.c's table path: the pair-sum table (d <= 128, ATM_LUT_MAX_D),
      * or the byte tables at any width where the firmware gives them (the
      * row's `tables`); the bit-plane rows from the offset stream when the
      * image holds one and the rows start 4-aligned (d % 16 == 0) */

@@ -110,7 +110,7 @@ int atm_engine_set_tables(atm_engine *e, void *buf, size_t len);
 
 /* The bit-plane kernel's offset stream: for every byte v at offset i of
  * the model file, the two table offsets that kernel looks up for v (PL0[v]
- * and PL1[v], core/engine.c) plus 64 (i % 4), two bytes per model byte. A
+ * and PL1[v], core/engine_ref.c) plus 64 (i % 4), two bytes per model byte. A
  * board that keeps it in flash beside the model (the micro:bit's firmware
  * image, fwimage/fwimage.c) runs a row byte as two loads and two adds fewer
  * per byte than from the model's bytes alone: the same integers, the same

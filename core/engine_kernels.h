@@ -1,7 +1,8 @@
 /* core/engine_kernels.h — internal interface between the integer engine
- * (core/engine.c) and its instruction-set specific kernels
- * (core/engine_x86.c, core/engine_wasm.c, core/engine_m0.c, core/engine_m0.S,
- * core/engine_m3.S; the plain-C twins in core/engine_ref.c). Not a public
+ * (core/engine.c, its kernel sets in core/engine_select.c) and its kernels
+ * (core/engine_x86.c with core/engine_x86_tmpl.h, core/engine_wasm.c,
+ * core/engine_m0.c, core/engine_m0.S, core/engine_m3.c, core/engine_m3.S,
+ * core/engine_arm.S; the plain-C twins in core/engine_ref.c). Not a public
  * header: front ends use engine.h.
  *
  * Contract. Every kernel computes exactly the integers its plain-C twin
@@ -24,7 +25,19 @@
 #include <stdint.h>
 #include "container.h"
 
-/* ---- plain-C twins (engine.c) ----
+/* ---- trit decoding ----
+ * atm_ek_decode: trits [first, first + n) (n <= ATM_EK_CH) of a payload of
+ * encoding enc, decoded into buf (ATM_EK_DECODE_BUF(buf, ATM_EK_BUF): a
+ * word array, as ATOME01 stores a word per byte); returns a pointer into buf
+ * where they start (ATOME02 copies write up to 3 entries past the last
+ * decoded byte: skip 4 + CH + 4 + 3 < ATM_EK_BUF). A larger buffer of n +
+ * 16 entries takes n > ATM_EK_CH trits at once. */
+#define ATM_EK_CH 64
+#define ATM_EK_BUF (ATM_EK_CH + 16)
+#define ATM_EK_DECODE_BUF(name, n) uint32_t name##_w[((n) + 3) / 4]; int8_t *const name = (int8_t *)(void *)name##_w
+const int8_t *atm_ek_decode(const uint8_t *p, int enc, uint32_t first, int n, int8_t *buf);
+
+/* ---- plain-C twins (engine_ref.c) ----
  * Shifts s are "round half up" shifts: round(v / 2^s) = (v + 2^(s-1)) >> s
  * with an arithmetic (floor) shift; every clamp is symmetric. The ranges
  * stated are preconditions the engine guarantees (docs/fixed-point.md). */
@@ -32,21 +45,38 @@
 /* out[r] = sum_c trit(b, r * cols + c) * x[c], rows x cols, cols % 4 == 0. */
 void atm_ek_matvec_ref(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *x, int32_t *out);
 
-/* The bit-plane row kernel (engine.c): build fills tab[cols * 4] (16
+/* The portable row product: the same for any encoding and any cols, rows
+ * starting at any trit (the decode buffer; on the Cortex-M0 atm_ek_rowdot) */
+void atm_ek_matvec_portable(const uint8_t *w, int enc, uint32_t rows, uint32_t cols, const int16_t *x, int32_t *out);
+
+/* The pair-sum table's rows: out[r] = sum_j lut[32 j + (v & 15)] + lut[32 j +
+ * 16 + (v >> 4)], v = b[r nb + j]: with the engine's table of x (16 pair sums
+ * per 2 columns, engine_select.c), atm_ek_matvec_ref; atm_ek_lut_rows4_m3
+ * (engine_m3.S) is its Thumb-2 version for groups of 4 rows, nb % 4 == 0. */
+void atm_ek_lut_rows(const uint8_t *b, uint32_t nb, uint32_t rows, const int32_t *lut, int32_t *out);
+void atm_ek_lut_rows4_m3(const uint8_t *b, uint32_t nb, uint32_t groups, const int32_t *lut, int32_t *out);
+
+/* The bit-plane row kernel (engine_select.c picks engine_m0.S's Thumb-1
+ * versions on the Cortex-M0, the _ref twins of engine_ref.c elsewhere): build fills tab[cols * 4] (16
  * subset sums per group of 4 columns of x, cols % 4 == 0); rows computes
  * out[r] (= or += with add) = the dot of nbytes ATOME01 bytes at b + r *
  * stride with the columns the table was built from. Together they equal
  * atm_ek_matvec_ref. */
 void atm_ek_planes_build(const int16_t *x, uint32_t cols, int32_t *tab);
-extern const uint8_t atm_ek_pl[512];   /* the byte -> table offset maps (engine.c) */
+extern const uint8_t atm_ek_pl[512];   /* the byte -> table offset maps (engine_ref.c) */
 void atm_ek_planes_rows(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
                         const int32_t *tab, int32_t *out, int add);
 /* the same rows from the model's offset stream (engine.h, atm_engine_set_offsets):
  * o = the stream at row 0's first byte b (b 4-aligned in the model) */
 void atm_ek_planes_rows_ox(const uint8_t *b, const uint8_t *o, uint32_t stride, uint32_t rows, uint32_t nbytes,
                            const int32_t *tab, int32_t *out, int add);
+void atm_ek_planes_build_ref(const int16_t *x, uint32_t cols, int32_t *tab);
+void atm_ek_planes_rows_ref(const uint8_t *b, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                            const int32_t *tab, int32_t *out, int add);
+void atm_ek_planes_rows_ox_ref(const uint8_t *b, const uint8_t *o, uint32_t stride, uint32_t rows, uint32_t nbytes,
+                               const int32_t *tab, int32_t *out, int add);
 
-/* The byte-table row kernel (engine.c; the Cortex-M3 default where the
+/* The byte-table row kernel (engine_ref.c; the Cortex-M3 default where the
  * caller gives the engine table RAM, atm_engine_set_tables): build fills
  * t[cols * 64] with, per group g of 4 columns, t[256 g + v] = the dot of
  * ATOME01 byte v's four trits with x[4g .. 4g+3], for the 81 bytes whose
@@ -213,7 +243,7 @@ void atm_ek_conv_ref(const int8_t *t, int K, int nc, const int16_t *u, const int
  * in e[n] (scratch); the same values bit for bit. p may alias z. */
 void atm_ek_softmax_q15(const int32_t *z, int n, int32_t *p, uint32_t *e);
 
-/* Attention's kept set (engine.c): the k best of sc[0, n) (1 <= k <= n)
+/* Attention's kept set (engine_ref.c): the k best of sc[0, n) (1 <= k <= n)
  * ranked by score, the lower index first among equal scores — every index
  * scoring above the k-th highest score and the lowest of those scoring it —
  * into sel_s / sel_t (scores and indices, ascending index); scratch[n]. */
@@ -229,6 +259,13 @@ void atm_ek_topk_set(const int32_t *sc, int n, int k, int32_t *scratch, int32_t 
 /* Attention scores: out[j] = clamp(atm_rnd64(dots[j] * ms, sbase - kexp[j]),
  * +-(2^30 - 1)) for j < n; 0 <= ms < 2^30; out may alias dots. */
 void atm_ek_scores_ref(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out);
+
+#if defined(__SSE2__) && !defined(ATM_ENGINE_PORTABLE)
+#define ATM_T2_SIMD 1
+/* SSE2 (engine_x86.c): atm_ek_matvec_ref for cols % 64 == 0 with x
+ * deinterleaved per chunk of 64, xd[64 k + 16 p + i] = x[64 k + 4 i + p] */
+void atm_ek_matvec_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *xd, int32_t *out);
+#endif
 
 #if defined(__x86_64__) && !defined(ATM_ENGINE_PORTABLE)
 #define ATM_EK_X86 1

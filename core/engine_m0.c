@@ -1,5 +1,5 @@
 /* core/engine_m0.c — kernels for targets without a 32 x 32 -> 64-bit
- * multiply (the Cortex-M0 / M0+ kernel set, engine.c): the same integers as
+ * multiply (the Cortex-M0 / M0+ kernel set, engine_select.c): the same integers as
  * their twins in engine_ref.c, computed from 32-bit products. Built on every
  * target so that tests/test_engine_kernels.c checks them on the host; the
  * boards compile this file for speed (-O2, mcu/CMakeLists.txt: small leaf
@@ -19,7 +19,7 @@ static const int32_t X_LIM = (1 << 30) - 1;   /* as engine.c: the residual / sta
  * u, and floor((2^16 A + B + h) / 2^s) = floor((A + floor((B + h) / 2^16))
  * / 2^(s - 16)) for s >= 16. Outside the ranges noted they call the twins.
  * tests/test_engine_kernels.c compares them with the twins on the host and
- * the boards run them (the M0 kernel set in engine.c). */
+ * the boards run them (the M0 kernel set in engine_select.c). */
 
 /* atm_ek_ln_out_ref for 17 <= sg <= 46 (beyond 46 every product rounds to
  * 0: |u gr| < 2^45) and sb >= -14 (|beta| <= 2^29, so the sum fits int32) */

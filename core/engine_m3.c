@@ -3,7 +3,7 @@
  * instruction 32 x 32 -> 64 multiply (SMULL / SMLAL) and 32-bit shifts of
  * its two words, instead of the variable 64-bit shifts the C of the twins
  * compiles to. Plain C: built everywhere (the host tests compare it with
- * the twins), run by the M3 kernel set (core/engine.c). Each kernel covers
+ * the twins), run by the M3 kernel set (core/engine_select.c). Each kernel covers
  * the shift ranges the shipped models use and a good deal more, and calls
  * its twin outside them. Freestanding, integers only. */
 #include "engine.h"

@@ -1,12 +1,20 @@
-/* core/engine_x86.c — x86-64 kernels of the integer engine: AVX2 and
+/* core/engine_x86.c — x86-64 kernels of the integer engine: SSE2, AVX2 and
  * AVX-512 (F, BW, VL, VNNI). Contract in engine_kernels.h: each function
- * returns exactly what its plain-C twin in engine.c returns, for any length.
+ * returns exactly what its plain-C twin in engine_ref.c returns, for any
+ * length.
  *
  * The file compiles without -march flags: every function carries a target
- * attribute, and engine.c calls a set only after atm_ek_x86_supported() has
- * confirmed that this CPU (and OS) run it. On every other target (Cortex-M,
- * wasm, non-x86 hosts) it compiles to nothing. Freestanding like the rest of
- * core/: no library calls, integers only.
+ * attribute, and engine_select.c picks a set only after
+ * atm_ek_x86_supported() has confirmed that this CPU (and OS) run it. On
+ * every other target (Cortex-M, wasm, non-x86 hosts) it compiles to
+ * nothing. Freestanding like the rest of core/: no library calls, integers
+ * only.
+ *
+ * The kernels with an AVX2 and an AVX-512 version (the row products, the
+ * ATOME02 re-encoder, the elementwise kernels with 64-bit lanes, the
+ * attention scores) are written once in engine_x86_tmpl.h and instantiated
+ * here twice, each after its set's hooks; the rest are AVX2 only and serve
+ * both sets.
  *
  * Ternary rows (ATOME01, cols % 4 == 0) are processed 64 columns (16 bytes)
  * at a time. The 16 bytes are broadcast to every 128-bit lane and lane p is
@@ -27,6 +35,44 @@
 #include "engine_kernels.h"
 #include "fixmath.h"
 
+#ifdef ATM_T2_SIMD
+#include <emmintrin.h>
+/* x86-64 kernel for ATOME01 rows of a multiple of 64 columns (byte aligned):
+ * the 16 bytes of a 64-trit chunk are split into the four code positions
+ * (trit 4i + p sits in byte i, bits 2p..2p+1), each turned into 16 int8
+ * trits (code 01 -> 1, 11 -> -1, else 0), widened to int16 and multiplied
+ * with x deinterleaved the same way (xd[16 p + i] = x[4 i + p]). Integer
+ * sums are exact, so the result equals the portable kernel's bit for bit
+ * (tests/test_engine.c compares ATOME01 with ATOME02, which never takes
+ * this path). */
+static __m128i t2_codes(__m128i c, __m128i m3, __m128i one) {
+    __m128i t = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(c, one), one), _mm_cmpeq_epi8(c, m3));
+    return t;
+}
+static __m128i t2_madd(__m128i t, const int16_t *xd, __m128i acc) {
+    const __m128i sg = _mm_cmpgt_epi8(_mm_setzero_si128(), t);
+    acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_unpacklo_epi8(t, sg), _mm_loadu_si128((const __m128i *)xd)));
+    return _mm_add_epi32(acc, _mm_madd_epi16(_mm_unpackhi_epi8(t, sg), _mm_loadu_si128((const __m128i *)(xd + 8))));
+}
+void atm_ek_matvec_sse2(const uint8_t *b, uint32_t rows, uint32_t cols, const int16_t *xd, int32_t *out) {
+    const __m128i m3 = _mm_set1_epi8(3), one = _mm_set1_epi8(1);
+    for (uint32_t r = 0; r < rows; r++) {
+        __m128i acc = _mm_setzero_si128();
+        for (uint32_t k = 0; k < cols; k += 64, b += 16) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)b);
+            const int16_t *xk = xd + k;
+            acc = t2_madd(t2_codes(_mm_and_si128(v, m3), m3, one), xk, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 2), m3), m3, one), xk + 16, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 4), m3), m3, one), xk + 32, acc);
+            acc = t2_madd(t2_codes(_mm_and_si128(_mm_srli_epi16(v, 6), m3), m3, one), xk + 48, acc);
+        }
+        acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0x4E));
+        acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0xB1));
+        out[r] = _mm_cvtsi128_si32(acc);
+    }
+}
+#endif
+
 #ifdef ATM_EK_X86
 #include <immintrin.h>
 
@@ -41,6 +87,10 @@
 #endif
 #define LOADU(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define LOAD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+
+static const int32_t XLIM = (1 << 30) - 1;   /* the residual / state clamp */
+
 
 int atm_ek_x86_supported(int kernel) {
     __builtin_cpu_init();
@@ -104,8 +154,69 @@ ATTR_AVX2 void atm_ek_prep_avx2(const int16_t *x, uint32_t cols, atm_ek_vec *v) 
     v->hsum = hsum;
 }
 
-/* ---- AVX2 ---- */
+/* ---- helpers of both sets ---- */
 
+/* sums of the lanes of a[0..7]: lane u of the result is the sum of a[u]
+ * (a hadd tree: 9 instructions for 8 vectors) */
+static ATTR_AVX2 inline __m256i hsum8_avx2(const __m256i *a) {
+    const __m256i h0 = _mm256_hadd_epi32(a[0], a[1]), h1 = _mm256_hadd_epi32(a[2], a[3]);
+    const __m256i h2 = _mm256_hadd_epi32(a[4], a[5]), h3 = _mm256_hadd_epi32(a[6], a[7]);
+    const __m256i g0 = _mm256_hadd_epi32(h0, h1), g1 = _mm256_hadd_epi32(h2, h3);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+}
+
+/* floor(v / 2^s), 1 <= s <= 63 (cnt = s, cntl = 64 - s) */
+static ATTR_AVX2 inline __m256i sra64(__m256i v, __m128i cnt, __m128i cntl) {
+    const __m256i sign = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
+    return _mm256_or_si256(_mm256_srl_epi64(v, cnt), _mm256_sll_epi64(sign, cntl));
+}
+static ATTR_AVX2 inline __m256i clamp64(__m256i v, __m256i lim) {
+    const __m256i nlim = _mm256_sub_epi64(_mm256_setzero_si256(), lim);
+    v = _mm256_blendv_epi8(v, lim, _mm256_cmpgt_epi64(v, lim));
+    return _mm256_blendv_epi8(v, nlim, _mm256_cmpgt_epi64(nlim, v));
+}
+/* four int64 lanes holding int32 values -> four int32 */
+static ATTR_AVX2 inline __m128i narrow64(__m256i v) {
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+}
+/* even / odd int32 lanes of v sign-extended to int64 */
+static ATTR_AVX2 inline __m256i even64(__m256i v) { return _mm256_mul_epi32(v, _mm256_set1_epi64x(1)); }
+static ATTR_AVX2 inline __m256i odd64(__m256i v) { return _mm256_mul_epi32(_mm256_srli_epi64(v, 32), _mm256_set1_epi64x(1)); }
+/* int64 lanes of an even and an odd result (each fitting int32) -> eight int32 in order */
+static ATTR_AVX2 inline __m256i join64(__m256i ev, __m256i od) {
+    return _mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA);
+}
+/* eight int32 in [-127, 127] -> eight int8 stored at p */
+static ATTR_AVX2 inline void store8x8(int8_t *p, __m256i v) {
+    const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v, v), _mm256_setzero_si256());
+    const __m256i b = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    _mm_storel_epi64((__m128i *)(void *)p, _mm256_castsi256_si128(b));
+}
+/* eight int32 in int16 range -> eight int16 stored at p */
+static ATTR_AVX2 inline void store8x16(int16_t *p, __m256i v) {
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08);
+    _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(w));
+}
+
+/* ATOME02 -> ATOME01: the ATOME01 codes of base-3 digit pairs */
+#define C3V(d) ((d) == 0 ? 3 : ((d) == 1 ? 0 : 1))
+#define T9V(l) (C3V((l) % 3) | C3V((l) / 3) << 2)
+
+/* ---- AVX2: the template's hooks ----
+ * Rows: trits widened to int16, vpmaddwd with the int16 activations xd;
+ * 64-column rows: vpmaddubsw of the unsigned low bytes by t and of t + 1
+ * by the signed high bytes (pairs of products: |t lo + t lo| <= 510,
+ * |(t+1) hi + (t+1) hi| <= 512, no saturation; the four fields sum to at
+ * most 2048 in int16), widened once per row pair, two rows per vector.
+ * Elementwise: 64-bit lanes as the even and odd int32 lanes (vpmuldq:
+ * signed 32 x 32 -> 64 of the low halves); AVX2 has no 64-bit arithmetic
+ * right shift: it is the logical shift with the sign bits put back
+ * (sra64). A row's last partial chunk is copied into a zeroed 16-byte
+ * block; lengths not a multiple of 8 finish with the twin's formula. */
+
+/* the 16 bytes of a chunk broadcast to both 128-bit lanes, shifted by 2p
+ * per 32-bit lane group so that fields 0, 1 (low lane) and 2, 3 (high
+ * lane) of byte i land in byte i of t01 / t23 */
 static ATTR_AVX2 inline __m256i chunk_avx2(__m256i acc, __m128i bytes, const int16_t *xd) {
     const __m256i sh01 = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2);
     const __m256i sh23 = _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6);
@@ -126,99 +237,304 @@ static ATTR_AVX2 inline __m256i chunk_avx2(__m256i acc, __m128i bytes, const int
                                                   _mm256_loadu_si256(xv + 3)));
     return acc;
 }
-
-/* sums of the lanes of a[0..7]: lane u of the result is the sum of a[u]
- * (a hadd tree: 9 instructions for 8 vectors) */
-static ATTR_AVX2 inline __m256i hsum8_avx2(const __m256i *a) {
-    const __m256i h0 = _mm256_hadd_epi32(a[0], a[1]), h1 = _mm256_hadd_epi32(a[2], a[3]);
-    const __m256i h2 = _mm256_hadd_epi32(a[4], a[5]), h3 = _mm256_hadd_epi32(a[6], a[7]);
-    const __m256i g0 = _mm256_hadd_epi32(h0, h1), g1 = _mm256_hadd_epi32(h2, h3);
-    return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+static ATTR_AVX2 inline __m128i tail_bytes_avx2(const uint8_t *p, uint32_t n) {
+    uint8_t tmp[16] = { 0 };
+    for (uint32_t i = 0; i < n; i++) tmp[i] = p[i];
+    return LOAD128(tmp);
 }
-
-/* cols == 64: a row is 16 bytes, one 32-byte load holds 2 rows (one per
- * 128-bit lane); field p is extracted with one shift, and vpmaddubsw
- * multiplies the unsigned low bytes by t and t + 1 by the signed high
- * bytes (pairs of products: |t lo + t lo| <= 510, |(t+1) hi + (t+1) hi| <=
- * 512, no saturation; the four fields sum to at most 2048 in int16). The
- * int16 sums are widened once per row pair; 8 rows (four vectors) are
- * reduced together. The last rows are copied into a zeroed block. */
-static ATTR_AVX2 void matvec64_avx2(const uint8_t *b, uint32_t rows, const atm_ek_vec *v, int32_t *out) {
-    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi16(1), s256 = _mm256_set1_epi16(256);
-    const __m256i lut_t = _mm256_set1_epi32(-0x00FFFF00);   /* bytes 0, 1, 0, -1 (0xFF000100) */
-    const __m256i lut_t1 = _mm256_set1_epi32(0x00010201);    /* bytes 1, 2, 1, 0: t + 1 */
-    __m256i lo[4], hi[4];
-    for (int p = 0; p < 4; p++) {
-        lo[p] = _mm256_broadcastsi128_si256(LOAD128(v->lo + 16 * p));
-        hi[p] = _mm256_broadcastsi128_si256(LOAD128(v->hi + 16 * p));
-    }
-    const __m256i corr = _mm256_set1_epi32(256 * v->hsum);
-    const __m256i ord = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+static ATTR_AVX2 inline void store_rows_avx2(int32_t *out, uint32_t m, __m256i s) {
+    if (m == 8) { _mm256_storeu_si256((__m256i *)(void *)out, s); return; }
+    int32_t r[8];
+    _mm256_storeu_si256((__m256i *)(void *)r, s);
+    for (uint32_t u = 0; u < m; u++) out[u] = r[u];
+}
+/* rows 2h, 2h + 1 of a group of m rows (16 bytes each): the dwords of missing rows are masked (not read) */
+static ATTR_AVX2 inline __m256i load_rows_avx2(const uint8_t *g, uint32_t m, int h) {
+    if (m == 8) return LOADU(g + 32 * h);
     const __m256i dw = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    for (uint32_t r0 = 0; r0 < rows; r0 += 8) {
-        const uint32_t m = rows - r0 < 8 ? rows - r0 : 8;
-        const uint8_t *src = b + (size_t)r0 * 16;
-        __m256i acc[4];
-        UNROLL8
-        for (int h = 0; h < 4; h++) {
-            /* rows 2h, 2h + 1: the dwords of missing rows are masked (not read) */
-            const int nd = 4 * ((int)m - 2 * h);
-            const __m256i w = m == 8 ? LOADU(src + 32 * h)
-                            : _mm256_maskload_epi32((const int *)(const void *)(src + 32 * h),
-                                                    _mm256_cmpgt_epi32(_mm256_set1_epi32(nd), dw));
-            __m256i P = _mm256_setzero_si256(), Q = _mm256_setzero_si256();
-            UNROLL8
-            for (int p = 0; p < 4; p++) {
-                const __m256i code = _mm256_and_si256(_mm256_srli_epi16(w, 2 * p), m3);
-                P = _mm256_add_epi16(P, _mm256_maddubs_epi16(lo[p], _mm256_shuffle_epi8(lut_t, code)));
-                Q = _mm256_add_epi16(Q, _mm256_maddubs_epi16(_mm256_shuffle_epi8(lut_t1, code), hi[p]));
-            }
-            acc[h] = _mm256_add_epi32(_mm256_madd_epi16(P, one), _mm256_madd_epi16(Q, s256));
-        }
-        /* lanes: acc[h] = (row 2h | row 2h + 1) */
-        const __m256i g0 = _mm256_hadd_epi32(acc[0], acc[1]), g1 = _mm256_hadd_epi32(acc[2], acc[3]);
-        const __m256i s = _mm256_sub_epi32(_mm256_permutevar8x32_epi32(_mm256_hadd_epi32(g0, g1), ord), corr);
-        if (m == 8) _mm256_storeu_si256((__m256i *)(void *)(out + r0), s);
-        else {
-            int32_t r[8];
-            _mm256_storeu_si256((__m256i *)(void *)r, s);
-            for (uint32_t u = 0; u < m; u++) out[r0 + u] = r[u];
-        }
-    }
+    const int nd = 4 * ((int)m - 2 * h);
+    return _mm256_maskload_epi32((const int *)(const void *)(g + 32 * h), _mm256_cmpgt_epi32(_mm256_set1_epi32(nd), dw));
+}
+/* the unsigned bytes of u times the signed bytes of s, pairs of products
+ * summed into the int16 lanes of acc */
+static ATTR_AVX2 inline __m256i dp_avx2(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s));
+}
+/* t lo sums (int16) + 256 x (t + 1) hi sums (int16) -> int32 */
+static ATTR_AVX2 inline __m256i fin64_avx2(__m256i lo, __m256i hi) {
+    return _mm256_add_epi32(_mm256_madd_epi16(lo, _mm256_set1_epi16(1)), _mm256_madd_epi16(hi, _mm256_set1_epi16(256)));
+}
+/* acc[h] = (row 2h | row 2h + 1) -> lane u = row u */
+static ATTR_AVX2 inline __m256i reduce64_avx2(const __m256i *acc) {
+    const __m256i ord = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i g0 = _mm256_hadd_epi32(acc[0], acc[1]), g1 = _mm256_hadd_epi32(acc[2], acc[3]);
+    return _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(g0, g1), ord);
+}
+/* 10 bytes of each 128-bit lane: 20 bytes */
+static ATTR_AVX2 inline void t5_store_avx2(uint8_t *out, __m256i by) {
+    const __m128i r0 = _mm256_castsi256_si128(by), r1 = _mm256_extracti128_si256(by, 1);
+    _mm_storeu_si128((__m128i *)(void *)out, _mm_or_si128(r0, _mm_slli_si128(r1, 10)));
+    const uint32_t last = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(r1, 6));
+    out[16] = (uint8_t)last; out[17] = (uint8_t)(last >> 8); out[18] = (uint8_t)(last >> 16); out[19] = (uint8_t)(last >> 24);
+}
+/* eight int64 as the even and odd lanes; a shift count and its complement */
+typedef struct { __m256i e, o; } l64_avx2;
+typedef struct { __m128i c, cl; } sh_avx2;
+static ATTR_AVX2 inline sh_avx2 shift_avx2(int s) {
+    sh_avx2 r;
+    r.c = _mm_cvtsi32_si128(s);
+    r.cl = _mm_cvtsi32_si128(64 - s);
+    return r;
+}
+static ATTR_AVX2 inline l64_avx2 l64_avx2_of(__m256i e, __m256i o) {
+    l64_avx2 r;
+    r.e = e;
+    r.o = o;
+    return r;
+}
+static ATTR_AVX2 inline l64_avx2 lmulb_avx2(__m256i a, __m256i m) {
+    return l64_avx2_of(_mm256_mul_epi32(a, m), _mm256_mul_epi32(_mm256_srli_epi64(a, 32), m));
+}
+static ATTR_AVX2 inline l64_avx2 lmul_avx2(__m256i a, __m256i b) {
+    return l64_avx2_of(_mm256_mul_epi32(a, b), _mm256_mul_epi32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32)));
+}
+static ATTR_AVX2 inline l64_avx2 lext_avx2(__m256i a) { return l64_avx2_of(even64(a), odd64(a)); }
+static ATTR_AVX2 inline l64_avx2 ladd_avx2(l64_avx2 a, l64_avx2 b) {
+    return l64_avx2_of(_mm256_add_epi64(a.e, b.e), _mm256_add_epi64(a.o, b.o));
+}
+static ATTR_AVX2 inline l64_avx2 laddb_avx2(l64_avx2 a, __m256i b) {
+    return l64_avx2_of(_mm256_add_epi64(a.e, b), _mm256_add_epi64(a.o, b));
+}
+static ATTR_AVX2 inline l64_avx2 lsra_avx2(l64_avx2 a, sh_avx2 s) {
+    return l64_avx2_of(sra64(a.e, s.c, s.cl), sra64(a.o, s.c, s.cl));
+}
+static ATTR_AVX2 inline l64_avx2 lsll_avx2(l64_avx2 a, __m128i c) {
+    return l64_avx2_of(_mm256_sll_epi64(a.e, c), _mm256_sll_epi64(a.o, c));
+}
+static ATTR_AVX2 inline l64_avx2 lclamp_avx2(l64_avx2 a, __m256i lim) {
+    return l64_avx2_of(clamp64(a.e, lim), clamp64(a.o, lim));
+}
+static ATTR_AVX2 inline void lst32_avx2(int32_t *p, l64_avx2 a) {
+    _mm256_storeu_si256((__m256i *)(void *)p, join64(a.e, a.o));
+}
+static ATTR_AVX2 inline void lst16_avx2(int16_t *p, l64_avx2 a) { store8x16(p, join64(a.e, a.o)); }
+/* four kexp bytes as 64-bit lanes */
+static ATTR_AVX2 inline __m256i q_ldu8_avx2(const uint8_t *k) {
+    const uint32_t k4 = (uint32_t)k[0] | (uint32_t)k[1] << 8 | (uint32_t)k[2] << 16 | (uint32_t)k[3] << 24;
+    return _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((int)k4));
+}
+static ATTR_AVX2 inline int q_bad_avx2(__m256i sv) {
+    const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_set1_epi64x(1), sv),
+                                        _mm256_cmpgt_epi64(sv, _mm256_set1_epi64x(62)));
+    return !_mm256_testz_si256(out, _mm256_set1_epi64x(-1));
+}
+/* floor(v / 2^sv) per lane, 1 <= sv <= 62 */
+static ATTR_AVX2 inline __m256i srav64_avx2(__m256i v, __m256i sv) {
+    const __m256i sign = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
+    return _mm256_or_si256(_mm256_srlv_epi64(v, sv), _mm256_sllv_epi64(sign, _mm256_sub_epi64(_mm256_set1_epi64x(64), sv)));
 }
 
-/* rows in groups of 8 (the last one padded with zero vectors), reduced
- * together by hsum8 */
-ATTR_AVX2 void atm_ek_matvec_avx2(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v,
-                                  int32_t *out) {
-    if (cols == 64) { matvec64_avx2(b, rows, v, out); return; }
-    const uint32_t nb = cols / 4, nfull = nb / 16, tail = nb % 16;
-    for (uint32_t r0 = 0; r0 < rows; r0 += 8) {
-        const uint32_t m = rows - r0 < 8 ? rows - r0 : 8;
-        __m256i acc[8];
-        UNROLL8
-        for (uint32_t u = 0; u < 8; u++) {
-            __m256i a = _mm256_setzero_si256();
-            if (u < m) {
-                const uint8_t *rb = b + (size_t)(r0 + u) * nb;
-                for (uint32_t g = 0; g < nfull; g++) a = chunk_avx2(a, LOAD128(rb + 16 * g), v->xd + 64 * g);
-                if (tail) {
-                    uint8_t tmp[16] = { 0 };
-                    for (uint32_t i = 0; i < tail; i++) tmp[i] = rb[16 * nfull + i];
-                    a = chunk_avx2(a, LOAD128(tmp), v->xd + 64 * nfull);
-                }
-            }
-            acc[u] = a;
-        }
-        const __m256i s = hsum8_avx2(acc);
-        if (m == 8) _mm256_storeu_si256((__m256i *)(void *)(out + r0), s);
-        else {
-            int32_t r[8];
-            _mm256_storeu_si256((__m256i *)(void *)r, s);
-            for (uint32_t u = 0; u < m; u++) out[r0 + u] = r[u];
-        }
-    }
+#define EX_SUFFIX avx2
+#define EX_ATTR ATTR_AVX2
+#define EX_V __m256i
+#define EX_ZERO _mm256_setzero_si256
+#define EX_SET1_8 _mm256_set1_epi8
+#define EX_SET1_16 _mm256_set1_epi16
+#define EX_SET1_32 _mm256_set1_epi32
+#define EX_SET1_64 _mm256_set1_epi64x
+#define EX_BCAST128 _mm256_broadcastsi128_si256
+#define EX_AND _mm256_and_si256
+#define EX_OR _mm256_or_si256
+#define EX_SUB16 _mm256_sub_epi16
+#define EX_SLLI16 _mm256_slli_epi16
+#define EX_SRLI16 _mm256_srli_epi16
+#define EX_MULHI_U16 _mm256_mulhi_epu16
+#define EX_MULLO16 _mm256_mullo_epi16
+#define EX_SHUF8 _mm256_shuffle_epi8
+#define EX_MADD16 _mm256_madd_epi16
+#define EX_SLLI64 _mm256_slli_epi64
+#define EX_SRLI64 _mm256_srli_epi64
+#define EX_ADD64 _mm256_add_epi64
+#define EX_SUB64 _mm256_sub_epi64
+#define EX_SLLV64 _mm256_sllv_epi64
+#define EX_MUL32 _mm256_mul_epi32
+#define EX_RACC __m256i
+#define EX_RACC_ZERO _mm256_setzero_si256
+#define EX_CHUNK(a, bytes, v, g) chunk_avx2((a), (bytes), (v)->xd + 64 * (g))
+#define EX_RACC_SUM(a) (a)
+#define EX_TAIL_BYTES tail_bytes_avx2
+#define EX_CORR(v) _mm256_setzero_si256()
+#define EX_CORR64(v) _mm256_set1_epi32(256 * (v)->hsum)
+#define EX_STORE_ROWS store_rows_avx2
+#define EX_R64 2
+#define EX_LOAD_ROWS load_rows_avx2
+#define EX_DP dp_avx2
+#define EX_FIN64 fin64_avx2
+#define EX_REDUCE64 reduce64_avx2
+#define EX_T5_BYTES 16
+#define EX_LOAD_U8W(p) _mm256_cvtepu8_epi16(LOAD128(p))
+#define EX_T5_VALID(b, bad, c) _mm256_andnot_si256(_mm256_cmpgt_epi16((b), (bad)), (c))
+#define EX_T5_STORE t5_store_avx2
+#define EX_T5_REST atm_ek_t5_to_t2_ref
+#define EX_M8 int
+#define EX_M8_ALL 0xFF
+#define EX_TAIL_MASKED 0
+#define EX_LD32(p, k) ((void)(k), LOADU(p))
+#define EX_LD16(p, k) ((void)(k), _mm256_cvtepi16_epi32(LOAD128(p)))
+#define EX_L l64_avx2
+#define EX_LB __m256i
+#define EX_SH sh_avx2
+#define EX_LSET1 _mm256_set1_epi64x
+#define EX_SHIFT shift_avx2
+#define EX_LMULB lmulb_avx2
+#define EX_LMUL lmul_avx2
+#define EX_LEXT lext_avx2
+#define EX_LADD ladd_avx2
+#define EX_LADDB laddb_avx2
+#define EX_LSRA lsra_avx2
+#define EX_LSLL lsll_avx2
+#define EX_LCLAMP lclamp_avx2
+#define EX_LST32(p, k, a) ((void)(k), lst32_avx2((p), (a)))
+#define EX_LST16(p, k, a) ((void)(k), lst16_avx2((p), (a)))
+#define EX_QN 4
+#define EX_Q_LDI32(p) _mm256_cvtepi32_epi64(LOAD128(p))
+#define EX_Q_LDU8 q_ldu8_avx2
+#define EX_Q_BAD q_bad_avx2
+#define EX_SRAV64 srav64_avx2
+#define EX_CLAMP64 clamp64
+#define EX_Q_ST32(p, v) _mm_storeu_si128((__m128i *)(void *)(p), narrow64(v))
+#include "engine_x86_tmpl.h"
+
+/* ---- AVX-512 VNNI: the template's hooks ----
+ * Rows: x = 256 hi + lo with lo unsigned and hi signed bytes;
+ * vpdpbusd(lo, t) sums t * lo exactly, vpdpbusd(t + 1, hi) sums (t + 1) *
+ * hi = t * hi + hi exactly, and the row result is sum t lo + 256 (sum (t +
+ * 1) hi - hsum) (EX_CORR). Every product and partial sum fits int32 (|row
+ * sum| <= 1024 * 32767 < 2^25), so nothing saturates or wraps. A chunk's
+ * 16 bytes go to the four 128-bit lanes, lane p shifted by 2p; 64-column
+ * rows: four rows per vector. Elementwise: native 64-bit arithmetic
+ * shifts, min / max and narrowing stores; tails through masks. */
+
+static ATTR_AVX512 inline __m512i clamp512(__m512i v, __m512i lim) {
+    return _mm512_max_epi64(_mm512_min_epi64(v, lim), _mm512_sub_epi64(_mm512_setzero_si512(), lim));
 }
+/* int32 lanes: the sum of t lo + 256 x the sum of (t + 1) hi */
+static ATTR_AVX512 inline __m512i fin64_avx512(__m512i lo, __m512i hi) {
+    return _mm512_add_epi32(lo, _mm512_slli_epi32(hi, 8));
+}
+/* the trit codes of a chunk's 16 bytes: lane p holds field p */
+static ATTR_AVX512 inline __m512i codes_avx512(__m128i bytes) {
+    const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0002000200020002LL, 0x0002000200020002LL,
+                                             0x0004000400040004LL, 0x0004000400040004LL,
+                                             0x0006000600060006LL, 0x0006000600060006LL);
+    return _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i32x4(bytes), shifts), _mm512_set1_epi8(3));
+}
+/* a row's eight int32 partial sums */
+static ATTR_AVX512 inline __m256i sum_avx512(__m512i lo, __m512i hi) {
+    const __m512i t = fin64_avx512(lo, hi);
+    return _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
+}
+/* rows 4h .. 4h + 3 of a group of m rows (16 bytes each), loads masked to the matrix */
+static ATTR_AVX512 inline __m512i load_rows_avx512(const uint8_t *g, uint32_t m, int h) {
+    const uint32_t first = 4 * (uint32_t)h;
+    const uint32_t nr = first >= m ? 0 : (m - first < 4 ? m - first : 4);
+    const __mmask64 mk = nr == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * nr)) - 1);
+    return _mm512_maskz_loadu_epi8(mk, g + (size_t)first * 16);
+}
+/* per 128-bit lane: rows (lane, 4 + lane); sum each lane's 4 entries */
+static ATTR_AVX512 inline __m256i reduce64_avx512(const __m512i *acc) {
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[0], acc[1]), _mm512_unpackhi_epi32(acc[0], acc[1]));
+    const __m512i u = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x4E));
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, u));
+}
+/* 10 bytes of each 128-bit lane: 40 bytes */
+static ATTR_AVX512 inline void t5_store_avx512(uint8_t *out, __m512i by) {
+    _mm_mask_storeu_epi8(out, 0x3FF, _mm512_castsi512_si128(by));
+    _mm_mask_storeu_epi8(out + 10, 0x3FF, _mm512_extracti32x4_epi32(by, 1));
+    _mm_mask_storeu_epi8(out + 20, 0x3FF, _mm512_extracti32x4_epi32(by, 2));
+    _mm_mask_storeu_epi8(out + 30, 0x3FF, _mm512_extracti32x4_epi32(by, 3));
+}
+static ATTR_AVX512 inline int q_bad_avx512(__m512i sv) {
+    return (_mm512_cmplt_epi64_mask(sv, _mm512_set1_epi64(1)) | _mm512_cmpgt_epi64_mask(sv, _mm512_set1_epi64(62))) != 0;
+}
+
+#define EX_SUFFIX avx512
+#define EX_ATTR ATTR_AVX512
+#define EX_V __m512i
+#define EX_ZERO _mm512_setzero_si512
+#define EX_SET1_8 _mm512_set1_epi8
+#define EX_SET1_16 _mm512_set1_epi16
+#define EX_SET1_32 _mm512_set1_epi32
+#define EX_SET1_64 _mm512_set1_epi64
+#define EX_BCAST128 _mm512_broadcast_i32x4
+#define EX_AND _mm512_and_si512
+#define EX_OR _mm512_or_si512
+#define EX_SUB16 _mm512_sub_epi16
+#define EX_SLLI16 _mm512_slli_epi16
+#define EX_SRLI16 _mm512_srli_epi16
+#define EX_MULHI_U16 _mm512_mulhi_epu16
+#define EX_MULLO16 _mm512_mullo_epi16
+#define EX_SHUF8 _mm512_shuffle_epi8
+#define EX_MADD16 _mm512_madd_epi16
+#define EX_SLLI64 _mm512_slli_epi64
+#define EX_SRLI64 _mm512_srli_epi64
+#define EX_ADD64 _mm512_add_epi64
+#define EX_SUB64 _mm512_sub_epi64
+#define EX_SLLV64 _mm512_sllv_epi64
+#define EX_MUL32 _mm512_mul_epi32
+#define EX_RACC EX(acc2)
+#define EX_RACC_ZERO EX(acc2_zero)
+#define EX_CHUNK(a, bytes, v, g) \
+    EX(dot2)((a), _mm512_loadu_si512((v)->lo + 64 * (g)), _mm512_loadu_si512((v)->hi + 64 * (g)), codes_avx512(bytes))
+#define EX_RACC_SUM(a) sum_avx512((a).lo, (a).hi)
+#define EX_TAIL_BYTES(p, n) _mm_maskz_loadu_epi8((__mmask16)((1u << (n)) - 1u), (p))
+#define EX_CORR(v) _mm256_set1_epi32(256 * (v)->hsum)
+#define EX_CORR64 EX_CORR
+#define EX_STORE_ROWS(out, m, s) _mm256_mask_storeu_epi32((out), (__mmask8)((1u << (m)) - 1u), (s))
+#define EX_R64 4
+#define EX_LOAD_ROWS load_rows_avx512
+#define EX_DP(acc, u, s) _mm512_dpbusd_epi32((acc), (u), (s))
+#define EX_FIN64 fin64_avx512
+#define EX_REDUCE64 reduce64_avx512
+#define EX_T5_BYTES 32
+#define EX_LOAD_U8W(p) _mm512_cvtepu8_epi16(LOAD256(p))
+#define EX_T5_VALID(b, bad, c) _mm512_maskz_mov_epi16(_mm512_cmple_epu16_mask((b), (bad)), (c))
+#define EX_T5_STORE t5_store_avx512
+#define EX_T5_REST atm_ek_t5_to_t2_avx2
+#define EX_M8 __mmask8
+#define EX_M8_ALL ((__mmask8)0xFF)
+#define EX_M8_FIRST(n) ((__mmask8)((1u << (n)) - 1u))
+#define EX_TAIL_MASKED 1
+#define EX_LD32(p, k) _mm256_maskz_loadu_epi32((k), (p))
+#define EX_LD16(p, k) _mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16((k), (p)))
+#define EX_L __m512i
+#define EX_LB __m512i
+#define EX_SH __m128i
+#define EX_LSET1 _mm512_set1_epi64
+#define EX_SHIFT _mm_cvtsi32_si128
+#define EX_LMULB(a, m) _mm512_mul_epi32(_mm512_cvtepi32_epi64(a), (m))
+#define EX_LMUL(a, b) _mm512_mul_epi32(_mm512_cvtepi32_epi64(a), _mm512_cvtepi32_epi64(b))
+#define EX_LEXT _mm512_cvtepi32_epi64
+#define EX_LADD _mm512_add_epi64
+#define EX_LADDB _mm512_add_epi64
+#define EX_LSRA _mm512_sra_epi64
+#define EX_LSLL _mm512_sll_epi64
+#define EX_LCLAMP clamp512
+#define EX_LST32 _mm512_mask_cvtepi64_storeu_epi32
+#define EX_LST16 _mm512_mask_cvtepi64_storeu_epi16
+#define EX_QN 8
+#define EX_Q_LDI32(p) _mm512_cvtepi32_epi64(LOAD256(p))
+#define EX_Q_LDU8(p) _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(const void *)(p)))
+#define EX_Q_BAD q_bad_avx512
+#define EX_SRAV64 _mm512_srav_epi64
+#define EX_CLAMP64 clamp512
+#define EX_Q_ST32(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), _mm512_cvtepi64_epi32(v))
+#include "engine_x86_tmpl.h"
+
+/* ---- AVX2 kernels of both sets ---- */
+
+
 
 /* q . k over the 16-entry blocks of q (nq >= 1 of them), as a vector of
  * partial sums */
@@ -287,122 +603,6 @@ ATTR_AVX2 void atm_ek_mix_avx2(const int32_t *w, const int32_t *idx, const int8_
         for (int i = 0; i < n; i++) acc += w[i] * base[(size_t)idx[i] * (size_t)d + (size_t)c];
         out[c] = acc;
     }
-}
-
-/* ATOME02 -> ATOME01, 16 bytes (4 groups) at a time in 16-bit lanes:
- * b = l + 9 q, q = l2 + 9 q2 (floor(v / 9) = (v * 7282) >> 16, exact for
- * v < 1024), the codes of the digit pairs l, l2 and of q2 come from byte
- * shuffles, code = T9[l] | T9[l2] << 4 | T3[q2] << 8 (0 for bytes >= 243);
- * pairs of codes are joined by vpmaddwd (c0 + 1024 c1), pairs of those into
- * 40-bit lanes, and a byte shuffle packs the 5 bytes of each. The rest
- * (fewer than 16 bytes left) goes through the twin. */
-#define C3V(d) ((d) == 0 ? 3 : ((d) == 1 ? 0 : 1))
-#define T9V(l) (C3V((l) % 3) | C3V((l) / 3) << 2)
-ATTR_AVX2 void atm_ek_t5_to_t2_avx2(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
-    const __m256i t9 = _mm256_setr_epi8(T9V(0), T9V(1), T9V(2), T9V(3), T9V(4), T9V(5), T9V(6), T9V(7), T9V(8),
-                                        0, 0, 0, 0, 0, 0, 0,
-                                        T9V(0), T9V(1), T9V(2), T9V(3), T9V(4), T9V(5), T9V(6), T9V(7), T9V(8),
-                                        0, 0, 0, 0, 0, 0, 0);
-    const __m256i t3 = _mm256_setr_epi8(3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                        3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-    const __m256i k9 = _mm256_set1_epi16(9), kdiv = _mm256_set1_epi16(7282), lo8 = _mm256_set1_epi16(0xFF);
-    const __m256i bad = _mm256_set1_epi16(242), pair = _mm256_set1_epi32(0x04000001);   /* words 1, 1024 */
-    const __m256i low32 = _mm256_set1_epi64x(0xFFFFFFFF);
-    const __m256i pack = _mm256_setr_epi8(0, 1, 2, 3, 4, 8, 9, 10, 11, 12, -1, -1, -1, -1, -1, -1,
-                                          0, 1, 2, 3, 4, 8, 9, 10, 11, 12, -1, -1, -1, -1, -1, -1);
-    uint32_t g = 0, j = 4 * g0;
-    for (; g + 4 <= ng && j + 16 <= nbytes; g += 4, j += 16, out += 20) {
-        const __m256i b = _mm256_cvtepu8_epi16(LOAD128(p + j));
-        const __m256i q = _mm256_mulhi_epu16(b, kdiv);
-        const __m256i l = _mm256_sub_epi16(b, _mm256_mullo_epi16(q, k9));
-        const __m256i q2 = _mm256_mulhi_epu16(q, kdiv);
-        const __m256i l2 = _mm256_sub_epi16(q, _mm256_mullo_epi16(q2, k9));
-        __m256i c = _mm256_and_si256(_mm256_shuffle_epi8(t9, l), lo8);
-        c = _mm256_or_si256(c, _mm256_slli_epi16(_mm256_and_si256(_mm256_shuffle_epi8(t9, l2), lo8), 4));
-        c = _mm256_or_si256(c, _mm256_slli_epi16(_mm256_and_si256(_mm256_shuffle_epi8(t3, q2), lo8), 8));
-        c = _mm256_andnot_si256(_mm256_cmpgt_epi16(b, bad), c);
-        const __m256i w20 = _mm256_madd_epi16(c, pair);                           /* c0 + 1024 c1 */
-        const __m256i w40 = _mm256_or_si256(_mm256_and_si256(w20, low32), _mm256_slli_epi64(_mm256_srli_epi64(w20, 32), 20));
-        const __m256i by = _mm256_shuffle_epi8(w40, pack);                        /* 10 bytes per lane */
-        const __m128i r0 = _mm256_castsi256_si128(by), r1 = _mm256_extracti128_si256(by, 1);
-        _mm_storeu_si128((__m128i *)(void *)out, _mm_or_si128(r0, _mm_slli_si128(r1, 10)));
-        const uint32_t last = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(r1, 6));
-        out[16] = (uint8_t)last; out[17] = (uint8_t)(last >> 8); out[18] = (uint8_t)(last >> 16); out[19] = (uint8_t)(last >> 24);
-    }
-    if (g < ng) atm_ek_t5_to_t2_ref(p, nbytes, g0 + g, ng - g, out);
-}
-
-/* ---- AVX2: elementwise kernels ----
- * 64-bit lanes where the products need them (vpmuldq: signed 32 x 32 ->
- * 64 of the low halves). AVX2 has no 64-bit arithmetic right shift: it is
- * the logical shift with the sign bits put back (sra64). Lengths not a
- * multiple of the vector width finish with the twin's scalar formula. */
-
-static const int32_t XLIM = (1 << 30) - 1;
-
-/* floor(v / 2^s), 1 <= s <= 63 (cnt = s, cntl = 64 - s) */
-static ATTR_AVX2 inline __m256i sra64(__m256i v, __m128i cnt, __m128i cntl) {
-    const __m256i sign = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
-    return _mm256_or_si256(_mm256_srl_epi64(v, cnt), _mm256_sll_epi64(sign, cntl));
-}
-static ATTR_AVX2 inline __m256i clamp64(__m256i v, __m256i lim) {
-    const __m256i nlim = _mm256_sub_epi64(_mm256_setzero_si256(), lim);
-    v = _mm256_blendv_epi8(v, lim, _mm256_cmpgt_epi64(v, lim));
-    return _mm256_blendv_epi8(v, nlim, _mm256_cmpgt_epi64(nlim, v));
-}
-/* four int64 lanes holding int32 values -> four int32 */
-static ATTR_AVX2 inline __m128i narrow64(__m256i v) {
-    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
-}
-/* even / odd int32 lanes of v sign-extended to int64 */
-static ATTR_AVX2 inline __m256i even64(__m256i v) { return _mm256_mul_epi32(v, _mm256_set1_epi64x(1)); }
-static ATTR_AVX2 inline __m256i odd64(__m256i v) { return _mm256_mul_epi32(_mm256_srli_epi64(v, 32), _mm256_set1_epi64x(1)); }
-/* int64 lanes of an even and an odd result (each fitting int32) -> eight int32 in order */
-static ATTR_AVX2 inline __m256i join64(__m256i ev, __m256i od) {
-    return _mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA);
-}
-/* eight int32 in [-127, 127] -> eight int8 stored at p */
-static ATTR_AVX2 inline void store8x8(int8_t *p, __m256i v) {
-    const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v, v), _mm256_setzero_si256());
-    const __m256i b = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-    _mm_storel_epi64((__m128i *)(void *)p, _mm256_castsi256_si128(b));
-}
-/* eight int32 in int16 range -> eight int16 stored at p */
-static ATTR_AVX2 inline void store8x16(int16_t *p, __m256i v) {
-    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08);
-    _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(w));
-}
-
-ATTR_AVX2 void atm_ek_addsc_avx2(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
-    const int64_t half = (int64_t)1 << (s - 1);
-    const __m256i M = _mm256_set1_epi64x(mul), H = _mm256_set1_epi64x(half);
-    const __m256i L = _mm256_set1_epi64x(XLIM);
-    const __m128i cnt = _mm_cvtsi32_si128(s), cntl = _mm_cvtsi32_si128(64 - s);
-    int c = 0;
-    for (; c + 8 <= n; c += 8) {
-        const __m256i vv = LOADU(v + c), xx = LOADU(x + c);
-        __m256i pe = sra64(_mm256_add_epi64(_mm256_mul_epi32(vv, M), H), cnt, cntl);
-        __m256i po = sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(vv, 32), M), H), cnt, cntl);
-        pe = clamp64(_mm256_add_epi64(pe, even64(xx)), L);
-        po = clamp64(_mm256_add_epi64(po, odd64(xx)), L);
-        _mm256_storeu_si256((__m256i *)(void *)(x + c), join64(pe, po));
-    }
-    for (; c < n; c++) x[c] = atm_clamp32((int64_t)x[c] + (((int64_t)v[c] * mul + half) >> s), XLIM);
-}
-
-ATTR_AVX2 void atm_ek_scale_avx2(int32_t *v, int n, int32_t mul, int s) {
-    const int64_t half = (int64_t)1 << (s - 1);
-    const __m256i M = _mm256_set1_epi64x(mul), H = _mm256_set1_epi64x(half);
-    const __m256i L = _mm256_set1_epi64x(XLIM);
-    const __m128i cnt = _mm_cvtsi32_si128(s), cntl = _mm_cvtsi32_si128(64 - s);
-    int c = 0;
-    for (; c + 8 <= n; c += 8) {
-        const __m256i vv = LOADU(v + c);
-        const __m256i pe = clamp64(sra64(_mm256_add_epi64(_mm256_mul_epi32(vv, M), H), cnt, cntl), L);
-        const __m256i po = clamp64(sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(vv, 32), M), H), cnt, cntl), L);
-        _mm256_storeu_si256((__m256i *)(void *)(v + c), join64(pe, po));
-    }
-    for (; c < n; c++) v[c] = atm_clamp32(((int64_t)v[c] * mul + half) >> s, XLIM);
 }
 
 static ATTR_AVX2 inline uint32_t hmax_epu32(__m256i v) {
@@ -499,57 +699,41 @@ ATTR_AVX2 int64_t atm_ek_ln_center_avx2(const int32_t *x, int d, int32_t mean, i
     return vs;
 }
 
-ATTR_AVX2 void atm_ek_ln_out_avx2(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg, int sb) {
-    const int64_t hg = (int64_t)1 << (sg - 1);
-    const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0;
-    const __m256i R = _mm256_set1_epi32(r15), HG = _mm256_set1_epi64x(hg), HB = _mm256_set1_epi32(hb);
-    const __m256i L = _mm256_set1_epi64x(32767);
-    const __m128i cg = _mm_cvtsi32_si128(sg), cgl = _mm_cvtsi32_si128(64 - sg);
-    const __m128i cbr = _mm_cvtsi32_si128(sb >= 1 ? sb : 0), cbl = _mm_cvtsi32_si128(sb >= 1 ? 0 : -sb);
-    int i = 0;
-    for (; i + 8 <= d; i += 8) {
-        const __m256i uu = _mm256_cvtepi16_epi32(LOAD128(u + i));
-        const __m256i gr = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(LOAD128(g + 2 * i)), R);
-        const __m256i bt = _mm256_sra_epi32(_mm256_add_epi32(_mm256_sll_epi32(_mm256_cvtepi16_epi32(LOAD128(b + 2 * i)), cbl), HB), cbr);
-        __m256i pe = sra64(_mm256_add_epi64(_mm256_mul_epi32(uu, gr), HG), cg, cgl);
-        __m256i po = sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(uu, 32), _mm256_srli_epi64(gr, 32)), HG),
-                           cg, cgl);
-        pe = clamp64(_mm256_add_epi64(pe, even64(bt)), L);
-        po = clamp64(_mm256_add_epi64(po, odd64(bt)), L);
-        store8x16(u + i, join64(pe, po));
-    }
-    const int32_t mb = sb >= 1 ? 1 : (int32_t)1 << -sb;
-    const int s_b = sb >= 1 ? sb : 0;
-    for (; i < d; i++) {
-        const int32_t gr = r15 * atm_rd_i16le(g + 2 * i);
-        u[i] = atm_sat16((((int64_t)u[i] * gr + hg) >> sg) + ((atm_rd_i16le(b + 2 * i) * mb + hb) >> s_b));
-    }
-}
-
-ATTR_AVX2 void atm_ek_ssm_avx2(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
-    /* sb <= 0: a left shift (bc u * 2^-sb, exact); sb >= 1: rounding right shift */
-    const int64_t hb = sb >= 1 ? (int64_t)1 << (sb - 1) : 0, mb = sb >= 1 ? 1 : (int64_t)1 << -sb;
-    const int s_b = sb >= 1 ? sb : 0;
-    const __m256i HA = _mm256_set1_epi64x(1 << 14), HB = _mm256_set1_epi64x(hb), L = _mm256_set1_epi64x(XLIM);
-    const __m128i c15 = _mm_cvtsi32_si128(15), c15l = _mm_cvtsi32_si128(49);
-    const __m128i cb = _mm_cvtsi32_si128(s_b), cbl = _mm_cvtsi32_si128(64 - s_b), cup = _mm_cvtsi32_si128(sb >= 1 ? 0 : -sb);
+/* conv taps for K = 5, channels [0, nc - nc % 8): the two words of eight
+ * channels' taps (taps 0-3 in one, tap 4 in the low byte of the other)
+ * from four 16-byte loads 10 bytes apart and byte shuffles, without
+ * gathers (their latency was most of this kernel); reads up to t[5 nc + 5];
+ * returns the channels done */
+static ATTR_AVX2 int conv5_avx2(const int8_t *t, int nc, const int16_t *u, const int8_t *const *rp,
+                                const __m128i *sh, int taps, int32_t *acc) {
+    const __m128i a_lo = _mm_setr_epi8(0, 1, 2, 3, 5, 6, 7, 8, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i a_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 2, 3, 5, 6, 7, 8);
+    const __m128i b_lo = _mm_setr_epi8(4, -1, -1, -1, 9, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i b_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 4, -1, -1, -1, 9, -1, -1, -1);
     int c = 0;
-    for (; c + 8 <= d; c += 8) {
-        const __m256i ss = LOADU(s + c), aa = _mm256_cvtepi16_epi32(LOAD128(a + 2 * c));
-        const __m256i bu = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(LOAD128(bc + 2 * c)),
-                                              _mm256_cvtepi16_epi32(LOAD128(u + c)));      /* |.| <= 2^30 */
-        __m256i pe = sra64(_mm256_add_epi64(_mm256_mul_epi32(aa, ss), HA), c15, c15l);
-        __m256i po = sra64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(aa, 32), _mm256_srli_epi64(ss, 32)), HA),
-                           c15, c15l);
-        pe = clamp64(_mm256_add_epi64(pe, sra64(_mm256_add_epi64(_mm256_sll_epi64(even64(bu), cup), HB), cb, cbl)), L);
-        po = clamp64(_mm256_add_epi64(po, sra64(_mm256_add_epi64(_mm256_sll_epi64(odd64(bu), cup), HB), cb, cbl)), L);
-        _mm256_storeu_si256((__m256i *)(void *)(s + c), join64(pe, po));
+    for (; c + 8 <= nc; c += 8) {
+        const int8_t *p = t + 5 * c;
+        const __m128i L0 = LOAD128(p), L1 = LOAD128(p + 10), L2 = LOAD128(p + 20), L3 = LOAD128(p + 30);
+        const __m256i w = _mm256_set_m128i(_mm_or_si128(_mm_shuffle_epi8(L2, a_lo), _mm_shuffle_epi8(L3, a_hi)),
+                                           _mm_or_si128(_mm_shuffle_epi8(L0, a_lo), _mm_shuffle_epi8(L1, a_hi)));
+        __m256i a = _mm256_sign_epi32(_mm256_cvtepi16_epi32(LOAD128(u + c)), _mm256_srai_epi32(_mm256_slli_epi32(w, 24), 24));
+        for (int j = 1; j < taps && j < 4; j++) {
+            const __m256i tj = _mm256_srai_epi32(_mm256_sll_epi32(w, _mm_cvtsi32_si128(24 - 8 * j)), 24);
+            const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[j] + c))),
+                                               sh[j]);
+            a = _mm256_add_epi32(a, _mm256_sign_epi32(v, tj));
+        }
+        if (taps == 5) {
+            const __m256i w4 = _mm256_set_m128i(_mm_or_si128(_mm_shuffle_epi8(L2, b_lo), _mm_shuffle_epi8(L3, b_hi)),
+                                                _mm_or_si128(_mm_shuffle_epi8(L0, b_lo), _mm_shuffle_epi8(L1, b_hi)));
+            const __m256i t4 = _mm256_srai_epi32(_mm256_slli_epi32(w4, 24), 24);
+            const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[4] + c))),
+                                               sh[4]);
+            a = _mm256_add_epi32(a, _mm256_sign_epi32(v, t4));
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(acc + c), a);
     }
-    for (; c < d; c++) {
-        const int64_t v = (((int64_t)atm_rd_i16le(a + 2 * c) * s[c] + (1 << 14)) >> 15)
-                        + (((int64_t)(atm_rd_i16le(bc + 2 * c) * u[c]) * mb + hb) >> s_b);
-        s[c] = atm_clamp32(v, XLIM);
-    }
+    return c;
 }
 
 ATTR_AVX2 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u, const int8_t *ring, int ld,
@@ -563,39 +747,7 @@ ATTR_AVX2 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u
         sh[j] = _mm_cvtsi32_si128(rexp[slot]);
     }
     const __m256i lane = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(K));
-    int c = 0;
-    if (K == 5) {
-        /* the two words of eight channels' taps (taps 0-3 in one, tap 4 in
-         * the low byte of the other) from four 16-byte loads 10 bytes apart
-         * and byte shuffles, without gathers (their latency was most of
-         * this kernel); reads up to t[5 nc + 5] */
-        const __m128i a_lo = _mm_setr_epi8(0, 1, 2, 3, 5, 6, 7, 8, -1, -1, -1, -1, -1, -1, -1, -1);
-        const __m128i a_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 2, 3, 5, 6, 7, 8);
-        const __m128i b_lo = _mm_setr_epi8(4, -1, -1, -1, 9, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-        const __m128i b_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 4, -1, -1, -1, 9, -1, -1, -1);
-        for (; c + 8 <= nc; c += 8) {
-            const int8_t *p = t + 5 * c;
-            const __m128i L0 = LOAD128(p), L1 = LOAD128(p + 10), L2 = LOAD128(p + 20), L3 = LOAD128(p + 30);
-            const __m256i w = _mm256_set_m128i(_mm_or_si128(_mm_shuffle_epi8(L2, a_lo), _mm_shuffle_epi8(L3, a_hi)),
-                                               _mm_or_si128(_mm_shuffle_epi8(L0, a_lo), _mm_shuffle_epi8(L1, a_hi)));
-            __m256i a = _mm256_sign_epi32(_mm256_cvtepi16_epi32(LOAD128(u + c)), _mm256_srai_epi32(_mm256_slli_epi32(w, 24), 24));
-            for (int j = 1; j < taps && j < 4; j++) {
-                const __m256i tj = _mm256_srai_epi32(_mm256_sll_epi32(w, _mm_cvtsi32_si128(24 - 8 * j)), 24);
-                const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[j] + c))),
-                                                   sh[j]);
-                a = _mm256_add_epi32(a, _mm256_sign_epi32(v, tj));
-            }
-            if (taps == 5) {
-                const __m256i w4 = _mm256_set_m128i(_mm_or_si128(_mm_shuffle_epi8(L2, b_lo), _mm_shuffle_epi8(L3, b_hi)),
-                                                    _mm_or_si128(_mm_shuffle_epi8(L0, b_lo), _mm_shuffle_epi8(L1, b_hi)));
-                const __m256i t4 = _mm256_srai_epi32(_mm256_slli_epi32(w4, 24), 24);
-                const __m256i v = _mm256_sll_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(rp[4] + c))),
-                                                   sh[4]);
-                a = _mm256_add_epi32(a, _mm256_sign_epi32(v, t4));
-            }
-            _mm256_storeu_si256((__m256i *)(void *)(acc + c), a);
-        }
-    }
+    int c = K == 5 ? conv5_avx2(t, nc, u, rp, sh, taps, acc) : 0;
     for (; c + 8 <= nc; c += 8) {
         const __m256i base = _mm256_add_epi32(lane, _mm256_set1_epi32(c * K));
         /* one gather brings four taps of each channel (its word's bytes) */
@@ -615,239 +767,6 @@ ATTR_AVX2 void atm_ek_conv_avx2(const int8_t *t, int K, int nc, const int16_t *u
         for (int j = 1; j < taps; j++) a += t[c * K + j] * (rp[j][c] * (1 << _mm_cvtsi128_si32(sh[j])));
         acc[c] = a;
     }
-}
-
-ATTR_AVX2 void atm_ek_scores_avx2(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase, int32_t *out) {
-    const __m256i MS = _mm256_set1_epi64x(ms), SB = _mm256_set1_epi64x(sbase), ONE = _mm256_set1_epi64x(1);
-    const __m256i L = _mm256_set1_epi64x(XLIM), C64 = _mm256_set1_epi64x(64);
-    const __m256i S0 = _mm256_setzero_si256();
-    int j = 0;
-    for (; j + 4 <= n; j += 4) {
-        uint32_t k4 = (uint32_t)kexp[j] | (uint32_t)kexp[j + 1] << 8 | (uint32_t)kexp[j + 2] << 16 | (uint32_t)kexp[j + 3] << 24;
-        const __m256i sv = _mm256_sub_epi64(SB, _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((int)k4)));
-        /* the rounding shift needs 1 <= s <= 62 in every lane; else the scalar rule */
-        if (!_mm256_testz_si256(_mm256_or_si256(_mm256_cmpgt_epi64(ONE, sv), _mm256_cmpgt_epi64(sv, _mm256_set1_epi64x(62))),
-                                _mm256_set1_epi64x(-1))) break;
-        __m256i p = _mm256_mul_epi32(_mm256_cvtepi32_epi64(LOAD128(dots + j)), MS);
-        p = _mm256_add_epi64(p, _mm256_sllv_epi64(ONE, _mm256_sub_epi64(sv, ONE)));
-        const __m256i sign = _mm256_cmpgt_epi64(S0, p);
-        p = _mm256_or_si256(_mm256_srlv_epi64(p, sv), _mm256_sllv_epi64(sign, _mm256_sub_epi64(C64, sv)));
-        _mm_storeu_si128((__m128i *)(void *)(out + j), narrow64(clamp64(p, L)));
-    }
-    for (; j < n; j++) {
-        const int64_t r = atm_rnd64((int64_t)dots[j] * ms, sbase - kexp[j]);
-        out[j] = atm_clamp32(r, XLIM);
-    }
-}
-
-/* ---- AVX-512: elementwise kernels (native 64-bit arithmetic shifts,
- * min / max and narrowing stores; tails through masks) ---- */
-
-#define XLIM64 ((int64_t)(1 << 30) - 1)
-#define LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-
-static ATTR_AVX512 inline __m512i clamp512(__m512i v, __m512i lim) {
-    return _mm512_max_epi64(_mm512_min_epi64(v, lim), _mm512_sub_epi64(_mm512_setzero_si512(), lim));
-}
-
-ATTR_AVX512 void atm_ek_addsc_avx512(int32_t *x, const int32_t *v, int n, int32_t mul, int s) {
-    const int64_t half = (int64_t)1 << (s - 1);
-    const __m512i M = _mm512_set1_epi64(mul), H = _mm512_set1_epi64(half), L = _mm512_set1_epi64(XLIM64);
-    const __m128i cnt = _mm_cvtsi32_si128(s);
-    for (int c = 0; c < n; c += 8) {
-        const __mmask8 k = n - c >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - c)) - 1u);
-        const __m512i vv = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, v + c));
-        const __m512i xx = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, x + c));
-        __m512i p = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(vv, M), H), cnt);
-        p = clamp512(_mm512_add_epi64(p, xx), L);
-        _mm512_mask_cvtepi64_storeu_epi32(x + c, k, p);
-    }
-}
-
-ATTR_AVX512 void atm_ek_scale_avx512(int32_t *v, int n, int32_t mul, int s) {
-    const int64_t half = (int64_t)1 << (s - 1);
-    const __m512i M = _mm512_set1_epi64(mul), H = _mm512_set1_epi64(half), L = _mm512_set1_epi64(XLIM64);
-    const __m128i cnt = _mm_cvtsi32_si128(s);
-    for (int c = 0; c < n; c += 8) {
-        const __mmask8 k = n - c >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - c)) - 1u);
-        const __m512i vv = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, v + c));
-        const __m512i p = clamp512(_mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(vv, M), H), cnt), L);
-        _mm512_mask_cvtepi64_storeu_epi32(v + c, k, p);
-    }
-}
-
-ATTR_AVX512 void atm_ek_ln_out_avx512(int16_t *u, const uint8_t *g, const uint8_t *b, int d, int32_t r15, int sg,
-                                      int sb) {
-    const int64_t hg = (int64_t)1 << (sg - 1);
-    const int32_t hb = sb >= 1 ? (int32_t)1 << (sb - 1) : 0;
-    const __m256i R = _mm256_set1_epi32(r15), HB = _mm256_set1_epi32(hb);
-    const __m512i HG = _mm512_set1_epi64(hg), L = _mm512_set1_epi64(32767);
-    const __m128i cg = _mm_cvtsi32_si128(sg);
-    const __m128i cbr = _mm_cvtsi32_si128(sb >= 1 ? sb : 0), cbl = _mm_cvtsi32_si128(sb >= 1 ? 0 : -sb);
-    for (int i = 0; i < d; i += 8) {
-        const __mmask8 k = d - i >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (d - i)) - 1u);
-        const __m512i uu = _mm512_cvtepi16_epi64(_mm_maskz_loadu_epi16(k, u + i));
-        const __m256i gr = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16(k, g + 2 * i)), R);
-        const __m256i bt = _mm256_sra_epi32(_mm256_add_epi32(_mm256_sll_epi32(
-                               _mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16(k, b + 2 * i)), cbl), HB), cbr);
-        __m512i p = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(uu, _mm512_cvtepi32_epi64(gr)), HG), cg);
-        p = clamp512(_mm512_add_epi64(p, _mm512_cvtepi32_epi64(bt)), L);
-        _mm512_mask_cvtepi64_storeu_epi16(u + i, k, p);
-    }
-}
-
-ATTR_AVX512 void atm_ek_ssm_avx512(int32_t *s, const uint8_t *a, const uint8_t *bc, const int16_t *u, int d, int sb) {
-    const int64_t hb = sb >= 1 ? (int64_t)1 << (sb - 1) : 0;
-    const __m512i HA = _mm512_set1_epi64(1 << 14), HB = _mm512_set1_epi64(hb), L = _mm512_set1_epi64(XLIM64);
-    const __m128i c15 = _mm_cvtsi32_si128(15), cb = _mm_cvtsi32_si128(sb >= 1 ? sb : 0);
-    const __m128i cup = _mm_cvtsi32_si128(sb >= 1 ? 0 : -sb);
-    for (int c = 0; c < d; c += 8) {
-        const __mmask8 k = d - c >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (d - c)) - 1u);
-        const __m512i ss = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, s + c));
-        const __m512i aa = _mm512_cvtepi16_epi64(_mm_maskz_loadu_epi16(k, a + 2 * c));
-        const __m256i bu = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16(k, bc + 2 * c)),
-                                              _mm256_cvtepi16_epi32(_mm_maskz_loadu_epi16(k, u + c)));   /* |.| <= 2^30 */
-        const __m512i pa = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(aa, ss), HA), c15);
-        const __m512i pb = _mm512_sra_epi64(_mm512_add_epi64(_mm512_sll_epi64(_mm512_cvtepi32_epi64(bu), cup), HB), cb);
-        _mm512_mask_cvtepi64_storeu_epi32(s + c, k, clamp512(_mm512_add_epi64(pa, pb), L));
-    }
-}
-
-ATTR_AVX512 void atm_ek_scores_avx512(const int32_t *dots, const uint8_t *kexp, int n, int64_t ms, int sbase,
-                                      int32_t *out) {
-    const __m512i MS = _mm512_set1_epi64(ms), SB = _mm512_set1_epi64(sbase), ONE = _mm512_set1_epi64(1);
-    const __m512i L = _mm512_set1_epi64(XLIM64), S62 = _mm512_set1_epi64(62);
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        const __m512i sv = _mm512_sub_epi64(SB, _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(const void *)(kexp + j))));
-        /* the rounding shift needs 1 <= s <= 62 in every lane; else the scalar rule */
-        if (_mm512_cmplt_epi64_mask(sv, ONE) | _mm512_cmpgt_epi64_mask(sv, S62)) break;
-        __m512i p = _mm512_mul_epi32(_mm512_cvtepi32_epi64(LOAD256(dots + j)), MS);
-        p = _mm512_srav_epi64(_mm512_add_epi64(p, _mm512_sllv_epi64(ONE, _mm512_sub_epi64(sv, ONE))), sv);
-        _mm256_storeu_si256((__m256i *)(void *)(out + j), _mm512_cvtepi64_epi32(clamp512(p, L)));
-    }
-    for (; j < n; j++) out[j] = atm_clamp32(atm_rnd64((int64_t)dots[j] * ms, sbase - kexp[j]), (1 << 30) - 1);
-}
-
-/* ---- AVX-512 VNNI ---- */
-
-/* cols == 64: a row is 16 bytes, so one 64-byte load holds 4 rows, one per
- * 128-bit lane; field p of every lane is extracted with one shift and the
- * activations of field p are broadcast to the 4 lanes. Each lane
- * accumulates its row; 8 rows (two vectors) are reduced together. Loads of
- * the last rows are masked to the matrix. */
-static ATTR_AVX512 void matvec64_avx512(const uint8_t *b, uint32_t rows, const atm_ek_vec *v, int32_t *out) {
-    const __m512i m3 = _mm512_set1_epi8(3);
-    const __m512i lut_t = _mm512_set1_epi32(-0x00FFFF00);   /* bytes 0, 1, 0, -1 (0xFF000100) */
-    const __m512i lut_t1 = _mm512_set1_epi32(0x00010201);    /* bytes 1, 2, 1, 0: t + 1 */
-    __m512i lo[4], hi[4];
-    for (int p = 0; p < 4; p++) {
-        lo[p] = _mm512_broadcast_i32x4(LOAD128(v->lo + 16 * p));
-        hi[p] = _mm512_broadcast_i32x4(LOAD128(v->hi + 16 * p));
-    }
-    const __m256i corr = _mm256_set1_epi32(256 * v->hsum);
-    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
-    for (uint32_t r0 = 0; r0 < rows; r0 += 8) {
-        __m512i acc[2];
-        UNROLL8
-        for (int h = 0; h < 2; h++) {
-            const uint32_t first = r0 + 4 * (uint32_t)h;
-            const uint32_t nr = first >= rows ? 0 : (rows - first < 4 ? rows - first : 4);
-            const __mmask64 mk = nr == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * nr)) - 1);
-            const __m512i w = _mm512_maskz_loadu_epi8(mk, b + (size_t)first * 16);
-            __m512i alo = _mm512_setzero_si512(), ahi = _mm512_setzero_si512();
-            UNROLL8
-            for (int p = 0; p < 4; p++) {
-                const __m512i code = _mm512_and_si512(_mm512_srl_epi16(w, _mm_cvtsi32_si128(2 * p)), m3);
-                alo = _mm512_dpbusd_epi32(alo, lo[p], _mm512_shuffle_epi8(lut_t, code));
-                ahi = _mm512_dpbusd_epi32(ahi, _mm512_shuffle_epi8(lut_t1, code), hi[p]);
-            }
-            acc[h] = _mm512_add_epi32(alo, _mm512_slli_epi32(ahi, 8));
-        }
-        /* per 128-bit lane: rows (lane, 4 + lane); sum each lane's 4 entries */
-        const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[0], acc[1]), _mm512_unpackhi_epi32(acc[0], acc[1]));
-        const __m512i u = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x4E));
-        const __m256i s = _mm256_sub_epi32(_mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, u)), corr);
-        const uint32_t m = rows - r0 < 8 ? rows - r0 : 8;
-        _mm256_mask_storeu_epi32(out + r0, (__mmask8)((1u << m) - 1u), s);
-    }
-}
-
-ATTR_AVX512 void atm_ek_matvec_avx512(const uint8_t *b, uint32_t rows, uint32_t cols, const atm_ek_vec *v,
-                                      int32_t *out) {
-    if (cols == 64) { matvec64_avx512(b, rows, v, out); return; }
-    const uint32_t nb = cols / 4, nfull = nb / 16, tail = nb % 16;
-    const __mmask16 tmask = (__mmask16)((1u << tail) - 1u);
-    const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0002000200020002LL, 0x0002000200020002LL,
-                                             0x0004000400040004LL, 0x0004000400040004LL,
-                                             0x0006000600060006LL, 0x0006000600060006LL);
-    const __m512i m3 = _mm512_set1_epi8(3);
-    const __m512i lut_t = _mm512_set1_epi32(-0x00FFFF00);   /* bytes 0, 1, 0, -1 (0xFF000100) */
-    const __m512i lut_t1 = _mm512_set1_epi32(0x00010201);    /* bytes 1, 2, 1, 0: t + 1 */
-    const __m512i *lo = (const __m512i *)(const void *)v->lo, *hi = (const __m512i *)(const void *)v->hi;
-    const __m256i corr = _mm256_set1_epi32(256 * v->hsum);
-    for (uint32_t r0 = 0; r0 < rows; r0 += 8) {
-        const uint32_t m = rows - r0 < 8 ? rows - r0 : 8;
-        __m256i acc[8];
-        UNROLL8
-        for (uint32_t u = 0; u < 8; u++) {
-            __m512i alo = _mm512_setzero_si512(), ahi = _mm512_setzero_si512();
-            if (u < m) {
-                const uint8_t *rb = b + (size_t)(r0 + u) * nb;
-                for (uint32_t g = 0; g <= nfull; g++) {
-                    __m128i bytes;
-                    if (g < nfull) bytes = LOAD128(rb + 16 * g);
-                    else if (tail) bytes = _mm_maskz_loadu_epi8(tmask, rb + 16 * g);
-                    else break;
-                    const __m512i code = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i32x4(bytes), shifts), m3);
-                    alo = _mm512_dpbusd_epi32(alo, _mm512_loadu_si512(lo + g), _mm512_shuffle_epi8(lut_t, code));
-                    ahi = _mm512_dpbusd_epi32(ahi, _mm512_shuffle_epi8(lut_t1, code), _mm512_loadu_si512(hi + g));
-                }
-            }
-            const __m512i a = _mm512_add_epi32(alo, _mm512_slli_epi32(ahi, 8));
-            acc[u] = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-        }
-        const __m256i s = _mm256_sub_epi32(hsum8_avx2(acc), corr);
-        if (m == 8) _mm256_storeu_si256((__m256i *)(void *)(out + r0), s);
-        else {
-            int32_t r[8];
-            _mm256_storeu_si256((__m256i *)(void *)r, s);
-            for (uint32_t u = 0; u < m; u++) out[r0 + u] = r[u];
-        }
-    }
-}
-
-/* atm_ek_t5_to_t2_avx2 with 32 bytes (8 groups) per step: the same digit
- * arithmetic on 32 words; each 128-bit lane then holds 10 output bytes,
- * written with a 10-byte mask. */
-ATTR_AVX512 void atm_ek_t5_to_t2_avx512(const uint8_t *p, uint32_t nbytes, uint32_t g0, uint32_t ng, uint8_t *out) {
-    const __m512i t9 = _mm512_broadcast_i32x4(_mm_setr_epi8(T9V(0), T9V(1), T9V(2), T9V(3), T9V(4), T9V(5), T9V(6),
-                                                            T9V(7), T9V(8), 0, 0, 0, 0, 0, 0, 0));
-    const __m512i t3 = _mm512_broadcast_i32x4(_mm_setr_epi8(3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
-    const __m512i k9 = _mm512_set1_epi16(9), kdiv = _mm512_set1_epi16(7282), lo8 = _mm512_set1_epi16(0xFF);
-    const __m512i bad = _mm512_set1_epi16(242), pair = _mm512_set1_epi32(0x04000001);   /* words 1, 1024 */
-    const __m512i low32 = _mm512_set1_epi64(0xFFFFFFFF);
-    const __m512i pack = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 8, 9, 10, 11, 12, -1, -1, -1, -1, -1, -1));
-    uint32_t g = 0, j = 4 * g0;
-    for (; g + 8 <= ng && j + 32 <= nbytes; g += 8, j += 32, out += 40) {
-        const __m512i b = _mm512_cvtepu8_epi16(LOAD256(p + j));
-        const __m512i q = _mm512_mulhi_epu16(b, kdiv);
-        const __m512i l = _mm512_sub_epi16(b, _mm512_mullo_epi16(q, k9));
-        const __m512i q2 = _mm512_mulhi_epu16(q, kdiv);
-        const __m512i l2 = _mm512_sub_epi16(q, _mm512_mullo_epi16(q2, k9));
-        __m512i c = _mm512_and_si512(_mm512_shuffle_epi8(t9, l), lo8);
-        c = _mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(_mm512_shuffle_epi8(t9, l2), lo8), 4));
-        c = _mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(_mm512_shuffle_epi8(t3, q2), lo8), 8));
-        c = _mm512_maskz_mov_epi16(_mm512_cmple_epu16_mask(b, bad), c);
-        const __m512i w20 = _mm512_madd_epi16(c, pair);                           /* c0 + 1024 c1 */
-        const __m512i w40 = _mm512_or_si512(_mm512_and_si512(w20, low32), _mm512_slli_epi64(_mm512_srli_epi64(w20, 32), 20));
-        const __m512i by = _mm512_shuffle_epi8(w40, pack);                        /* 10 bytes per lane */
-        _mm_mask_storeu_epi8(out, 0x3FF, _mm512_castsi512_si128(by));
-        _mm_mask_storeu_epi8(out + 10, 0x3FF, _mm512_extracti32x4_epi32(by, 1));
-        _mm_mask_storeu_epi8(out + 20, 0x3FF, _mm512_extracti32x4_epi32(by, 2));
-        _mm_mask_storeu_epi8(out + 30, 0x3FF, _mm512_extracti32x4_epi32(by, 3));
-    }
-    if (g < ng) atm_ek_t5_to_t2_avx2(p, nbytes, g0 + g, ng - g, out);
 }
 
 /* ---- attention's kept set ----

@@ -1,6 +1,6 @@
 // tests/node/wasm-engine-kernels.test.mjs — the integer engine's wasm SIMD128
 // ternary row kernel (core/engine_wasm.c, ATM_KERNEL_WASM) against its
-// plain-C twin atm_ek_matvec_ref (core/engine.c) and against the exact sum
+// plain-C twin atm_ek_matvec_ref (core/engine_ref.c) and against the exact sum
 // computed here in JS, through atome.wasm's test entry atome_ek_matvec.
 // Integer kernels: the results must be equal bit for bit, not close.
 //
