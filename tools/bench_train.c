@@ -260,7 +260,7 @@ static int run_one(const bench_args *a, const char *cfgname, const char *kname, 
 /* GFLOP/s of forward, dinp-only, dw-only and both-gradient backward (the
  * training step's call) for the (IC, OC) shapes of atome-60k, vanilla-60k
  * and atome-944k with N = B*(seq-1) rows, on each thread count of
- * --threads (the pool's split, core/train/kernels.c). Each figure is the
+ * --threads (the pool's split, core/train/kernels/kernels.c). Each figure is the
  * best of 40 timed batches of calls: thread CPU time on one thread only,
  * wall time as soon as any count is above one; vs_1t is the both-gradient
  * backward's ratio to the first count. */

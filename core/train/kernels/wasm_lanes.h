@@ -1,4 +1,4 @@
-/* core/train/wasm_lanes.h — partial-vector loads and stores for the wasm
+/* core/train/kernels/wasm_lanes.h — partial-vector loads and stores for the wasm
  * SIMD128 training kernels (kernels_wasm.c, kernels_layers_wasm.c).
  *
  * wasm has no masked loads: a column tail of n = 1..3 floats is read with

@@ -1,4 +1,4 @@
-/* core/train/kernels_x86_layers_tmpl.h — the generic layers of one SIMD layer
+/* core/train/kernels/kernels_x86_layers_tmpl.h — the generic layers of one SIMD layer
  * kernel set (kernels_layers.h): layernorm, cross-entropy, exp, softmax;
  * instantiated by kernels_x86.c once per x86 instruction set right after
  * kernels_x86_tmpl.h, and by kernels_layers_wasm.c for wasm SIMD128 (never
@@ -31,7 +31,7 @@
  * the row length, so results never depend on N, on the row's position or on
  * pointer alignment. Entry points end with vzeroupper (see kernels_x86_tmpl.h)
  * and call no libm function while upper vector halves may be dirty. */
-#include "kernels_layers.h"
+#include "../kernels_layers.h"
 
 #define KL_CAT2(a, b) a##_##b
 #define KL_CAT(a, b) KL_CAT2(a, b)

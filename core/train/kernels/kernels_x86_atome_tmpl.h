@@ -1,10 +1,10 @@
-/* core/train/kernels_x86_atome_tmpl.h — the atome pathway primitives of one
+/* core/train/kernels/kernels_x86_atome_tmpl.h — the atome pathway primitives of one
  * SIMD layer kernel set (atome_layers.h, kernels_layers.h), instantiated by
  * kernels_x86.c once per x86 instruction set and by kernels_layers_wasm.c for
  * wasm SIMD128, after kernels_x86_layers_tmpl.h (whose kl_softmax it uses;
  * never included elsewhere).
  *
- * Contract: the bits of the _ref functions of atome.c. Every output element
+ * Contract: the bits of the _ref functions of pathways_ref.c. Every output element
  * goes through the reference's operations in the reference's order, only
  * several elements at a time: separate multiply and add (the file is built
  * with -ffp-contract=off and uses no fused multiply-add here), sums over
@@ -30,7 +30,7 @@
  *                        KX_BM_BITS(x) KX_BM_FROM(bits) KX_BM_KEEP(m,v) (v, 0
  *                        outside m) KX_BLEND(m,a,b) (b where m, else a)
  *   KX_VI KX_SET1I(x) KX_BLENDI(m,a,b) KX_STOREI(p,v)   the same for int32 lanes
- *   KX_DOT8(a,b,n)       dotf of atome.c (its eight lanes, combined as there)
+ *   KX_DOT8(a,b,n)       dotf of vecf.h (its eight lanes, combined as there)
  *   KX_DOT8_AXPY(a,b,n,y,r)  the same, and y[i] += r * a[i] in the same pass
  * and may define:
  *   KX_LIBM_SOFTMAX      the set's softmax is atm_softmax_ref (libm expf):
@@ -41,7 +41,7 @@
  *   KX_CONV_NV           conv forward vectors side by side (default 1)
  *   KX_NO_ATTN_BACKWARD  the set uses the reference attention backward
  */
-#include "atome_layers.h"
+#include "../atome_layers.h"
 
 #define KA_CAT2(a, b) a##_##b
 #define KA_CAT(a, b) KA_CAT2(a, b)
@@ -67,7 +67,7 @@
  * next to the top-k slots (32 zmm, 16 ymm). */
 #define KA_JG (KX_VL == 16 ? 8 : 4)
 
-/* y[i] += a * x[i], i < n: axpyf of atome.c. */
+/* y[i] += a * x[i], i < n: axpyf of vecf.h. */
 KA_INLINE void KA(ka_axpy)(float *y, float a, const float *x, int n) {
     const KX_V av = KX_SET1(a);
     int i = 0;

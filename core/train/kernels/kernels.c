@@ -1,4 +1,4 @@
-/* core/train/kernels.c — run-time choice of the training matmul kernels.
+/* core/train/kernels/kernels.c — run-time choice of the training matmul kernels.
  *
  * Contract (see kernels.h): atm_matmul_forward/backward call the kernel set
  * chosen on first use: ATOME_KERNELS if it names an available set, else the
@@ -9,8 +9,8 @@
  * (kernels_wasm.c, atm_matmul_*_wasm) is in the table whenever the build has
  * __wasm_simd128__ (-msimd128). No threads: the choice is a plain static written
  * once (every writer writes the same value). */
-#include "kernels.h"
-#include "pool.h"
+#include "../kernels.h"
+#include "../pool.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

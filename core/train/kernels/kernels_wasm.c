@@ -1,4 +1,4 @@
-/* core/train/kernels_wasm.c — wasm SIMD128 matmul kernels (wasm -msimd128 only):
+/* core/train/kernels/kernels_wasm.c — wasm SIMD128 matmul kernels (wasm -msimd128 only):
  * the third instance of the matmul template kernels_x86_tmpl.h, with the
  * 4-lane macros and tile shapes of kernels_wasm_lanes.h.
  *
@@ -31,7 +31,7 @@
 #if defined(__wasm_simd128__)
 #include <stddef.h>
 #include "kernels_wasm_lanes.h"
-#include "kernels.h"
+#include "../kernels.h"
 
 #include "kernels_x86_tmpl.h"
 

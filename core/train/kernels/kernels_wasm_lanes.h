@@ -1,4 +1,4 @@
-/* core/train/kernels_wasm_lanes.h — the wasm SIMD128 lanes of the shared
+/* core/train/kernels/kernels_wasm_lanes.h — the wasm SIMD128 lanes of the shared
  * kernel templates (kernels_x86_tmpl.h for the matmuls, kernels_x86_layers_tmpl.h
  * and kernels_x86_atome_tmpl.h for the layers): the KX_* macros those
  * templates take from their includer, defined on 4-float v128_t vectors,
@@ -60,7 +60,7 @@ KX_INL v128_t kx_gather_wasm(const float *p, v128_t idx, int n) {
     return v;
 }
 
-/* dotf of atome.c: lane l (of 8: lanes 0-3 in lo, 4-7 in hi) sums a[i]*b[i]
+/* dotf of vecf.h: lane l (of 8: lanes 0-3 in lo, 4-7 in hi) sums a[i]*b[i]
  * over i = l mod 8 in order, the tail past the last full 8 goes to lane 0,
  * and the lanes combine as ((l0+l4)+(l1+l5)) + ((l2+l6)+(l3+l7)). */
 KX_INL float kx_dot8_wasm(const float *a, const float *b, int n) {

@@ -1,4 +1,4 @@
-/* core/train/kernels_x86_tmpl.h — one SIMD matmul kernel set, instantiated
+/* core/train/kernels/kernels_x86_tmpl.h — one SIMD matmul kernel set, instantiated
  * by kernels_x86.c once per x86 instruction set (AVX2, AVX-512) and by
  * kernels_wasm.c for wasm SIMD128 (macros of kernels_wasm_lanes.h; never
  * included elsewhere). The name predates the wasm instance.

@@ -1,9 +1,9 @@
-/* core/train/layers.c — reference float32 layers (see layers.h). Plain C,
+/* core/train/kernels/layers.c — reference float32 layers (see layers.h). Plain C,
  * compiled with -ffp-contract=off; the trainer may use libm here. The _ref
  * functions are the reference twins of the dispatched kernels (kernels.c for
  * the matmuls, kernels_layers.c for layernorm, cross-entropy, softmax and
  * exp). */
-#include "layers.h"
+#include "../layers.h"
 #include <math.h>
 #include <string.h>
 

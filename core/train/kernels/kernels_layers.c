@@ -1,4 +1,4 @@
-/* core/train/kernels_layers.c — run-time choice of the layer kernels
+/* core/train/kernels/kernels_layers.c — run-time choice of the layer kernels
  * (kernels_layers.h) and the dispatched entry points atm_layernorm_*,
  * atm_xent_*, atm_softmax (layers.h) and the atome pathway primitives
  * atm_atome_* (atome_layers.h).
@@ -11,10 +11,10 @@
  * name pointer, which is the same string for as long as the matmul set stays
  * selected. The entry points share their work with the thread pool
  * (pool.h) as described below. */
-#include "kernels_layers.h"
-#include "atome_layers.h"
-#include "kernels.h"
-#include "pool.h"
+#include "../kernels_layers.h"
+#include "../atome_layers.h"
+#include "../kernels.h"
+#include "../pool.h"
 #include <stdlib.h>
 #include <string.h>
 

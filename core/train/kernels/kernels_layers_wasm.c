@@ -1,4 +1,4 @@
-/* core/train/kernels_layers_wasm.c — wasm SIMD128 layer kernels (wasm
+/* core/train/kernels/kernels_layers_wasm.c — wasm SIMD128 layer kernels (wasm
  * -msimd128 only): the third instance of the shared layer templates
  * (kernels_x86_layers_tmpl.h, kernels_x86_atome_tmpl.h; their contracts, on
  * 4-float vectors), with the lane macros and loop-shape knobs of
@@ -20,8 +20,8 @@
 #include <math.h>
 #include <stddef.h>
 #include "kernels_wasm_lanes.h"
-#include "atome_layers.h"
-#include "kernels_layers.h"
+#include "../atome_layers.h"
+#include "../kernels_layers.h"
 
 #include "kernels_x86_layers_tmpl.h"
 #include "kernels_x86_atome_tmpl.h"

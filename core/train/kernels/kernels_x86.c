@@ -1,4 +1,4 @@
-/* core/train/kernels_x86.c — AVX2+FMA and AVX-512 kernels (x86 only): the
+/* core/train/kernels/kernels_x86.c — AVX2+FMA and AVX-512 kernels (x86 only): the
  * matmuls and the layer kernels.
  *
  * Contract: atm_matmul_{forward,backward}_{avx2,avx512} compute what the _ref
@@ -17,7 +17,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stddef.h>
-#include "kernels.h"
+#include "../kernels.h"
 
 /* ------------------------------------------------------------ vector exp
  * exp(x) = 2^n * e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
@@ -78,7 +78,7 @@ static inline __attribute__((always_inline, target("avx512f"))) __m512 kx_exp_av
     return _mm512_scalef_ps(p, n);
 }
 
-/* dotf of atome.c (the atome template's KX_DOT8): lane l (of 8) sums
+/* dotf of vecf.h (the atome template's KX_DOT8): lane l (of 8) sums
  * a[i]*b[i] over i = l mod 8 in order, the tail past the last full 8 goes to
  * lane 0, and the lanes combine as ((l0+l4)+(l1+l5)) + ((l2+l6)+(l3+l7)).
  * 256-bit vectors on both sets, multiply then add (no FMA). */
