@@ -23,7 +23,7 @@
  * Peak. The kernels reach ~26-31 GFLOP/s on the project's VM. A
  * register-only loop of six independent a += x * y (no loads; y changed by
  * an opaque xor every round so the products cannot be hoisted:
- * atome_bench_muladd, printed by `node tools/bench-wasm-train.mjs
+ * atome_bench_muladd, printed by `node tools/bench/bench-wasm-train.mjs
  * --matmul`) runs at ~31-35 GFLOP/s there, so the tiles, which also load
  * their operands, are at ~85-90% of it. Timings on the VM drift by up to 2x
  * with the load of other guests; compare builds interleaved in one process.
