@@ -257,11 +257,30 @@ static int run_one(const bench_args *a, const char *cfgname, const char *kname, 
     return rc;
 }
 
+/* Seconds per call of the matmuls on one shape, the best of 40 timed
+ * batches of it calls each: best[0] the forward, then the backward with
+ * dinp only, dw only and both. */
+static void time_products(double best[4], double (*clk)(void), int it, float *out, const float *inp, const float *w,
+                          const float *dout, float *dinp, float *dw, int N, int IC, int OC) {
+    static const int want_dinp[4] = { 0, 1, 0, 1 }, want_dw[4] = { 0, 0, 1, 1 };
+    for (int c = 0; c < 4; c++) best[c] = 1e30;
+    for (int rep = 0; rep < 40; rep++)
+        for (int c = 0; c < 4; c++) {
+            double t = clk();
+            for (int i = 0; i < it; i++) {
+                if (c == 0) atm_matmul_forward(out, inp, w, N, IC, OC);
+                else atm_matmul_backward(want_dinp[c] ? dinp : NULL, want_dw[c] ? dw : NULL, dout, inp, w, N, IC, OC);
+            }
+            t = (clk() - t) / it;
+            if (t < best[c]) best[c] = t;
+        }
+}
+
 /* GFLOP/s of forward, dinp-only, dw-only and both-gradient backward (the
  * training step's call) for the (IC, OC) shapes of atome-60k, vanilla-60k
  * and atome-944k with N = B*(seq-1) rows, on each thread count of
- * --threads (the pool's split, core/train/kernels/kernels.c). Each figure is the
- * best of 40 timed batches of calls: thread CPU time on one thread only,
+ * --threads (the pool's split, core/train/kernels/kernels.c). Each figure
+ * is the best of 40 timed batches of calls: thread CPU time on one thread only,
  * wall time as soon as any count is above one; vs_1t is the both-gradient
  * backward's ratio to the first count. */
 static void bench_matmul(const char *const *klist, int nk, int N, const int *threads, int nthreads, int wall) {
@@ -298,20 +317,8 @@ static void bench_matmul(const char *const *klist, int nk, int N, const int *thr
             double both1 = 0;
             for (int th = 0; th < nthreads; th++) {
                 atm_threads_set(threads[th]);
-                /* 0 forward, then backward with dinp, dw, both */
-                static const int want_dinp[4] = { 0, 1, 0, 1 }, want_dw[4] = { 0, 0, 1, 1 };
-                double best[4] = { 1e30, 1e30, 1e30, 1e30 };
-                for (int rep = 0; rep < 40; rep++)
-                    for (int c = 0; c < 4; c++) {
-                        double t = clk();
-                        for (int i = 0; i < it; i++) {
-                            if (c == 0) atm_matmul_forward(out, inp, w, N, IC, OC);
-                            else atm_matmul_backward(want_dinp[c] ? dinp : NULL, want_dw[c] ? dw : NULL, dout, inp, w,
-                                                     N, IC, OC);
-                        }
-                        t = (clk() - t) / it;
-                        if (t < best[c]) best[c] = t;
-                    }
+                double best[4];
+                time_products(best, clk, it, out, inp, w, dout, dinp, dw, N, IC, OC);
                 double g[4] = { 1e-9 * flop / best[0], 1e-9 * flop / best[1], 1e-9 * flop / best[2],
                                 2e-9 * flop / best[3] };
                 if (th == 0) both1 = g[3];

@@ -222,6 +222,18 @@ export async function runCell(specName, spec, run, { quiet = false, commit = fal
     if (old.train_command === c.train && old.eval_command === c.eval) return { id: run.id, skipped: true, result: old };
     throw new Error(`${relative(root, rp)} was made by another command than the spec now gives; move it away to re-run the cell`);
   }
+  const { train, evj, estimate } = await trainAndEval(specName, spec, run, c, quiet);
+  const result = cellResult(specName, spec, run, c, train, evj, estimate);
+  writeAtomic(rp, JSON.stringify(result, null, 1) + '\n');
+  if (commit) await commitResult(rp, `research: ${specName}/${run.id} (${result.bpb.toFixed(4)} bpb)`);
+  if (!quiet) process.stderr.write(`research: ${specName}/${run.id}: ${result.bpb.toFixed(4)} bpb, ${result.seconds.toFixed(0)} s\n`);
+  return { id: run.id, result };
+}
+
+// Trains a cell (resuming from its checkpoint when there is one) and scores
+// it: the last JSON lines of its `atome train` and `atome eval`, and the
+// estimate of its time made before training.
+async function trainAndEval(specName, spec, run, c, quiet) {
   const ckptAbs = resolve(root, c.ckpt);
   let cmd = c.train;
   let resumed = false;
@@ -235,7 +247,12 @@ export async function runCell(specName, spec, run, { quiet = false, commit = fal
   const train = lastJsonLine(tr.out);
   const ev = await sh(c.eval);
   if (ev.code !== 0) throw new Error(`${run.id}: atome eval failed: ${ev.err.trim().split('\n').pop() || ''}`);
-  const evj = lastJsonLine(ev.out);
+  return { train, evj: lastJsonLine(ev.out), estimate };
+}
+
+// A finished cell's result file: its scores, the commands that re-run it,
+// what was trained (config, shape, parameters, bytes) and its curves.
+function cellResult(specName, spec, run, c, train, evj, estimate) {
   const p = paramsOf(run.flags);
   const f = run.flags;
   const batch = f.batch ?? 16, seq = f.seq ?? 64;
@@ -268,10 +285,7 @@ export async function runCell(specName, spec, run, { quiet = false, commit = fal
     router: evj.router ? { weights: evj.router, entropy: evj.router_entropy, positions: evj.router_positions } : null,
     eval: evj,
   };
-  writeAtomic(rp, JSON.stringify(result, null, 1) + '\n');
-  if (commit) await commitResult(rp, `research: ${specName}/${run.id} (${result.bpb.toFixed(4)} bpb)`);
-  if (!quiet) process.stderr.write(`research: ${specName}/${run.id}: ${result.bpb.toFixed(4)} bpb, ${result.seconds.toFixed(0)} s\n`);
-  return { id: run.id, result };
+  return result;
 }
 
 // Commits one result with the report rebuilt from it (docs/RESULTS.md and its
@@ -362,7 +376,10 @@ function dryRun(spec, name, plan, opts) {
   console.log(JSON.stringify({ spec: name, runs: rows, cpu_seconds_left: Math.round(total), jobs }));
 }
 
-async function sweep(path, opts) {
+// The runs of a sweep (those --filter keeps), each with its commands and
+// its parameter count: every command can be built and every shape counted
+// before anything runs.
+function sweepPlan(path, opts) {
   const { spec, name, runs: all } = loadSpec(path);
   let runs = all;
   if (opts.filter) {
@@ -371,10 +388,14 @@ async function sweep(path, opts) {
     runs = runs.filter(r => re.test(r.id));
     if (!runs.length) die(`--filter '${opts.filter}' matches none of the ${all.length} runs of ${name} (tools/research list ${path})`);
   }
-  // every command can be built and every shape counted before anything runs
   let plan;
   try { plan = runs.map(r => ({ run: r, cmd: commandsFor(name, spec, r), p: paramsOf(r.flags) })); }
   catch (e) { if (e instanceof SpecError) die(e.message); throw e; }
+  return { spec, name, plan };
+}
+
+async function sweep(path, opts) {
+  const { spec, name, plan } = sweepPlan(path, opts);
   if (opts.emit) return emit(path, name, spec, plan, opts);
   if (opts['dry-run']) return dryRun(spec, name, plan, opts);
   let todo = plan.filter(x => !existsSync(resultPath(name, x.run.id)));

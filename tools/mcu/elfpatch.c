@@ -81,21 +81,32 @@ static const uint8_t *load_model(const char *path, size_t *len, uint8_t **owned,
     return *owned;
 }
 
+/* A command's flags from argv[from]: each valued flag (FLAG VALUE) stores
+ * its value in its slot, the one switch sets *sw. 0, or die()'s code for an
+ * unknown flag or a missing value. */
+typedef struct { const char *flag; const char **dst; } flag_slot;
+static int parse_flags(int argc, char **argv, int from, const char *sw_flag, int *sw,
+                       const flag_slot *slots, int nslots) {
+    for (int i = from; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = NULL;
+        if (!strcmp(a, sw_flag)) { *sw = 1; continue; }
+        for (int k = 0; k < nslots && !dst; k++)
+            if (!strcmp(a, slots[k].flag)) dst = slots[k].dst;
+        if (!dst) return die(2, "unknown argument ", a);
+        if (i + 1 >= argc) return die(2, a, " needs a value");
+        *dst = argv[++i];
+    }
+    return 0;
+}
+
 /* elfpatch --universal-hex ... */
 static int uhex_main(int argc, char **argv) {
     const char *v1 = NULL, *v2 = NULL, *out = NULL;
     int blocks = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = NULL;
-        if (!strcmp(a, "--blocks")) { blocks = 1; continue; }
-        if (!strcmp(a, "--v1")) dst = &v1;
-        else if (!strcmp(a, "--v2")) dst = &v2;
-        else if (!strcmp(a, "--out")) dst = &out;
-        else return die(2, "unknown argument ", a);
-        if (i + 1 >= argc) return die(2, a, " needs a value");
-        *dst = argv[++i];
-    }
+    const flag_slot slots[] = { { "--v1", &v1 }, { "--v2", &v2 }, { "--out", &out } };
+    int bad = parse_flags(argc, argv, 2, "--blocks", &blocks, slots, 3);
+    if (bad) return bad;
     if (!out || (!v1 && !v2)) return die(2, "usage: elfpatch --universal-hex [--blocks] [--v1 V1.hex] [--v2 V2.hex] --out U.hex", NULL);
     atm_fw_uh_part parts[2];
     uint8_t *bufs[2] = { NULL, NULL };
@@ -120,53 +131,43 @@ static int uhex_main(int argc, char **argv) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "--universal-hex")) return uhex_main(argc, argv);
-    const char *tmpl = NULL, *board = NULL, *model = NULL, *out = NULL, *info = NULL, *name = NULL;
-    int header = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = NULL;
-        if (!strcmp(a, "--header")) { header = 1; continue; }
-        if (!strcmp(a, "--template")) dst = &tmpl;
-        else if (!strcmp(a, "--board")) dst = &board;
-        else if (!strcmp(a, "--model")) dst = &model;
-        else if (!strcmp(a, "--out")) dst = &out;
-        else if (!strcmp(a, "--info")) dst = &info;
-        else if (!strcmp(a, "--name")) dst = &name;
-        else return die(2, "unknown argument ", a);
-        if (i + 1 >= argc) return die(2, a, " needs a value");
-        *dst = argv[++i];
-    }
+/* elfpatch --info T.elf: the slot as one JSON line. */
+static int info_main(const char *info) {
     char err[256];
-    if (info) {
-        size_t len;
-        uint8_t *elf = slurp(info, &len);
-        if (!elf) return die(1, "cannot read ", info);
-        atm_fw_slot s;
-        int rc = atm_fw_find_slot(elf, len, &s, err, sizeof err);
-        free(elf);
-        if (rc) return die(1, err, NULL);
-        printf("{\"board\":\"%s\",\"section\":\"%s\",\"file_offset\":%u,\"addr\":%u,\"size\":%u,"
-               "\"capacity\":%u,\"model_bytes\":%u,\"model_crc32\":%u}\n",
-               s.board, ATM_FW_SECTION, (unsigned)s.file_offset, (unsigned)s.addr, (unsigned)s.size,
-               (unsigned)s.capacity, (unsigned)s.model_len, (unsigned)s.model_crc);
-        return 0;
-    }
-    if (header) {
-        if (!model || !out) return die(2, "--header needs --model and --out", NULL);
-        size_t mlen;
-        uint8_t *owned;
-        int rc = 0;
-        const uint8_t *m = load_model(model, &mlen, &owned, &rc);
-        if (!m) { free(owned); return rc; }
-        const char *base = strrchr(model, '/');
-        rc = write_atomic(out, m, mlen, 1, name, base ? base + 1 : model);
-        free(owned);
-        return rc;
-    }
+    size_t len;
+    uint8_t *elf = slurp(info, &len);
+    if (!elf) return die(1, "cannot read ", info);
+    atm_fw_slot s;
+    int rc = atm_fw_find_slot(elf, len, &s, err, sizeof err);
+    free(elf);
+    if (rc) return die(1, err, NULL);
+    printf("{\"board\":\"%s\",\"section\":\"%s\",\"file_offset\":%u,\"addr\":%u,\"size\":%u,"
+           "\"capacity\":%u,\"model_bytes\":%u,\"model_crc32\":%u}\n",
+           s.board, ATM_FW_SECTION, (unsigned)s.file_offset, (unsigned)s.addr, (unsigned)s.size,
+           (unsigned)s.capacity, (unsigned)s.model_len, (unsigned)s.model_crc);
+    return 0;
+}
+
+/* elfpatch --header --model M --out H [--name N]: the model as a C header. */
+static int header_main(const char *model, const char *out, const char *name) {
+    if (!model || !out) return die(2, "--header needs --model and --out", NULL);
+    size_t mlen;
+    uint8_t *owned;
+    int rc = 0;
+    const uint8_t *m = load_model(model, &mlen, &owned, &rc);
+    if (!m) { free(owned); return rc; }
+    const char *base = strrchr(model, '/');
+    rc = write_atomic(out, m, mlen, 1, name, base ? base + 1 : model);
+    free(owned);
+    return rc;
+}
+
+/* elfpatch --template T.elf --board B --model M --out O.elf: the template
+ * with the model in its slot. */
+static int patch_main(const char *tmpl, const char *board, const char *model, const char *out) {
     if (!tmpl || !board || !model || !out)
         return die(2, "usage: elfpatch --template T.elf --board B --model M.atome --out O.elf | --info T.elf | --header --model M --out H", NULL);
+    char err[256];
     size_t mlen, elen;
     uint8_t *owned;
     int rc = 0;
@@ -182,4 +183,17 @@ int main(int argc, char **argv) {
     rc = write_atomic(out, elf, elen, 0, NULL, NULL);
     free(owned); free(elf);
     return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--universal-hex")) return uhex_main(argc, argv);
+    const char *tmpl = NULL, *board = NULL, *model = NULL, *out = NULL, *info = NULL, *name = NULL;
+    int header = 0;
+    const flag_slot slots[] = { { "--template", &tmpl }, { "--board", &board }, { "--model", &model },
+                                { "--out", &out }, { "--info", &info }, { "--name", &name } };
+    int bad = parse_flags(argc, argv, 1, "--header", &header, slots, 6);
+    if (bad) return bad;
+    if (info) return info_main(info);
+    if (header) return header_main(model, out, name);
+    return patch_main(tmpl, board, model, out);
 }
