@@ -3,7 +3,7 @@
  * differs between boards is a field here: fwimage/ (slot, formats, UF2,
  * offset stream, faster encoding), `atome firmware` / `header` / `boards`,
  * core/cost.c (clock, the cost rule's table path) and, as JSON
- * (fwimage's atm_fw_boards_json), the page and tools/fit-mcu-cost.mjs.
+ * (fwimage's atm_fw_boards_json), the page and tools/mcu/fit-mcu-cost.mjs.
  * Freestanding C99: constant data and a lookup. */
 #ifndef ATOME_BOARDS_H
 #define ATOME_BOARDS_H

@@ -1,6 +1,6 @@
 /* tests/test_kernels_layers.c — every layer kernel set available here
  * (kernels_layers.h: ref, avx2, avx512, ...) against the plain-C references
- * of layers.c / atome.c: layernorm forward/backward, softmax + cross-entropy
+ * of layers.c / pathways_ref.c: layernorm forward/backward, softmax + cross-entropy
  * forward/backward, the vector exp and the attention row selection, on odd
  * sizes (row lengths 1, 3, 15, 16, 17, 33, 44, 64, 100, 255, 256; N odd).
  * Also: no access outside the buffers (inputs end at an unmapped page,

@@ -97,7 +97,7 @@ async function loadModule(scalar) {
 // names, or the first, opened.
 async function listModels() {
   let list = [];
-  // the site's static list (tools/site.mjs), beside the models
+  // the site's static list (tools/web/site.mjs), beside the models
   const at = new URL('../models/index.json', import.meta.url);
   try { list = JSON.parse(new TextDecoder().decode(await fetchBytes(at.href))).models; } catch (e) { showError(`cannot list the models: ${e.message}`); }
   for (const m of list) page.models.add(m.name, { label: `${m.name} (${fmt(m.bytes)} bytes)`, kind: 'shipped', url: new URL(encodeURIComponent(m.name), at).href,

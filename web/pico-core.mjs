@@ -1,5 +1,5 @@
 // web/pico-core.mjs — what booting an atome Raspberry Pi Pico image in
-// rp2040js takes, shared by Node (tools/pico.mjs: tools/run-pico, the tests,
+// rp2040js takes, shared by Node (tools/mcu/pico.mjs: tools/run-pico, the tests,
 // tools/bench-mcu) and the page's emulator worker (web/pico-worker.mjs). No
 // import and no Node API: the caller hands in rp2040js's classes ({ RP2040,
 // USBCDC, ConsoleLogger, LogLevel }), from the npm package in Node and from

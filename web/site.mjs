@@ -1,5 +1,5 @@
 // web/site.mjs — the page and its service worker (the site root's sw.js,
-// written from web/sw.js by tools/site.mjs): registers it, and says in
+// written from web/sw.js by tools/web/site.mjs): registers it, and says in
 // #site-status which mode the page is in — cross-origin isolated (by the
 // server's headers or by the service worker's: training may use every core)
 // or not (one thread, and whether a reload changes that), and whether this

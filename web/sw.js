@@ -1,4 +1,4 @@
-// web/sw.js — the page's service worker. tools/site.mjs writes it to the site
+// web/sw.js — the page's service worker. tools/web/site.mjs writes it to the site
 // root as sw.js, after a line that sets self.ATOME_SITE = { version, dir, csp,
 // files: { path: sha-256 prefix } } for its build. web/site.mjs registers it.
 //

@@ -9,11 +9,12 @@
  * outputs; backward functions ACCUMULATE (+=) into every gradient buffer, and
  * a NULL gradient pointer means "not needed".
  *
- * Each primitive has a plain-C reference (_ref, atome.c) and an un-suffixed
- * entry point that runs the layer kernel set in use (kernels_layers.h;
- * ATOME_KERNELS=ref runs the references). The SIMD sets give the references'
- * bits, except that attention and mixing forward use the set's softmax
- * (vector exp; atm_softmax), which differs from libm's by rounding. */
+ * Each primitive has a plain-C reference (_ref, kernels/pathways_ref.c) and
+ * an un-suffixed entry point that runs the layer kernel set in use
+ * (kernels_layers.h; ATOME_KERNELS=ref runs the references). The SIMD sets
+ * give the references' bits, except that attention and mixing forward use
+ * the set's softmax (vector exp; atm_softmax), which differs from libm's by
+ * rounding. */
 #ifndef ATOME_TRAIN_ATOME_LAYERS_H
 #define ATOME_TRAIN_ATOME_LAYERS_H
 #include <stddef.h>
@@ -114,6 +115,14 @@ void atm_atome_attn_forward(float *out, int32_t *idx, float *p, const float *q,
 void atm_atome_attn_forward_ref(float *out, int32_t *idx, float *p, const float *q,
                                 const float *k, const float *v, float *scratch,
                                 int B, int T, int DH, int C, int TK);
+/* The same with a window of W >= TK positions (the config's attn_window,
+ * W < T): the query at t scores positions t-W+1..t only, through the
+ * dispatched select and softmax, the operations generation runs, so the two
+ * agree bit for bit. idx holds chunk positions, so atm_atome_attn_backward
+ * serves it unchanged. scratch: (DH+1)*T floats. */
+void atm_atome_attn_forward_window(float *out, int32_t *idx, float *p, const float *q,
+                                   const float *k, const float *v, float *scratch,
+                                   int B, int T, int DH, int C, int TK, int W);
 /* One row of that selection: sc[j] = (sum_{e<DH} q[e] * kT[e*ldk + j]) * scale
  * for j < n, the sum taken in e order from 0 with a separate multiply and add
  * (the bits of the generation's dot product), offered to atm_atome_topk_insert

@@ -8,12 +8,13 @@
  * deterministic: the same inputs give the same bits on every call, whatever the
  * alignment of the buffers (no alignment-dependent paths, no threads).
  *
- * Choice. On first use the dispatcher (kernels.c) takes the best set the CPU
- * supports: x86 "avx512" (AVX-512F), then "avx2" (AVX2 + FMA), then "ref";
- * a wasm build with SIMD128 would add "wasm-simd" (kernels_wasm.c). The
- * environment variable ATOME_KERNELS=ref|avx2|avx512|wasm-simd forces one;
- * an unknown or unsupported name falls back to the automatic choice with a
- * warning on stderr. atm_kernels_select() changes the choice at run time
+ * Choice. On first use the dispatcher (kernels/kernels.c) takes the best set
+ * the CPU supports: x86 "avx512" (AVX-512F), then "avx2" (AVX2 + FMA), then
+ * "ref"; a wasm build with SIMD128 would add "wasm-simd"
+ * (kernels/kernels_wasm.c). The environment variable
+ * ATOME_KERNELS=ref|avx2|avx512|wasm-simd forces one; an unknown or
+ * unsupported name falls back to the automatic choice with a warning on
+ * stderr. atm_kernels_select() changes the choice at run time
  * (benchmarks, tests). tests/test_kernels.c checks every available set
  * against the reference. */
 #ifndef ATOME_TRAIN_KERNELS_H
@@ -27,7 +28,7 @@ typedef void (*atm_matmul_bwd_fn)(float *dinp, float *dw, const float *dout,
 
 /* dw[OC][IC] += dout^T . inp with dout's rows ldd >= OC floats apart: the
  * dw of a backward for some of its output channels (the thread pool's share,
- * kernels.c); each element gets the bits the whole backward gives it. */
+ * kernels/kernels.c); each element gets the bits the whole backward gives it. */
 typedef void (*atm_matmul_dw_fn)(float *dw, const float *dout, int ldd, const float *inp, int N, int IC, int OC);
 
 typedef struct {

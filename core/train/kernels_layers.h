@@ -8,10 +8,11 @@
  * atm_layer_kernels() returns the set whose name is atm_kernels_name(), so
  * ATOME_KERNELS and atm_kernels_select() choose both together, and a matmul
  * set without layer kernels here runs the "ref" layer set.
- * The "ref" set is the plain-C reference (layers.c, atome.c). Every set is
- * deterministic (same inputs, same bits; no alignment-dependent paths, no
- * threads) and computes each row independently of N, so a one-row call (token
- * generation) gives the bits of the same row inside a batch.
+ * The "ref" set is the plain-C reference (kernels/layers.c,
+ * kernels/pathways_ref.c). Every set is deterministic (same inputs, same
+ * bits; no alignment-dependent paths, no threads) and computes each row
+ * independently of N, so a one-row call (token generation) gives the bits of
+ * the same row inside a batch.
  *
  * Per function, against the reference of the same name:
  *   layernorm_forward/backward  same formulas and the same per-element
@@ -144,8 +145,8 @@ ATM_LAYER_KERNELS_DECL(avx512)
 #endif
 
 #if defined(__wasm_simd128__)
-/* kernels_layers_wasm.c; the wasm-simd set's other members (softmax, attention
- * backward) are the references. */
+/* kernels/kernels_layers_wasm.c; the wasm-simd set's other members (softmax,
+ * attention backward) are the references. */
 void atm_layernorm_forward_wasm(float *out, float *mean, float *rstd, const float *inp,
                                 const float *g, const float *b, int N, int C);
 void atm_layernorm_backward_wasm(float *dinp, float *dg, float *db, const float *dout,

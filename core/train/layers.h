@@ -4,10 +4,11 @@
  * functions ACCUMULATE (+=) into gradient buffers, a NULL gradient pointer
  * means "not needed". Every function here has a finite-difference test in
  * tests/test_layers.c. The _ref functions (matmul, layernorm, cross-entropy,
- * softmax, exp) are the plain-C reference; the un-suffixed names dispatch to the kernel
- * set in use (kernels.c, kernels_layers.c; ATOME_KERNELS=ref forces the
- * references) and tests/test_kernels.c, tests/test_kernels_layers.c check
- * each set against them. */
+ * softmax, exp; kernels/layers.c) are the plain-C reference; the un-suffixed
+ * names dispatch to the kernel set in use (kernels/kernels.c,
+ * kernels/kernels_layers.c; ATOME_KERNELS=ref forces the references) and
+ * tests/test_kernels.c, tests/test_kernels_layers.c check each set against
+ * them. */
 #ifndef ATOME_TRAIN_LAYERS_H
 #define ATOME_TRAIN_LAYERS_H
 #include <stddef.h>

@@ -55,7 +55,7 @@ unsigned long atm_pool_calls(void);
  * to *call_s and the caller's wait for the other threads, after its own
  * last task, to *wait_s (the load imbalance plus the hand-back). A step's
  * wall time less call_s is what ran on the caller alone. Three clock reads a
- * call; off by default. tools/bench_train --threads reports both. */
+ * call; off by default. tools/bench/bench_train --threads reports both. */
 void atm_pool_timing(int on);
 void atm_pool_timing_read(double *call_s, double *wait_s);
 

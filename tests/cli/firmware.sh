@@ -4,7 +4,7 @@
 # small shape), run under QEMU with the issue's own command line
 # (qemu-system-arm -nographic -semihosting-config ...,arg=--prompt,arg=TEXT),
 # equal to native `atome generate` byte for byte; the image differs from the
-# template only inside the model slot and equals tools/elfpatch's; the header
+# template only inside the model slot and equals tools/mcu/elfpatch's; the header
 # compiles (gcc and arm-none-eabi-gcc, -Werror) and holds exactly the model
 # bytes; the pico's .uf2 parses and holds its .bin, which holds its ELF's
 # flash bytes; every error is one line with its exit status and leaves no file.

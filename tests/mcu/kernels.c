@@ -1,6 +1,6 @@
 /* tests/mcu/kernels.c — the engine's board kernels against their plain-C
  * twins, on the board's own CPU under QEMU (atome-kt-<board>.elf, run by
- * tests/node/mcu-kernels.test.mjs through tools/run-qemu). The host suite
+ * tests/node/mcu-kernels.test.mjs through tools/mcu/run-qemu). The host suite
  * (tests/test_engine_kernels.c) cannot run Thumb-1 or Thumb-2 assembly; this
  * can. Random inputs, extreme values and odd sizes; one line per kernel on
  * stdout ("kernel cases bad"), exit 0 when every case agrees, 1 otherwise.

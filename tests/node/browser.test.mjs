@@ -18,7 +18,7 @@ import { existsSync, mkdtempSync, rmSync, statSync, createReadStream } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, wasmFile, native, firstDiff, generateArgs } from './artifacts.mjs';
-import { launchChromium, playwrightChromium } from '../../tools/chromium.mjs';
+import { launchChromium, playwrightChromium } from '../../tools/web/chromium.mjs';
 
 // Module scripts are MIME-checked, and instantiateStreaming needs
 // application/wasm; an unknown type must not be octet-stream for the page

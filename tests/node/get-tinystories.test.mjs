@@ -1,4 +1,4 @@
-// tests/node/get-tinystories.test.mjs — tools/get-tinystories offline: a
+// tests/node/get-tinystories.test.mjs — tools/models/get-tinystories offline: a
 // server on 127.0.0.1 (started here) serves small generated stand-ins for
 // TinyStoriesV2-GPT4-train.txt / -valid.txt, with Range support and ways to
 // misbehave. Checked: the prepared text (split on <|endoftext|>, cleaned,
@@ -14,9 +14,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync }
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, mulberry32 } from './artifacts.mjs';
-import { cleanStory, storyKey } from '../../tools/get-tinystories.mjs';
+import { cleanStory, storyKey } from '../../tools/models/get-tinystories.mjs';
 
-const TOOL = path.join(repo, 'tools/get-tinystories');
+const TOOL = path.join(repo, 'tools/models/get-tinystories');
 const MARK = '<|endoftext|>';
 const NAMES = ['Lily', 'Ben', 'Tom', 'Sue', 'Max', 'Mia', 'Sam', 'Anna'];
 const THINGS = ['ball', 'kite', 'cat', 'tree', 'boat', 'cake', 'box', 'star'];

@@ -1,7 +1,7 @@
 // tests/node/mcu-kernels.test.mjs — the engine's board kernels (assembly and
 // board-only C) against their plain-C twins on the boards' own CPUs:
 // tests/mcu/kernels.c built as atome-kt-<board>.elf (the `mcu` preset; ATOME_MCU_BUILD,
-// default build/mcu) and run under QEMU by tools/run-qemu. A missing image or
+// default build/mcu) and run under QEMU by tools/mcu/run-qemu. A missing image or
 // QEMU fails; nothing is skipped.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,7 +26,7 @@ for (const [board, kernels] of Object.entries(EXPECT)) {
     const elf = join(MCU, 'mcu', `atome-kt-${board}.elf`);
     let out, code = 0;
     try {
-      ({ stdout: out } = await pexec(join(ROOT, 'tools/run-qemu'), ['--board', board, '--timeout', '120', elf]));
+      ({ stdout: out } = await pexec(join(ROOT, 'tools/mcu/run-qemu'), ['--board', board, '--timeout', '120', elf]));
     } catch (e) { out = e.stdout || ''; code = e.code; }
     const lines = out.trim().split('\n');
     assert.equal(lines.at(-1), 'ok', `${board}: ${out}`);

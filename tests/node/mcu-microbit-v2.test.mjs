@@ -2,7 +2,7 @@
 // (board microbit-v2, nRF52833; docs/mcu.md "BBC micro:bit v2").
 //  - Emulated: QEMU has no nRF52, so the v2 image itself (the template with
 //    a model patched in, the same ELF its .hex is made from) runs on QEMU's
-//    Cortex-M4 machine mps2-an386 (tools/run-qemu --board microbit-v2) over
+//    Cortex-M4 machine mps2-an386 (tools/mcu/run-qemu --board microbit-v2) over
 //    semihosting, where it touches no nRF52 register, and must print
 //    exactly `atome generate`'s bytes: the board model (atome-60k) and the
 //    web model (atome-944k at window 32), in the encodings the CLI may give.
@@ -22,7 +22,7 @@ import { hexImage } from './ihex.mjs';
 const MCU = process.env.ATOME_MCU_BUILD ?? path.join(repo, 'build/mcu');
 const TEMPLATE = path.join(MCU, 'mcu', 'atome-fw-microbit-v2.elf');
 const ELFPATCH = path.join(nativeDir, 'elfpatch');
-const RUN_QEMU = path.join(repo, 'tools/run-qemu');
+const RUN_QEMU = path.join(repo, 'tools/mcu/run-qemu');
 const M60 = path.join(repo, 'models/atome-60k.atome'), M944 = path.join(repo, 'models/atome-944k.atome');
 const PROMPT = Buffer.from('Once upon a time').toString('hex');
 let tmp;

@@ -1,6 +1,6 @@
 // tests/node/mcu-pico.test.mjs — the Raspberry Pi Pico (docs/mcu.md,
 // "Raspberry Pi Pico"): `atome firmware --board pico --format uf2` images
-// boot in rp2040js (tools/pico.mjs) the way the RP2040 bootrom boots them:
+// boot in rp2040js (tools/mcu/pico.mjs) the way the RP2040 bootrom boots them:
 // the UF2 parsed into flash, the first 256 bytes checked by their CRC,
 // copied to 0x20041f00 and entered with LR = 0, so our own boot2 must set
 // VTOR, SP and jump. What the board sends over USB CDC (rp2040js's CDC host
@@ -15,7 +15,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, native, firmwareFlags as flags, storyBytes } from './artifacts.mjs';
-import { parseUf2, bootCheck, runPico, crc32Mpeg2 } from '../../tools/pico.mjs';
+import { parseUf2, bootCheck, runPico, crc32Mpeg2 } from '../../tools/mcu/pico.mjs';
 
 const MODELS = { board: path.join(repo, 'models/atome-60k.atome'), web: path.join(repo, 'models/atome-944k.atome') };
 const MCU = process.env.ATOME_MCU_BUILD ?? path.join(repo, 'build/mcu');

@@ -1,7 +1,7 @@
 // tests/node/models.test.mjs — the shipped models against their cards:
 // models/ holds exactly two .atome files (the board model atome-60k.atome and
 // the web model, the largest one whose name does not contain atome-60k), each
-// with its card (models/<name>.md, written by tools/model-card.mjs) and
+// with its card (models/<name>.md, written by tools/models/model-card.mjs) and
 // training log; each opens natively and in wasm with the card's size and
 // parameter count; re-scored natively on the fixed first 64 KiB of
 // tinystories-valid.txt it matches the card within 0.5 %, and the wasm

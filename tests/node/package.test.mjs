@@ -19,7 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { execFile } from 'node:child_process';
 import { repo, run, native, wasmFile, nativeCli } from './artifacts.mjs';
-import { launchChromium } from '../../tools/chromium.mjs';
+import { launchChromium } from '../../tools/web/chromium.mjs';
 
 const pkgJson = JSON.parse(readFileSync(path.join(repo, 'packages/atome/package.json'), 'utf8'));
 const readme = readFileSync(path.join(repo, 'packages/atome/README.md'), 'utf8');

@@ -183,7 +183,7 @@ function flags(cs) {
   return f;
 }
 
-// qemu-system-arm as tools/run-qemu runs it (docs/mcu.md), without the
+// qemu-system-arm as tools/mcu/run-qemu runs it (docs/mcu.md), without the
 // wrapper's shell processes: the semihosting command line is "atome ARG...",
 // commas doubled for QEMU's option parser; killed after 60 s.
 function runQemu(board, elf, args) {

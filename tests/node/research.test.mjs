@@ -238,12 +238,12 @@ test('published figures: every sentence is in the seed file it names', async () 
     assert.ok(text.includes(norm(f.quote)), `${id}: its sentence is not in ${P.sources[f.source]}`);
   }
   // the figures the reviewer found typed in by hand and quoted nowhere are gone from the report's code
-  const code = readFileSync(path.join(repo, 'tools/research-claims.mjs'), 'utf8') + readFileSync(path.join(repo, 'tools/research-report.mjs'), 'utf8');
+  const code = readFileSync(path.join(repo, 'tools/harness/research-claims.mjs'), 'utf8') + readFileSync(path.join(repo, 'tools/harness/research-report.mjs'), 'utf8');
   for (const s of ['−11.5 %', 'seeds 0–2', '0.9337', '22.2–24.0']) assert.ok(!code.includes(s), `"${s}" typed into the report code`);
 });
 
 test('the verdict rule: one rule, the same in every row', async () => {
-  const { cmp, partVerdict, claimVerdict, MIN_SEEDS } = await import(path.join(repo, 'tools/research-claims.mjs'));
+  const { cmp, partVerdict, claimVerdict, MIN_SEEDS } = await import(path.join(repo, 'tools/harness/research-claims.mjs'));
   const cell = (xs) => { const n = xs.length, m = xs.reduce((s, v) => s + v, 0) / n;
     return { n, mean: m, sd: Math.sqrt(xs.reduce((s, v) => s + (v - m) ** 2, 0) / (n - 1)) }; };
   const A = cell([1.00, 1.01, 0.99]), B = cell([1.10, 1.11, 1.09]), Bn = cell([1.005, 1.015, 0.995]);
@@ -267,7 +267,7 @@ test('the verdict rule: one rule, the same in every row', async () => {
 });
 
 test('the ablation pair: read at 50 seeds until both cells have 100, then once at 100 with the two-look threshold', { timeout: 120000 }, async () => {
-  const { cmp, firstSeeds } = await import(path.join(repo, 'tools/research-claims.mjs'));
+  const { cmp, firstSeeds } = await import(path.join(repo, 'tools/harness/research-claims.mjs'));
   // the committed results, and the pair's cells given seeds 50… (copies of seeds 0… moved by a fixed offset)
   const row = async (nPair) => {
     const dir = path.join(tmp, `pair-${nPair}`);

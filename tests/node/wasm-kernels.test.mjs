@@ -1,6 +1,6 @@
 // tests/node/wasm-kernels.test.mjs — the wasm SIMD matmul kernels
-// (core/train/kernels_wasm.c) against the plain-C reference kernels
-// (atm_matmul_*_ref of core/train/layers.c) and against a product computed
+// (core/train/kernels/kernels_wasm.c) against the plain-C reference kernels
+// (atm_matmul_*_ref of core/train/kernels/layers.c) and against a product computed
 // in double, on every combination of N, IC, OC in {1, 3, 5, 15, 17, 63, 64,
 // 65, 256}: sizes below, at and around the 4-float vector, the 16-column
 // block and the 128-row dw slab; plus every row count left over by the

@@ -1,5 +1,5 @@
 // tests/node/wasm-layers.test.mjs — the wasm SIMD layer kernels
-// (core/train/kernels_layers_wasm.c) against their contract in
+// (core/train/kernels/kernels_layers_wasm.c) against their contract in
 // kernels_layers.h, called directly (which = 2) and through the dispatcher
 // (which = 1) of atome.wasm:
 //  - layernorm: the row sums taken in 4 lanes, combined (l0+l2)+(l1+l3), and

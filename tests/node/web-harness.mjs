@@ -19,9 +19,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, native, firstDiff, generateArgs } from './artifacts.mjs';
-import { startServer, missingArtifacts } from '../../tools/serve.mjs';
-import { CHROMIUM, launchChromium, playwrightChromium } from '../../tools/chromium.mjs';
-import { buildSite } from '../../tools/build-site.mjs';
+import { startServer, missingArtifacts } from '../../tools/web/serve.mjs';
+import { CHROMIUM, launchChromium, playwrightChromium } from '../../tools/web/chromium.mjs';
+import { buildSite } from '../../tools/web/build-site.mjs';
 
 // Against the built site (ATOME_WEB_SITE=1) instead of tools/serve, at this sub-path.
 export const SITE = process.env.ATOME_WEB_SITE === '1';
@@ -64,7 +64,7 @@ export function staticServer(root, { base = '/', port = 0 } = {}) {
 export { CHROMIUM };
 export const SHOTS = path.join(repo, 'build/screenshots');
 export const MODEL = path.join(repo, 'models/atome-60k.atome');
-export const RUN_QEMU = path.join(repo, 'tools/run-qemu');
+export const RUN_QEMU = path.join(repo, 'tools/mcu/run-qemu');
 export const hex = (b) => Buffer.from(b).toString('hex');
 
 let server, origin, browser, tmp, warm = false;

@@ -29,7 +29,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { repo, native, run, firstDiff, mulberry32, generateArgs, ckptSections } from './artifacts.mjs';
-import { startServer, missingArtifacts, CSP } from '../../tools/serve.mjs';
+import { startServer, missingArtifacts, CSP } from '../../tools/web/serve.mjs';
 import { useBrowser, requests, CHROMIUM, SHOTS, MODEL, RUN_QEMU, hex, open, waitReady, shot, errorText, expectError,
   fillSettings, generate, finished, cliArgs, nativeHex, assertSameHex, grab, drop, state, setTrain, waitTrain } from './web-harness.mjs';
 

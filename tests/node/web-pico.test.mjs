@@ -1,7 +1,7 @@
 // tests/node/web-pico.test.mjs — the board's output in the page (issue 40):
 // "Run it here first" (#board-run-pico) boots the Pico card's .uf2 in
 // rp2040js in a Web Worker and #board-terminal shows exactly what the CLI's
-// image prints in rp2040js under Node (tools/pico.mjs), whose story is
+// image prints in rp2040js under Node (tools/mcu/pico.mjs), whose story is
 // `atome generate`'s bytes for the same settings; Stop ends the worker; no
 // request leaves the page's origin. "Connect to the board" (#board-connect)
 // with a stand-in navigator.serial playing back those bytes shows them and
@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { native, firmwareFlags, storyBytes } from './artifacts.mjs';
 import { useBrowser, requests, MODEL, open, fillSettings, errorText, shot } from './web-harness.mjs';
-import { parseUf2, runPico } from '../../tools/pico.mjs';
+import { parseUf2, runPico } from '../../tools/mcu/pico.mjs';
 
 const B = useBrowser();
 const C = { prompt: 'Once', n: 6, temperature: '0.8', topK: 40, seed: 3, window: 32 };

@@ -20,9 +20,9 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repo, run } from './artifacts.mjs';
-import { buildSite } from '../../tools/build-site.mjs';
+import { buildSite } from '../../tools/web/build-site.mjs';
 import { staticServer, waitReady, waitOffline, generate, nativeHex, assertSameHex, waitTrain, shot, MODEL, SHOTS } from './web-harness.mjs';
-import { launchChromium, playwrightChromium } from '../../tools/chromium.mjs';
+import { launchChromium, playwrightChromium } from '../../tools/web/chromium.mjs';
 
 const CASE = { prompt: 'Once upon a time', n: 160, temperature: '0.8', topK: 40, topP: '0.95', seed: 5 };
 let browser, tmp;
