@@ -19,6 +19,11 @@ export function scheduleRow(table, steps) {
   return row;
 }
 
+// How long the measure times the steps (web/train-worker.mjs `measure`), ms:
+// 3 % of the budget, within 0.5 to 1.5 s (more for a longer budget, where
+// its figures decide more steps).
+export const measureMs = (budgetS) => Math.min(1500, Math.max(500, 30 * budgetS));
+
 // A number as the form shows it: 0.016 -> '1.6e-2', 0.0001 -> '1e-4', 1 -> '1'.
 export const numText = (x) => (x >= 0.1 || x === 0 ? String(x) : x.toExponential());
 
