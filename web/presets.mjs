@@ -25,9 +25,10 @@ const COMMON = { 'train-config': 'atome-60k', 'train-quant': 'ternary', seq: '64
 const SCHEDULE_IDS = ['steps', 'batch', 'lr', 'warmup', 'cosine', 'lr-min', 'clip'];
 export const PRESETS = {
   minute: {
-    // 2026-12-07 (the AVX2 test machine, docs/web.md): what the preset's measurement found there, as the
-    // page's own `measure` reports it; the fields show the step count these figures give for the budget
-    typical: { msPerStep: { 1: 16, 2: 9.5 }, evalMsPerChunk: 0.3, sampleMs: 60, setupMs: 150, saveMs: 10, exportMs: 250, evalChunks: 3125,
+    // the AVX2 test machine's figures, for the step count the fields show before a run (the run measures its
+    // own): the step times of quick's runs there (trainer 74.3 s for 5,000 steps on 1 thread, 41.0 s on 2: docs/web.md),
+    // the costs beside the steps as the page's `measure` reports them in the order of magnitude seen there
+    typical: { msPerStep: { 1: 15, 2: 8.2 }, evalMsPerChunk: 0.3, sampleMs: 60, setupMs: 150, saveMs: 10, exportMs: 250, evalChunks: 3125,
       measureS: 2 },
   },
   quick: {

@@ -242,10 +242,7 @@ function trainSlice(every, pace) {
   const next = (n) => (n ? (Math.floor(step0 / n) + 1) * n : Infinity);
   const boundary = Math.min(next(TRAIN_POINT_EVERY), next(every.eval), next(every.sample), m.steps);
   k = Math.min(k, boundary - step0);
-  if (probe) {
-    k = Math.min(boundary - step0, PROBE_STEPS);
-    atome.setThreads(probe.plan[probe.i]);
-  }
+  if (probe) atome.setThreads(probe.plan[probe.i]);
   const t0 = performance.now();
   if (failAt && step0 < failAt && step0 + k >= failAt) k = failAt - step0;
   for (let i = 0; i < k; i++) {
@@ -260,11 +257,11 @@ function trainSlice(every, pace) {
   pace.rate = pace.rate ? 0.8 * pace.rate + 0.2 * inst : inst;
 }
 
-// Auto threads: the first slices of a run (PROBE_STEPS steps each, never
-// across a boundary) alternate one thread and all of them, after one slice
-// on each to warm up; the count with the lower median step time trains the
-// rest (one thread on a tie).
-const PROBE_STEPS = 10, PROBE_ROUNDS = 4;
+// Auto threads: the first slices of a run (as any slice: about SLICE_MS,
+// never across a boundary) alternate one thread and all of them, after one
+// slice on each to warm up; the count with the lower median step time
+// trains the rest (one thread on a tie).
+const PROBE_ROUNDS = 4;
 let probe = null;                // { plan: thread counts slice by slice, i, ms: count -> [ms a step] }
 const probePlan = (n) => [1, n, ...Array.from({ length: PROBE_ROUNDS }, (_, i) => (i % 2 ? [n, 1] : [1, n])).flat()];
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[b.length >> 1] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };

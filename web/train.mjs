@@ -454,6 +454,7 @@ function trainEvent(page, ts, event, m) {
     break;
   case 'state':
     setTrainStatus(page, ts, m.state, { step: m.step });
+    if (m.state === 'running') ts.eta = etaSmoother();     // resumed: the ETA starts afresh
     if (m.state === 'paused') $('train-text').textContent = `Paused at step ${fmt(m.step)}.`;
     break;
   default:

@@ -20,7 +20,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { useBrowser, open, waitReady, waitTrain, grab, shot, SHOTS } from './web-harness.mjs';
-import { load, native, repo, sharedDir } from './artifacts.mjs';
+import { native, repo, sharedDir, wasmFile } from './artifacts.mjs';
+import { loadAtome } from '../../wasm/atome.mjs';
 
 useBrowser();
 const SLACK_S = 10;
@@ -136,8 +137,8 @@ test('budget 25: done within 25 + 10 s; a run reloaded mid-run and continued is 
       model = (await grab(p2, '#download-atome02')).bytes;
     } finally { await c2.close(); }
 
-    // the same seed, count and schedule from scratch in Node (the same wasm trainer)
-    const a = await load('simd');
+    // the same seed, count and schedule from scratch in Node (the same wasm trainer; two threads give one's bits)
+    const a = await loadAtome(undefined, { threads: 2, threadsSource: readFileSync(wasmFile('threads')) });
     const corpus = new Uint8Array(readFileSync(path.join(repo, 'web/data/tinystories-2m.txt')));
     const { config, ...opts } = settings;
     const nm = a.createModel(config, opts);
@@ -146,7 +147,7 @@ test('budget 25: done within 25 + 10 s; a run reloaded mid-run and continued is 
       nm.trainSteps(settings.steps);
       const want = nm.exportAtome({ encoding: 2 });
       assert.ok(Buffer.from(model).equals(Buffer.from(want)), `the continued run's ATOME02 differs from Node's (${settings.steps} steps)`);
-    } finally { nm.free(); }
+    } finally { nm.free(); a.close(); }
   });
 
 // A process that keeps one core busy (pinned to the last one where taskset exists).
