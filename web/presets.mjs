@@ -7,7 +7,8 @@
 // budget and takes the schedule the sweep research/q2-minute-schedule.json
 // found best for that many steps (web/minute.mjs, web/data/minute-schedule.json);
 // until then the fields show the schedule of the step count the project's
-// test machine would reach, and a step count typed in leaves it for quick.
+// test machine would reach, and a step count typed in leaves it for quick
+// (any seed keeps it).
 // `quick` is the recipe the sweep research/q1-quick-preset.json chose: the
 // lowest held-out bpb a minute of tab time allows (docs/web.md has the table
 // and the command); its warmup is a fraction of Steps, recomputed when Steps
@@ -17,7 +18,7 @@
 // this project's 2-core test machine (tools/bench-web-train.mjs --preset NAME),
 // shown before a run as what to expect, not as a promise.
 import { $, fmt } from './ui.mjs';
-import { SCHEDULE_URL, BUDGET, scheduleFields, stepsForBudget } from './minute.mjs';
+import { SCHEDULE_URL, BUDGET, scheduleFields, stepsForBudget, numText } from './minute.mjs';
 
 const COMMON = { 'train-config': 'atome-60k', 'train-quant': 'ternary', seq: '64', 'train-seed': '0', wd: '0.01',
   'fp-fraction': '0', lr2: '', 'eval-every': '', 'sample-every': '' };
@@ -85,7 +86,7 @@ export function minuteEstimate(budget = budgetOf() ?? BUDGET.default) {
 export function applyPreset(name, keep = new Set()) {
   if (name === 'minute') {
     if (!TABLE) return;
-    for (const [id, v] of Object.entries({ ...COMMON, ...minuteEstimate().fields })) if (!keep.has(id)) $(id).value = v;
+    for (const [id, v] of Object.entries(minuteFields())) if (!keep.has(id)) $(id).value = v;
   } else {
     const p = PRESETS[name];
     if (!p) return;
@@ -96,11 +97,17 @@ export function applyPreset(name, keep = new Set()) {
   showBudget();
 }
 
+// Minute's fields: COMMON's but the seed (any seed keeps minute), the estimate's schedule.
+function minuteFields() {
+  const { 'train-seed': _seed, ...common } = COMMON;
+  return { ...common, ...minuteEstimate().fields };
+}
+
 const sameFields = (want) => Object.entries(want).every(([id, v]) => $(id).value.trim() === v);
 
 // The preset the fields show, or 'custom'.
 export function presetOfFields() {
-  if (TABLE && budgetOf() !== null && sameFields({ ...COMMON, ...minuteEstimate().fields })) return 'minute';
+  if (TABLE && budgetOf() !== null && sameFields(minuteFields())) return 'minute';
   for (const [name, p] of Object.entries(PRESETS)) {
     if (!p.fields) continue;
     const same = Object.entries(p.fields).every(([id, v]) => $(id).value.trim() === v ||
@@ -145,9 +152,10 @@ function minuteNote() {
 function measuredNote(s) {
   const m = s.measured, row = scheduleFields(TABLE, s.steps).row;
   const rates = Object.entries(m.msPerStep).map(([n, ms]) => `${Math.round(1000 / ms)} steps/s on ${n} thread${n > 1 ? 's' : ''}`);
-  return `Minute, ${fmt(s.budget)} s: this device measured ${rates.join(' and ')}, so the run trains ${m.threads} ` +
+  return `Minute, ${fmt(s.budget)} s: this device measured ${rates.join(' and ')}, so the run trains on ${m.threads} ` +
     `thread${m.threads > 1 ? 's' : ''} for ${fmt(s.steps)} steps (what fits the ${fmt(m.budgetLeft)} s left after the measure) ` +
-    `with the schedule of the sweep's ${fmt(row.steps)}-step row (lr ${row.lr}, its held-out bpb ${row.bpb.toFixed(2)}).`;
+    `with the schedule of the sweep's ${fmt(row.steps)}-step row (lr ${numText(row.lr)}; the sweep's held-out bpb there ` +
+    `${row.bpb.toFixed(2)}).`;
 }
 
 // Wires the preset select, the budget and the fields; `threads` = { max,

@@ -78,6 +78,13 @@ test('the minute preset is the default: budget 50, threads auto, the schedule of
     assert.equal(await page.isVisible('#train-budget'), true);
     await page.fill('#train-budget', '25');
     assert.equal(await page.inputValue('#train-preset'), 'minute');
+    await page.fill('#train-seed', '3');                 // any seed keeps minute
+    assert.equal(await page.inputValue('#train-preset'), 'minute');
+    await page.fill('#train-budget', 'x');
+    await page.click('#train-start');
+    await page.waitForFunction(() => !document.getElementById('error').hidden);
+    assert.equal(await page.textContent('#error-text'), "Time budget must be an integer in 5..3600 (got 'x')");
+    assert.equal((await status(page)).state, 'idle');
   } finally { await ctx.close(); }
 });
 
