@@ -276,12 +276,13 @@ const fasterCount = (ms) => [...ms.entries()].map(([n, v]) => [n, median(v)]).re
 
 // The minute preset's measure of this device: a scratch model of the run's
 // shape on the run's corpus (freed after), two warm-up steps on each count
-// (the second one timed), then PROBE_ROUNDS blocks on each in turn (the
-// order alternating), each block as many steps (2 to 20) as fill its share
-// of targetMs on the slower count; the median step time of each count, the
+// (the second one timed), then a block on each in turn (not counted: V8
+// tiers the module's code up in its first seconds) and PROBE_ROUNDS more
+// (the order alternating), each block as many steps (2 to 20) as fill its
+// share of targetMs on the slower count; the median step time of each count, the
 // faster count, and on it the costs a run has beside its steps: one
-// validation chunk, a sample, a save, the end of a run, and building the
-// model with its data.
+// validation chunk (the median of three passes), a sample, a save, the end
+// of a run, and building the model with its data.
 async function measure({ settings: s, corpus, counts, targetMs = 1000 }) {
   if (state === 'running' || state === 'paused' || state === 'stopping')
     throw Object.assign(new Error('a run is already in progress'), { refused: true });
@@ -301,13 +302,14 @@ async function measure({ settings: s, corpus, counts, targetMs = 1000 }) {
       sm.trainSteps(1);
       slowest = Math.max(slowest, performance.now() - t);
     }
-    const k = Math.max(2, Math.min(20, Math.round(targetMs / (PROBE_ROUNDS * want.length) / Math.max(slowest, 0.1))));
-    for (let r = 0; r < PROBE_ROUNDS; r++) {
-      for (const n of r % 2 ? [...want].reverse() : want) {
+    const k = Math.max(2, Math.min(20, Math.round(targetMs / ((PROBE_ROUNDS + 1) * want.length) / Math.max(slowest, 0.1))));
+    // round 0 is not counted: the engine is still replacing its first, quickly compiled code by optimised code
+    for (let r = 0; r <= PROBE_ROUNDS; r++) {
+      for (const n of r % 2 ? want : [...want].reverse()) {
         atome.setThreads(n);
         const t = performance.now();
         sm.trainSteps(k);
-        blocks.get(n).push((performance.now() - t) / k);
+        if (r > 0) blocks.get(n).push((performance.now() - t) / k);
       }
       await yieldNow();
     }
@@ -315,9 +317,11 @@ async function measure({ settings: s, corpus, counts, targetMs = 1000 }) {
     atome.setThreads(threads);
     const msPerStep = Object.fromEntries([...blocks].map(([n, v]) => [n, median(v)]));
     const time = (fn) => { const t = performance.now(); fn(); return performance.now() - t; };
-    const EVAL_CHUNKS = 64;
+    const EVAL_CHUNKS = 32;
     sm.evaluate({ maxChunks: 16, batch: 16 });      // the first pass allocates its buffers: not timed
-    const evalMsPerChunk = time(() => sm.evaluate({ maxChunks: EVAL_CHUNKS, batch: 16 })) / Math.min(EVAL_CHUNKS, evalChunks);
+    // the median of three passes: one pass's time decides several seconds of the run's plan
+    const evalMsPerChunk = median([0, 1, 2].map(() => time(() => sm.evaluate({ maxChunks: EVAL_CHUNKS, batch: 16 })))) /
+      Math.min(EVAL_CHUNKS, evalChunks);
     const sampleMs = time(() => sm.generateBytes(SAMPLE.prompt, { n: SAMPLE.n, temperature: SAMPLE.temperature, topK: SAMPLE.topK, seed: SAMPLE.seed }));
     const saveMs = time(() => sm.saveCheckpoint({ calibration: false }));
     // the end of a run: the calibration sample and the packed models (atome family), the final checkpoint

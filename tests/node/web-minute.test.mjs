@@ -26,6 +26,8 @@ import { loadAtome } from '../../wasm/atome.mjs';
 useBrowser();
 const SLACK_S = 10;
 const status = (page) => page.evaluate(() => ({ ...document.getElementById('train-status').dataset }));
+// A measure, for the log: its figures rounded (its blocks left out).
+const brief = ({ blocks: _b, ...m }) => JSON.stringify(m, (k, v) => (typeof v === 'number' ? Math.round(v * 100) / 100 : v));
 const measureOf = (page) => page.evaluate(() => window.__atome.events.filter((e) => e[0] === 'minute').map((e) => e[1]).pop());
 
 // Every ETA the progress line shows, in order (web/minute.mjs etaSmoother).
@@ -95,10 +97,9 @@ test('budget 50: done within the budget + 10 s, the ETA never jumps up by more t
       await recordEta(page);
       const { wall, st, m } = await minuteRun(page, 'budget 50');
       const etas = await page.evaluate(() => window.__etas);
-      console.log(`# budget 50: ${wall.toFixed(1)} s wall, ${st.steps} steps on ${m.threads} thread(s) ` +
-        `(ms a step ${JSON.stringify(m.msPerStep)}), measure ${m.seconds.toFixed(2)} s, page val ${st.valBpb}`);
+      console.log(`# budget 50: ${wall.toFixed(1)} s wall, ${st.steps} steps, page val ${st.valBpb}; measure ${brief(m)}`);
       assert.ok(wall <= 50 + SLACK_S, `budget 50 took ${wall.toFixed(1)} s`);
-      assert.ok(etas.length > 5, `ETAs seen: ${etas}`);
+      assert.ok(etas.length >= 3, `ETAs seen: ${etas}`);
       for (let i = 1; i < etas.length; i++)
         assert.ok(etas[i] <= Math.max(etas[i - 1], Math.floor(etas[i - 1] * 1.1)), `ETA ${etas[i - 1]} s then ${etas[i]} s`);
       await shot(page, 'minute-done', ['sec-train']);
@@ -116,11 +117,11 @@ test('budget 25: done within 25 + 10 s; a run reloaded mid-run and continued is 
     const { ctx, page } = await open('?train-budget=25');
     try {
       const { wall, st, m } = await minuteRun(page, 'budget 25');
-      console.log(`# budget 25: ${wall.toFixed(1)} s wall, ${st.steps} steps on ${m.threads} thread(s) (ms a step ${JSON.stringify(m.msPerStep)})`);
+      console.log(`# budget 25: ${wall.toFixed(1)} s wall, ${st.steps} steps; measure ${brief(m)}`);
       assert.ok(wall <= 25 + SLACK_S, `budget 25 took ${wall.toFixed(1)} s`);
     } finally { await ctx.close(); }
 
-    const { ctx: c2, page: p2 } = await open('?train-budget=25');
+    const { ctx: c2, page: p2 } = await open('?train-budget=25&save-ms=500');
     let settings, model;
     try {
       await p2.click('#train-start');
@@ -132,7 +133,8 @@ test('budget 25: done within 25 + 10 s; a run reloaded mid-run and continued is 
       settings = await formSettings(p2);
       assert.equal(settings.steps, steps);
       await shot(p2, 'minute-running', ['sec-train']);
-      await p2.waitForFunction((n) => window.__atome.savedStep >= n, Math.floor(steps / 3), { timeout: 120000 });
+      await p2.waitForFunction((n) => window.__atome.savedStep >= n, Math.max(1, Math.floor(steps / 4)), { timeout: 120000 });
+      assert.equal((await status(p2)).state, 'running', 'reloaded mid-run');
       await p2.reload();
       await waitReady(p2);
       await p2.waitForSelector('#resume-banner:not([hidden])');
@@ -174,7 +176,7 @@ test('with a CPU hog on one core, auto threads train at least as many steps as o
       try {
         const { wall, st, m } = await minuteRun(page, `hog, threads ${threads}`);
         runs[threads] = { steps: Number(st.steps), m, wall };
-        console.log(`# hog, threads ${threads}: ${st.steps} steps on ${m.threads} thread(s), ms a step ${JSON.stringify(m.msPerStep)}, ${wall.toFixed(1)} s wall`);
+        console.log(`# hog, threads ${threads}: ${st.steps} steps, ${wall.toFixed(1)} s wall; measure ${brief(m)}`);
       } finally { await ctx.close(); }
     }
     const { m } = runs.auto;
