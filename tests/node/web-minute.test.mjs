@@ -132,13 +132,14 @@ test('budget 25: done within 25 + 10 s; a run reloaded mid-run and continued is 
       assert.ok(steps >= 10, `data-steps ${steps}`);
       settings = await formSettings(p2);
       assert.equal(settings.steps, steps);
-      await shot(p2, 'minute-running', ['sec-train']);
       await p2.waitForFunction((n) => window.__atome.savedStep >= n, Math.max(1, Math.floor(steps / 4)), { timeout: 120000 });
       assert.equal((await status(p2)).state, 'running', 'reloaded mid-run');
       await p2.reload();
       await waitReady(p2);
       await p2.waitForSelector('#resume-banner:not([hidden])');
       await p2.click('#resume-continue');
+      await p2.waitForFunction(() => document.getElementById('train-status').dataset.state === 'running', null, { timeout: 60000 });
+      await shot(p2, 'minute-running', ['sec-train']);
       const st = await waitTrain(p2, 'done', 180000);
       assert.equal(st.steps, String(steps), 'the continued run keeps its count');
       assert.equal((await measureOf(p2)), undefined, 'a continued run measures nothing again');
