@@ -207,8 +207,8 @@ function finishTrainPoint(step) {
 async function loop() {
   const s = run.settings;
   const every = { eval: s.evalEvery > 0 ? s.evalEvery : 0, sample: s.sampleEvery > 0 ? s.sampleEvery : 0 };
-  // stepMs: refined as we go (the page's measure, when there was one, to start)
-  const pace = { stepMs: run.stepMsHint > 0 ? run.stepMsHint : 20, rate: 0, lastPost: 0, predicted: m.batch * (m.seq - 1) };
+  // stepMs: refined as we go, from the page's measure when there was one, else from the first slice (0: none yet)
+  const pace = { stepMs: run.stepMsHint > 0 ? run.stepMsHint : 0, rate: 0, lastPost: 0, predicted: m.batch * (m.seq - 1) };
   lastSave = performance.now();
   // the evaluation before the first step (a continued run has it already)
   if (m.step === 0 && !history.val.some(([st]) => st === 0)) {
@@ -237,7 +237,7 @@ async function loop() {
 // Steps up to the next boundary (train point, eval, sample, end, the test's
 // failing step), within one slice; the pace follows the time they took.
 function trainSlice(every, pace) {
-  let k = Math.max(1, Math.floor(SLICE_MS / Math.max(pace.stepMs, 0.5)));
+  let k = Math.max(1, Math.floor(SLICE_MS / Math.max(pace.stepMs || 20, 0.5)));
   const step0 = m.step;
   const next = (n) => (n ? (Math.floor(step0 / n) + 1) * n : Infinity);
   const boundary = Math.min(next(TRAIN_POINT_EVERY), next(every.eval), next(every.sample), m.steps);
@@ -252,7 +252,7 @@ function trainSlice(every, pace) {
   }
   const dt = performance.now() - t0;
   if (probe) probeSlice(dt / k);
-  pace.stepMs = 0.7 * pace.stepMs + 0.3 * (dt / k);
+  pace.stepMs = pace.stepMs ? 0.7 * pace.stepMs + 0.3 * (dt / k) : dt / k;
   const inst = (pace.predicted * k) / (dt / 1000);
   pace.rate = pace.rate ? 0.8 * pace.rate + 0.2 * inst : inst;
 }
