@@ -13,11 +13,20 @@
 //                               when the run is over; run = { id, settings, corpus, corpusName, samplePrompt,
 //                               resume?, saveEveryMs, failAt }. Its events, while it trains:
 //                                 started { info }                model built, data chunked
-//                                 progress { step, steps, loss, lr, bytesPerSec, seconds, stepMs, state, train }
+//                                 progress { step, steps, loss, lr, bytesPerSec, seconds, stepMs, tailMs, state, train,
+//                                            threads, probing }
 //                                 eval { step, bpb, final? } / sample { step, text }
 //                                 checkpoint { reason, step, ckpt, history }   every few seconds, on pause, at start
 //                                 state { state, step }           running | paused
 //   pause / resume / stop    -> true                              (the change comes as the run's `state` event)
+//   measure { settings, corpus, counts, targetMs } -> { threads, msPerStep, blocks, setupMs, evalMsPerChunk, sampleMs, saveMs,
+//                               exportMs, trainChunks, evalChunks, seconds }: the minute preset's measure of this
+//                               device, on a scratch model of the run's shape (freed after): the step time on each
+//                               thread count of counts (the faster is `threads`), one validation chunk, a sample, a
+//                               save, the end of a run (packed models, final checkpoint)
+// settings.threads is a count or 'auto': the run's first slices alternate one
+// thread and all of them, and the faster count trains the rest (any count
+// gives the same bits).
 // A failure carries state (the worker's after it; idle: no run left) and,
 // for a run given up (freed; not resumable), failed and runId; a start while
 // a run is in progress is refused (refused) and the run goes on.
@@ -39,7 +48,7 @@ const PROGRESS_MS = 250;
 const TRAIN_POINT_EVERY = 10;     // one train-loss point per 10 steps (their mean)
 const SAMPLE = { prompt: 'Once upon a time', n: 160, temperature: '0.8', topK: 40, seed: 1 };
 
-let atome = null, simd = false;
+let atome = null, simd = false, maxThreads = 1;
 let m = null;                    // the Model being trained
 let run = null;                  // { id, settings, ... }
 let history = null;              // { train: [[step, bpb]], val: [[step, bpb]], samples: [[step, text]], acc: [sum, n] }
@@ -66,18 +75,33 @@ function modelOptions(s) {
 // final point all of them. A pass over quick's 200 KB at every point took
 // about a tenth of its minute.
 const VAL_CHUNKS = 1000;
+const cost = { evalMsPerChunk: 0, sampleMs: 0, evalChunks: 0 };   // the latest validation's and sample's times
 function evaluate(all = false) {
+  const t = performance.now();
   const r = m.evaluate({ maxChunks: all ? 0 : VAL_CHUNKS, batch: 16 });
+  cost.evalMsPerChunk = (performance.now() - t) / Math.max(1, all ? cost.evalChunks : Math.min(VAL_CHUNKS, cost.evalChunks));
   return bpb(r.natsPerByte);
+}
+
+// What the run still does beside its steps, in ms, from the times of its own
+// validations and samples: the validations and samples left, the final pass
+// over all held-out chunks, and the export (about a third of that pass).
+function tailMs(every) {
+  const left = (n) => (n ? Math.max(0, Math.ceil(m.steps / n) - 1 - Math.floor(m.step / n)) : 0);
+  const final = cost.evalChunks * cost.evalMsPerChunk;
+  return left(every.eval) * Math.min(VAL_CHUNKS, cost.evalChunks) * cost.evalMsPerChunk + 1.3 * final +
+    (left(every.sample) + 1) * cost.sampleMs;
 }
 
 // Samples start from the run's own prompt: the start of its corpus (the page
 // picks it), so a model trained on other text is not asked about TinyStories.
 function sample() {
+  const t = performance.now();
   const dec = new TextDecoder();
   const prompt = run.samplePrompt || SAMPLE.prompt;
   const bytes = m.generateBytes(prompt, { n: SAMPLE.n, temperature: SAMPLE.temperature, topK: SAMPLE.topK,
     seed: SAMPLE.seed });
+  cost.sampleMs = performance.now() - t;
   return prompt + dec.decode(bytes);
 }
 
@@ -146,6 +170,7 @@ function begin(r) {
     history = { train: [], val: [], samples: [], acc: [0, 0] };
   }
   const { trainChunks, evalChunks } = m.setData(r.corpus, { split: 0.9, trainName: r.corpusName });
+  Object.assign(cost, { evalChunks, evalMsPerChunk: 0, sampleMs: 0 });
   failAt = r.failAt > 0 ? r.failAt : 0;
   post('started', { info: { params: m.nParams, family: m.family, quant: m.quant, trainChunks, evalChunks,
     step: m.step, steps: m.steps, kernels: atome.kernels(), simd } });
@@ -161,7 +186,10 @@ async function start({ run: r }, ctx) {
     throw Object.assign(new Error('a run is already in progress'), { refused: true });
   emit = ctx.emit;
   try {
-    atome.setThreads(r.settings.threads ?? 1);   // not part of the run: a continued run may use another count
+    // not part of the run: a continued run may use another count
+    const auto = r.settings.threads === 'auto' && maxThreads > 1;
+    atome.setThreads(auto ? maxThreads : Number(r.settings.threads) || 1);
+    probe = auto ? { plan: probePlan(maxThreads), i: 0, ms: new Map() } : null;
     begin(r);
     await loop();
     return await finish(state === 'stopping');
@@ -179,7 +207,8 @@ function finishTrainPoint(step) {
 async function loop() {
   const s = run.settings;
   const every = { eval: s.evalEvery > 0 ? s.evalEvery : 0, sample: s.sampleEvery > 0 ? s.sampleEvery : 0 };
-  const pace = { stepMs: 20, rate: 0, lastPost: 0, predicted: m.batch * (m.seq - 1) };   // stepMs: refined as we go
+  // stepMs: refined as we go, from the page's measure when there was one, else from the first slice (0: none yet)
+  const pace = { stepMs: run.stepMsHint > 0 ? run.stepMsHint : 0, rate: 0, lastPost: 0, predicted: m.batch * (m.seq - 1) };
   lastSave = performance.now();
   // the evaluation before the first step (a continued run has it already)
   if (m.step === 0 && !history.val.some(([st]) => st === 0)) {
@@ -197,7 +226,8 @@ async function loop() {
     if (now - pace.lastPost > PROGRESS_MS || step === m.steps) {
       pace.lastPost = now;
       post('progress', { step, steps: m.steps, loss: m.loss, lr: m.lr, bytesPerSec: pace.rate,
-        seconds: m.elapsed, stepMs: pace.stepMs, state, train: history.train.slice(-50) });
+        seconds: m.elapsed, stepMs: pace.stepMs, tailMs: tailMs(every), state, train: history.train.slice(-50),
+        threads: atome.threads, probing: probe !== null });
     }
     if (now - lastSave > saveEveryMs && step < m.steps) saveCheckpoint('periodic');
     await yieldNow();
@@ -207,11 +237,12 @@ async function loop() {
 // Steps up to the next boundary (train point, eval, sample, end, the test's
 // failing step), within one slice; the pace follows the time they took.
 function trainSlice(every, pace) {
-  let k = Math.max(1, Math.floor(SLICE_MS / Math.max(pace.stepMs, 0.5)));
+  let k = Math.max(1, Math.floor(SLICE_MS / Math.max(pace.stepMs || 20, 0.5)));
   const step0 = m.step;
   const next = (n) => (n ? (Math.floor(step0 / n) + 1) * n : Infinity);
   const boundary = Math.min(next(TRAIN_POINT_EVERY), next(every.eval), next(every.sample), m.steps);
   k = Math.min(k, boundary - step0);
+  if (probe) atome.setThreads(probe.plan[probe.i]);
   const t0 = performance.now();
   if (failAt && step0 < failAt && step0 + k >= failAt) k = failAt - step0;
   for (let i = 0; i < k; i++) {
@@ -220,9 +251,84 @@ function trainSlice(every, pace) {
     history.acc[1] += 1;
   }
   const dt = performance.now() - t0;
-  pace.stepMs = 0.7 * pace.stepMs + 0.3 * (dt / k);
+  if (probe) probeSlice(dt / k);
+  pace.stepMs = pace.stepMs ? 0.7 * pace.stepMs + 0.3 * (dt / k) : dt / k;
   const inst = (pace.predicted * k) / (dt / 1000);
   pace.rate = pace.rate ? 0.8 * pace.rate + 0.2 * inst : inst;
+}
+
+// Auto threads: the first slices of a run (as any slice: about SLICE_MS,
+// never across a boundary) alternate one thread and all of them, after one
+// slice on each to warm up; the count with the lower median step time
+// trains the rest (one thread on a tie).
+const PROBE_ROUNDS = 4;
+let probe = null;                // { plan: thread counts slice by slice, i, ms: count -> [ms a step] }
+const probePlan = (n) => [1, n, ...Array.from({ length: PROBE_ROUNDS }, (_, i) => (i % 2 ? [n, 1] : [1, n])).flat()];
+const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[b.length >> 1] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
+function probeSlice(msPerStep) {
+  const n = probe.plan[probe.i];
+  if (probe.i >= 2) probe.ms.set(n, [...(probe.ms.get(n) ?? []), msPerStep]);
+  if (++probe.i < probe.plan.length) return;
+  atome.setThreads(fasterCount(probe.ms));
+  probe = null;
+}
+const fasterCount = (ms) => [...ms.entries()].map(([n, v]) => [n, median(v)]).reduce((a, b) => (b[1] < a[1] || b[1] === a[1] && b[0] < a[0] ? b : a))[0];
+
+// The minute preset's measure of this device: a scratch model of the run's
+// shape on the run's corpus (freed after), two warm-up steps on each count
+// (the second one timed), then a block on each in turn (not counted: V8
+// tiers the module's code up in its first seconds) and PROBE_ROUNDS more
+// (the order alternating), each block as many steps (2 to 20) as fill its
+// share of targetMs on the slower count; the median step time of each count, the
+// faster count, and on it the costs a run has beside its steps: one
+// validation chunk (the median of three passes), a sample, a save, the end
+// of a run, and building the model with its data.
+async function measure({ settings: s, corpus, counts, targetMs = 1000 }) {
+  if (state === 'running' || state === 'paused' || state === 'stopping')
+    throw Object.assign(new Error('a run is already in progress'), { refused: true });
+  const t0 = performance.now();
+  const want = [...new Set(counts.map((n) => Math.max(1, Math.min(maxThreads, n | 0))))];
+  let sm = null;
+  try {
+    sm = atome.createModel(s.config, { ...modelOptions(s), steps: 1000000 });
+    const { trainChunks, evalChunks } = sm.setData(corpus, { split: 0.9 });
+    const setupMs = performance.now() - t0;
+    const blocks = new Map(want.map((n) => [n, []]));
+    let slowest = 0;
+    for (const n of want) {
+      atome.setThreads(n);
+      sm.trainSteps(1);
+      const t = performance.now();
+      sm.trainSteps(1);
+      slowest = Math.max(slowest, performance.now() - t);
+    }
+    const k = Math.max(2, Math.min(20, Math.round(targetMs / ((PROBE_ROUNDS + 1) * want.length) / Math.max(slowest, 0.1))));
+    // round 0 is not counted: the engine is still replacing its first, quickly compiled code by optimised code
+    for (let r = 0; r <= PROBE_ROUNDS; r++) {
+      for (const n of r % 2 ? want : [...want].reverse()) {
+        atome.setThreads(n);
+        const t = performance.now();
+        sm.trainSteps(k);
+        if (r > 0) blocks.get(n).push((performance.now() - t) / k);
+      }
+      await yieldNow();
+    }
+    const threads = fasterCount(blocks);
+    atome.setThreads(threads);
+    const msPerStep = Object.fromEntries([...blocks].map(([n, v]) => [n, median(v)]));
+    const time = (fn) => { const t = performance.now(); fn(); return performance.now() - t; };
+    const EVAL_CHUNKS = 32;
+    sm.evaluate({ maxChunks: 16, batch: 16 });      // the first pass allocates its buffers: not timed
+    // the median of three passes: one pass's time decides several seconds of the run's plan
+    const evalMsPerChunk = median([0, 1, 2].map(() => time(() => sm.evaluate({ maxChunks: EVAL_CHUNKS, batch: 16 })))) /
+      Math.min(EVAL_CHUNKS, evalChunks);
+    const sampleMs = time(() => sm.generateBytes(SAMPLE.prompt, { n: SAMPLE.n, temperature: SAMPLE.temperature, topK: SAMPLE.topK, seed: SAMPLE.seed }));
+    const saveMs = time(() => sm.saveCheckpoint({ calibration: false }));
+    // the end of a run: the calibration sample and the packed models (atome family), the final checkpoint
+    const exportMs = time(() => { if (sm.family === 'atome') { sm.exportAtome({ encoding: 1 }); sm.exportAtome({ encoding: 2 }); } sm.saveCheckpoint(); });
+    return { threads, msPerStep, blocks: Object.fromEntries(blocks), setupMs, evalMsPerChunk, sampleMs, saveMs, exportMs, trainChunks,
+      evalChunks, seconds: (performance.now() - t0) / 1000 };
+  } finally { try { sm?.free(); } catch { /* freed */ } }
 }
 
 // A train point, an evaluation, a sample where the step falls on one.
@@ -276,7 +382,7 @@ async function init({ scalar, threads = 1 }) {
     threadsSource: new URL('../build/wasm/atome-threads.wasm', import.meta.url) });
   let note = null;
   // a threaded module that does not start leaves one thread, said so
-  initDone = load(t).catch((e) => { if (t <= 1) throw e; note = e.message; return load(1); }).then((a) => { atome = a; });
+  initDone = load(t).catch((e) => { if (t <= 1) throw e; note = e.message; return load(1); }).then((a) => { atome = a; maxThreads = a.threads; });
   await initDone;
   return { simd, kernels: atome.kernels(), threads: atome.threads, isolated: threadsAvailable(), note,
     options: atome.trainOptions() };
@@ -318,4 +424,4 @@ function loaded(fn) {
   };
 }
 
-serve(Object.fromEntries(Object.entries({ init, start, pause, resume, stop }).map(([k, fn]) => [k, loaded(fn)])));
+serve(Object.fromEntries(Object.entries({ init, start, pause, resume, stop, measure }).map(([k, fn]) => [k, loaded(fn)])));

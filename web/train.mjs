@@ -3,11 +3,12 @@
 // its events shown (status, progress, curves, samples), pause / resume /
 // stop, and every checkpoint saved to IndexedDB in order.
 import * as store from './store.mjs';
-import { $, enc, fmt, stamp, showError, hideError, markField, fieldError, fetchBytes, dropZone } from './ui.mjs';
+import { $, enc, fmt, stamp, showError, hideError, markField, fieldError, intField, fetchBytes, dropZone } from './ui.mjs';
 import { checkOption, findOption } from '../wasm/atome.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
-import { initPresets, PAGE_THREADS, presetOfFields } from './presets.mjs';
+import { initPresets, PAGE_THREADS, presetOfFields, scheduleTable } from './presets.mjs';
+import { BUDGET, autoEvery, scheduleFields, stepsForBudget, measureMs, etaSmoother } from './minute.mjs';
 
 // The largest corpus the page accepts: 16 MiB. The training module's memory
 // grows with what a run needs (up to 1 GiB), and a 60K model trains on a
@@ -20,7 +21,7 @@ export const BUILTIN = { url: new URL('./data/tinystories-2m.txt', import.meta.u
 const builtinName = (n) => (n % 1e6 === 0 ? `tinystories-${n / 1e6}m.txt` : `tinystories-${Math.round(n / 1e3)}k.txt`);
 const builtinLabel = (n) => `TinyStories, first ${fmt(n)} bytes (built in)`;
 
-const FORM_FIELDS = ['train-preset', 'train-threads', 'train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
+const FORM_FIELDS = ['train-preset', 'train-budget', 'train-threads', 'train-config', 'train-quant', 'steps', 'batch', 'seq', 'lr', 'train-seed', 'corpus-file', 'warmup',
   'cosine', 'lr-min', 'clip', 'wd', 'fp-fraction', 'lr2', 'eval-every', 'sample-every'];
 
 // The section: state (idle | starting | running | paused | done | error),
@@ -47,7 +48,7 @@ export function initTrain(page) {
     claim: () => { setTrainStatus(page, ts, 'starting'); ts.focusPause = true; },
     continueRun: (run, corpus, resume) => { launch(page, ts, run, corpus, resume); ts.savedCorpus = true; },
     builtinCorpus: (n) => builtinCorpus(ts, n),
-    showRun: (run) => { settingsToForm(run.settings); showRunCorpus(ts, run); },
+    showRun: (run) => { settingsToForm(ts, run.settings); showRunCorpus(ts, run); },
     crashed: (message) => { showError(`training worker failed: ${message}`); runFailed(page, ts, message); setTrainStatus(page, ts, 'error'); },
     refresh: () => { $('train-start').disabled = !page.ready.trainer || ts.active; },
   };
@@ -84,6 +85,7 @@ function setTrainStatus(page, ts, state, extra = {}) {
   const st = $('train-status');
   st.dataset.state = state === 'starting' ? 'idle' : state;
   if (extra.step !== undefined) st.dataset.step = String(extra.step);
+  if (extra.steps !== undefined) st.dataset.steps = String(extra.steps);
   if (extra.valBpb !== undefined) st.dataset.valBpb = String(extra.valBpb);
   ts.state = state;
   ts.active = state === 'running' || state === 'paused' || state === 'starting';
@@ -113,8 +115,6 @@ const FIELDS = [['steps', 'steps', 'steps'], ['batch', 'batch', 'batch'], ['seq'
 // Fields that may be left empty: lr2 (= lr), the cadences (auto).
 const OPTIONAL = new Set(['lr2', 'eval-every', 'sample-every']);
 const TEXT_FIELDS = FIELDS.map(([id]) => id).filter((id) => id !== 'train-threads');
-// "auto": about six validations / samples a run, on a multiple of 10 steps
-const autoEvery = (steps) => Math.max(10, Math.round(steps / 6 / 10) * 10);
 const labelOf = (id) => document.querySelector(`label[for="${id}"]`)?.textContent.trim() ?? id;
 
 // One field's value by its option's row, or a field error in the table's words.
@@ -129,7 +129,12 @@ function readSettings(options) {
   if (!options) throw new Error('the training module is not loaded yet');
   const s = { config: $('train-config').value, quant: $('train-quant').value, cosine: $('cosine').value === '1',
     preset: $('train-preset').value };
-  for (const [id, name, key] of FIELDS) s[key] = OPTIONAL.has(id) && $(id).value.trim() === '' ? null : fieldValue(options, id, name);
+  for (const [id, name, key] of FIELDS) {
+    const t = $(id).value.trim();
+    // threads: 'auto' (measure, keep the faster), or a count used as it is
+    s[key] = OPTIONAL.has(id) && t === '' ? null : id === 'train-threads' && t.toLowerCase() === 'auto' ? 'auto' : fieldValue(options, id, name);
+  }
+  if (s.preset === 'minute') s.budget = intField('train-budget', BUDGET.min, BUDGET.max, labelOf('train-budget').replace(/\s*\(s\)$/, ''));
   s.evalEvery ??= autoEvery(s.steps);
   s.sampleEvery ??= autoEvery(s.steps);
   // the fields as typed ("3e-4" stays "3e-4" when the form shows the run again)
@@ -272,12 +277,13 @@ function samplePromptOf(bytes, builtin) {
 function newRunId() { return `run-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`; }
 
 async function startTraining(page, ts) {
+  const t0 = performance.now();           // a minute run's budget counts from the click
   hideError();
   if (ts.active) return;
   let s;
   try { s = readSettings(ts.options); } catch (e) { showError(e.message); markField(e); return; }
   if (ts.refused) { showError(`Start: ${ts.refused}`); $('corpus-file').focus(); return; }   // never the built-in corpus unasked
-  setTrainStatus(page, ts, 'starting');      // at once: a second click finds the run taken
+  setTrainStatus(page, ts, 'starting', { steps: '' });      // at once: a second click finds the run taken
   let corpus;
   try { corpus = ts.builtin ? await builtinCorpus(ts) : ts.corpus; } catch (e) {
     setTrainStatus(page, ts, 'idle');
@@ -287,15 +293,55 @@ async function startTraining(page, ts) {
   const why = corpusProblem(corpus, ts.corpusName, s.batch, s.seq, ts.rawOk && !ts.builtin);
   if (why) { setTrainStatus(page, ts, 'idle'); showError(why); return; }
   ts.focusPause = document.activeElement === $('train-start') || document.activeElement === document.body;
+  let hint = 0;
+  if (s.preset === 'minute') {
+    try { ({ s, corpus, hint } = await minuteRun(page, ts, s, corpus, t0)); } catch (e) {
+      setTrainStatus(page, ts, 'idle');
+      $('train-text').textContent = 'Not started.';
+      showError(`training: ${e.message}`);
+      return;
+    }
+  }
   const run = { id: newRunId(), created: Date.now(), updated: Date.now(), settings: s, corpusName: ts.corpusName,
     corpusBytes: corpus.length, corpusBuiltin: ts.builtin, step: 0, steps: s.steps, state: 'running',
     history: null, ckpt: null, valBpb: null, samplePrompt: samplePromptOf(corpus, ts.builtin) };
   if (!(await page.runs.hold(run.id))) { setTrainStatus(page, ts, 'idle'); showError('training: another tab holds this run'); return; }
-  launch(page, ts, run, corpus, null);
+  launch(page, ts, run, corpus, null, hint);
+}
+
+// A minute run: the device measured (a scratch model of the run's shape, in
+// the training worker; 1 thread and all of them when Threads is auto), the
+// step count that fills what is left of the budget after it, that count's
+// schedule (web/minute.mjs) and the built-in corpus size of its row. The
+// count and schedule are the run's settings from then on, saved with it: a
+// continued run and `atome train` with them repeat it.
+async function minuteRun(page, ts, s, corpus, t0) {
+  const table = scheduleTable();
+  if (!table) throw new Error('the minute preset\'s schedule table did not load');
+  const max = ts.presets.max;
+  const counts = s.threads === 'auto' ? [1, max] : [Math.min(s.threads, max)];
+  $('train-text').textContent = counts.length > 1 ? `Measuring this device: the first steps on 1 thread and on ${counts[1]}…`
+    : `Measuring this device: the first steps on ${counts[0]} thread${counts[0] > 1 ? 's' : ''}…`;
+  // the scratch model trains on the largest corpus a row takes (its step time does not depend on it)
+  const first = scheduleFields(table, 0);
+  const m = await page.trainer.call('measure', { settings: { ...s, batch: first.row.batch, seq: first.row.seq }, corpus, counts,
+    targetMs: measureMs(s.budget) });
+  const left = s.budget - (performance.now() - t0) / 1000;
+  const at = { ...m, msPerStep: m.msPerStep[m.threads] };
+  const steps = stepsForBudget(at, left);
+  const f = scheduleFields(table, steps);
+  const taken = ts.builtin ? await builtinCorpus(ts, f.corpus) : corpus;
+  const out = { ...s, steps, batch: f.row.batch, seq: f.row.seq, lr: f.row.lr, warmup: Number(f.fields.warmup), cosine: table.cosine,
+    lrMin: f.row.lrMin, clip: f.row.clip, threads: m.threads, evalEvery: autoEvery(steps), sampleEvery: autoEvery(steps),
+    measured: { threads: m.threads, msPerStep: m.msPerStep, seconds: Math.round(m.seconds * 100) / 100, budgetLeft: Math.round(left * 100) / 100 } };
+  out.text = { ...s.text, ...f.fields, 'eval-every': '', 'sample-every': '' };
+  testEvent('minute', { ...m, left, steps });
+  if (ts.builtin) { useBuiltin(ts, f.corpus, true); }
+  return { s: out, corpus: taken, hint: at.msPerStep };
 }
 
 // The form shows the settings of the run in progress (a continued run's own).
-function settingsToForm(s) {
+function settingsToForm(ts, s) {
   $('train-config').value = s.config;
   $('train-quant').value = s.quant;
   const put = { steps: s.steps, batch: s.batch, seq: s.seq, lr: s.lr, 'train-seed': s.seed, warmup: s.warmup,
@@ -303,7 +349,10 @@ function settingsToForm(s) {
     'eval-every': s.evalEvery, 'sample-every': s.sampleEvery };
   for (const [id, v] of Object.entries(put)) $(id).value = s.text?.[id] ?? String(v);
   $('cosine').value = s.cosine ? '1' : '0';
-  $('train-preset').value = presetOfFields();
+  if (s.preset === 'minute') { $('train-budget').value = String(s.budget); $('train-preset').value = 'minute'; }
+  else $('train-preset').value = presetOfFields();
+  $('train-budget-field').hidden = $('train-preset').value !== 'minute';
+  ts.presets.showRun(s);
 }
 
 // The corpus label (and the corpus a new run would take) follow the run shown.
@@ -320,27 +369,31 @@ function showRunCorpus(ts, run, corpus = null) {
 
 // A run (new, or continued from resume = { ckpt, history }) into the panel
 // and the training worker.
-function launch(page, ts, run, corpus, resume) {
+function launch(page, ts, run, corpus, resume, stepMsHint = 0) {
   $('resume-banner').hidden = true;
-  settingsToForm(run.settings);
+  settingsToForm(ts, run.settings);
   showRunCorpus(ts, run, corpus);
   $('train-saved').textContent = '';
   $('train-progress').max = run.steps;
   $('train-progress').value = run.step || 0;
   Object.assign(ts, { stopping: false, run, corpusForSave: run.corpusBuiltin ? null : corpus, savedCorpus: false,
-    started: performance.now(), history: resume?.history ?? null, savedStep: resume ? run.step : -1 });
+    started: performance.now(), history: resume?.history ?? null, savedStep: resume ? run.step : -1, eta: etaSmoother() });
   testRunId(run.id);
   ts.chart.reset(resume?.history);
   $('samples').replaceChildren();
   for (const [st, text] of resume?.history?.samples ?? []) addSample(st, text);
-  setTrainStatus(page, ts, 'starting', { step: resume ? run.step : 0, valBpb: '' });
+  setTrainStatus(page, ts, 'starting', { step: resume ? run.step : 0, steps: run.steps, valBpb: '' });
   $('train-text').textContent = resume ? `Continuing from step ${fmt(run.step)}…` : 'Starting…';
   const failAt = Number(page.params.get('fail-at')) || 0;     // test hook: the first run of the page fails at that step
   if (failAt) page.params.delete('fail-at');
-  // the thread count is this page's, not the run's (a continued run may use another)
-  const settings = { ...run.settings, threads: Math.max(1, Math.floor(Number($('train-threads').value)) || 1) };
+  // the thread count is this page's, not the run's (a continued run may use another; a new minute run
+  // takes the count its measure chose)
+  const asked = $('train-threads').value.trim().toLowerCase();
+  const threads = !resume && run.settings.measured ? run.settings.measured.threads
+    : asked === 'auto' ? 'auto' : Math.max(1, Math.floor(Number(asked)) || 1);
+  const settings = { ...run.settings, threads };
   const job = page.trainer.request('start', { run: { id: run.id, settings, corpus, corpusName: run.corpusName,
-    samplePrompt: run.samplePrompt ?? null, resume, saveEveryMs: Number(page.params.get('save-ms')) || 3000, failAt } },
+    samplePrompt: run.samplePrompt ?? null, resume, saveEveryMs: Number(page.params.get('save-ms')) || 3000, failAt, stepMsHint } },
   { onEvent: (event, m) => trainEvent(page, ts, event, m) });
   job.done.then((m) => { testEvent('train', 'done', m.step); runDone(page, ts, m); }, (e) => trainError(page, ts, e));
 }
@@ -401,6 +454,7 @@ function trainEvent(page, ts, event, m) {
     break;
   case 'state':
     setTrainStatus(page, ts, m.state, { step: m.step });
+    if (m.state === 'running') ts.eta = etaSmoother();     // resumed: the ETA starts afresh
     if (m.state === 'paused') $('train-text').textContent = `Paused at step ${fmt(m.step)}.`;
     break;
   default:
@@ -408,13 +462,16 @@ function trainEvent(page, ts, event, m) {
 }
 
 function showProgress(ts, m) {
-  const rem = (m.steps - m.step) * m.stepMs / 1000;
+  // the ETA: smoothed, and never more than a tenth above the one shown before (web/minute.mjs)
+  const rem = ts.eta.next(((m.steps - m.step) * m.stepMs + (m.tailMs ?? 0)) / 1000, performance.now());
   $('train-progress').max = m.steps;
   $('train-progress').value = m.step;
   $('train-status').dataset.step = String(m.step);
+  $('train-text').dataset.eta = String(rem);
   const last = ts.chart.lastVal();
-  $('train-text').textContent = `Step ${fmt(m.step)} of ${fmt(m.steps)} · ${fmt(m.bytesPerSec)} bytes/s · ` +
-    `ETA ${rem < 90 ? `${Math.ceil(rem)} s` : `${Math.ceil(rem / 60)} min`} · train ${(m.loss / Math.LN2).toFixed(3)} bpb` +
+  const threads = m.threads ? ` · ${m.probing ? 'timing 1 thread against more' : `${m.threads} thread${m.threads > 1 ? 's' : ''}`}` : '';
+  $('train-text').textContent = `Step ${fmt(m.step)} of ${fmt(m.steps)} · ${fmt(m.bytesPerSec)} bytes/s${threads} · ` +
+    `ETA ${rem < 90 ? `${rem} s` : `${Math.round(rem / 60)} min`} · train ${(m.loss / Math.LN2).toFixed(3)} bpb` +
     (last ? ` · validation ${last[1].toFixed(3)} bpb (step ${fmt(last[0])})` : '') + (m.state === 'paused' ? ' · paused' : '') +
     (ts.stopping ? ' — stopping (final validation pass)…' : '');
   for (const p of m.train) ts.chart.addTrain(p);

@@ -1,7 +1,8 @@
 // tests/node/web-threads.test.mjs — the training panel's presets and threads
-// (issue #16): the page opens on the quick preset; Steps keeps the preset and recomputes its warmup,
+// (issue #16): the page opens on the minute preset (issue #43; tests/node/web-minute.test.mjs) with
+// threads on auto; on quick, Steps keeps the preset and recomputes its warmup,
 // another field makes it custom, reference fills the papers' recipe and its
-// 500 KB corpus; the thread count starts at the cores (capped at 4); a
+// 500 KB corpus; the thread count goes up to the cores (capped at 4); a
 // short quick run on two threads makes the model one thread makes, bit for
 // bit. tests/node/web-threads-fallback.test.mjs covers a page that is not
 // cross-origin isolated.
@@ -12,15 +13,16 @@ import { useBrowser, open, waitTrain, grab, shot } from './web-harness.mjs';
 useBrowser();
 const val = (page, id) => page.inputValue(`#${id}`);
 
-test('presets: quick by default, Steps keeps it, another field is custom, reference is the papers\' recipe', async () => {
+test('presets: minute by default, quick\'s Steps keeps it, another field is custom, reference is the papers\' recipe', async () => {
   const { ctx, page } = await open();
   try {
     // the tab offers the cores it has, up to 4, and starts at all of them (web/presets.mjs PAGE_THREADS)
     await page.waitForFunction(() => /^Up to \d+ threads? here/.test(document.getElementById('train-threads-note').textContent));
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-    assert.equal(await val(page, 'train-preset'), 'quick');
-    assert.equal(await val(page, 'train-threads'), String(Math.max(1, Math.min(4, cores))));
+    assert.equal(await val(page, 'train-preset'), 'minute');
+    assert.equal(await val(page, 'train-threads'), cores > 1 ? 'auto' : '1');
     assert.equal(await page.getAttribute('#train-threads', 'max'), String(Math.max(1, Math.min(4, cores))));
+    await page.selectOption('#train-preset', 'quick');
     assert.equal(await val(page, 'steps'), '5000');
     assert.equal(await val(page, 'warmup'), '100');
     assert.match(await page.textContent('#corpus-name'), /first 2,000,000 bytes/);
