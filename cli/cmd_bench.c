@@ -13,7 +13,7 @@
  * Both run the one generator (core/generate.h) that `generate` runs. The
  * timed loop is the function bench_gen_bytes (never inlined), so `valgrind
  * --tool=callgrind --toggle-collect=bench_gen_*` counts exactly its
- * instructions; that is how tools/bench-generate measures instructions per
+ * instructions; that is how tools/bench/bench-generate measures instructions per
  * byte. */
 #include "cli.h"
 #include "core/engine.h"

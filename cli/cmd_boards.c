@@ -2,7 +2,7 @@
  * as a table for people, or as JSON (--json: the text of
  * fwimage's atm_fw_boards_json, which the wasm module's boards() gives the
  * page); with --cost, the cost model's features and estimate of a model on
- * a board (core/cost.c, the rule tools/fit-mcu-cost.mjs fits to).
+ * a board (core/cost.c, the rule tools/mcu/fit-mcu-cost.mjs fits to).
  * Errors: one line, exit 2 for usage, 1 for an unreadable model. */
 #include "cli.h"
 #include "core/boards.h"

@@ -21,7 +21,7 @@
  *    file changes (sizes, program headers and addresses stay), so the image
  *    still loads with `qemu-system-arm -kernel`.
  *  - These functions do not validate the model itself: callers open it with
- *    atm_model_open() first (tools/elfpatch.c does), so a firmware image
+ *    atm_model_open() first (tools/mcu/elfpatch.c does), so a firmware image
  *    never carries a container the engine would reject.
  *  - Host code: may use stdio. No allocation. */
 #ifndef ATOME_TOOLS_FWIMAGE_H

@@ -8,7 +8,7 @@
  *   16 CRC-32 of the model u32 LE (core/format.h CRC; 0 for an empty slot)
  *   20 board               12 bytes, the QEMU machine name, NUL padded
  * followed by the model bytes and zeros up to the end. The build leaves the
- * slot empty; tools/elfpatch (fwimage/fwimage.c) rewrites it in the ELF file,
+ * slot empty; tools/mcu/elfpatch (fwimage/fwimage.c) rewrites it in the ELF file,
  * so no cross compiler is needed to put another model in.
  *
  * This is the only translation unit that sees the initialiser: main.c reads

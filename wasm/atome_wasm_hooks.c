@@ -1,5 +1,5 @@
 /* wasm/atome_wasm_hooks.c — exports of atome.wasm that only tests and
- * benchmarks call: matmul accounting and replay (tools/bench-wasm-train.mjs),
+ * benchmarks call: matmul accounting and replay (tools/bench/bench-wasm-train.mjs),
  * a register-only multiply-add loop (its ceiling), and each trainer kernel
  * by name with `which` choosing the reference (0), the dispatched set (1) or
  * the wasm SIMD body (2), for the bit-identity tests in
@@ -20,7 +20,7 @@
 
 /* ---- kernels, for tests and benchmarks ---- */
 
-/* Matmul work and time, for tools/bench-wasm-train.mjs (kernels.h):
+/* Matmul work and time, for tools/bench/bench-wasm-train.mjs (kernels.h):
  * flops done so far; recording the calls of some steps into a block of
  * atome_mm_calls_max() entries; replaying them alone (JS times it). */
 #define MM_CALLS_MAX 8192
@@ -55,7 +55,7 @@ API int atome_mm_replay(int times) {
 API void atome_mm_release(void) { free(g_mm_scratch); g_mm_scratch = NULL; g_mm_floats = 0; g_ncalls = 0; }
 
 /* A register-only 4-lane multiply-then-add loop, for
- * `tools/bench-wasm-train.mjs --matmul`: six independent a += x * y, with
+ * `tools/bench/bench-wasm-train.mjs --matmul`: six independent a += x * y, with
  * y = y ^ splat(zero) every round. The caller passes zero = 0, so y keeps
  * its value, but the compiler cannot know it and must multiply in the loop
  * (without the xor, clang hoists the loop-invariant products and the loop
