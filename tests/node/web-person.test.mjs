@@ -206,7 +206,10 @@ test('a downloaded checkpoint resumes in the CLI with the data and command the p
     await page.click('#train-pause');
     await waitTrain(page, 'paused');
     const id = await page.evaluate(() => window.__atome.runId);
-    await page.waitForSelector(`#corpus-${id}`);
+    // the pause's own save has landed and the list names its checkpoint (an earlier save's may show a moment before)
+    const at = (await state(page)).step;
+    await page.waitForFunction(([i, s]) => document.querySelector(`#runs li[data-run-id="${i}"] .cli-resume code`)?.textContent
+      .includes(`-step${s}.ckpt`), [id, at], { timeout: 30000 });
     const cmd = await page.textContent(`#runs li[data-run-id="${id}"] .cli-resume code`);
     const m = cmd.match(/^atome train --resume (\S+\.ckpt) --data (tinystories-2m\.txt) --out \1$/);
     assert.ok(m, cmd);
