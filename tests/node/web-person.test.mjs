@@ -198,7 +198,7 @@ test('the phone\'s first screen reaches Generate', { timeout: 120000 }, async ()
 });
 
 test('a downloaded checkpoint resumes in the CLI with the data and command the page names', { timeout: 300000 }, async () => {
-  const { ctx, page } = await open('?steps=60&save-ms=100');
+  const { ctx, page } = await open('?steps=200&save-ms=100');
   try {
     await setTrain(page, { 'eval-every': 0, 'sample-every': 0 });
     await page.click('#train-start');
