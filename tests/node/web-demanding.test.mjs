@@ -27,8 +27,11 @@ function textOf(n) {
   for (let o = HEAD.length; o < n; o += TEXT.length) TEXT.copy(b, o, 0, Math.min(TEXT.length, n - o));
   return b;
 }
+// (from a file on disk: Chromium reads it there, where a 16 MiB buffer would cross the DevTools pipe as base64)
 async function pickCorpus(page, name, bytes) {
-  await page.setInputFiles('#corpus-file', { name, mimeType: 'text/plain', buffer: bytes });
+  const file = path.join(B.tmp(), name);
+  writeFileSync(file, bytes);
+  await page.setInputFiles('#corpus-file', file);
   await page.waitForFunction((n) => document.getElementById('corpus-name').textContent.startsWith(n), name);
 }
 const runsList = (page) => page.evaluate(() => [...document.querySelectorAll('#runs li')].map((li) => ({

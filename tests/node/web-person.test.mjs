@@ -198,13 +198,16 @@ test('the phone\'s first screen reaches Generate', { timeout: 120000 }, async ()
 });
 
 test('a downloaded checkpoint resumes in the CLI with the data and command the page names', { timeout: 300000 }, async () => {
-  const { ctx, page } = await openTraining('?steps=60&save-ms=100');
+  const { ctx, page } = await openTraining('?steps=200&save-ms=100');
   try {
     await page.waitForFunction(() => window.__atome.savedStep >= 10, null, { timeout: 60000 });
     await page.click('#train-pause');
     await waitTrain(page, 'paused');
     const id = await page.evaluate(() => window.__atome.runId);
-    await page.waitForSelector(`#corpus-${id}`);
+    // the pause's own save has landed and the list names its checkpoint (an earlier save's may show a moment before)
+    const at = (await state(page)).step;
+    await page.waitForFunction(([i, s]) => document.querySelector(`#runs li[data-run-id="${i}"] .cli-resume code`)?.textContent
+      .includes(`-step${s}.ckpt`), [id, at], { timeout: 30000 });
     const cmd = await page.textContent(`#runs li[data-run-id="${id}"] .cli-resume code`);
     const m = cmd.match(/^atome train --resume (\S+\.ckpt) --data (tinystories-2m\.txt) --out \1$/);
     assert.ok(m, cmd);
