@@ -14,7 +14,7 @@ import { startServer, missingArtifacts, CSP } from '../../tools/web/serve.mjs';
 
 let server, origin;
 before(async () => {
-  const missing = missingArtifacts();
+  const missing = await missingArtifacts();
   assert.deepEqual(missing, [], `the page needs ${missing.map(([f]) => f).join(', ')}: run tools/setup`);
   server = await startServer({ port: 0, host: '127.0.0.1' });
   origin = `http://127.0.0.1:${server.address().port}`;
