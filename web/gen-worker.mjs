@@ -204,9 +204,12 @@ async function score({ key, text }, { rid, emit }) {
 // Requests run one at a time (a model is never reopened or freed under a
 // running generation): the person's in the order they came, then the
 // background ones (a board card's known answer), which give way to any
-// request of the person at their next slice; only `stop` jumps the queue.
+// request of the person at their next slice; only `stop` and `hold` jump the
+// queue. While the page holds (a training run measures the device or
+// trains), background work waits: on a 2-core machine it took the core the
+// measure was timing.
 const fg = [], bg = [];
-let busy = false;
+let busy = false, held = false;
 function enqueue(type, fn, background) {
   return (args, ctx) => {
     if (type === 'generate' || type === 'score') running.add(ctx.rid);
@@ -220,12 +223,12 @@ function enqueue(type, fn, background) {
 async function pump() {
   if (busy) return;
   busy = true;
-  while (fg.length || bg.length) {
+  while (fg.length || bg.length && !held) {
     const job = fg.length ? fg.shift() : bg.shift();
     const background = job.type === 'expect';
     try {
       if (job.type !== 'init' && !atome) throw new Error('the module is not loaded yet');
-      job.resolve(await job.fn(job.args, { ...job.ctx, preempted: () => background && fg.length > 0 }));
+      job.resolve(await job.fn(job.args, { ...job.ctx, preempted: () => background && (fg.length > 0 || held) }));
     } catch (e) {
       if (e === PREEMPTED) { bg.unshift(job); continue; }
       job.reject(e);
@@ -240,4 +243,5 @@ async function pump() {
 serve({
   ...Object.fromEntries(Object.entries({ ...handlers, generate, score, expect }).map(([type, fn]) => [type, enqueue(type, fn, type === 'expect')])),
   stop: ({ target }) => { if (running.has(target)) stops.add(target); return true; },
+  hold: ({ on }) => { held = Boolean(on); if (!held) pump(); return true; },
 });

@@ -30,7 +30,7 @@ export const PRESETS = {
     // own): the step times of quick's runs there (trainer 74.3 s for 5,000 steps on 1 thread, 41.0 s on 2: docs/web.md),
     // the costs beside the steps as the page's `measure` reports them in the order of magnitude seen there
     typical: { msPerStep: { 1: 15, 2: 8.2 }, evalMsPerChunk: 0.3, sampleMs: 60, setupMs: 150, saveMs: 10, exportMs: 250, evalChunks: 3125,
-      measureS: 2 },
+      measureS: 3 },
   },
   quick: {
     fields: { ...COMMON, steps: '5000', batch: '16', lr: '1.2e-2', cosine: '1', 'lr-min': '1e-4', clip: '1' },

@@ -276,14 +276,22 @@ const fasterCount = (ms) => [...ms.entries()].map(([n, v]) => [n, median(v)]).re
 
 // The minute preset's measure of this device: a scratch model of the run's
 // shape on the run's corpus (freed after), two warm-up steps on each count
-// (the second one timed), then a block on each in turn (not counted: V8
-// tiers the module's code up in its first seconds) and PROBE_ROUNDS more
-// (the order alternating), each block as many steps (2 to 20) as fill its
-// share of targetMs on the slower count; the median step time of each count, the
-// faster count, and on it the costs a run has beside its steps: one
-// validation chunk (the median of three passes), a sample, a save, the end
-// of a run, and building the model with its data.
-async function measure({ settings: s, corpus, counts, targetMs = 1000 }) {
+// (the second one timed), then rounds of a block on each count in turn (the
+// order alternating), each block as many steps (2 to 20) as fill its share
+// of targetMs on the slower count. The browser compiles the module's code
+// quickly first and replaces it by optimised code while it runs (a step
+// there took 58, 52, 37, then 20 ms in four blocks), so the rounds go on
+// until the last SETTLE_ROUNDS blocks of every count agree within a tenth,
+// at least PROBE_ROUNDS + 1 rounds and until maxMs at most; the step time of
+// a count is the median of its last SETTLE_ROUNDS blocks. The faster count,
+// and on it the costs a run has beside its steps: one validation chunk (the
+// median of three passes), a sample, a save, the end of a run, and building
+// the model with its data.
+const SETTLE_ROUNDS = 3;
+const lastBlocks = (v) => v.slice(-SETTLE_ROUNDS);
+const settled = (blocks) => [...blocks.values()].every((v) => v.length >= SETTLE_ROUNDS &&
+  Math.max(...lastBlocks(v)) <= 1.1 * Math.min(...lastBlocks(v)));
+async function measure({ settings: s, corpus, counts, targetMs = 1000, maxMs = 4 * targetMs }) {
   if (state === 'running' || state === 'paused' || state === 'stopping')
     throw Object.assign(new Error('a run is already in progress'), { refused: true });
   const t0 = performance.now();
@@ -303,19 +311,19 @@ async function measure({ settings: s, corpus, counts, targetMs = 1000 }) {
       slowest = Math.max(slowest, performance.now() - t);
     }
     const k = Math.max(2, Math.min(20, Math.round(targetMs / ((PROBE_ROUNDS + 1) * want.length) / Math.max(slowest, 0.1))));
-    // round 0 is not counted: the engine is still replacing its first, quickly compiled code by optimised code
-    for (let r = 0; r <= PROBE_ROUNDS; r++) {
+    for (let r = 0; r <= PROBE_ROUNDS || !settled(blocks) && performance.now() - t0 < maxMs; r++) {
       for (const n of r % 2 ? want : [...want].reverse()) {
         atome.setThreads(n);
         const t = performance.now();
         sm.trainSteps(k);
-        if (r > 0) blocks.get(n).push((performance.now() - t) / k);
+        blocks.get(n).push((performance.now() - t) / k);
       }
       await yieldNow();
     }
-    const threads = fasterCount(blocks);
+    const kept = new Map([...blocks].map(([n, v]) => [n, lastBlocks(v)]));
+    const threads = fasterCount(kept);
     atome.setThreads(threads);
-    const msPerStep = Object.fromEntries([...blocks].map(([n, v]) => [n, median(v)]));
+    const msPerStep = Object.fromEntries([...kept].map(([n, v]) => [n, median(v)]));
     const time = (fn) => { const t = performance.now(); fn(); return performance.now() - t; };
     const EVAL_CHUNKS = 32;
     sm.evaluate({ maxChunks: 16, batch: 16 });      // the first pass allocates its buffers: not timed

@@ -8,7 +8,7 @@ import { checkOption, findOption } from '../wasm/atome.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
 import { initPresets, PAGE_THREADS, presetOfFields, scheduleTable } from './presets.mjs';
-import { BUDGET, autoEvery, scheduleFields, stepsForBudget, measureMs, etaSmoother } from './minute.mjs';
+import { BUDGET, autoEvery, scheduleFields, stepsForBudget, measureMs, measureMaxMs, etaSmoother } from './minute.mjs';
 
 // The largest corpus the page accepts: 16 MiB. The training module's memory
 // grows with what a run needs (up to 1 GiB), and a 60K model trains on a
@@ -81,6 +81,14 @@ function unsavedSteps(ts) {
 
 // state: idle | starting | running | paused | done | error; data-state shows
 // the contract's five (a run being set up still reads idle)
+// While a run measures or trains, the generation worker's background work
+// (the board cards' known answers) waits; a paused or ended run lets it go on.
+function holdBackground(page, on) {
+  if (page.genHeld === on) return;
+  page.genHeld = on;
+  page.gen.call('hold', { on }).catch(() => {});
+}
+
 function setTrainStatus(page, ts, state, extra = {}) {
   const st = $('train-status');
   st.dataset.state = state === 'starting' ? 'idle' : state;
@@ -89,6 +97,7 @@ function setTrainStatus(page, ts, state, extra = {}) {
   if (extra.valBpb !== undefined) st.dataset.valBpb = String(extra.valBpb);
   ts.state = state;
   ts.active = state === 'running' || state === 'paused' || state === 'starting';
+  holdBackground(page, state === 'running' || state === 'starting');
   const had = document.activeElement;
   $('train-pause').disabled = state !== 'running';
   $('train-resume').disabled = state !== 'paused';
@@ -325,7 +334,7 @@ async function minuteRun(page, ts, s, corpus, t0) {
   // the scratch model trains on the largest corpus a row takes (its step time does not depend on it)
   const first = scheduleFields(table, 0);
   const m = await page.trainer.call('measure', { settings: { ...s, batch: first.row.batch, seq: first.row.seq }, corpus, counts,
-    targetMs: measureMs(s.budget) });
+    targetMs: measureMs(s.budget), maxMs: measureMaxMs(s.budget) });
   const left = s.budget - (performance.now() - t0) / 1000;
   const at = { ...m, msPerStep: m.msPerStep[m.threads] };
   const steps = stepsForBudget(at, left);
