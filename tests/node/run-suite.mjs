@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+// tests/node/run-suite.mjs — the Node half of tools/test: every
+// tests/node/*.test.mjs, two files at a time (most of them hold one core:
+// QEMU, the native CLI, one browser page), the page tests first (the longest),
+// then the files that time the machine alone (their bounds assume a 2-core
+// machine running nothing else: the minute preset's wall time and its CPU hog).
+// TAP on stdout as `node --test` prints it; exit 1 if any test failed.
+// Node 18.17 or newer (node:test's run() and its reporters); `--test-concurrency`
+// would need Node 20.10.
+//
+//   node tests/node/run-suite.mjs [FILE...]    (default: every test file)
+import { run } from 'node:test';
+import { tap } from 'node:test/reporters';
+import { finished } from 'node:stream/promises';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const ALONE = ['web-minute.test.mjs'];
+export const LANES = 2;
+
+// The files: the page tests first, then the rest, each group by name.
+export function suiteFiles(names = readdirSync(HERE).filter((f) => f.endsWith('.test.mjs'))) {
+  const base = names.map((f) => path.basename(f)).sort();
+  const page = base.filter((f) => f.startsWith('web-') && !ALONE.includes(f));
+  const rest = base.filter((f) => !f.startsWith('web-') && !ALONE.includes(f));
+  return { shared: [...page, ...rest], alone: base.filter((f) => ALONE.includes(f)) };
+}
+
+async function runFiles(files, concurrency) {
+  if (!files.length) return true;
+  let ok = true;
+  const stream = run({ files: files.map((f) => path.join(HERE, f)), concurrency });
+  stream.on('test:fail', () => { ok = false; });
+  const out = stream.compose(tap);
+  out.pipe(process.stdout, { end: false });
+  await finished(out);
+  return ok;
+}
+
+async function main(argv) {
+  const { shared, alone } = suiteFiles(argv.length ? argv : undefined);
+  const a = await runFiles(shared, LANES);
+  const b = await runFiles(alone, 1);
+  process.exitCode = a && b ? 0 : 1;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main(process.argv.slice(2));
