@@ -17,6 +17,7 @@
  * uart_idle() is the body of a board's wait loop (WFI, or servicing USB). */
 #include <stdint.h>
 #include "uart.h"
+/* MCU_CLOCK_HZ: the board's clock_hz in core/boards.def (mcu/CMakeLists.txt) */
 
 #define REG(base, off) (*(volatile uint32_t *)((base) + (off)))
 
@@ -77,7 +78,7 @@ int uart_getc(void) {
     return (int)(REG(UB, 0x518) & 0xFFu);   /* RXD */
 }
 uint32_t uart_cycles(void) { return 0u; }   /* the Cortex-M0 has no cycle counter */
-uint32_t uart_cpu_hz(void) { return 16000000u; }
+uint32_t uart_cpu_hz(void) { return MCU_CLOCK_HZ; }
 
 #elif defined(MCU_UART_NRF52)
 #include "nrf52/nrf52.h"
@@ -87,12 +88,12 @@ void uart_init(void) {
 }
 void uart_putc(uint8_t b) { nrf52_uart_putc(b); }
 int uart_getc(void) { return nrf52_uart_getc(); }
-uint32_t uart_cpu_hz(void) { return 64000000u; }
+uint32_t uart_cpu_hz(void) { return MCU_CLOCK_HZ; }
 
 #elif defined(MCU_UART_CMSDK)
 #define UB 0x40004000u
 void uart_init(void) {
-    REG(UB, 0x10) = 25000000u / 115200u;   /* BAUDDIV (>= 16) */
+    REG(UB, 0x10) = MCU_CLOCK_HZ / 115200u;   /* BAUDDIV (>= 16) */
     REG(UB, 0x08) = 3u;                    /* CTRL: TX and RX enable */
     dwt_start();
 }
@@ -104,13 +105,14 @@ int uart_getc(void) {
     while ((REG(UB, 0x04) & 2u) == 0u) { } /* STATE: RX buffer full */
     return (int)(REG(UB, 0x00) & 0xFFu);
 }
-uint32_t uart_cpu_hz(void) { return 25000000u; }
+uint32_t uart_cpu_hz(void) { return MCU_CLOCK_HZ; }
 
 #elif defined(MCU_UART_PICO)
 #include "pico/pico.h"
 #define UB 0x40034000u
 #define IO_BANK0 0x40014000u
 #define CONNECT_WAIT_US 2000000u   /* a USB host configures us within this, or there is none */
+#define PICO_BRD8 (8u * MCU_CLOCK_HZ / 115200u)   /* clk_peri is the system clock (mcu/pico/clocks.c) */
 void uart_init(void) {
     static int done;
     if (done) return;   /* the fault path may call it again */
@@ -118,9 +120,9 @@ void uart_init(void) {
     pico_clocks_init();
     PICO_REG(IO_BANK0 + 0x04u) = 2u;            /* GPIO0_CTRL: FUNCSEL uart0 TX */
     PICO_REG(IO_BANK0 + 0x0Cu) = 2u;            /* GPIO1_CTRL: FUNCSEL uart0 RX */
-    /* 8 x 125 MHz / 115200 = 8680: integer part 67, fraction 52/64 */
-    PICO_REG(UB + 0x24u) = 8680u >> 7;          /* UARTIBRD */
-    PICO_REG(UB + 0x28u) = ((8680u & 0x7Fu) + 1u) / 2u;   /* UARTFBRD */
+    /* 8 x clk_peri / 115200 = 8680 at 125 MHz: integer part 67, fraction 52/64 */
+    PICO_REG(UB + 0x24u) = PICO_BRD8 >> 7;      /* UARTIBRD */
+    PICO_REG(UB + 0x28u) = ((PICO_BRD8 & 0x7Fu) + 1u) / 2u;   /* UARTFBRD */
     PICO_REG(UB + 0x2Cu) = (3u << 5) | (1u << 4);         /* UARTLCR_H: 8 bits, FIFOs (latches the divisor) */
     PICO_REG(UB + 0x30u) = (1u << 0) | (1u << 8) | (1u << 9);   /* UARTCR: UARTEN, TXE, RXE */
     usb_cdc_init();

@@ -42,10 +42,14 @@ const nativeDir = process.env.ATOME_NATIVE_BUILD ?? path.join(repo, 'build/nativ
 const mcuDir = process.env.ATOME_MCU_BUILD ?? path.join(repo, 'build/mcu');
 const wasmDir = process.env.ATOME_WASM_BUILD ?? path.join(repo, 'build/wasm');
 const ATOME = path.join(nativeDir, 'atome');
-const BOARDS = [
-  { board: 'mps2-an385', cpu: 'Cortex-M3', window: 64, clock: 25 },
-  { board: 'microbit', cpu: 'Cortex-M0', window: 32, clock: 16 },
-];
+// the boards counted and their windows; the CPU and clock come from the one
+// table of boards (core/boards.def, `atome boards --json`)
+const TABLE = JSON.parse(execFileSync(ATOME, ['boards', '--json'])).boards;
+const cpuName = (c) => c.replace(/^cortex-m/, 'Cortex-M').replace(/plus$/, '+');
+const BOARDS = [['mps2-an385', 64], ['microbit', 32]].map(([board, window]) => {
+  const row = TABLE.find((b) => b.name === board);
+  return { board, window, cpu: cpuName(row.cpu), clock: row.clock_hz / 1e6 };
+});
 const ENCODINGS = ['atome01', 'atome02'];
 const PROMPT = 'Once upon a time';
 

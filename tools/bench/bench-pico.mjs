@@ -19,7 +19,7 @@
 //    the same bytes as UART0.
 //  - These are an EMULATOR's cycles (rp2040js's Cortex-M0+ timings; no XIP
 //    flash wait states or cache misses, which real silicon adds), labelled
-//    so; bytes_per_s = 125 MHz / cycles_per_byte.
+//    so; bytes_per_s = the clock (125 MHz: clock_hz in core/boards.def) / cycles_per_byte.
 //  - stdout: one JSON object (board, model, window, n, cycles_per_byte,
 //    insns_per_byte (rp2040js's executed instructions over the same span),
 //    clock_mhz, bytes_per_s, flash_bytes, engine_bytes, arena_bytes,
@@ -34,6 +34,8 @@ import { runPico, storyCycles } from '../mcu/pico.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ATOME = path.join(process.env.ATOME_NATIVE_BUILD ?? path.join(repo, 'build/native'), 'atome');
+// the Pico's clock, from the one table of boards (core/boards.def)
+const CLOCK_HZ = JSON.parse(execFileSync(ATOME, ['boards', '--json'])).boards.find((b) => b.name === 'pico').clock_hz;
 const die = (msg, code = 2) => { process.stderr.write(`bench-mcu: ${msg}\n`); process.exit(code); };
 
 function args(argv) {
@@ -67,7 +69,7 @@ const o = args(process.argv.slice(2));
 const tmp = mkdtempSync(path.join(tmpdir(), 'bench-pico-'));
 try {
   const info = makeImage(o, path.join(tmp, 'fw.bin'));
-  const r = runPico(new Uint8Array(readFileSync(path.join(tmp, 'fw.bin'))), { maxCycles: 125e6 * 3600 });
+  const r = runPico(new Uint8Array(readFileSync(path.join(tmp, 'fw.bin'))), { maxCycles: CLOCK_HZ * 3600 });
   if (r.timedOut) die('the image did not finish its story', 1);
   if (!r.usb.equals(r.uart)) die('USB and UART0 carried different bytes', 1);
   const s = storyCycles(r, Buffer.byteLength(o.prompt, 'latin1'));
@@ -78,13 +80,13 @@ try {
   const out = {
     board: 'pico', model: path.basename(o.model), model_bytes: info.model_bytes, encoding: info.encoding, window: info.window,
     n: o.n, cycles_per_byte: s.cyclesPerByte, insns_per_byte: s.insnsPerByte,
-    clock_mhz: 125, bytes_per_s: +(125e6 / s.cyclesPerByte).toFixed(2), flash_bytes: info.flash_bytes,
+    clock_mhz: CLOCK_HZ / 1e6, bytes_per_s: +(CLOCK_HZ / s.cyclesPerByte).toFixed(2), flash_bytes: info.flash_bytes,
     engine_bytes: info.engine_bytes, arena_bytes: info.arena_bytes, max_window: info.max_window,
     stack_used: Number(stack[1]), stack_bytes: Number(stack[2]),
     note: "emulated cycles (rp2040js's Cortex-M0+ model: no XIP flash wait states), not silicon",
   };
   process.stderr.write(`bench-mcu pico: ${out.model} (${out.encoding}) window ${out.window}, ${o.n} bytes\n` +
-    `  cycles/byte ${out.cycles_per_byte.toLocaleString('en-US')}   bytes/s at 125 MHz ${out.bytes_per_s}\n` +
+    `  cycles/byte ${out.cycles_per_byte.toLocaleString('en-US')}   bytes/s at ${out.clock_mhz} MHz ${out.bytes_per_s}\n` +
     `  flash ${out.flash_bytes.toLocaleString('en-US')} B   engine RAM ${out.engine_bytes.toLocaleString('en-US')} of ${out.arena_bytes.toLocaleString('en-US')} B   stack ${out.stack_used} of ${out.stack_bytes} B\n`);
   process.stdout.write(`${JSON.stringify(out)}\n`);
 } finally { rmSync(tmp, { recursive: true, force: true }); }
