@@ -7,7 +7,7 @@
 //   runId       the id of the run this tab trains (or trained last)
 //   events      ['error', line], ['generated', n], ['copied', bytes], ['download', name, bytes],
 //               ['standalone', board, expect_hex], ['train', type, step], ['val', step, bpb],
-//               ['minute', measure]: a minute run's measure (web/train-worker.mjs), the budget left after it, the steps chosen
+//               ['minute', measure]: a minute run's measure (web/train-worker.mjs), the thread count the run takes, the cores, the budget left after it, the steps chosen
 //   whyLines()  the parsed "why this byte" lines of the latest generation
 //   saveNow()   saves the training run at once
 

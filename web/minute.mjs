@@ -63,18 +63,32 @@ export function overheadSeconds(m, steps, { valChunks = 1000, saveEveryS = 3, ev
 // The page's share of the CPU while a run trains (its progress line, curves,
 // saves), taken from the steps: a fraction of the step time, and a fixed
 // reserve for the end of the run (the reply, the last save, the model into
-// Generate).
-export const PAGE_SHARE = 0.06, RESERVE_S = 0.6;
+// Generate). The share is larger when the run's threads take every core:
+// the page's work then comes out of the training threads' time (on the
+// 2-core test machine two-thread budget-50 runs trained 8 % and 24 % slower
+// than their measure, docs/web.md; one-thread runs, with a core left for the
+// page, within the 6 %).
+export const PAGE_SHARE = 0.06, BUSY_PAGE_SHARE = 0.25, RESERVE_S = 0.6;
+export const pageShare = (threads, cores) => (threads >= cores ? BUSY_PAGE_SHARE : PAGE_SHARE);
+
+// The thread count a minute run takes from its measure (msPerStep: count ->
+// ms a step): the lowest step time once the page's share is added (the
+// smaller count on a tie).
+export function runThreads(msPerStep, cores) {
+  const eff = Object.entries(msPerStep).map(([n, ms]) => [Number(n), ms * (1 + pageShare(Number(n), cores))]);
+  return eff.reduce((a, b) => (b[1] < a[1] || b[1] === a[1] && b[0] < a[0] ? b : a))[0];
+}
 
 // The seconds a run of `steps` takes on the device measured (m, as above,
-// with msPerStep the step time on the thread count chosen).
-export const runSeconds = (m, steps, opts = {}) =>
-  steps * m.msPerStep * (1 + PAGE_SHARE) / 1000 + overheadSeconds(m, steps, opts) + RESERVE_S;
+// with msPerStep the step time on the thread count chosen, pageShare the
+// page's share there: PAGE_SHARE if not given).
+const perStepS = (m) => m.msPerStep * (1 + (m.pageShare ?? PAGE_SHARE)) / 1000;
+export const runSeconds = (m, steps, opts = {}) => steps * perStepS(m) + overheadSeconds(m, steps, opts) + RESERVE_S;
 
 // The step count that fills `leftS` seconds (the budget less the time already
 // spent measuring): the largest multiple of 10 whose run fits, at least 10.
 export function stepsForBudget(m, leftS, opts = {}) {
-  const per = m.msPerStep * (1 + PAGE_SHARE) / 1000;
+  const per = perStepS(m);
   let steps = Math.max(10, Math.floor((leftS - runSeconds(m, 0, opts)) / per / 10) * 10);
   while (runSeconds(m, steps + 10, opts) <= leftS) steps += 10;
   while (steps > 10 && runSeconds(m, steps, opts) > leftS) steps -= 10;

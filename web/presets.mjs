@@ -18,7 +18,7 @@
 // this project's 2-core test machine (tools/bench-web-train.mjs --preset NAME),
 // shown before a run as what to expect, not as a promise.
 import { $, fmt } from './ui.mjs';
-import { SCHEDULE_URL, BUDGET, scheduleFields, stepsForBudget, numText } from './minute.mjs';
+import { SCHEDULE_URL, BUDGET, scheduleFields, stepsForBudget, numText, pageShare } from './minute.mjs';
 
 const COMMON = { 'train-config': 'atome-60k', 'train-quant': 'ternary', seq: '64', 'train-seed': '0', wd: '0.01',
   'fp-fraction': '0', lr2: '', 'eval-every': '', 'sample-every': '' };
@@ -77,7 +77,7 @@ function threadsAsked() {
 // The step count the project's test machine reaches in the budget, and its schedule.
 export function minuteEstimate(budget = budgetOf() ?? BUDGET.default) {
   const t = PRESETS.minute.typical, n = threadsAsked() >= 2 ? 2 : 1;
-  const m = { ...t, msPerStep: t.msPerStep[n] };
+  const m = { ...t, msPerStep: t.msPerStep[n], pageShare: pageShare(n, 2) };   // the test machine has 2 cores
   const steps = stepsForBudget(m, budget - t.measureS);
   return { steps, threads: n, ...scheduleFields(TABLE, steps) };
 }

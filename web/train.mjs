@@ -8,7 +8,7 @@ import { checkOption, findOption } from '../wasm/atome.mjs';
 import { testEvent, testExpose, testRunId, testSaving, testSaved, testSaveFailed } from './hook.mjs';
 import { initChart, addSample } from './chart.mjs';
 import { initPresets, PAGE_THREADS, presetOfFields, scheduleTable } from './presets.mjs';
-import { BUDGET, autoEvery, scheduleFields, stepsForBudget, measureMs, measureMaxMs, etaSmoother } from './minute.mjs';
+import { BUDGET, autoEvery, scheduleFields, stepsForBudget, measureMs, measureMaxMs, etaSmoother, runThreads, pageShare } from './minute.mjs';
 
 // The largest corpus the page accepts: 16 MiB. The training module's memory
 // grows with what a run needs (up to 1 GiB), and a 60K model trains on a
@@ -336,7 +336,10 @@ async function minuteRun(page, ts, s, corpus, t0) {
   const m = await page.trainer.call('measure', { settings: { ...s, batch: first.row.batch, seq: first.row.seq }, corpus, counts,
     targetMs: measureMs(s.budget), maxMs: measureMaxMs(s.budget) });
   const left = s.budget - (performance.now() - t0) / 1000;
-  const at = { ...m, msPerStep: m.msPerStep[m.threads] };
+  // the count whose steps are fastest once the page's own share is counted (web/minute.mjs runThreads)
+  const cores = navigator.hardwareConcurrency || 1;
+  m.threads = runThreads(m.msPerStep, cores);
+  const at = { ...m, msPerStep: m.msPerStep[m.threads], pageShare: pageShare(m.threads, cores) };
   const steps = stepsForBudget(at, left);
   const f = scheduleFields(table, steps);
   const taken = ts.builtin ? await builtinCorpus(ts, f.corpus) : corpus;
@@ -344,7 +347,7 @@ async function minuteRun(page, ts, s, corpus, t0) {
     lrMin: f.row.lrMin, clip: f.row.clip, threads: m.threads, evalEvery: autoEvery(steps), sampleEvery: autoEvery(steps),
     measured: { threads: m.threads, msPerStep: m.msPerStep, seconds: Math.round(m.seconds * 100) / 100, budgetLeft: Math.round(left * 100) / 100 } };
   out.text = { ...s.text, ...f.fields, 'eval-every': '', 'sample-every': '' };
-  testEvent('minute', { ...m, left, steps });
+  testEvent('minute', { ...m, cores, left, steps });
   if (ts.builtin) { useBuiltin(ts, f.corpus, true); }
   return { s: out, corpus: taken, hint: at.msPerStep };
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { deriveSchedule, scheduleText, OUT, COMMAND } from '../../tools/minute-schedule.mjs';
-import { scheduleRow, scheduleFields, stepsForBudget, runSeconds, overheadSeconds, etaSmoother, numText } from '../../web/minute.mjs';
+import { scheduleRow, scheduleFields, stepsForBudget, runSeconds, overheadSeconds, etaSmoother, numText, runThreads, pageShare, PAGE_SHARE, BUSY_PAGE_SHARE } from '../../web/minute.mjs';
 import { repo, run } from './artifacts.mjs';
 
 const committed = readFileSync(path.join(repo, OUT), 'utf8');
@@ -54,6 +54,19 @@ test('the step count fills the budget: its steps and overhead fit, ten more step
   }
   assert.equal(stepsForBudget(m, 0.5), 10, 'at least 10 steps');
   assert.ok(stepsForBudget({ ...m, msPerStep: 16 }, 48) < stepsForBudget(m, 48));
+});
+
+test('threads: the pool on every core pays the larger page share; the count is the faster after it', () => {
+  assert.equal(pageShare(1, 2), PAGE_SHARE);
+  assert.equal(pageShare(2, 2), BUSY_PAGE_SHARE);
+  assert.equal(pageShare(4, 8), PAGE_SHARE);
+  assert.ok(BUSY_PAGE_SHARE > PAGE_SHARE);
+  assert.equal(runThreads({ 1: 10, 2: 7 }, 2), 2, 'a third faster: the pool');
+  assert.equal(runThreads({ 1: 10, 2: 9 }, 2), 1, 'a tenth faster on both cores: one thread, which leaves the page a core');
+  assert.equal(runThreads({ 1: 10, 4: 9 }, 8), 4, 'a free core left for the page: the faster count');
+  assert.equal(runThreads({ 1: 10, 2: 10 * (1 + PAGE_SHARE) / (1 + BUSY_PAGE_SHARE) }, 2), 1, 'a tie: the smaller count');
+  const m = { msPerStep: 8, evalMsPerChunk: 0.3, sampleMs: 60, setupMs: 150, saveMs: 10, exportMs: 250, evalChunks: 3125 };
+  assert.ok(stepsForBudget({ ...m, pageShare: BUSY_PAGE_SHARE }, 48) < stepsForBudget(m, 48), 'the larger share plans fewer steps');
 });
 
 test('the ETA is smoothed and never shows a figure more than a tenth above the one before', () => {
