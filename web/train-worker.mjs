@@ -285,7 +285,7 @@ const fasterCount = (ms) => [...ms.entries()].map(([n, v]) => [n, median(v)]).re
 // at least PROBE_ROUNDS + 1 rounds and until maxMs at most; the step time of
 // a count is the median of its last SETTLE_ROUNDS blocks. The faster count,
 // and on it the costs a run has beside its steps: one validation chunk (the
-// fastest of three passes), a sample, a save, the end of a run, and building
+// fastest of five passes), a sample, a save, the end of a run, and building
 // the model with its data.
 const SETTLE_ROUNDS = 3;
 const lastBlocks = (v) => v.slice(-SETTLE_ROUNDS);
@@ -327,9 +327,9 @@ async function measure({ settings: s, corpus, counts, targetMs = 1000, maxMs = 4
     const time = (fn) => { const t = performance.now(); fn(); return performance.now() - t; };
     const EVAL_CHUNKS = 32;
     // the first passes allocate the buffers and get the evaluation's own code optimised: not timed;
-    // then the fastest of three (a pass is about 10 ms; one slow one decided seconds of a run's plan)
+    // then the fastest of five (a pass is about 10 ms; one slow one decided seconds of a run's plan)
     for (let i = 0; i < 3; i++) sm.evaluate({ maxChunks: EVAL_CHUNKS, batch: 16 });
-    const evalMsPerChunk = Math.min(...[0, 1, 2].map(() => time(() => sm.evaluate({ maxChunks: EVAL_CHUNKS, batch: 16 })))) /
+    const evalMsPerChunk = Math.min(...[0, 1, 2, 3, 4].map(() => time(() => sm.evaluate({ maxChunks: EVAL_CHUNKS, batch: 16 })))) /
       Math.min(EVAL_CHUNKS, evalChunks);
     const sampleMs = time(() => sm.generateBytes(SAMPLE.prompt, { n: SAMPLE.n, temperature: SAMPLE.temperature, topK: SAMPLE.topK, seed: SAMPLE.seed }));
     const saveMs = time(() => sm.saveCheckpoint({ calibration: false }));
