@@ -137,14 +137,21 @@ function models(tmp) {
 
 // What the board's row says tools/bench-mcu counts: QEMU's instructions on the
 // micro:bit and the MPS2; on the Pico, rp2040js's cycles (32 bytes: the
-// emulator is slower than QEMU)
+// emulator is slower than QEMU). null when the window does not fit the
+// board's RAM (the firmware's exit 5 under QEMU; `atome firmware`'s "does
+// not fit" on the Pico); any other failure stops the fit with its message.
 function count(file, board, W) {
+  const argv = ['--model', file, '--board', board.name, '--window', String(W)];
+  let r;
   try {
-    const r = execFileSync(path.join(repo, 'tools/bench-mcu'), ['--model', file, '--board', board.name, '--window', String(W)],
-      { stdio: ['ignore', 'pipe', 'ignore'] });
-    const j = JSON.parse(r.toString());
-    return { y: j[board.cost.count], ox: !!(j.report && j.report.offsets) };
-  } catch { return null; }   // the window does not fit the board's RAM
+    r = execFileSync(path.join(repo, 'tools/bench-mcu'), argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    const err = String(e.stderr ?? '');
+    if (e.status === 5 || /does not fit/.test(err)) return null;
+    throw new Error(`tools/bench-mcu ${argv.join(' ')} failed (exit ${e.status}): ${err.trim().split('\n').pop()}`);
+  }
+  const j = JSON.parse(r.toString());
+  return { y: j[board.cost.count], ox: !!(j.report && j.report.offsets) };
 }
 
 function table(fits) {
