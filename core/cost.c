@@ -3,6 +3,7 @@
 #include "cost.h"
 #include "boards.h"
 #include "mcu_cost.h"
+#include "engine_select.h"   /* ATM_LUT_MAX_D: the table path's widest model */
 
 static int same(const char *a, const char *b) {
     while (*a && *a == *b) { a++; b++; }
@@ -21,11 +22,11 @@ int atm_cost_features(const atm_mconfig *c, int encoding, const char *board, int
     const int64_t D = c->d_model, L = c->n_layers, H = c->d_head, V = c->vocab;
     const int64_t W = window > 0 ? window : c->window;
     const int64_t M = L * (2 * H * D + D * D + 3 * D) + V * D;
-    /* core/engine_select.c's table path: the pair-sum table (d <= 128, ATM_LUT_MAX_D),
+    /* core/engine_select.c's table path: the pair-sum table (d <= ATM_LUT_MAX_D),
      * or the byte tables at any width where the firmware gives them (the
      * row's `tables`); the bit-plane rows from the offset stream when the
      * image holds one and the rows start 4-aligned (d % 16 == 0) */
-    const int lut = D % 4 == 0 && (D <= 128 || b->tables);
+    const int lut = D % 4 == 0 && (D <= ATM_LUT_MAX_D || b->tables);
     const int ox = lut && offsets && D % 16 == 0 && encoding == ATM_ENC_ATOME01;
     const int64_t v[ATM_COST_FEATURES] = { 1, lut && !ox ? M : 0, lut ? 0 : M, L * W * H, L * W, L * D, ox ? M : 0 };
     for (int k = 0; k < ATM_COST_FEATURES; k++) f[k] = v[k];

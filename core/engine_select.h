@@ -21,10 +21,11 @@
 
 /* the pair-sum table row kernel (and the byte tables): everywhere but the
  * Cortex-M0, whose 16 KiB of RAM have no room for its 4 KiB stack table;
- * d <= ATM_LUT_MAX_D */
+ * d <= ATM_LUT_MAX_D (defined in every build: core/cost.c's estimate for
+ * any board reads it) */
+#define ATM_LUT_MAX_D 128
 #if !defined(ATM_ENGINE_PORTABLE) && !defined(__ARM_ARCH_6M__)
 #define ATM_T2_LUT 1
-#define ATM_LUT_MAX_D 128
 /* ATOME02 rows re-encoded as ATOME01 for the row kernels (not on the M0) */
 #define ATM_T5_RECODE 1
 #endif
