@@ -95,15 +95,12 @@ static int eval_packed(const char *model, const char *data, int64_t max_bytes, d
     atm_model m;
     int rc = cli_open_engine_model("eval", model, &blob, &len, &m, NULL);
     if (rc) return rc;
-    if (seq == 0) seq = m.cfg.train_seq >= 2 ? m.cfg.train_seq : (m.cfg.window >= 1 ? m.cfg.window + 1 : 64);
-    if (window == 0 && m.cfg.window >= 1 && m.cfg.window < seq - 1) window = m.cfg.window;
-    if (window == 0) {
-        if (seq - 1 > ATM_MAX_WINDOW) {
-            free(blob);
-            return cli_err(CLI_USAGE, "eval: --seq %lld needs a window of %lld positions; the engine allows %d (give --window)",
-                           (long long)seq, (long long)seq - 1, ATM_MAX_WINDOW);
-        }
-        window = seq - 1;
+    const int window_given = window != 0;
+    atm_eval_defaults(&m.cfg, &seq, &window);
+    if (!window_given && window > ATM_MAX_WINDOW) {
+        free(blob);
+        return cli_err(CLI_USAGE, "eval: --seq %lld needs a window of %lld positions; the engine allows %d (give --window)",
+                       (long long)seq, (long long)window, ATM_MAX_WINDOW);
     }
     atm_corpus corpus;
     atm_chunks ch;

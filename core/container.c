@@ -98,6 +98,11 @@ static int kind_dtype(int kind) {
     }
 }
 
+void atm_eval_defaults(const atm_mconfig *c, int64_t *seq, int64_t *window) {
+    if (*seq == 0) *seq = c->train_seq >= 2 ? c->train_seq : (c->window >= 1 ? (int64_t)c->window + 1 : 64);
+    if (*window == 0) *window = c->window >= 1 && c->window < *seq - 1 ? c->window : *seq - 1;
+}
+
 void atm_tensor_shape(const atm_mconfig *c, int kind, uint32_t *rows, uint32_t *cols) {
     uint32_t r = 0, k = 0;
     const uint32_t d = (uint32_t)c->d_model;

@@ -173,6 +173,13 @@ atm_status atm_model_entry(const atm_model *m, int idx, atm_tensor_view *t);
 void atm_tensor_shape(const atm_mconfig *c, int kind, uint32_t *rows, uint32_t *cols);
 /* Number of table entries of a config (0 if the config is invalid). */
 int atm_container_tensors(const atm_mconfig *c);
+
+/* `atome eval`'s defaults for a packed model, filling what is 0: seq = the
+ * training seq, else the stored window + 1, else 64; window = the stored
+ * window when below seq - 1, else seq - 1 (which may exceed ATM_MAX_WINDOW:
+ * the caller says so). Read by the CLI's eval and the wasm module's scorer,
+ * so the page's "score your own text" equals `atome eval`. */
+void atm_eval_defaults(const atm_mconfig *c, int64_t *seq, int64_t *window);
 /* Config check against the engine limits: ATM_OK or ATM_E_CONFIG. */
 atm_status atm_mconfig_check(const atm_mconfig *c);
 /* Exact container size for a config and encoding (0 if either is invalid). */

@@ -283,13 +283,12 @@ API int atome_ek_matvec(int which, const uint8_t *b, uint32_t rows, uint32_t col
  * after the last whole chunk are scored the same way (a chunk cut short),
  * and the page leaves them out of the bits per byte as eval does. */
 
-/* eval's seq and window for the open model (seq: the training seq, else
- * window + 1, else 64; window: the stored one if below seq - 1, else
- * seq - 1); re-opens the engine at that window. Returns seq, or -1. */
+/* eval's seq and window for the open model (atm_eval_defaults); re-opens
+ * the engine at that window. Returns seq, or -1. */
 API int atome_engine_score_shape(engine_session *s) {
     if (!s->open) FAIL(s, -1, "no model open");
-    int64_t seq = s->m.cfg.train_seq >= 2 ? s->m.cfg.train_seq : (s->m.cfg.window >= 1 ? s->m.cfg.window + 1 : 64);
-    int64_t window = s->m.cfg.window >= 1 && s->m.cfg.window < seq - 1 ? s->m.cfg.window : seq - 1;
+    int64_t seq = 0, window = 0;
+    atm_eval_defaults(&s->m.cfg, &seq, &window);   /* `atome eval`'s, core/container.c */
     if (window > ATM_MAX_WINDOW) FAIL(s, -1, "eval's seq %lld needs a window of %lld positions; the engine allows %d",
                                       (long long)seq, (long long)window, ATM_MAX_WINDOW);
     if (s->e.window != window) {
