@@ -187,11 +187,21 @@ test('what a person notices: prompt feedback, total and ETA, Copy and Save, bpb 
     assert.match(await page.textContent('#bpb-note'), /bits per byte \(lower is better\)/);
     // a long prompt says it is being read, then the line gives the total, a percentage and an ETA
     await fillSettings(page, { prompt: TEXT.subarray(0, 10000).toString('latin1').replace(/[^\x20-\x7e\n]/g, ' '), n: 3000, explain: false });
+    // every text the status line shows, recorded as it changes (the prompt's reading can be over between two polls)
+    await page.evaluate(() => {
+      window.__speeds = [];
+      const el = document.getElementById('speed');
+      new MutationObserver((recs) => {   // each text set is a new text node: its own words, however fast the next came
+        for (const r of recs) for (const n of r.addedNodes) window.__speeds.push(n.textContent);
+        if (recs.some((r) => r.type === 'characterData')) window.__speeds.push(el.textContent);
+      }).observe(el, { childList: true, characterData: true, subtree: true });
+    });
     await page.click('#generate');
-    await page.waitForFunction(() => /Reading the prompt/.test(document.getElementById('speed').textContent), null, { timeout: 20000 });
     await page.waitForFunction(() => / of 3,000 bytes \(\d+ %\) · [\d,]+ bytes\/s · ETA /.test(document.getElementById('speed').textContent) ||
       document.getElementById('output').dataset.done === '1', null, { timeout: 60000 });
     await finished(page);
+    const speeds = await page.evaluate(() => window.__speeds);
+    assert.ok(speeds.some((t) => /Reading the prompt/.test(t)), `the status line never said it was reading the prompt: ${speeds.slice(0, 5)}`);
     // Copy and Save
     assert.equal(await page.isEnabled('#output-copy'), true);
     const saved = await grab(page, '#output-save');
