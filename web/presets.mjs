@@ -152,7 +152,11 @@ function minuteNote() {
 function measuredNote(s) {
   const m = s.measured, row = scheduleFields(TABLE, s.steps).row;
   const rates = Object.entries(m.msPerStep).map(([n, ms]) => `${Math.round(1000 / ms)} steps/s on ${n} thread${n > 1 ? 's' : ''}`);
-  return `Minute, ${fmt(s.budget)} s: this device measured ${rates.join(' and ')}, so the run trains on ${m.threads} ` +
+  // the faster count by its steps alone, when the run took the other (web/minute.mjs runThreads: the page's share)
+  const raw = Object.entries(m.msPerStep).reduce((a, b) => (b[1] < a[1] ? b : a))[0];
+  const why = String(raw) === String(m.threads) ? '' : ` (${raw} threads take all ${m.cores ?? raw} cores here, and the page's own work ` +
+    'then slows them by about a quarter)';
+  return `Minute, ${fmt(s.budget)} s: this device measured ${rates.join(' and ')}${why}, so the run trains on ${m.threads} ` +
     `thread${m.threads > 1 ? 's' : ''} for ${fmt(s.steps)} steps (what fits the ${fmt(m.budgetLeft)} s left after the measure) ` +
     `with the schedule of the sweep's ${fmt(row.steps)}-step row (lr ${numText(row.lr)}; the sweep's held-out bpb there ` +
     `${row.bpb.toFixed(2)}).`;

@@ -345,7 +345,7 @@ async function minuteRun(page, ts, s, corpus, t0) {
   const taken = ts.builtin ? await builtinCorpus(ts, f.corpus) : corpus;
   const out = { ...s, steps, batch: f.row.batch, seq: f.row.seq, lr: f.row.lr, warmup: Number(f.fields.warmup), cosine: table.cosine,
     lrMin: f.row.lrMin, clip: f.row.clip, threads: m.threads, evalEvery: autoEvery(steps), sampleEvery: autoEvery(steps),
-    measured: { threads: m.threads, msPerStep: m.msPerStep, seconds: Math.round(m.seconds * 100) / 100, budgetLeft: Math.round(left * 100) / 100 } };
+    measured: { threads: m.threads, cores, msPerStep: m.msPerStep, seconds: Math.round(m.seconds * 100) / 100, budgetLeft: Math.round(left * 100) / 100 } };
   out.text = { ...s.text, ...f.fields, 'eval-every': '', 'sample-every': '' };
   testEvent('minute', { ...m, cores, left, steps });
   if (ts.builtin) { useBuiltin(ts, f.corpus, true); }

@@ -100,6 +100,10 @@ test('budget 50: done within the budget + 10 s, the ETA never jumps up by more t
       const etas = await page.evaluate(() => window.__etas);
       console.log(`# budget 50: ${wall.toFixed(1)} s wall, ${st.steps} steps, page val ${st.valBpb}; measure ${brief(m)}`);
       assert.ok(wall <= 50 + SLACK_S, `budget 50 took ${wall.toFixed(1)} s`);
+      // the note says why when the run took a count slower by its steps alone
+      const raw = Object.entries(m.msPerStep).reduce((a, b) => (b[1] < a[1] ? b : a))[0];
+      const note = await page.textContent('#train-preset-note');
+      assert.equal(/slows them by about a quarter/.test(note), String(raw) !== String(m.threads), note);
       assert.ok(etas.length >= 3, `ETAs seen: ${etas}`);
       for (let i = 1; i < etas.length; i++)
         assert.ok(etas[i] <= Math.max(etas[i - 1], Math.floor(etas[i - 1] * 1.1)), `ETA ${etas[i - 1]} s then ${etas[i]} s`);
