@@ -25,8 +25,10 @@
 //                               thread count of counts (the faster is `threads`), one validation chunk, a sample, a
 //                               save, the end of a run (packed models, final checkpoint)
 // settings.threads is a count or 'auto': the run's first slices alternate one
-// thread and all of them, and the faster count trains the rest (any count
-// gives the same bits).
+// thread and all of them (run.startThreads, a measure's choice, skips that
+// first comparison), the faster count trains on, and every REPROBE_MS of
+// training the two are compared again, so a core taken or freed mid-run
+// changes the count (any count gives the same bits).
 // A failure carries state (the worker's after it; idle: no run left) and,
 // for a run given up (freed; not resumable), failed and runId; a start while
 // a run is in progress is refused (refused) and the run goes on.
@@ -187,9 +189,11 @@ async function start({ run: r }, ctx) {
   emit = ctx.emit;
   try {
     // not part of the run: a continued run may use another count
-    const auto = r.settings.threads === 'auto' && maxThreads > 1;
-    atome.setThreads(auto ? maxThreads : Number(r.settings.threads) || 1);
-    probe = auto ? { plan: probePlan(maxThreads), i: 0, ms: new Map() } : null;
+    auto = r.settings.threads === 'auto' && maxThreads > 1;
+    const first = Number(r.startThreads) > 0 ? Math.min(maxThreads, Number(r.startThreads)) : 0;
+    atome.setThreads(auto ? first || maxThreads : Number(r.settings.threads) || 1);
+    probe = auto && !first ? { plan: probePlan(maxThreads), i: 0, ms: new Map() } : null;
+    sinceProbeMs = 0;
     begin(r);
     await loop();
     return await finish(state === 'stopping');
@@ -252,6 +256,10 @@ function trainSlice(every, pace) {
   }
   const dt = performance.now() - t0;
   if (probe) probeSlice(dt / k);
+  else if (auto && (sinceProbeMs += dt) >= REPROBE_MS) {
+    sinceProbeMs = 0;
+    probe = { plan: reprobePlan(atome.threads, atome.threads === 1 ? maxThreads : 1), i: 0, ms: new Map() };
+  }
   pace.stepMs = pace.stepMs ? 0.7 * pace.stepMs + 0.3 * (dt / k) : dt / k;
   const inst = (pace.predicted * k) / (dt / 1000);
   pace.rate = pace.rate ? 0.8 * pace.rate + 0.2 * inst : inst;
@@ -261,9 +269,19 @@ function trainSlice(every, pace) {
 // never across a boundary) alternate one thread and all of them, after one
 // slice on each to warm up; the count with the lower median step time
 // trains the rest (one thread on a tie).
+// Again every REPROBE_MS of training: a slice on the other count and one on
+// this (untimed), then the two alternate for PROBE_ROUNDS rounds. Under a
+// CPU hog a fresh page's measure once took two threads (16 ms a step against
+// 21 for one) that then trained 48 steps a second where one thread trained
+// 79; the comparison costs about 2 % of a run where the counts differ by
+// half.
 const PROBE_ROUNDS = 4;
+const REPROBE_MS = 4000;
 let probe = null;                // { plan: thread counts slice by slice, i, ms: count -> [ms a step] }
-const probePlan = (n) => [1, n, ...Array.from({ length: PROBE_ROUNDS }, (_, i) => (i % 2 ? [n, 1] : [1, n])).flat()];
+let auto = false, sinceProbeMs = 0;
+const alternate = (a, b) => Array.from({ length: PROBE_ROUNDS }, (_, i) => (i % 2 ? [b, a] : [a, b])).flat();
+const probePlan = (n) => [1, n, ...alternate(1, n)];
+const reprobePlan = (cur, other) => [other, cur, ...alternate(other, cur)];
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[b.length >> 1] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
 function probeSlice(msPerStep) {
   const n = probe.plan[probe.i];
@@ -287,10 +305,21 @@ const fasterCount = (ms) => [...ms.entries()].map(([n, v]) => [n, median(v)]).re
 // and on it the costs a run has beside its steps: one validation chunk (the
 // fastest of five passes), a sample, a save, the end of a run, and building
 // the model with its data.
+// Settled also means near the fastest block seen: while the optimised code
+// is compiled, the compiler's threads take cores from the steps, and a few
+// blocks can agree on a level twice the real one (under a CPU hog a fresh
+// page's first 80 steps, in blocks of 4: 45, 45, 55, 29, 29, 13, 25, 19, 20,
+// 21, 47, 29, 15, 11, 11, 11 ms a step; Node's wasm takes 9).
+// And a level is only taken after MIN_WARM_STEPS steps in all: once, on a
+// fresh page under a CPU hog, five blocks (17 steps) agreed on 44 ms a step
+// before the optimised code arrived (the run then planned 320 steps where
+// 1,300 fit); the code settled after about 80 steps in every probe.
 const SETTLE_ROUNDS = 3;
+const NEAR_FASTEST = 1.2;
+const MIN_WARM_STEPS = 100;
 const lastBlocks = (v) => v.slice(-SETTLE_ROUNDS);
-const settled = (blocks) => [...blocks.values()].every((v) => v.length >= SETTLE_ROUNDS &&
-  Math.max(...lastBlocks(v)) <= 1.1 * Math.min(...lastBlocks(v)));
+const countSettled = (v) => v.length >= SETTLE_ROUNDS && Math.max(...lastBlocks(v)) <= 1.1 * Math.min(...lastBlocks(v)) &&
+  median(lastBlocks(v)) <= NEAR_FASTEST * Math.min(...v);
 async function measure({ settings: s, corpus, counts, targetMs = 1000, maxMs = 4 * targetMs }) {
   if (state === 'running' || state === 'paused' || state === 'stopping')
     throw Object.assign(new Error('a run is already in progress'), { refused: true });
@@ -302,21 +331,31 @@ async function measure({ settings: s, corpus, counts, targetMs = 1000, maxMs = 4
     const { trainChunks, evalChunks } = sm.setData(corpus, { split: 0.9 });
     const setupMs = performance.now() - t0;
     const blocks = new Map(want.map((n) => [n, []]));
-    let slowest = 0;
+    // a block's length in steps, count by count: about blockMs of its latest step time (2 to 40 steps)
+    const blockMs = targetMs / ((PROBE_ROUNDS + 1) * want.length);
+    const k = new Map();
     for (const n of want) {
       atome.setThreads(n);
       sm.trainSteps(1);
       const t = performance.now();
       sm.trainSteps(1);
-      slowest = Math.max(slowest, performance.now() - t);
+      k.set(n, performance.now() - t);
     }
-    const k = Math.max(2, Math.min(20, Math.round(targetMs / ((PROBE_ROUNDS + 1) * want.length) / Math.max(slowest, 0.1))));
-    for (let r = 0; r <= PROBE_ROUNDS || !settled(blocks) && performance.now() - t0 < maxMs; r++) {
+    const steps = (ms) => Math.max(2, Math.min(40, Math.round(blockMs / Math.max(ms, 0.1))));
+    for (const n of want) k.set(n, steps(k.get(n)));
+    // a count whose blocks have settled (after MIN_WARM_STEPS in all) is not timed again
+    let trained = 2 * want.length;
+    const done = (n) => trained >= MIN_WARM_STEPS && countSettled(blocks.get(n));
+    for (let r = 0; r <= PROBE_ROUNDS || !want.every(done) && performance.now() - t0 < maxMs; r++) {
       for (const n of r % 2 ? want : [...want].reverse()) {
+        if (r > PROBE_ROUNDS && done(n)) continue;
         atome.setThreads(n);
         const t = performance.now();
-        sm.trainSteps(k);
-        blocks.get(n).push((performance.now() - t) / k);
+        sm.trainSteps(k.get(n));
+        const ms = (performance.now() - t) / k.get(n);
+        blocks.get(n).push(ms);
+        trained += k.get(n);
+        k.set(n, steps(ms));
       }
       await yieldNow();
     }

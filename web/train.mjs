@@ -398,16 +398,18 @@ function launch(page, ts, run, corpus, resume, stepMsHint = 0) {
   $('train-text').textContent = resume ? `Continuing from step ${fmt(run.step)}…` : 'Starting…';
   const failAt = Number(page.params.get('fail-at')) || 0;     // test hook: the first run of the page fails at that step
   if (failAt) page.params.delete('fail-at');
-  // the thread count is this page's, not the run's (a continued run may use another; a new minute run
-  // takes the count its measure chose)
+  // the thread count is this page's, not the run's (a continued run may use another); on auto a new
+  // minute run starts on the count its measure chose, and the worker keeps comparing the two
   const asked = $('train-threads').value.trim().toLowerCase();
-  const threads = !resume && run.settings.measured ? run.settings.measured.threads
-    : asked === 'auto' ? 'auto' : Math.max(1, Math.floor(Number(asked)) || 1);
+  const measured = !resume && run.settings.measured ? run.settings.measured.threads : 0;
+  const threads = asked === 'auto' ? 'auto' : measured || Math.max(1, Math.floor(Number(asked)) || 1);
+  const startThreads = asked === 'auto' ? measured : 0;
   const settings = { ...run.settings, threads };
   const job = page.trainer.request('start', { run: { id: run.id, settings, corpus, corpusName: run.corpusName,
-    samplePrompt: run.samplePrompt ?? null, resume, saveEveryMs: Number(page.params.get('save-ms')) || 3000, failAt, stepMsHint } },
+    samplePrompt: run.samplePrompt ?? null, resume, saveEveryMs: Number(page.params.get('save-ms')) || 3000, failAt, stepMsHint,
+    startThreads } },
   { onEvent: (event, m) => trainEvent(page, ts, event, m) });
-  job.done.then((m) => { testEvent('train', 'done', m.step); runDone(page, ts, m); }, (e) => trainError(page, ts, e));
+  job.done.then((m) => { testEvent('train', 'done', m.step, m.seconds); runDone(page, ts, m); }, (e) => trainError(page, ts, e));
 }
 
 // Saves are serialised: a slow one is never overtaken by an older one.

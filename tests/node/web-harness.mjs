@@ -286,11 +286,14 @@ export async function openTraining(query) {
 }
 
 // (a run that ends while 'running' or 'paused' is awaited fails at once, not at the timeout)
+// Polled every 100 ms, not at every animation frame (playwright's default):
+// a frame-by-frame poll keeps the page drawing frames, CPU the training
+// threads then lose.
 export async function waitTrain(page, want = 'done', timeout = 180000) {
   await page.waitForFunction((w) => {
     const s = document.getElementById('train-status').dataset.state;
     return s === w || s === 'error' || s === 'done';
-  }, want, { timeout }).catch((e) => { throw new Error(`training never reached '${want}': ${e.message}\n${page.logs.join('\n')}`); });
+  }, want, { timeout, polling: 100 }).catch((e) => { throw new Error(`training never reached '${want}': ${e.message}\n${page.logs.join('\n')}`); });
   const st = await state(page);
   assert.equal(st.state, want, `training: ${st.state} at step ${st.step} (${await errorText(page)})`);
   return st;
