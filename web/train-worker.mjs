@@ -295,13 +295,14 @@ const fasterCount = (ms) => [...ms.entries()].map(([n, v]) => [n, median(v)]).re
 // The minute preset's measure of this device: a scratch model of the run's
 // shape on the run's corpus (freed after), two warm-up steps on each count
 // (the second one timed), then rounds of a block on each count in turn (the
-// order alternating), each block as many steps (2 to 20) as fill its share
-// of targetMs on the slower count. The browser compiles the module's code
-// quickly first and replaces it by optimised code while it runs (a step
-// there took 58, 52, 37, then 20 ms in four blocks), so the rounds go on
-// until the last SETTLE_ROUNDS blocks of every count agree within a tenth,
-// at least PROBE_ROUNDS + 1 rounds and until maxMs at most; the step time of
-// a count is the median of its last SETTLE_ROUNDS blocks. The faster count,
+// order alternating), each block as many steps (2 to 40) as fill its share
+// of targetMs at the count's latest step time. The browser compiles the
+// module's code quickly first and replaces it by optimised code while it
+// runs (a step there took 58, 52, 37, then 20 ms in four blocks), so the
+// rounds go on until the last SETTLE_ROUNDS blocks of every count agree
+// within a tenth (a settled count is not timed again), at least
+// PROBE_ROUNDS + 1 rounds and until maxMs at most; the step time of a count
+// is the median of its last SETTLE_ROUNDS blocks. The faster count,
 // and on it the costs a run has beside its steps: one validation chunk (the
 // fastest of five passes), a sample, a save, the end of a run, and building
 // the model with its data.
@@ -320,6 +321,40 @@ const MIN_WARM_STEPS = 100;
 const lastBlocks = (v) => v.slice(-SETTLE_ROUNDS);
 const countSettled = (v) => v.length >= SETTLE_ROUNDS && Math.max(...lastBlocks(v)) <= 1.1 * Math.min(...lastBlocks(v)) &&
   median(lastBlocks(v)) <= NEAR_FASTEST * Math.min(...v);
+// The measure's rounds (see above): each count's step time, block by block,
+// until every count has settled or maxMs from t0 has passed.
+async function timeCounts(sm, want, targetMs, maxMs, t0) {
+  const blocks = new Map(want.map((n) => [n, []]));
+  // a block's length in steps, count by count: about blockMs of its latest step time (2 to 40 steps)
+  const blockMs = targetMs / ((PROBE_ROUNDS + 1) * want.length);
+  const steps = (ms) => Math.max(2, Math.min(40, Math.round(blockMs / Math.max(ms, 0.1))));
+  const k = new Map();
+  for (const n of want) {
+    atome.setThreads(n);
+    sm.trainSteps(1);
+    const t = performance.now();
+    sm.trainSteps(1);
+    k.set(n, steps(performance.now() - t));
+  }
+  // a count whose blocks have settled (after MIN_WARM_STEPS in all) is not timed again
+  let trained = 2 * want.length;
+  const done = (n) => trained >= MIN_WARM_STEPS && countSettled(blocks.get(n));
+  for (let r = 0; r <= PROBE_ROUNDS || !want.every(done) && performance.now() - t0 < maxMs; r++) {
+    for (const n of r % 2 ? want : [...want].reverse()) {
+      if (r > PROBE_ROUNDS && done(n)) continue;
+      atome.setThreads(n);
+      const t = performance.now();
+      sm.trainSteps(k.get(n));
+      const ms = (performance.now() - t) / k.get(n);
+      blocks.get(n).push(ms);
+      trained += k.get(n);
+      k.set(n, steps(ms));
+    }
+    await yieldNow();
+  }
+  return blocks;
+}
+
 async function measure({ settings: s, corpus, counts, targetMs = 1000, maxMs = 4 * targetMs }) {
   if (state === 'running' || state === 'paused' || state === 'stopping')
     throw Object.assign(new Error('a run is already in progress'), { refused: true });
@@ -330,35 +365,7 @@ async function measure({ settings: s, corpus, counts, targetMs = 1000, maxMs = 4
     sm = atome.createModel(s.config, { ...modelOptions(s), steps: 1000000 });
     const { trainChunks, evalChunks } = sm.setData(corpus, { split: 0.9 });
     const setupMs = performance.now() - t0;
-    const blocks = new Map(want.map((n) => [n, []]));
-    // a block's length in steps, count by count: about blockMs of its latest step time (2 to 40 steps)
-    const blockMs = targetMs / ((PROBE_ROUNDS + 1) * want.length);
-    const k = new Map();
-    for (const n of want) {
-      atome.setThreads(n);
-      sm.trainSteps(1);
-      const t = performance.now();
-      sm.trainSteps(1);
-      k.set(n, performance.now() - t);
-    }
-    const steps = (ms) => Math.max(2, Math.min(40, Math.round(blockMs / Math.max(ms, 0.1))));
-    for (const n of want) k.set(n, steps(k.get(n)));
-    // a count whose blocks have settled (after MIN_WARM_STEPS in all) is not timed again
-    let trained = 2 * want.length;
-    const done = (n) => trained >= MIN_WARM_STEPS && countSettled(blocks.get(n));
-    for (let r = 0; r <= PROBE_ROUNDS || !want.every(done) && performance.now() - t0 < maxMs; r++) {
-      for (const n of r % 2 ? want : [...want].reverse()) {
-        if (r > PROBE_ROUNDS && done(n)) continue;
-        atome.setThreads(n);
-        const t = performance.now();
-        sm.trainSteps(k.get(n));
-        const ms = (performance.now() - t) / k.get(n);
-        blocks.get(n).push(ms);
-        trained += k.get(n);
-        k.set(n, steps(ms));
-      }
-      await yieldNow();
-    }
+    const blocks = await timeCounts(sm, want, targetMs, maxMs, t0);
     const kept = new Map([...blocks].map(([n, v]) => [n, lastBlocks(v)]));
     const threads = fasterCount(kept);
     atome.setThreads(threads);
