@@ -231,7 +231,7 @@ async function loop() {
       pace.lastPost = now;
       post('progress', { step, steps: m.steps, loss: m.loss, lr: m.lr, bytesPerSec: pace.rate,
         seconds: m.elapsed, stepMs: pace.stepMs, tailMs: tailMs(every), state, train: history.train.slice(-50),
-        threads: atome.threads, probing: probe !== null });
+        threads: probe?.was ?? atome.threads, probing: probe !== null && !probe.was });
     }
     if (now - lastSave > saveEveryMs && step < m.steps) saveCheckpoint('periodic');
     await yieldNow();
@@ -258,7 +258,8 @@ function trainSlice(every, pace) {
   if (probe) probeSlice(dt / k);
   else if (auto && (sinceProbeMs += dt) >= REPROBE_MS) {
     sinceProbeMs = 0;
-    probe = { plan: reprobePlan(atome.threads, atome.threads === 1 ? maxThreads : 1), i: 0, ms: new Map() };
+    // `was`: the count the progress line goes on showing (a comparison every 4 s is not news)
+    probe = { plan: reprobePlan(atome.threads, atome.threads === 1 ? maxThreads : 1), i: 0, ms: new Map(), was: atome.threads };
   }
   pace.stepMs = pace.stepMs ? 0.7 * pace.stepMs + 0.3 * (dt / k) : dt / k;
   const inst = (pace.predicted * k) / (dt / 1000);
