@@ -30,7 +30,7 @@ export const PRESETS = {
     // own): the step times of quick's runs there (trainer 74.3 s for 5,000 steps on 1 thread, 41.0 s on 2: docs/web.md),
     // the costs beside the steps as the page's `measure` reports them in the order of magnitude seen there
     typical: { msPerStep: { 1: 15, 2: 8.2 }, evalMsPerChunk: 0.3, sampleMs: 60, setupMs: 150, saveMs: 10, exportMs: 250, evalChunks: 3125,
-      measureS: 3 },
+      measureS: 4 },
   },
   quick: {
     fields: { ...COMMON, steps: '5000', batch: '16', lr: '1.2e-2', cosine: '1', 'lr-min': '1e-4', clip: '1' },
@@ -245,8 +245,8 @@ const cores = () => navigator.hardwareConcurrency || 1;
 // The threads the training worker starts (the most #train-threads may ask
 // for): the cores, capped at 4 (where more stopped helping; docs/web.md).
 // `auto` (the field's default) measures the first steps on one thread and on
-// these and keeps the faster; a number is used as it is. Any count gives one
-// thread's bits.
+// these, keeps the faster and times the two again every 4 s of training; a
+// number is used as it is. Any count gives one thread's bits.
 export const PAGE_THREADS = Math.max(1, Math.min(4, cores()));
 
 function note() {
@@ -254,7 +254,7 @@ function note() {
   $('train-threads-note').textContent = ps.why ? `Training runs on one thread: the threaded module did not start (${ps.why}).`
     : !ps.isolated ? 'This page is not cross-origin isolated, so training runs on one thread.'
       : ps.threadsMax > 1 ? `Up to ${fmt(ps.threadsMax)} threads here (${fmt(navigator.hardwareConcurrency || 1)} cores). ` +
-        `Auto times the first steps on 1 thread and on ${fmt(ps.threadsMax)} and keeps the faster; a number is used as it is.`
+        `Auto times the first steps on 1 thread and on ${fmt(ps.threadsMax)}, keeps the faster, and times both again every few seconds; a number is used as it is.`
         : 'Training runs on one thread: this browser reports one core.';
   $('train-threads').disabled = ps.threadsMax <= 1;
   $('train-threads').max = String(ps.threadsMax);
