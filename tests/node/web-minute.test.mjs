@@ -11,7 +11,8 @@
 //    Node from scratch with the run's seed, step count and schedule (the
 //    count is stored with the run: no second measure on continuing);
 //  - with a CPU hog on one core, the thread count auto picks trains at least
-//    as many steps a second as one thread does (a tenth allowed; docs/web.md).
+//    as many steps a second as the other count (one thread where auto took
+//    the pool's, the pool's where it took one; a tenth allowed; docs/web.md).
 // The timing bounds are for the suite's 2-core machine running nothing else.
 import test from 'node:test';
 import assert from 'node:assert/strict';
