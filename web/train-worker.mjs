@@ -192,7 +192,7 @@ async function start({ run: r }, ctx) {
     auto = r.settings.threads === 'auto' && maxThreads > 1;
     const first = Number(r.startThreads) > 0 ? Math.min(maxThreads, Number(r.startThreads)) : 0;
     atome.setThreads(auto ? first || maxThreads : Number(r.settings.threads) || 1);
-    probe = auto && !first ? { plan: probePlan(maxThreads), i: 0, ms: new Map() } : null;
+    probe = auto && !first ? { plan: comparePlan(1, maxThreads), i: 0, ms: new Map() } : null;
     sinceProbeMs = 0;
     begin(r);
     await loop();
@@ -259,7 +259,7 @@ function trainSlice(every, pace) {
   else if (auto && (sinceProbeMs += dt) >= REPROBE_MS) {
     sinceProbeMs = 0;
     // `was`: the count the progress line goes on showing (a comparison every 4 s is not news)
-    probe = { plan: reprobePlan(atome.threads, atome.threads === 1 ? maxThreads : 1), i: 0, ms: new Map(), was: atome.threads };
+    probe = { plan: comparePlan(atome.threads === 1 ? maxThreads : 1, atome.threads), i: 0, ms: new Map(), was: atome.threads };
   }
   pace.stepMs = pace.stepMs ? 0.7 * pace.stepMs + 0.3 * (dt / k) : dt / k;
   const inst = (pace.predicted * k) / (dt / 1000);
@@ -269,7 +269,7 @@ function trainSlice(every, pace) {
 // Auto threads: the first slices of a run (as any slice: about SLICE_MS,
 // never across a boundary) alternate one thread and all of them, after one
 // slice on each to warm up; the count with the lower median step time
-// trains the rest (one thread on a tie).
+// trains on (one thread on a tie).
 // Again every REPROBE_MS of training: a slice on the other count and one on
 // this (untimed), then the two alternate for PROBE_ROUNDS rounds. Under a
 // CPU hog a fresh page's measure once took two threads (16 ms a step against
@@ -280,9 +280,8 @@ const PROBE_ROUNDS = 4;
 const REPROBE_MS = 4000;
 let probe = null;                // { plan: thread counts slice by slice, i, ms: count -> [ms a step] }
 let auto = false, sinceProbeMs = 0;
-const alternate = (a, b) => Array.from({ length: PROBE_ROUNDS }, (_, i) => (i % 2 ? [b, a] : [a, b])).flat();
-const probePlan = (n) => [1, n, ...alternate(1, n)];
-const reprobePlan = (cur, other) => [other, cur, ...alternate(other, cur)];
+// one untimed slice on each count, then PROBE_ROUNDS rounds of both, the order alternating
+const comparePlan = (a, b) => [a, b, ...Array.from({ length: PROBE_ROUNDS }, (_, i) => (i % 2 ? [b, a] : [a, b])).flat()];
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[b.length >> 1] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
 function probeSlice(msPerStep) {
   const n = probe.plan[probe.i];
