@@ -119,7 +119,13 @@ function budgetText(c) {
   return `${int(r.bytes_trained)} bytes (${int(r.steps)} steps of ${f.batch ?? 16} × ${f.seq ?? 64}, `
     + `${r.epochs ? r.epochs.toFixed(1) : '—'} passes over ${int(r.train_file_bytes)} bytes of ${f['max-bytes'] ? `the first ${int(f['max-bytes'])} bytes of ` : ''}tinystories-train.txt)`;
 }
-const heldText = (c) => c ? `all of tinystories-valid.txt (${int(c.first.eval_bytes)} bytes)` : '—';
+// every seq-byte chunk of the file (a remainder shorter than seq is left out);
+// a chunk's first byte has no context, so seq - 1 of its bytes are predicted
+const heldText = (c) => {
+  if (!c) return '—';
+  const e = c.first.eval || {};
+  return e.chunks && e.seq ? `all of tinystories-valid.txt, ${int(e.chunks)} chunks of ${e.seq} bytes (${int(c.first.eval_bytes)} bytes predicted)` : `all of tinystories-valid.txt (${int(c.first.eval_bytes)} bytes predicted)`;
+};
 const pplOf = (c) => c ? f3(Math.exp(c.mean)) : '—';
 
 // The numbers of a published figure's text ("router entropy 0.67–0.87 nats": [0.67, 0.87]).
