@@ -236,6 +236,11 @@ test('published figures: every sentence is in the seed file it names', async () 
     assert.ok(P.sources[f.source], `${id}: unknown source ${f.source}`);
     const text = norm(readFileSync(path.join(ref, P.sources[f.source]), 'utf8'));
     assert.ok(text.includes(norm(f.quote)), `${id}: its sentence is not in ${P.sources[f.source]}`);
+    // and the figure says nothing its sentence does not: every number of it is in the sentence
+    // (thousands with or without their comma, "1×52" as "1 × 52")
+    const q = norm(f.quote).replace(/\s*×\s*/g, '×').replace(/(\d),(\d)/g, '$1$2');
+    for (const x of f.figure.replace(/\s*×\s*/g, '×').replace(/(\d),(\d)/g, '$1$2').match(/(?<![A-Za-z\d.])\d+(?:\.\d+)?/g) || [])   // not the 32 of "fp32"
+      assert.ok(q.includes(x), `${id}: "${x}" of its figure is not in its sentence`);
   }
   // the figures the reviewer found typed in by hand and quoted nowhere are gone from the report's code
   const code = readFileSync(path.join(repo, 'tools/harness/research-claims.mjs'), 'utf8') + readFileSync(path.join(repo, 'tools/harness/research-report.mjs'), 'utf8');
@@ -291,9 +296,9 @@ test('the ablation pair: read at 50 seeds until both cells have 100, then once a
   };
   const mid = await row(70), done = await row(100);
   assert.match(mid, /first look, 50 seeds a cell; the second, at 100, is under way: 70 and 70 so far/);
-  assert.match(mid, /within 2·SE at 50 and 50 seeds|beyond 2·SE/);
+  assert.match(mid, /within 2·SE; z [\d.]+, 50 and 50 seeds|beyond 2·SE/);
   assert.match(done, /the second of two looks, fixed in advance: 50 seeds a cell within 2·SE, then 100; threshold 2\.84·SE/);
-  assert.match(done, /2\.84·SE at 100 and 100 seeds/);
+  assert.match(done, /2\.84·SE; z [\d.]+, 100 and 100 seeds/);
   const A = { n: 100, mean: 1, sd: 0.05 }, B = { n: 100, mean: 1.017, sd: 0.05 };
   assert.equal(cmp(A, B).sig, true, 'beyond 2·SE');
   assert.equal(cmp(A, B, 2.84).sig, false, "but within 2.84·SE");

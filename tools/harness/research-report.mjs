@@ -257,7 +257,7 @@ export async function report({ results: dir, out, figures = true, check = false,
   if (existsSync(specsDir)) for (const f of readdirSync(specsDir).filter(f => f.endsWith('.json')).sort()) specMeta[f.replace(/\.json$/, '')] = JSON.parse(readFileSync(join(specsDir, f), 'utf8'));
   const P = JSON.parse(readFileSync(join(root, 'research/published/figures.json'), 'utf8'));
   const unigram = unigramBpb(root);
-  const range = (cs) => { const v = cs.filter(Boolean).map(c => c.mean / LN2); return v.length ? `${Math.min(...v).toFixed(2)}–${Math.max(...v).toFixed(2)}` : '—'; };
+  const range = (cs) => { const v = cs.filter(Boolean).map(c => c.mean / LN2); if (!v.length) return '—'; const lo = Math.min(...v).toFixed(2), hi = Math.max(...v).toFixed(2); return lo === hi ? lo : `${lo}–${hi}`; };
   const split = cells(results, (r) => r.train_split_eval?.nats_per_byte);
   const rows = claims(C, P, { unigram, range, split });
   const decided = rows.filter(r => r.verdict !== 'undetermined').length;
