@@ -56,7 +56,7 @@ export function addSample(step, text) {
   const t = document.createElement('span');
   const sb = storyBreaks(t);       // <|endoftext|> as a story break
   sb.append(text);
-  sb.flush();
+  sb.flush({ cut: true });           // a sample ending in "<|en" ends with a story break
   d.append(b, t);
   $('samples').prepend(d);
   while ($('samples').children.length > 8) $('samples').lastChild.remove();

@@ -92,7 +92,9 @@ export function button(text, fn, id, cls = '') {
 // "<|endoftext|>", the mark between two stories in TinyStories, shown as a
 // story break (the bytes, Copy and Save keep it). storyBreaks(el) appends
 // text that comes in pieces: a mark cut between two pieces is held back
-// until the next one; flush() writes what is held back.
+// until the next one; flush() writes what is held back, and flush({ cut: true })
+// — the text ends there, as a training sample does — shows a held-back start of
+// the mark ("<|en", two characters or more) as a story break cut short.
 export const EOT = '<|endoftext|>';
 export function storyBreaks(el) {
   let hold = '';
@@ -107,14 +109,18 @@ export function storyBreaks(el) {
       }
       put(t);
     },
-    flush() { put(hold); hold = ''; },
+    flush({ cut = false } = {}) {
+      if (cut && hold.length >= 2) el.append(storyBreak(hold)); else put(hold);
+      hold = '';
+    },
   };
 }
-function storyBreak() {
+function storyBreak(cut = '') {
   const b = document.createElement('span');
-  b.className = 'story-break';
+  b.className = cut ? 'story-break cut' : 'story-break';
   b.setAttribute('role', 'separator');
-  b.setAttribute('aria-label', 'end of story (<|endoftext|>)');
-  b.title = '<|endoftext|>: the mark between two stories in the training text';
+  b.setAttribute('aria-label', cut ? `end of story (the mark cut short: ${cut})` : 'end of story (<|endoftext|>)');
+  b.title = cut ? `${cut}: the start of the end-of-story mark, where the sample stops`
+    : '<|endoftext|>: the mark between two stories in the training text';
   return b;
 }

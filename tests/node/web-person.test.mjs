@@ -70,6 +70,17 @@ test('<|endoftext|> is a story break on the page; the bytes, Copy and Save keep 
     const saved = await grab(page, '#output-save');
     assert.ok(saved.bytes.toString('utf8').includes('<|endoftext|>'), 'Save keeps the mark');
     await shot(page, '43-story-break', ['sec-generate']);
+    // a training sample cut in the middle of the mark ends with a story break, not "<|en"
+    const sample = await page.evaluate(async () => {
+      const { addSample } = await import(new URL('chart.mjs', document.querySelector('script[type=module]').src).href);
+      addSample(7, 'The end.<|endoftext|>Once<|en');
+      addSample(8, 'a < b, and <');
+      const [s8, s7] = document.querySelectorAll('#samples .sample');
+      return { text7: s7.textContent, breaks7: s7.querySelectorAll('.story-break').length, cut7: s7.querySelectorAll('.story-break.cut').length,
+        text8: s8.textContent, breaks8: s8.querySelectorAll('.story-break').length };
+    });
+    await page.locator('#samples').screenshot({ path: path.join(SHOTS, '43-sample-cut-mark.png') });
+    assert.deepEqual(sample, { text7: 'step 7: The end.Once', breaks7: 2, cut7: 1, text8: 'step 8: a < b, and <', breaks8: 0 });
   } finally { await ctx.close(); }
 });
 
