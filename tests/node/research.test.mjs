@@ -260,6 +260,9 @@ test('the verdict rule: one rule, the same in every row', async () => {
   assert.equal(partVerdict({ kind: 'tie', c: cmp(A, B) }), 'does not hold');
   assert.equal(partVerdict({ kind: 'win', c: cmp(cell([1, 1.01]), B) }), 'undetermined', 'two seeds');
   assert.equal(partVerdict({ kind: 'win', c: cmp(null, B) }), 'undetermined');
+  // the rule's 3-seed false-difference rate: Student's t tails at 2 (tables: 0.1835 at 2 df, 0.1161 at 4)
+  const { tTail } = await import(path.join(repo, 'tools/harness/research-claims.mjs'));
+  assert.ok(Math.abs(tTail(2, 2) - 0.1835) < 5e-4 && Math.abs(tTail(2, 4) - 0.1161) < 5e-4, `${tTail(2, 2)} ${tTail(2, 4)}`);
   const c = cmp(A, Bn);
   assert.ok(c.need > 3 && Number.isFinite(c.need), 'seeds needed for a within-noise difference');
   // 2·SE, not 2σ: at n = 3 and equal σ the threshold is about 1.63σ

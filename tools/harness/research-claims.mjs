@@ -10,6 +10,12 @@ const LN2 = Math.LN2;
 const TARGET_PARAMS = 60800, TARGET_TOL = 0.03;
 const LOOK1 = 50, LOOK2 = 100, Z2 = 2.84;   // the ablation pair's two looks (claimsAblation)
 
+// P(|T| > t) for Student's t with 2 and 4 degrees of freedom (closed forms):
+// how often noise passes 2·SE when SE comes from 3 seeds a cell (Welch: 2–4 df)
+export const tTail = (t, df) => df === 2 ? 1 - t / Math.sqrt(2 + t * t)
+  : df === 4 ? 1 - 0.75 * (t / Math.sqrt(1 + t * t / 4)) * (1 - t * t / (12 * (1 + t * t / 4))) : NaN;
+const tPct = (df) => Math.round(100 * tTail(2, df));
+
 export const RULE = [
   '**The rule every row follows.** A cell is the mean of its seeds\' held-out nats per byte; σ is their sample standard deviation. '
   + 'Two cells A and B differ when |Δ| > 2·SE, where Δ = mean(A) − mean(B) and SE = √(σA²/nA + σB²/nB), the standard error of '
@@ -29,7 +35,7 @@ export const RULE = [
   + `threshold is ${Z2}·SE, so that the two looks together (2·SE, then ${Z2}·SE: 4.55 % + 0.45 % two-sided, Bonferroni) call `
   + 'noise a difference no more often than 5 %.',
   '- How often noise passes 2·SE depends on the seeds: at 50 or 100 a cell SE is well estimated and it is about 5 %; at 3 a cell '
-  + 'SE rests on 2–4 degrees of freedom (Welch) and noise passes 2·SE about 12–18 % of the time, so a 3-seed difference near '
+  + `SE rests on 2–4 degrees of freedom (Welch) and noise passes 2·SE about ${tPct(4)}–${tPct(2)} % of the time, so a 3-seed difference near `
   + '2·SE (z below about 3) is weak evidence however the verdict reads.',
   '- A claim of several parts holds when every part holds, and does not hold as soon as one part does not, even when another '
   + 'part is undetermined (a conjunction with one false part is false).',
