@@ -6,7 +6,8 @@
 // machine running nothing else: the minute preset's wall time and its CPU hog).
 // TAP on stdout as `node --test` prints it; exit 1 if any test failed.
 // Node 18.17 or newer (node:test's run() and its reporters); `--test-concurrency`
-// would need Node 20.10.
+// would need Node 20.10. ATOME_TEST_LANES sets the number of files run at
+// once in the first part (2 by default).
 //
 //   node tests/node/run-suite.mjs [FILE...]    (default: every test file)
 import { run } from 'node:test';
@@ -18,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const ALONE = ['web-minute.test.mjs'];
-export const LANES = 2;
+export const LANES = Number(process.env.ATOME_TEST_LANES) || 2;
 
 // The files: the page tests first, then the rest, each group by name (the
 // order of the runs measured in README.md; starting with the longest files
@@ -44,8 +45,11 @@ async function runFiles(files, concurrency) {
 
 async function main(argv) {
   const { shared, alone } = suiteFiles(argv.length ? argv : undefined);
+  const t0 = Date.now();
   const a = await runFiles(shared, LANES);
+  const t1 = Date.now();
   const b = await runFiles(alone, 1);
+  console.log(`# run-suite: ${shared.length} files on ${LANES} lanes ${((t1 - t0) / 1000).toFixed(1)} s, ${alone.length} alone ${((Date.now() - t1) / 1000).toFixed(1)} s`);
   process.exitCode = a && b ? 0 : 1;
 }
 

@@ -46,9 +46,21 @@ test('a 16 MiB corpus trains 20 steps at batch 16 x seq 64; the status line star
     // the final save lands in IndexedDB a moment after the status says done
     await page.waitForFunction(() => /finished/.test(document.getElementById('train-saved').textContent), null, { timeout: 20000 });
     await pickCorpus(page, 'big.txt', textOf(16 * 1024 * 1024));
+    // what the panel shows the moment the new run is launched (its 'Starting…' line), read in that
+    // task: a read after the click returns can come steps later on a busy machine
+    await page.evaluate(() => {
+      const t = document.getElementById('train-text');
+      window.__fresh = null;
+      const o = new MutationObserver(() => {
+        if (window.__fresh || t.textContent !== 'Starting…') return;
+        window.__fresh = { saved: document.getElementById('train-saved').textContent, bar: document.getElementById('train-progress').value };
+        o.disconnect();
+      });
+      o.observe(t, { childList: true, characterData: true, subtree: true });
+    });
     await page.click('#train-start');
-    const fresh = await page.evaluate(() => ({ saved: document.getElementById('train-saved').textContent,
-      bar: document.getElementById('train-progress').value }));
+    await page.waitForFunction(() => window.__fresh);
+    const fresh = await page.evaluate(() => window.__fresh);
     assert.ok(!/finished/.test(fresh.saved), `the previous run's line stays: '${fresh.saved}'`);
     assert.equal(fresh.bar, 0, 'the progress bar starts at 0');
     const st = await waitTrain(page, 'done', 240000);
