@@ -1,11 +1,16 @@
 /* core/boards.c — see boards.h; the rows are core/boards.def. */
 #include "boards.h"
 
+/* The fields of a row, by name: the parameters of ATM_BOARD below, in the
+ * order of core/boards.def's header. mcu/CMakeLists.txt and tools/mcu/run-qemu
+ * read these names from here and find a row's field by its name. */
 static const atm_board BOARDS[] = {
-#define ATM_BOARD(name, label, cpu, chip, hz, fbase, fbytes, ram, slot, formats, drive, faster, uf2, semi, ofs, tables, \
-                  small, opt, uart, emu, count, windows, machine, alias, uh_id, hex_with, card, order)                   \
-    { name, label, cpu, chip, hz, fbase, fbytes, ram, slot, formats, drive, faster, uf2, semi, ofs, tables, small, emu,   \
-      count, windows, machine, alias, uh_id, hex_with, card, order },
+#define ATM_BOARD(name, label, cpu, chip, clock_hz, flash_base, flash_bytes, ram_bytes, slot_bytes, formats, drive,      \
+                  faster, uf2_family, semihosting, offsets, tables, small_ram, core_opt, uart, emulator, cost_count,       \
+                  cost_windows, machine, alias, uh_board_id, hex_with, card_label, card_order)                            \
+    { name, label, cpu, chip, clock_hz, flash_base, flash_bytes, ram_bytes, slot_bytes, formats, drive, faster,          \
+      uf2_family, semihosting, offsets, tables, small_ram, emulator, cost_count, cost_windows, machine, alias,            \
+      uh_board_id, hex_with, card_label, card_order },
 #include "boards.def"
 #undef ATM_BOARD
 };

@@ -16,7 +16,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtempSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, copyFileSync, chmodSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -186,6 +186,45 @@ test('run-qemu refuses arguments the semihosting command line cannot carry', asy
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^run-qemu: /);
   }
+});
+
+// run-qemu finds a row's QEMU machine by field name (ATM_BOARD's parameters in
+// core/boards.c), in a copy of the tree whose boards.c is edited: a row whose
+// fields move with their names still runs; a renamed field or a row of another
+// length is refused, never read from the wrong column.
+test('run-qemu reads the table of boards by field name', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'atome-boards-'));
+  try {
+    mkdirSync(join(dir, 'tools/mcu'), { recursive: true });
+    mkdirSync(join(dir, 'core'));
+    copyFileSync(RUN_QEMU, join(dir, 'tools/mcu/run-qemu'));
+    chmodSync(join(dir, 'tools/mcu/run-qemu'), 0o755);
+    const c = readFileSync(join(ROOT, 'core/boards.c'), 'utf8'), def = readFileSync(join(ROOT, 'core/boards.def'), 'utf8');
+    const params = c.match(/#define ATM_BOARD\(([^)]*)\)/)[1].replace(/[\s\\]/g, '').split(',');
+    const at = params.indexOf('machine');
+    assert.ok(at > 0 && params.includes('alias'), `ATM_BOARD's fields: ${params}`);
+    // every row and the parameter list with the machine field moved to the front
+    const rows = def.replace(/\/\*[\s\S]*?\*\//g, '').match(/ATM_BOARD\(([^)"]|"[^"]*")*\)/g);
+    const moved = rows.map((r) => {
+      const f = r.slice(10, -1).split(',');
+      return `ATM_BOARD(${[f[at], ...f.filter((_, i) => i !== at)].join(',')})`;
+    }).join('\n');
+    const movedC = c.replace(/#define ATM_BOARD\(([^)]*)\)/, `#define ATM_BOARD(${['machine', ...params.filter((p) => p !== 'machine')].join(', ')})`);
+    const tryWith = async (boardsC, boardsDef) => {
+      writeFileSync(join(dir, 'core/boards.c'), boardsC);
+      writeFileSync(join(dir, 'core/boards.def'), boardsDef);
+      return run(join(dir, 'tools/mcu/run-qemu'), ['--board', 'microbit', '--timeout', '60', template('microbit'), '--echo', '--n', '0', '--prompt', 'hi']);
+    };
+    const ok = await tryWith(movedC, moved);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal(ok.stdout.toString(), 'hi');
+    const renamed = await tryWith(movedC.replace('(machine,', '(qemu_machine,'), moved);
+    assert.equal(renamed.code, 2);
+    assert.match(renamed.stderr, /^run-qemu: core\/boards\.c: ATM_BOARD names no name, alias or machine field/);
+    const longer = await tryWith(movedC.replace('(machine,', '(machine, extra,'), moved);
+    assert.equal(longer.code, 2);
+    assert.match(longer.stderr, /^run-qemu: core\/boards\.def: a row's field count is not ATM_BOARD's/);
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
 test('empty template: generate exits 3, echo still works', async () => {
