@@ -91,6 +91,7 @@ before(async () => {
 });
 
 after(async () => {
+  if (shotTime.n) console.log(`# screenshots: ${shotTime.n} states, ${(shotTime.ms / 1000).toFixed(1)} s (axe-core ${(shotTime.axeMs / 1000).toFixed(1)} s)`);
   await browser?.close();
   server?.close();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
@@ -143,7 +144,12 @@ export async function waitReady(page) {
 // laptop-width ones of the named sections). Every state photographed is also
 // checked by axe-core at both widths: a serious or critical violation fails
 // the test that reached it (ATOME_AXE=0 turns the check off while debugging).
+const shotTime = { n: 0, ms: 0, axeMs: 0 };   // what shot() and its axe-core checks cost this file (printed at its end)
 export async function shot(page, name, sections = []) {
+  const t0 = Date.now();
+  try { await shotNow(page, name, sections); } finally { shotTime.n++; shotTime.ms += Date.now() - t0; }
+}
+async function shotNow(page, name, sections) {
   for (const sec of sections) await page.locator(`#${sec}`).screenshot({ path: path.join(SHOTS, `${name}-${sec}.png`) });
   const vp = page.viewportSize();
   await page.screenshot({ path: path.join(SHOTS, `${name}-laptop.png`), fullPage: true });
@@ -175,6 +181,10 @@ export async function axeProblems(page, state) {
     axeOffSaid = true;
     return [];
   }
+  const t0 = Date.now();
+  try { return await axeCheck(page, state); } finally { shotTime.axeMs += Date.now() - t0; }
+}
+async function axeCheck(page, state) {
   let r;
   if (await page.evaluate(() => document.querySelector('iframe, frame') !== null)) {
     const { default: AxeBuilder } = await import('@axe-core/playwright');
@@ -182,8 +192,9 @@ export async function axeProblems(page, state) {
   } else {
     axeSource ??= createRequire(createRequire(import.meta.url).resolve('@axe-core/playwright'))('axe-core').source;
     if (!await page.evaluate(() => typeof window.axe?.run === 'function')) await page.evaluate(axeSource);
+    // resultTypes: only the violations are needed (passes and incomplete ones are not gathered: faster)
     r = await page.evaluate(({ tags, exclude }) => window.axe.run({ include: [], exclude },
-      { runOnly: { type: 'tag', values: tags } }), { tags: AXE_TAGS, exclude: AXE_EXCLUDE });
+      { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] }), { tags: AXE_TAGS, exclude: AXE_EXCLUDE });
   }
   axeStates.push([state, r.violations.map((v) => `${v.id}:${v.impact}`)]);
   return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
