@@ -193,7 +193,8 @@ async function start({ run: r }, ctx) {
     const first = Number(r.startThreads) > 0 ? Math.min(maxThreads, Number(r.startThreads)) : 0;
     atome.setThreads(auto ? first || maxThreads : Number(r.settings.threads) || 1);
     probe = auto && !first ? { plan: comparePlan(1, maxThreads), i: 0, ms: new Map() } : null;
-    sinceProbeMs = 0;
+    // a count the measure chose is checked again after FIRST_REPROBE_MS of training, then every REPROBE_MS
+    sinceProbeMs = first ? REPROBE_MS - FIRST_REPROBE_MS : 0;
     begin(r);
     await loop();
     return await finish(state === 'stopping');
@@ -275,9 +276,14 @@ function trainSlice(every, pace) {
 // CPU hog a fresh page's measure once took two threads (16 ms a step against
 // 21 for one) that then trained 48 steps a second where one thread trained
 // 79; the comparison costs about 2 % of a run where the counts differ by
-// half.
+// half. A run that starts on the count a minute measure chose compares the
+// two again after its first FIRST_REPROBE_MS of training: under a hog the
+// measure's short blocks can pick the slower count (one measure timed one
+// thread at 21 ms a step and two at 17; one thread then trained 97 steps a
+// second, two 81), and a short budget cannot wait 4 s to find out.
 const PROBE_ROUNDS = 4;
 const REPROBE_MS = 4000;
+const FIRST_REPROBE_MS = 1000;
 let probe = null;                // { plan: thread counts slice by slice, i, ms: count -> [ms a step] }
 let auto = false, sinceProbeMs = 0;
 // one untimed slice on each count, then PROBE_ROUNDS rounds of both, the order alternating
