@@ -279,8 +279,9 @@ function trainSlice(every, pace) {
 // half. A run that starts on the count a minute measure chose compares the
 // two again after its first FIRST_REPROBE_MS of training: under a hog the
 // measure's short blocks can pick the slower count (one measure timed one
-// thread at 21 ms a step and two at 17; one thread then trained 97 steps a
-// second, two 81), and a short budget cannot wait 4 s to find out.
+// thread at 21 ms a step and two at 17; its run on two trained 81 steps a
+// second, the next run, fixed at one thread, 97), and a short budget cannot
+// wait 4 s to find out.
 const PROBE_ROUNDS = 4;
 const REPROBE_MS = 4000;
 const FIRST_REPROBE_MS = 1000;
